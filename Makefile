@@ -1,0 +1,62 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both set up first;
+# set-up is stamped, so a second run is a quick no-op.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+APT_PACKAGES := iverilog yosys pocl-opencl-icd ocl-icd-libopencl1
+STAMP_SYS := $(VENV)/.stamp-system
+STAMP_PY := $(VENV)/.stamp-python
+# Use every core the machine has for the test suite (2 on the reference machine).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: setup demo test test-slow lint bench-replay clean
+
+setup: $(STAMP_SYS) $(STAMP_PY)
+
+$(STAMP_SYS): Makefile
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    echo "setup: installing system packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  elif command -v apt-get >/dev/null && command -v sudo >/dev/null; then \
+	    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "setup: missing system packages:$$missing"; \
+	    echo "       install them (Debian/Ubuntu: apt-get install$$missing; conda: see environment.yml)"; \
+	    echo "       hardware tests fail under CI=true and skip otherwise until they are present"; \
+	  fi; \
+	fi
+	@mkdir -p $(VENV) && touch $@
+
+$(STAMP_PY): pyproject.toml requirements.lock
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@test -x $(BIN)/uv || $(BIN)/pip install -q uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	@touch $@
+
+# Regenerate the lock after changing dependencies in pyproject.toml.
+lock:
+	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev \
+	  --python-version 3.11 -o requirements.lock
+
+demo: setup
+	$(BIN)/python -m hrl.demo
+
+test: setup
+	CI=$${CI:-} $(BIN)/python -m pytest -n $(JOBS) -m "not slow" tests
+
+test-slow: setup
+	$(BIN)/python -m pytest -n $(JOBS) -m slow tests
+
+lint: setup
+	$(BIN)/ruff check hrl tests experiments sim
+
+bench-replay: setup
+	$(BIN)/python experiments/bench_replay.py
+
+clean:
+	rm -rf $(VENV) build sim_build .pytest_cache
