@@ -154,12 +154,43 @@ class FixedPoint:
         return jnp.uint32(0)
 
 
-PriorityFormat = Float32 | FixedPoint
+@dataclasses.dataclass(frozen=True)
+class MinFloat32:
+    """Not a priority format but a reduction: parents hold the MINIMUM of their children and
+    empty leaves are +inf. A SumTree with this format is a min tree (used by the buffer to
+    normalise importance weights with the smallest priority). Sampling is undefined on it."""
+
+    name: str = "min-float32"
+
+    @property
+    def dtype(self):
+        return jnp.float32
+
+    def validate(self, fanout: int, depth: int) -> None:
+        del fanout, depth
+
+    def encode(self, priorities):
+        return jnp.asarray(priorities, jnp.float32)
+
+    def decode(self, words, level: int, depth: int, fanout: int):
+        del level, depth, fanout
+        return jnp.asarray(words, jnp.float32)
+
+    def combine(self, children, fanout: int):
+        del fanout
+        return jnp.min(children, axis=-1)
+
+    @property
+    def empty_word(self):
+        return jnp.float32(jnp.inf)
+
+
+PriorityFormat = Float32 | FixedPoint | MinFloat32
 
 
 def parse_format(spec: str | PriorityFormat) -> PriorityFormat:
     """'float32', 'fixed' or 'fixed:W:I' (word bits, leaf integer bits) -> a format."""
-    if isinstance(spec, (Float32, FixedPoint)):
+    if isinstance(spec, (Float32, FixedPoint, MinFloat32)):
         return spec
     if not isinstance(spec, str):
         raise TypeError(f"priority format must be a string or a format, got {type(spec)}")

@@ -63,8 +63,8 @@ def init(capacity: int, fanout: int = 16, fmt: PriorityFormat | str = "float32")
     fmt = parse_format(fmt)
     fmt.validate(fanout, tree_depth(capacity, fanout))
     sizes = level_sizes(capacity, fanout)
-    levels = (jnp.zeros((1,), fmt.dtype),) + tuple(
-        jnp.zeros((size // fanout, fanout), fmt.dtype) for size in sizes[1:]
+    levels = (jnp.full((1,), fmt.empty_word, fmt.dtype),) + tuple(
+        jnp.full((size // fanout, fanout), fmt.empty_word, fmt.dtype) for size in sizes[1:]
     )
     return SumTree(levels=levels, capacity=capacity, fanout=fanout, fmt=fmt)
 

@@ -1,0 +1,262 @@
+"""Prioritized replay buffer: ring-buffer storage of transition pytrees plus a K-ary sum tree.
+
+    rb = make_prioritized_replay(capacity=50_000, alpha=0.6)
+    state = rb.init(example_transition)          # one transition, no batch dimension
+    state = rb.add(state, transitions)           # leading batch dimension M
+    sample = rb.sample(state, key, batch_size=256, beta=0.4)
+    state = rb.update(state, sample.indices, td_errors)
+
+Every method is a pure function of the state; all of them jit, and the whole buffer can live
+inside a `lax.scan` training loop. Static settings are bound by the factory.
+
+Priorities: the tree stores `(|td| + eps) ** alpha`. New items get the largest priority
+`|td| + eps` seen so far (or the priorities passed to `add`). Importance weights are
+`(N * P(i)) ** -beta / max_j (N * P(j)) ** -beta`, the max taken over the whole buffer through a
+min tree of the stored priorities (`weights="global"`), or over the batch (`weights="batch"`,
+cheaper: no min tree is kept).
+
+Bad input, the policy:
+* wrong item structure, shape or dtype, or indices/priorities of the wrong shape: ValueError
+  at trace time, naming the offending leaf;
+* outside jit (concrete values), ValueError for: NaN/inf/negative priorities, indices outside
+  the filled part, sampling from an empty buffer, a batch larger than the filled part;
+* inside jit the values are unknown, so instead: non-finite TD errors get the maximum
+  priority seen (the item is revisited soon rather than lost or poisoning the tree),
+  out-of-range indices are ignored, an empty buffer yields zero weights, and a batch larger
+  than the filled part samples with replacement (as it always does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from hrl.replay import sumtree
+from hrl.replay.formats import MinFloat32, PriorityFormat, parse_format
+
+
+@struct.dataclass
+class ReplayState:
+    items: Any  # pytree, every leaf with leading dimension `capacity`
+    tree: sumtree.SumTree  # priorities ** alpha
+    min_tree: sumtree.SumTree | None  # same, reduced with min (None for weights="batch")
+    insert_pos: jax.Array  # int32: next ring slot to write
+    size: jax.Array  # int32: filled slots
+    max_priority: jax.Array  # float32: largest |td| + eps seen (before alpha)
+    added: jax.Array  # int32: transitions ever added (for rate control and logging)
+
+
+class Sample(NamedTuple):
+    items: Any  # pytree with leading dimension batch_size
+    indices: jax.Array  # int32 (batch_size,)
+    weights: jax.Array  # float32 importance weights, max 1
+    probabilities: jax.Array  # float32 P(i)
+
+
+def _is_concrete(*xs) -> bool:
+    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(xs))
+
+
+@dataclasses.dataclass(frozen=True)
+class PrioritizedReplay:
+    """Static configuration plus the pure functions over `ReplayState`."""
+
+    capacity: int
+    alpha: float = 0.6
+    eps: float = 1e-6
+    fanout: int = 16
+    fmt: PriorityFormat = dataclasses.field(default_factory=lambda: parse_format("float32"))
+    weights: str = "global"
+
+    def __post_init__(self):
+        if not isinstance(self.capacity, int) or self.capacity < 1:
+            raise ValueError(f"replay capacity must be a positive int, got {self.capacity!r}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"replay alpha must be in [0, 1], got {self.alpha}")
+        if not self.eps > 0.0:
+            raise ValueError(f"replay eps must be > 0, got {self.eps}")
+        if self.weights not in ("global", "batch"):
+            raise ValueError(f"replay weights must be 'global' or 'batch', got {self.weights!r}")
+
+    # ------------------------------------------------------------------ state
+    def init(self, example_item) -> ReplayState:
+        """Empty buffer whose items look like `example_item` (one transition, unbatched)."""
+        items = jax.tree.map(
+            lambda x: jnp.zeros((self.capacity,) + jnp.shape(x), jnp.asarray(x).dtype),
+            example_item,
+        )
+        return ReplayState(
+            items=items,
+            tree=sumtree.init(self.capacity, self.fanout, self.fmt),
+            min_tree=(
+                sumtree.init(self.capacity, self.fanout, MinFloat32())
+                if self.weights == "global"
+                else None
+            ),
+            insert_pos=jnp.int32(0),
+            size=jnp.int32(0),
+            max_priority=jnp.float32(1.0),
+            added=jnp.int32(0),
+        )
+
+    def _check_items(self, state: ReplayState, items) -> int:
+        expected = jax.tree.structure(state.items)
+        got = jax.tree.structure(items)
+        if expected != got:
+            raise ValueError(f"items have structure {got}, buffer holds {expected}")
+        batch = None
+        stored_leaves = jax.tree_util.tree_leaves_with_path(state.items)
+        for (path, stored), new in zip(stored_leaves, jax.tree.leaves(items), strict=True):
+            name = jax.tree_util.keystr(path) or "<root>"
+            arr = jnp.asarray(new)
+            if arr.ndim != stored.ndim or arr.shape[1:] != stored.shape[1:]:
+                raise ValueError(
+                    f"item leaf {name}: expected shape (M, *{stored.shape[1:]}), got {arr.shape}"
+                )
+            if arr.dtype != stored.dtype:
+                raise ValueError(
+                    f"item leaf {name}: expected dtype {stored.dtype}, got {arr.dtype}"
+                )
+            if batch is None:
+                batch = arr.shape[0]
+            elif arr.shape[0] != batch:
+                raise ValueError(
+                    f"item leaf {name}: batch size {arr.shape[0]} != {batch} of other leaves"
+                )
+        if batch is None:
+            raise ValueError("items have no array leaves")
+        if batch > self.capacity:
+            raise ValueError(f"adding {batch} items at once exceeds capacity {self.capacity}")
+        return batch
+
+    def _priority(self, raw):
+        return jnp.power(raw, jnp.float32(self.alpha))
+
+    def _set_priorities(self, state: ReplayState, indices, raw) -> ReplayState:
+        stored = self._priority(raw)
+        tree = sumtree.update(state.tree, indices, stored)
+        min_tree = state.min_tree
+        if min_tree is not None:
+            min_tree = sumtree.update(min_tree, indices, stored)
+        return state.replace(tree=tree, min_tree=min_tree)
+
+    # ------------------------------------------------------------------ operations
+    def add(self, state: ReplayState, items, priorities=None) -> ReplayState:
+        """Write a batch of M transitions into the ring (oldest overwritten first).
+
+        New items get `priorities` (raw, before alpha) if given, else the largest priority
+        seen so far. O(M) writes + one tree update of M leaves.
+        """
+        m = self._check_items(state, items)
+        slots = (state.insert_pos + jnp.arange(m, dtype=jnp.int32)) % self.capacity
+        new_items = jax.tree.map(lambda buf, x: buf.at[slots].set(x), state.items, items)
+        if priorities is None:
+            raw = jnp.full((m,), state.max_priority, jnp.float32)
+        else:
+            raw = self._check_priorities(priorities, (m,), "add")
+        state = state.replace(
+            items=new_items,
+            insert_pos=(state.insert_pos + m) % self.capacity,
+            size=jnp.minimum(state.size + m, self.capacity),
+            max_priority=jnp.maximum(state.max_priority, jnp.max(raw)),
+            added=state.added + m,
+        )
+        return self._set_priorities(state, slots, raw)
+
+    def _check_priorities(self, values, shape, where: str):
+        values = jnp.asarray(values, jnp.float32)
+        if values.shape != shape:
+            raise ValueError(f"{where}: priorities must have shape {shape}, got {values.shape}")
+        if _is_concrete(values):
+            v = np.asarray(values)
+            bad = ~np.isfinite(v) | (v < 0)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(
+                    f"{where}: priorities must be finite and >= 0; entry {i} is {v[i]}"
+                )
+        return values
+
+    def sample(self, state: ReplayState, key, batch_size: int, beta: float = 0.4) -> Sample:
+        """Draw `batch_size` transitions with P(i) = p_i / sum p (stratified), with IS weights.
+
+        O(B K D) gathers in the tree plus the item gather.
+        """
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if _is_concrete(state.size):
+            size = int(state.size)
+            if size == 0:
+                raise ValueError("cannot sample from an empty replay buffer; add items first")
+            if batch_size > size:
+                raise ValueError(
+                    f"batch_size {batch_size} exceeds the {size} items in the buffer"
+                )
+        indices = sumtree.sample(state.tree, key, batch_size)
+        indices = jnp.minimum(indices, jnp.maximum(state.size - 1, 0))
+        leaf = sumtree.leaves(state.tree)[indices]
+        total = sumtree.total(state.tree)
+        probs = leaf / jnp.maximum(total, jnp.float32(1e-30))
+        if state.min_tree is not None:
+            p_min = sumtree.total(state.min_tree) / jnp.maximum(total, jnp.float32(1e-30))
+        else:
+            p_min = jnp.min(probs)
+        # (N P_i)^-b / (N P_min)^-b = (P_min / P_i)^b; computed as a ratio for range.
+        weights = jnp.power(p_min / jnp.maximum(probs, jnp.float32(1e-30)), jnp.float32(beta))
+        weights = jnp.where((state.size > 0) & (probs > 0), jnp.minimum(weights, 1.0), 0.0)
+        items = jax.tree.map(lambda buf: buf[indices], state.items)
+        return Sample(items=items, indices=indices, weights=weights, probabilities=probs)
+
+    def update(self, state: ReplayState, indices, td_errors) -> ReplayState:
+        """New priorities |td| + eps for sampled indices. Duplicates: the last one wins."""
+        indices = jnp.asarray(indices)
+        td = jnp.asarray(td_errors, jnp.float32)
+        if indices.ndim != 1 or td.shape != indices.shape:
+            raise ValueError(
+                f"update: indices {indices.shape} and td_errors {td.shape} must be equal 1-D"
+            )
+        if _is_concrete(indices, td, state.size):
+            idx, size = np.asarray(indices), int(state.size)
+            out = (idx < 0) | (idx >= size)
+            if out.any():
+                i = int(np.argmax(out))
+                raise ValueError(
+                    f"update: index {int(idx[i])} at position {i} is outside the filled range "
+                    f"[0, {size})"
+                )
+            bad = ~np.isfinite(np.asarray(td))
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
+        raw = jnp.abs(td) + jnp.float32(self.eps)
+        raw = jnp.where(jnp.isfinite(raw), raw, state.max_priority)
+        valid = (indices >= 0) & (indices < state.size)
+        indices = jnp.where(valid, indices, self.capacity)  # out of range -> dropped
+        state = state.replace(
+            max_priority=jnp.maximum(state.max_priority, jnp.max(jnp.where(valid, raw, 0.0)))
+        )
+        return self._set_priorities(state, indices, raw)
+
+
+def make_prioritized_replay(
+    capacity: int,
+    alpha: float = 0.6,
+    eps: float = 1e-6,
+    fanout: int = 16,
+    fmt: str | PriorityFormat = "float32",
+    weights: str = "global",
+) -> PrioritizedReplay:
+    """Bind the static settings of a prioritized replay buffer (see the module docstring)."""
+    return PrioritizedReplay(
+        capacity=capacity,
+        alpha=float(alpha),
+        eps=float(eps),
+        fanout=fanout,
+        fmt=parse_format(fmt),
+        weights=weights,
+    )
