@@ -1,0 +1,23 @@
+"""Prioritized replay: the K-ary sum tree, its priority formats and the replay buffer.
+
+The JAX code here is the reference semantics for every backend (OpenCL kernels, RTL).
+"""
+
+from hrl.replay import formats, sumtree
+from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
+from hrl.replay.formats import FixedPoint, Float32, MinFloat32, parse_format
+from hrl.replay.sumtree import SumTree
+
+__all__ = [
+    "FixedPoint",
+    "Float32",
+    "MinFloat32",
+    "PrioritizedReplay",
+    "ReplayState",
+    "Sample",
+    "SumTree",
+    "formats",
+    "make_prioritized_replay",
+    "parse_format",
+    "sumtree",
+]

@@ -234,12 +234,14 @@ class PrioritizedReplay:
                 i = int(np.argmax(bad))
                 raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
         raw = jnp.abs(td) + jnp.float32(self.eps)
-        raw = jnp.where(jnp.isfinite(raw), raw, state.max_priority)
         valid = (indices >= 0) & (indices < state.size)
-        indices = jnp.where(valid, indices, self.capacity)  # out of range -> dropped
-        state = state.replace(
-            max_priority=jnp.maximum(state.max_priority, jnp.max(jnp.where(valid, raw, 0.0)))
+        finite = jnp.isfinite(raw)
+        max_priority = jnp.maximum(
+            state.max_priority, jnp.max(jnp.where(valid & finite, raw, 0.0))
         )
+        raw = jnp.where(finite, raw, max_priority)
+        indices = jnp.where(valid, indices, self.capacity)  # out of range -> dropped
+        state = state.replace(max_priority=max_priority)
         return self._set_priorities(state, indices, raw)
 
 

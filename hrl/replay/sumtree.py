@@ -105,8 +105,9 @@ def _recompute_ancestors(tree: SumTree, levels: list, leaf_indices: jax.Array) -
         children = levels[level + 1]
         rows = children.shape[0]
         if rows <= node.shape[0]:
-            parents = fmt.combine(children, k)
-            levels[level] = parents.reshape(levels[level].shape)
+            parents = fmt.combine(children, k)  # (rows,); the level may pad up to a full row
+            flat = levels[level].reshape(-1).at[:rows].set(parents)
+            levels[level] = flat.reshape(levels[level].shape)
         else:
             values = fmt.combine(children[node], k)
             flat = levels[level].reshape(-1).at[node].set(values, mode="drop")

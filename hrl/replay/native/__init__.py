@@ -1,0 +1,51 @@
+"""Native (C++ via XLA FFI) CPU kernels for the K-ary sum tree.
+
+Drop-in replacements for `hrl.replay.sumtree.update_words / update / sample_from_bits /
+sample` over the same `SumTree` pytree; `total`, `leaves` and `probabilities` are cheap and
+stay in `hrl.replay.sumtree`. The library is compiled on first use (see `build`).
+
+    from hrl.replay import native
+    if native.available():
+        tree = native.update(tree, indices, priorities)
+"""
+
+from __future__ import annotations
+
+import functools
+
+from hrl.replay.native._build import NativeBuildError, build, cache_dir, library_path
+from hrl.replay.native._ops import sample, sample_from_bits, update, update_words
+
+__all__ = [
+    "NativeBuildError",
+    "available",
+    "build",
+    "cache_dir",
+    "library_path",
+    "sample",
+    "sample_from_bits",
+    "unavailable_reason",
+    "update",
+    "update_words",
+]
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """None if the native kernels can be used in this process, else why not."""
+    import jax
+
+    if jax.default_backend() != "cpu":
+        return f"the native kernels are CPU-only and the default backend is {jax.default_backend()}"
+    from hrl.replay.native._build import ensure_registered
+
+    try:
+        ensure_registered()
+    except NativeBuildError as e:
+        return str(e)
+    return None
+
+
+def available() -> bool:
+    """True if the kernels are built (building them now if needed) and jax runs on the CPU."""
+    return unavailable_reason() is None

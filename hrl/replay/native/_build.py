@@ -1,0 +1,165 @@
+"""Compile, cache and register the C++ sum-tree kernels (XLA FFI custom calls).
+
+The shared library is built on first use with the system C++ compiler and the FFI headers
+that ship with jaxlib (`jax.ffi.include_dir()`), then cached under `$HRL_CACHE_DIR` or
+`~/.cache/hrl`. The file name carries a hash of the source, the compiler command and version,
+and the jax/jaxlib versions, so any change rebuilds. Each build writes a private temporary
+file and renames it into place (atomic on POSIX), so several processes (pytest-xdist workers)
+may build at once: every one ends up loading a complete library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import jax
+import jaxlib
+
+SOURCE = Path(__file__).with_name("sumtree_ffi.cc")
+
+# No -ffast-math and no FMA contraction: every float + and * must round as XLA's ops do.
+# No -march=native either: the cached library must not depend on the machine that built it
+# beyond its architecture, which is part of the cache key.
+CXX_FLAGS = (
+    "-O3",
+    "-std=c++17",
+    "-shared",
+    "-fPIC",
+    "-fno-fast-math",
+    "-ffp-contract=off",
+)
+
+# FFI handler symbols exported by sumtree_ffi.cc -> the XLA custom-call target names.
+TARGETS = {
+    "HrlSumTreeUpdateF32": "hrl_sumtree_update_f32",
+    "HrlSumTreeUpdateU32": "hrl_sumtree_update_u32",
+    "HrlSumTreeUpdateMinF32": "hrl_sumtree_update_min_f32",
+    "HrlSumTreeSampleF32": "hrl_sumtree_sample_f32",
+    "HrlSumTreeSampleU32": "hrl_sumtree_sample_u32",
+}
+
+
+class NativeBuildError(RuntimeError):
+    """The native kernels cannot be built or loaded (no compiler, compile error, ...)."""
+
+
+_lock = threading.Lock()
+_registered_path: Path | None = None
+
+
+def cxx_flags() -> tuple[str, ...]:
+    """CXX_FLAGS plus any extra flags in $HRL_NATIVE_CXXFLAGS (part of the cache key)."""
+    return CXX_FLAGS + tuple(os.environ.get("HRL_NATIVE_CXXFLAGS", "").split())
+
+
+def cache_dir() -> Path:
+    """Where built libraries are kept: $HRL_CACHE_DIR, else ~/.cache/hrl."""
+    env = os.environ.get("HRL_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "hrl"
+
+
+def find_compiler() -> str:
+    """$CXX if set, else the first of g++, c++, clang++ on PATH."""
+    env = os.environ.get("CXX")
+    candidates = [env] if env else ["g++", "c++", "clang++"]
+    for name in candidates:
+        path = shutil.which(name)
+        if path:
+            return path
+    wanted = f"CXX={env!r}" if env else "g++, c++ or clang++"
+    raise NativeBuildError(
+        f"no C++ compiler found (looked for {wanted}); the native sum-tree kernels need one. "
+        "Install it (Debian/Ubuntu: apt-get install g++; conda: conda install cxx-compiler) "
+        "or use the pure-JAX path (impl='xla')."
+    )
+
+
+def _compiler_version(compiler: str) -> str:
+    try:
+        done = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as e:
+        raise NativeBuildError(f"cannot run the C++ compiler {compiler}: {e}") from None
+    return done.stdout.strip()
+
+
+def library_path(compiler: str | None = None) -> Path:
+    """The cache path of the library for this source, compiler, flags and jax version."""
+    compiler = compiler or find_compiler()
+    key = hashlib.sha256()
+    for part in (
+        SOURCE.read_bytes(),
+        compiler.encode(),
+        _compiler_version(compiler).encode(),
+        " ".join(cxx_flags()).encode(),
+        jax.__version__.encode(),
+        jaxlib.__version__.encode(),
+        platform.machine().encode(),
+        platform.system().encode(),
+    ):
+        key.update(part)
+        key.update(b"\0")
+    return cache_dir() / f"hrl_sumtree_ffi-{key.hexdigest()[:20]}.so"
+
+
+def build(force: bool = False) -> Path:
+    """Compile the kernels into the cache unless already there; return the library's path.
+
+    `make setup` calls this so the first test or benchmark does not pay for the compile.
+    Raises NativeBuildError with the compiler's output if the build fails.
+    """
+    compiler = find_compiler()
+    target = library_path(compiler)
+    if target.exists() and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp.so", dir=target.parent)
+    os.close(fd)
+    cmd = [
+        compiler,
+        *cxx_flags(),
+        f"-I{jax.ffi.include_dir()}",
+        str(SOURCE),
+        "-o",
+        tmp,
+    ]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0:
+            raise NativeBuildError(
+                f"compiling the native sum-tree kernels failed (exit {done.returncode}):\n"
+                f"{' '.join(cmd)}\n{done.stderr.strip()}"
+            )
+        os.replace(tmp, target)  # atomic: concurrent builders each install a whole file
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def ensure_registered() -> Path:
+    """Build if needed, load the library and register its FFI targets (once per process)."""
+    global _registered_path
+    if _registered_path is not None:
+        return _registered_path
+    with _lock:
+        if _registered_path is not None:
+            return _registered_path
+        path = build()
+        try:
+            lib = ctypes.CDLL(str(path))
+        except OSError as e:
+            raise NativeBuildError(f"cannot load {path}: {e}; delete it to rebuild") from None
+        for symbol, name in TARGETS.items():
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)), "cpu")
+        _registered_path = path
+        return path

@@ -1,0 +1,103 @@
+"""The sum-tree operations of `hrl.replay.sumtree`, backed by the C++ FFI kernels.
+
+Same signatures, same `SumTree` pytree and the same semantics as the reference (see
+`sumtree_ffi.cc` for the one float32 caveat), so a caller switches with one flag. Each batched
+operation is one XLA custom call: O(B log_K N) row reads in scalar C++ instead of dozens of
+XLA ops, and no argsort for duplicates (writes are applied in batch order, so the last wins).
+
+In place: `update_words` aliases every level of the tree to its output. Under `jax.jit`, pass
+the tree as a donated argument (`donate_argnums`) or carry it through `lax.scan`; otherwise
+XLA must copy the whole tree (O(N)) to keep the caller's input alive.
+
+vmap: a batch of trees runs the kernel once per tree (`vmap_method="sequential"`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hrl.replay.formats import FixedPoint, Float32, MinFloat32
+from hrl.replay.native._build import ensure_registered
+from hrl.replay.sumtree import SumTree
+
+
+def _suffix(tree: SumTree, sampling: bool = False) -> str:
+    """The kernel variant for the tree's format (a min tree can be updated, not sampled)."""
+    fmt = tree.fmt
+    if isinstance(fmt, Float32):
+        return "f32"
+    if isinstance(fmt, FixedPoint):
+        return "u32"
+    if isinstance(fmt, MinFloat32) and not sampling:
+        return "min_f32"
+    what = "sampling" if sampling else "updating"
+    raise ValueError(f"the native kernels do not support {what} a tree of format {fmt!r}")
+
+
+def _check_indices(indices) -> jax.Array:
+    indices = jnp.asarray(indices)
+    if indices.ndim != 1 or not jnp.issubdtype(indices.dtype, jnp.integer):
+        raise ValueError(
+            f"indices must be a 1-D integer array, got shape {indices.shape} dtype {indices.dtype}"
+        )
+    return indices.astype(jnp.int32)
+
+
+def update_words(tree: SumTree, indices, words) -> SumTree:
+    """Set raw leaf words (already in the tree's format) and fix every ancestor, in place.
+
+    Duplicates: last in batch order wins. Out-of-range indices are dropped, never wrapped.
+    O(B log_K N) row reads and writes; no sort.
+    """
+    ensure_registered()
+    indices = _check_indices(indices)
+    words = jnp.asarray(words, tree.fmt.dtype)
+    if words.shape != indices.shape:
+        raise ValueError(f"priorities shape {words.shape} != indices shape {indices.shape}")
+    n_levels = len(tree.levels)
+    call = jax.ffi.ffi_call(
+        f"hrl_sumtree_update_{_suffix(tree)}",
+        tuple(jax.ShapeDtypeStruct(level.shape, level.dtype) for level in tree.levels),
+        input_output_aliases={2 + i: i for i in range(n_levels)},
+        vmap_method="sequential",
+    )
+    levels = call(
+        indices,
+        words,
+        *tree.levels,
+        fanout=np.int64(tree.fanout),
+        capacity=np.int64(tree.capacity),
+    )
+    return tree.replace(levels=tuple(levels))
+
+
+def update(tree: SumTree, indices, priorities) -> SumTree:
+    """Set leaf priorities (real values, encoded by the tree's format); last write wins."""
+    return update_words(tree, indices, tree.fmt.encode(priorities))
+
+
+def sample_from_bits(tree: SumTree, bits, stratified: bool = True) -> jax.Array:
+    """Indices for B uniform 32-bit random words; bit-exact with `sumtree.sample_from_bits`
+    on the same tree. The tree must be non-empty (total > 0). O(B K log_K N).
+    """
+    ensure_registered()
+    bits = jnp.asarray(bits, jnp.uint32)
+    if bits.ndim != 1:
+        raise ValueError(f"bits must be 1-D, got shape {bits.shape}")
+    call = jax.ffi.ffi_call(
+        f"hrl_sumtree_sample_{_suffix(tree, sampling=True)}",
+        jax.ShapeDtypeStruct(bits.shape, jnp.int32),
+        vmap_method="sequential",
+    )
+    return call(bits, *tree.levels, fanout=np.int64(tree.fanout), stratified=bool(stratified))
+
+
+@functools.partial(jax.jit, static_argnames=("batch_size", "stratified"))
+def sample(tree: SumTree, key: jax.Array, batch_size: int, stratified: bool = True):
+    """Draw `batch_size` indices with probability proportional to priority (int32)."""
+    bits = jax.random.bits(key, (batch_size,), jnp.uint32)
+    return sample_from_bits(tree, bits, stratified)

@@ -1,0 +1,192 @@
+"""Design-space exploration: hand-computed iteration times, completeness, infeasibility."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from hrl.mapping import dse
+from hrl.mapping.links import Link
+from hrl.mapping.platform import Placement, fpga_placement, gpu_spec_placement, default_gpu_spec
+from hrl.mapping.workload import CALL_PRIMITIVE, CALLS, PRIMITIVES, Workload
+
+NAN = float("nan")
+MS = 1e-3
+
+
+def fixed_placement(name, table, resource=None, link="local", kind="jax"):
+    prims = frozenset(CALL_PRIMITIVE[c] for c, v in table.items() if not math.isnan(v))
+    return Placement(name, kind, resource or name, link, prims, "measured",
+                     lambda call, w: table.get(call, NAN))
+
+
+CPU = {"env": 1 * MS, "infer": 2 * MS, "insert": 0.5 * MS, "sample": 3 * MS, "train": 4 * MS,
+       "update": 1 * MS}
+ACC = {"env": NAN, "infer": 1 * MS, "insert": 0.1 * MS, "sample": 0.2 * MS, "train": 0.5 * MS,
+       "update": 0.1 * MS}
+LINK = {"testlink": Link("testlink", bandwidth=1e9, latency=1e-6)}
+WORK = Workload(num_envs=4, obs_dim=4, act_dim=2, hidden=(8,), batch_size=8, sgd_steps=1)
+
+
+def two_device_exploration(staleness=1):
+    places = [fixed_placement("cpu", CPU), fixed_placement("acc", ACC, link="testlink")]
+    return dse.explore(places, WORK, staleness=staleness, link_overrides=LINK)
+
+
+def test_all_cpu_is_the_sum_of_calls():
+    exp = two_device_exploration()
+    row = exp.row_of({p: "cpu" for p in PRIMITIVES})
+    assert exp.strict[row] == pytest.approx(11.5 * MS, rel=1e-6)
+    assert exp.relaxed[row] == pytest.approx(11.5 * MS, rel=1e-6)  # one resource does it all
+
+
+def test_hand_computed_split_mapping():
+    exp = two_device_exploration(staleness=1)
+    mapping = {"env": "cpu", "infer": "acc", "sample": "acc", "update": "acc", "train": "acc"}
+    row = exp.row_of(mapping)
+    assert exp.mapping(row) == mapping
+    # crossing edges: observations 4*4*4 = 64 B, actions 4*4 = 16 B, transitions
+    # 4 * (4*(2*4+2) + 4) = 176 B; each one hop of 1 us + bytes / 1 GB/s on the acc side.
+    links = 3 * 1e-6 + (64 + 16 + 176) / 1e9
+    calls = (1 + 1 + 0.1 + 0.2 + 0.5 + 0.1) * MS
+    assert exp.strict[row] == pytest.approx(calls + links, rel=1e-5)
+    # relaxed: cpu busy 1 ms, acc 1.9 ms, link 3.3 us; the actor cycle env+infer+2 hops bounds it
+    actor_cycle = 2 * MS + 2e-6 + (64 + 16) / 1e9
+    assert exp.relaxed[row] == pytest.approx(actor_cycle, rel=1e-5)
+    busy = dict(zip(exp.problem.resources, exp.busy[row], strict=True))
+    assert busy["cpu"] == pytest.approx(1 * MS, rel=1e-5)
+    assert busy["acc"] == pytest.approx(1.9 * MS, rel=1e-5)
+    assert busy["link:acc"] == pytest.approx(links, rel=1e-5)
+
+
+def test_staleness_bounds_the_learner_chain():
+    cpu = dict(CPU, train=40 * MS)  # a long learner chain on the CPU
+    places = [fixed_placement("cpu", cpu), fixed_placement("acc", ACC, link="testlink")]
+    w = Workload(num_envs=4, obs_dim=4, act_dim=2, hidden=(8,), batch_size=8, sgd_steps=1)
+    mapping = {"env": "cpu", "infer": "cpu", "sample": "acc", "update": "acc", "train": "cpu"}
+    # learner chain = sample 0.2 + train 40 + update 0.1 ms + 2 B-batch crossings:
+    # batch 8*(44+4) = 384 B and TD errors 32 B, each one hop -> 2 us + 416 ns.
+    chain = 40.3 * MS + 2e-6 + 416 / 1e9
+    for s in (0, 1, 3):
+        exp = dse.explore(places, w, staleness=s, link_overrides=LINK)
+        row = exp.row_of(mapping)
+        busy_cpu = (1 + 2 + 40) * MS
+        assert exp.relaxed[row] == pytest.approx(max(busy_cpu, chain / (s + 1)), rel=1e-5)
+
+
+def naive_times(exp, w, staleness, link):
+    """Per-mapping reference computed with Python loops, straight from the definitions."""
+    prob = exp.problem
+    names = prob.placements
+    lat = {c: dict(zip(names, prob.latency[i], strict=True)) for i, c in enumerate(CALLS)}
+    counts = w.counts()
+    hop_of = {"cpu": 0.0}
+    out = {}
+    for assign in itertools.product(names, repeat=5):
+        m = dict(zip(PRIMITIVES, assign, strict=True))
+        calls = {c: lat[c][m[CALL_PRIMITIVE[c]]] * counts[c] for c in CALLS}
+        if any(math.isnan(v) for v in calls.values()) or m["sample"] != m["update"]:
+            out[assign] = (math.inf, math.inf)
+            continue
+        busy = {}
+        for c, t in calls.items():
+            busy[m[CALL_PRIMITIVE[c]]] = busy.get(m[CALL_PRIMITIVE[c]], 0.0) + t
+        edge_t = {}
+        for src, dst, nbytes, cnt in w.edges():
+            if m[src] == m[dst] or cnt == 0:
+                edge_t[(src, dst)] = 0.0
+                continue
+            total = 0.0
+            for end in (m[src], m[dst]):
+                if end not in hop_of:
+                    h = (link.latency + nbytes / link.bandwidth) * cnt
+                    total += h
+                    busy["link:" + end] = busy.get("link:" + end, 0.0) + h
+            edge_t[(src, dst)] = total
+        strict = sum(calls.values()) + sum(edge_t.values())
+        actor = calls["env"] + calls["infer"] + edge_t[("env", "infer")] + edge_t[("infer", "env")]
+        learner = (calls["sample"] + calls["train"] + calls["update"]
+                   + edge_t[("sample", "train")] + edge_t[("train", "update")])
+        out[assign] = (strict, max(max(busy.values()), actor, learner / (staleness + 1)))
+    return out
+
+
+def test_vectorized_matches_naive_reference_on_every_mapping():
+    rng = np.random.default_rng(0)
+    tables = []
+    for _ in range(3):
+        t = {c: float(rng.uniform(0.1, 5)) * MS for c in CALLS}
+        tables.append(t)
+    tables[2]["env"] = NAN  # an accelerator that cannot run the env
+    tables[1]["train"] = NAN
+    places = [fixed_placement("cpu", tables[0]), fixed_placement("a", tables[1], link="testlink"),
+              fixed_placement("b", tables[2], link="testlink")]
+    w = Workload(num_envs=16, obs_dim=3, act_dim=1, algo="ddpg", hidden=(32, 32),
+                 batch_size=64, sgd_steps=4, weight_sync_period=2)
+    exp = dse.explore(places, w, staleness=2, link_overrides=LINK)
+    ref = naive_times(exp, w, 2, LINK["testlink"])
+    for row in range(len(exp.assignments)):
+        key = tuple(exp.problem.placements[i] for i in exp.assignments[row])
+        strict, relaxed = ref[key]
+        if math.isinf(strict):
+            assert not exp.feasible[row] and math.isinf(exp.strict[row])
+        else:
+            assert exp.strict[row] == pytest.approx(strict, rel=1e-5)
+            assert exp.relaxed[row] == pytest.approx(relaxed, rel=1e-5)
+
+
+def test_enumeration_is_complete_and_counts_feasible_choices():
+    places = [fixed_placement("cpu", CPU), fixed_placement("acc", ACC, link="testlink"),
+              fixed_placement("acc2", ACC, link="testlink")]
+    exp = dse.explore(places, WORK, link_overrides=LINK, tree_shared=False)
+    assert len(exp.assignments) == 3**5
+    assert len({tuple(r) for r in exp.assignments}) == 3**5
+    # env only on cpu (1 choice), every other primitive on all 3
+    assert exp.feasible.sum() == 1 * 3 * 3 * 3 * 3
+    shared = dse.explore(places, WORK, link_overrides=LINK, tree_shared=True)
+    assert shared.feasible.sum() == 1 * 3 * 3 * 3  # sample and update choose together
+
+
+def test_gymnasium_env_never_leaves_the_host():
+    w = Workload(env_kind="gymnasium", env_id="CartPole-v1", num_envs=8, batch_size=32)
+    places = [fixed_placement("cpu", CPU), gpu_spec_placement(default_gpu_spec()),
+              fpga_placement("u250")]
+    exp = dse.explore(places, w)
+    env_place = exp.assignments[:, PRIMITIVES.index("env")]
+    cpu = exp.problem.placements.index("cpu")
+    assert exp.feasible.any()
+    assert not exp.feasible[env_place != cpu].any()
+    for mode in ("strict", "relaxed"):
+        assert exp.mapping(exp.best(mode))["env"] == "cpu"
+    # JAX envs may go to the GPU but never to the FPGA
+    wj = Workload(env_kind="gymnax", num_envs=8, batch_size=32)
+    expj = dse.explore(places, wj)
+    gpu = expj.problem.placements.index("gpu")
+    fpga = expj.problem.placements.index("fpga:u250")
+    envj = expj.assignments[:, PRIMITIVES.index("env")]
+    assert expj.feasible[envj == gpu].any()
+    assert not expj.feasible[envj == fpga].any()
+
+
+def test_no_feasible_mapping_is_a_clear_error():
+    acc_only = [fixed_placement("acc", ACC, link="testlink")]
+    exp = dse.explore(acc_only, WORK, link_overrides=LINK)
+    with pytest.raises(ValueError, match="no feasible mapping"):
+        exp.best("strict")
+    with pytest.raises(ValueError, match="dependency mode"):
+        exp.times("sideways")
+    with pytest.raises(ValueError, match="staleness"):
+        dse.explore(acc_only, WORK, staleness=-1, link_overrides=LINK)
+
+
+def test_baselines_exist_for_present_devices():
+    places = [fixed_placement("cpu", CPU), gpu_spec_placement(default_gpu_spec())]
+    exp = dse.explore(places, WORK)
+    base = dse.baselines(exp, WORK)
+    assert base["all-cpu"] == {p: "cpu" for p in PRIMITIVES}
+    assert base["all-gpu"]["train"] == "gpu"
+    assert base["framework"] == {"env": "cpu", "infer": "cpu", "sample": "cpu",
+                                 "update": "cpu", "train": "gpu"}
+    for m in base.values():
+        assert np.isfinite(exp.strict[exp.row_of(m)])

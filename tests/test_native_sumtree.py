@@ -1,0 +1,334 @@
+"""The native (C++ XLA FFI) sum-tree kernels against the JAX reference `hrl.replay.sumtree`.
+
+What "matches" means, per format:
+* fixed point: every word of every level bit-exact with the reference; sampled indices equal.
+* float32: leaves bit-exact; inner nodes bit-exact with a sequential NumPy model (parents are
+  left-to-right float32 sums), and within the float32 summation bound of the reference, whose
+  own order depends on the shape XLA:CPU sees (loop emitter vs YNNPACK); sampled indices equal
+  the reference's on the same tree (same prefix-sum order).
+* min tree (the buffer's MinFloat32): bit-exact (min is exact in any order).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hrl.replay import native
+from hrl.replay import sumtree as ref
+from hrl.replay.formats import MinFloat32
+
+if not os.environ.get("CI"):
+    # Off CI a machine without a C++ compiler skips; under CI=true the build error surfaces.
+    pytestmark = pytest.mark.skipif(not native.available(), reason=str(native.unavailable_reason()))
+
+SETTINGS = settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+CAPACITIES = [1, 5, 100, 1000, 1337, 4097]  # mostly not powers of K
+FANOUTS = [2, 4, 16, 64]
+FORMATS = ["float32", "fixed", "fixed:16:6"]
+BATCHES = [1, 8, 64, 300]  # 300 exceeds the rows of upper levels: the whole-level path
+
+# One jitted function per operation; shapes repeat across examples, so compiles are shared.
+ref_update = jax.jit(ref.update)
+ref_sample = jax.jit(ref.sample_from_bits, static_argnames="stratified")
+nat_update = jax.jit(native.update)
+nat_sample = jax.jit(native.sample_from_bits, static_argnames="stratified")
+
+
+def words(tree) -> list[np.ndarray]:
+    """Every level as raw 32-bit words (float32 viewed as uint32, so -0.0 != 0.0, NaN == NaN)."""
+    return [np.asarray(level).reshape(-1).view(np.uint32) for level in tree.levels]
+
+
+def sequential_float_model(tree) -> list[np.ndarray]:
+    """Parents recomputed from the tree's own leaves by left-to-right float32 sums."""
+    k = tree.fanout
+    levels = [np.asarray(level, np.float32).reshape(-1) for level in tree.levels]
+    for level in range(tree.depth - 1, -1, -1):
+        children = levels[level + 1].reshape(-1, k)
+        acc = np.zeros(children.shape[0], np.float32)
+        for j in range(k):
+            acc = (acc + children[:, j]).astype(np.float32)
+        fresh = levels[level].copy()
+        fresh[: acc.size] = acc
+        levels[level] = fresh
+    return [level.view(np.uint32) for level in levels]
+
+
+def exact_subtree_sums(tree) -> list[np.ndarray]:
+    """float64 sums of the leaves under every node (the error bound's yardstick)."""
+    k = tree.fanout
+    sums = [None] * (tree.depth + 1)
+    sums[tree.depth] = np.asarray(tree.levels[-1], np.float64).reshape(-1)
+    for level in range(tree.depth - 1, -1, -1):
+        parents = sums[level + 1].reshape(-1, k).sum(axis=1)
+        padded = np.zeros(np.asarray(tree.levels[level]).size)
+        padded[: parents.size] = parents
+        sums[level] = padded
+    return sums
+
+
+def assert_float_within_bound(native_tree, ref_tree):
+    """|native - reference| <= 2 h (K-1) 2^-24 * exact subtree sum at height h.
+
+    Each float32 sum of K non-negative values in any order is within (K-1) u of the exact sum
+    (u = 2^-24) relative to it, and height h compounds that h times; two orders differ by at
+    most twice that. First order in u; the 1.01 covers the second-order terms.
+    """
+    k, depth = native_tree.fanout, native_tree.depth
+    exact = exact_subtree_sums(native_tree)
+    for level in range(depth + 1):
+        a = np.asarray(native_tree.levels[level], np.float64).reshape(-1)
+        b = np.asarray(ref_tree.levels[level], np.float64).reshape(-1)
+        height = depth - level
+        bound = 1.01 * 2 * height * (k - 1) * 2.0**-24 * exact[level]
+        bad = np.abs(a - b) > bound
+        assert not bad.any(), (
+            f"level {level}: node {int(np.argmax(bad))} native {a[bad][0]!r} "
+            f"reference {b[bad][0]!r} bound {bound[bad][0]!r}"
+        )
+
+
+priority_values = st.one_of(
+    st.just(0.0),
+    st.floats(2.0**-20, 1.0, width=32),
+    st.floats(1.0, 3000.0, width=32),  # fixed:16:6 saturates above 64: exercised too
+)
+
+
+@st.composite
+def op_streams(draw):
+    capacity = draw(st.sampled_from(CAPACITIES))
+    fanout = draw(st.sampled_from(FANOUTS))
+    fmt = draw(st.sampled_from(FORMATS))
+    n_ops = draw(st.integers(1, 4))
+    ops = []
+    for _ in range(n_ops):
+        batch = draw(st.sampled_from(BATCHES))
+        # Duplicates are likely (small pool), and a few indices fall outside [0, capacity).
+        pool = draw(st.lists(st.integers(-2, capacity + 1), min_size=1, max_size=12))
+        idx = draw(st.lists(st.sampled_from(pool), min_size=batch, max_size=batch))
+        pri = draw(st.lists(priority_values, min_size=batch, max_size=batch))
+        ops.append((np.asarray(idx, np.int32), np.asarray(pri, np.float32)))
+    return capacity, fanout, fmt, ops
+
+
+@SETTINGS
+@given(op_streams())
+def test_update_stream_matches_reference(stream):
+    capacity, fanout, fmt, ops = stream
+    tree_ref = ref.init(capacity, fanout, fmt)
+    tree_nat = ref.init(capacity, fanout, fmt)
+    for idx, pri in ops:
+        tree_ref = ref_update(tree_ref, idx, pri)
+        tree_nat = nat_update(tree_nat, idx, pri)
+    got, want = words(tree_nat), words(tree_ref)
+    assert np.array_equal(got[-1], want[-1]), "leaves differ"
+    if fmt == "float32":
+        for level, (g, m) in enumerate(zip(got, sequential_float_model(tree_nat), strict=True)):
+            assert np.array_equal(g, m), f"level {level} differs from the sequential model"
+        assert_float_within_bound(tree_nat, tree_ref)
+    else:
+        for level, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert np.array_equal(g, w), f"level {level} differs from the reference"
+
+
+@st.composite
+def filled_trees(draw):
+    capacity = draw(st.sampled_from(CAPACITIES))
+    fanout = draw(st.sampled_from(FANOUTS))
+    fmt = draw(st.sampled_from(FORMATS))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    # Wide dynamic range and many zeros: rounding at the top of a row, unreachable leaves.
+    pri = (rng.random(capacity) * np.exp(rng.uniform(-12, 12, capacity))).astype(np.float32)
+    pri[rng.random(capacity) < draw(st.sampled_from([0.0, 0.5, 0.95]))] = 0.0
+    if not pri.any():
+        pri[rng.integers(capacity)] = 1.0
+    tree = native.update(ref.init(capacity, fanout, fmt), np.arange(capacity), pri)
+    batch = draw(st.sampled_from(BATCHES))
+    bits = rng.integers(0, 2**32, batch, dtype=np.uint64).astype(np.uint32)
+    bits[: min(batch, 2)] = [0xFFFFFFFF, 0][: min(batch, 2)]  # the ends of the range
+    return tree, bits
+
+
+@SETTINGS
+@given(filled_trees(), st.booleans())
+def test_sample_matches_reference(tree_and_bits, stratified):
+    tree, bits = tree_and_bits
+    got = np.asarray(nat_sample(tree, bits, stratified=stratified))
+    want = np.asarray(ref_sample(tree, bits, stratified=stratified))
+    np.testing.assert_array_equal(got, want)
+    leaves = np.asarray(ref.leaves(tree))
+    assert (leaves[got] > 0).all(), "sampled a zero-priority leaf"
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+def test_duplicates_last_wins_and_out_of_range_dropped(fmt):
+    tree = ref.init(50, 4, fmt)
+    idx = np.array([3, 7, 3, -1, 50, 3, 1000, 7], np.int32)
+    pri = np.array([1.0, 2.0, 3.0, 9.0, 9.0, 5.0, 9.0, 0.5], np.float32)
+    got = native.update(tree, idx, pri)
+    want = ref.update(tree, idx, pri)
+    leaves = np.asarray(ref.leaves(got))
+    assert leaves[3] == 5.0 and leaves[7] == 0.5
+    assert np.count_nonzero(leaves) == 2
+    for g, w in zip(words(got), words(want), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_min_tree_matches_reference():
+    rng = np.random.default_rng(3)
+    tree_ref = tree_nat = ref.init(1337, 16, MinFloat32())
+    for batch in (64, 300, 1):
+        idx = rng.integers(-2, 1340, batch).astype(np.int32)
+        pri = (rng.random(batch) * 10).astype(np.float32)
+        tree_ref = ref_update(tree_ref, idx, pri)
+        tree_nat = nat_update(tree_nat, idx, pri)
+    for g, w in zip(words(tree_nat), words(tree_ref), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def _sample_update_loop(tree_ops, tree, bits, priorities):
+    def step(tree, xs):
+        b, p = xs
+        indices = tree_ops.sample_from_bits(tree, b)
+        return tree_ops.update(tree, indices, p), indices
+
+    return jax.lax.scan(step, tree, (bits, priorities))
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+def test_inside_scan_matches_step_by_step_and_reference(fmt):
+    rng = np.random.default_rng(0)
+    capacity, steps, batch = 3000, 12, 32
+    tree = ref.update(ref.init(capacity, 16, fmt), np.arange(capacity), rng.random(capacity))
+    bits = rng.integers(0, 2**32, (steps, batch), dtype=np.uint64).astype(np.uint32)
+    pri = rng.random((steps, batch)).astype(np.float32)
+    loop = jax.jit(_sample_update_loop, static_argnums=0)
+    tree_scan, idx_scan = loop(native, tree, bits, pri)
+    # The same steps one eager call at a time.
+    tree_eager, idx_eager = tree, []
+    for b, p in zip(bits, pri, strict=True):
+        i = native.sample_from_bits(tree_eager, b)
+        tree_eager = native.update(tree_eager, i, p)
+        idx_eager.append(np.asarray(i))
+    np.testing.assert_array_equal(np.asarray(idx_scan), np.stack(idx_eager))
+    for g, w in zip(words(tree_scan), words(tree_eager), strict=True):
+        np.testing.assert_array_equal(g, w)
+    if fmt == "fixed":  # float parents may differ from the reference in the last bits
+        tree_ref, idx_ref = loop(ref, tree, bits, pri)
+        np.testing.assert_array_equal(np.asarray(idx_scan), np.asarray(idx_ref))
+        for g, w in zip(words(tree_scan), words(tree_ref), strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+def test_vmap_over_trees(fmt):
+    rng = np.random.default_rng(1)
+    capacity, n_trees, batch = 700, 3, 16
+    trees = [
+        ref.update(ref.init(capacity, 4, fmt), np.arange(capacity), rng.random(capacity))
+        for _ in range(n_trees)
+    ]
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+    idx = rng.integers(0, capacity, (n_trees, batch)).astype(np.int32)
+    pri = rng.random((n_trees, batch)).astype(np.float32)
+    bits = rng.integers(0, 2**32, (n_trees, batch), dtype=np.uint64).astype(np.uint32)
+    updated = jax.jit(jax.vmap(native.update))(stacked, idx, pri)
+    sampled = jax.jit(jax.vmap(native.sample_from_bits))(updated, bits)
+    for t in range(n_trees):
+        one = native.update(trees[t], idx[t], pri[t])
+        for g, w in zip(
+            words(jax.tree.map(lambda x, t=t: x[t], updated)), words(one), strict=True
+        ):
+            np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(
+            np.asarray(sampled[t]), np.asarray(native.sample_from_bits(one, bits[t]))
+        )
+
+
+def test_no_recompile_and_update_in_place():
+    rng = np.random.default_rng(2)
+    tree = ref.init(5000, 16, "float32")
+    # Fresh wrappers: jit caches are shared between jits of the same function object.
+    update = jax.jit(lambda t, i, p: native.update(t, i, p), donate_argnums=0)
+    sample = jax.jit(lambda t, b: native.sample_from_bits(t, b))
+    for step in range(3):
+        leaf_ptr = tree.levels[-1].unsafe_buffer_pointer()
+        tree = update(
+            tree,
+            rng.integers(0, 5000, 64).astype(np.int32),
+            rng.random(64).astype(np.float32),
+        )
+        # Donated and aliased: the kernel wrote the caller's leaf buffer, no O(N) copy.
+        assert tree.levels[-1].unsafe_buffer_pointer() == leaf_ptr, f"copied at step {step}"
+        sample(tree, rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32))
+    assert update._cache_size() == 1
+    assert sample._cache_size() == 1
+
+
+def test_bad_input_is_named():
+    tree = ref.init(100, 4, "float32")
+    with pytest.raises(ValueError, match="indices must be a 1-D integer array"):
+        native.update(tree, np.zeros((2, 2), np.int32), np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="priorities shape"):
+        native.update(tree, np.zeros(3, np.int32), np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="bits must be 1-D"):
+        native.sample_from_bits(tree, np.zeros((2, 2), np.uint32))
+    with pytest.raises(ValueError, match="do not support sampling"):
+        native.sample_from_bits(ref.init(100, 4, MinFloat32()), np.zeros(2, np.uint32))
+
+
+def test_missing_compiler_gives_a_clear_error(monkeypatch):
+    from hrl.replay.native import _build
+
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    with pytest.raises(native.NativeBuildError, match="no C\\+\\+ compiler found"):
+        _build.find_compiler()
+
+
+def test_cache_key_follows_source_and_flags(monkeypatch, tmp_path):
+    from hrl.replay.native import _build
+
+    monkeypatch.setenv("HRL_CACHE_DIR", str(tmp_path))
+    plain = native.library_path()
+    assert plain.parent == tmp_path
+    monkeypatch.setenv("HRL_NATIVE_CXXFLAGS", "-DHRL_UNUSED_FLAG")
+    assert native.library_path() != plain
+    assert _build.cxx_flags()[-1] == "-DHRL_UNUSED_FLAG"
+
+
+@pytest.mark.slow
+def test_concurrent_builds_in_an_empty_cache(tmp_path):
+    """Two processes compiling into the same empty cache at once both load a whole library."""
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        from hrl.replay import native, sumtree
+        tree = native.update(sumtree.init(100, 4), np.arange(100), np.ones(100, np.float32))
+        assert float(sumtree.total(tree)) == 100.0
+        print(native.library_path())
+        """
+    )
+    env = dict(os.environ, HRL_CACHE_DIR=str(tmp_path))
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outs[0] == outs[1]
+    assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(outs[0].strip())]
+

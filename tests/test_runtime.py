@@ -1,0 +1,316 @@
+"""Runtime: n-step window, relaxed-dependency queue, fused vs host loop, strict == relaxed(0),
+seeded reproducibility, interrupted-and-resumed == uninterrupted, Ctrl-C, learning."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hrl.config import config_from_dict, load_config
+from hrl.replay.nstep import nstep_init, nstep_push
+from hrl.runtime import (
+    build,
+    initial_state,
+    latest_checkpoint,
+    pending_init,
+    pending_push,
+    restore_checkpoint,
+    train,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "experiments" / "configs"
+
+
+def tiny_config(**overrides):
+    """A CartPole run small enough to compile and run in seconds."""
+    data = {
+        "algo": "dqn",
+        "seed": 3,
+        "name": "tiny",
+        "env": {"name": "gymnax:CartPole-v1", "num_envs": 4},
+        "agent": {"hidden_sizes": [16, 16], "eps_decay_steps": 500},
+        "replay": {"capacity": 1000, "fanout": 4},
+        "train": {
+            "total_env_steps": 1536,
+            "batch_size": 16,
+            "train_ratio": 0.25,
+            "rollout_length": 4,
+            "learning_starts": 64,
+            "chunk_env_steps": 256,
+        },
+        "log": {"progress": False},
+    }
+    for dotted, value in overrides.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return config_from_dict(data)
+
+
+def assert_trees_equal(a, b):
+    leaves_a = jax.tree_util.tree_leaves_with_path(a)
+    leaves_b = jax.tree.leaves(b)
+    assert len(leaves_a) == len(leaves_b)
+    for (path, x), y in zip(leaves_a, leaves_b, strict=True):
+        np.testing.assert_array_equal(
+            np.asarray(x), np.asarray(y), err_msg=jax.tree_util.keystr(path)
+        )
+
+
+# --------------------------------------------------------------------------- n-step
+
+
+def naive_nstep(obs, act, rew, next_obs, term, done, n, gamma):
+    """Per env and start step t: cut the return at the first episode end in t..t+n-1."""
+    steps, envs = rew.shape
+    out = []
+    for t in range(steps - n + 1):
+        row = []
+        for m in range(envs):
+            ret, k = 0.0, t
+            for j in range(n):
+                k = t + j
+                ret += gamma**j * rew[k, m]
+                if done[k, m]:
+                    break
+            disc = gamma ** (k - t + 1) * (0.0 if term[k, m] else 1.0)
+            row.append((obs[t, m], act[t, m], ret, next_obs[k, m], disc))
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_nstep_matches_naive_reference(n):
+    rng = np.random.default_rng(n)
+    steps, envs, gamma = 40, 3, 0.9
+    obs = rng.normal(size=(steps, envs, 2)).astype(np.float32)
+    next_obs = rng.normal(size=(steps, envs, 2)).astype(np.float32)
+    act = rng.integers(0, 4, size=(steps, envs)).astype(np.int32)
+    rew = rng.normal(size=(steps, envs)).astype(np.float32)
+    done = rng.random((steps, envs)) < 0.2
+    term = done & (rng.random((steps, envs)) < 0.5)  # the rest are truncations
+    example = {"obs": obs[0, 0], "action": act[0, 0], "reward": np.float32(0),
+               "next_obs": obs[0, 0], "discount": np.float32(0)}
+    acc = nstep_init(example, n, envs)
+    push = jax.jit(nstep_push, static_argnums=7)
+    emitted = []
+    for t in range(steps):
+        acc, tr = push(acc, obs[t], act[t], rew[t], next_obs[t], term[t], done[t], gamma)
+        if t >= n - 1:
+            emitted.append(jax.device_get(tr))
+    expected = naive_nstep(obs, act, rew, next_obs, term, done, n, gamma)
+    assert len(emitted) == len(expected)
+    for got, want in zip(emitted, expected, strict=True):
+        for m, (o, a, r, no, d) in enumerate(want):
+            np.testing.assert_array_equal(got["obs"][m], o)
+            assert got["action"][m] == a
+            np.testing.assert_allclose(got["reward"][m], r, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(got["next_obs"][m], no)
+            np.testing.assert_allclose(got["discount"][m], d, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- relaxed queue
+
+
+@pytest.mark.parametrize("staleness", [0, 1, 4])
+def test_pending_releases_updates_exactly_s_steps_late(staleness):
+    batch = 3
+    pending = pending_init(staleness, batch)
+    push = jax.jit(pending_push)
+    for t in range(12):
+        idx = jnp.full((batch,), t, jnp.int32)
+        td = jnp.full((batch,), 10.0 * t, jnp.float32)
+        pending, (out_idx, out_td, valid) = push(pending, idx, td)
+        if t < staleness:
+            assert not bool(valid)
+        else:
+            assert bool(valid)
+            assert np.all(np.asarray(out_idx) == t - staleness)
+            assert np.all(np.asarray(out_td) == 10.0 * (t - staleness))
+
+
+# --------------------------------------------------------------------------- loops
+
+
+def run_iterations(cfg, iterations: int, fused: bool | None = None):
+    built = build(cfg) if fused is None else build(
+        config_from_dict({**_as_dict(cfg), "train": {**_as_dict(cfg)["train"], "fused": fused}})
+    )
+    state = initial_state(built)
+    state, out = built.loop.run(state, iterations)
+    return jax.device_get(state), out
+
+
+def _as_dict(cfg):
+    from hrl.config import to_dict
+
+    return to_dict(cfg)
+
+
+def test_relaxed_with_zero_staleness_equals_strict_bit_for_bit():
+    strict, out_s = run_iterations(tiny_config(), 40)
+    relaxed, out_r = run_iterations(
+        tiny_config(**{"train.dependency": "relaxed", "train.staleness": 0}), 40
+    )
+    assert int(strict.updates) > 0
+    assert_trees_equal(strict, relaxed)
+    assert_trees_equal(out_s, out_r)
+    # ...whereas a positive staleness really does change the trajectory.
+    stale, _ = run_iterations(
+        tiny_config(**{"train.dependency": "relaxed", "train.staleness": 2}), 40
+    )
+    leaves = jax.tree.leaves(strict.replay.tree)
+    assert any(
+        not np.array_equal(a, b) for a, b in zip(leaves, jax.tree.leaves(stale.replay.tree),
+                                                 strict=True)
+    )
+
+
+@pytest.mark.parametrize("staleness", [0, 2])
+def test_fused_loop_matches_host_loop(staleness):
+    """The same iteration run as one lax.scan and as separate jitted primitive calls."""
+    deps = {"train.dependency": "relaxed", "train.staleness": staleness}
+    fused, out_f = run_iterations(tiny_config(**deps), 30, fused=True)
+    host, out_h = run_iterations(tiny_config(**deps), 30, fused=False)
+    # Integer state (counters, indices, ring position, actions taken) must agree exactly; the
+    # float state to XLA's fusion-dependent rounding.
+    for (path, a), b in zip(jax.tree_util.tree_leaves_with_path(fused),
+                            jax.tree.leaves(host), strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        name = jax.tree_util.keystr(path)
+        if np.issubdtype(a.dtype, np.floating):
+            np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5, err_msg=name)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    np.testing.assert_array_equal(out_f.completed, out_h.completed)
+
+
+def test_seeded_run_is_reproducible_and_resume_is_exact(tmp_path):
+    """Interrupted at a chunk boundary and resumed == uninterrupted, bit for bit; and two runs
+    with one seed are identical."""
+    cfg = tiny_config()
+    full = train(cfg, run_dir=tmp_path / "full", progress=False)
+    assert not full["interrupted"] and full["updates"] > 0
+    part = train(cfg, run_dir=tmp_path / "split", progress=False, stop_at_env_steps=768)
+    assert part["interrupted"] and part["env_steps"] == 768
+    resumed = train(cfg, run_dir=tmp_path / "split", resume=True, progress=False)
+    assert not resumed["interrupted"]
+    assert resumed["env_steps"] == full["env_steps"] and resumed["updates"] == full["updates"]
+
+    like = initial_state(build(cfg))
+    state_full = restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like)
+    state_split = restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like)
+    assert_trees_equal(state_full, state_split)
+    episodes_full = (tmp_path / "full" / "episodes.csv").read_text()
+    assert episodes_full == (tmp_path / "split" / "episodes.csv").read_text()
+    assert episodes_full.count("\n") > 10
+    for name in ("metrics.csv", "learning_curve.png", "config.yaml", "summary.json"):
+        assert (tmp_path / "split" / name).is_file(), name
+
+    again = train(cfg, run_dir=tmp_path / "again", progress=False)
+    assert again["recent_return"] == full["recent_return"]
+    state_again = restore_checkpoint(latest_checkpoint(tmp_path / "again")[0], like)
+    assert_trees_equal(state_full, state_again)
+
+
+def test_checkpoint_every_and_jsonl(tmp_path):
+    cfg = tiny_config(**{"log.metrics_format": "jsonl"})
+    train(cfg, run_dir=tmp_path, progress=False, checkpoint_every=512)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["env_steps"] for r in rows] == [256 * (i + 1) for i in range(6)]
+    assert all(r["env_steps_per_s"] > 0 for r in rows)
+    kept = sorted(p.name for p in (tmp_path / "checkpoints").glob("step_*"))
+    assert kept == ["step_000000001024", "step_000000001536"]  # newest two of 512/1024/1536
+    info = json.loads((tmp_path / "checkpoints" / "latest.json").read_text())
+    assert info["env_steps"] == 1536
+
+
+def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
+    """SIGINT to `hrl train` stops at the next chunk boundary with a checkpoint; `--resume`
+    continues from it."""
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "hrl.cli", "train", str(CONFIGS / "dqn_cartpole.yaml"),
+           "--run-dir", str(run_dir), "--no-progress",
+           "--set", "train.total_env_steps=100000000", "--set", "train.chunk_env_steps=512",
+           "--set", "train.rollout_length=64", "--set", "agent.hidden_sizes=[16]"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    metrics = run_dir / "metrics.csv"
+    deadline = time.monotonic() + 240
+    while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "no chunk finished in time"
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert "resume with" in output
+    found = latest_checkpoint(run_dir)
+    assert found is not None
+    stopped_at = found[1]["env_steps"]
+    assert stopped_at > 0 and stopped_at % 512 == 0
+
+    resumed = subprocess.run(
+        [sys.executable, "-m", "hrl.cli", "train", "--resume", str(run_dir), "--no-progress",
+         "--set", f"train.total_env_steps={stopped_at + 1024}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_steps"] == stopped_at + 1024
+    steps = [int(r["env_steps"]) for r in csv.DictReader(metrics.open())]
+    assert steps == sorted(steps) and steps[-1] == stopped_at + 1024
+
+
+# --------------------------------------------------------------------------- learning
+
+
+def mean_last_10(run_dir) -> float:
+    returns = [float(r["episode_return"]) for r in csv.DictReader(
+        (Path(run_dir) / "episodes.csv").open())]
+    assert len(returns) >= 10
+    return float(np.mean(returns[-10:]))
+
+
+def test_dqn_learns_cartpole_short(tmp_path):
+    """Default-suite learning check: well above random (~22) after a short run."""
+    cfg = load_config(CONFIGS / "dqn_cartpole.yaml", ["train.total_env_steps=20480",
+                                                      "log.progress=false"])
+    train(cfg, run_dir=tmp_path, progress=False)
+    assert mean_last_10(tmp_path) >= 150
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("staleness", [0, 1, 4])
+def test_dqn_per_solves_cartpole(tmp_path, staleness):
+    overrides = ["log.progress=false"]
+    if staleness:
+        overrides += ["train.dependency=relaxed", f"train.staleness={staleness}"]
+    cfg = load_config(CONFIGS / "dqn_cartpole.yaml", overrides)
+    train(cfg, run_dir=tmp_path, progress=False)
+    assert mean_last_10(tmp_path) >= 475
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("staleness", [0, 1, 4])
+def test_ddpg_per_solves_pendulum(tmp_path, staleness):
+    overrides = ["log.progress=false"]
+    if staleness:
+        overrides += ["train.dependency=relaxed", f"train.staleness={staleness}"]
+    cfg = load_config(CONFIGS / "ddpg_pendulum.yaml", overrides)
+    train(cfg, run_dir=tmp_path, progress=False)
+    assert mean_last_10(tmp_path) >= -200
