@@ -2,7 +2,7 @@
 
 Two formats share one interface. `Float32` keeps IEEE single floats at every level.
 `FixedPoint` is the variable-precision unsigned fixed point used by the hardware tree; the
-OpenCL kernels (`hrl/replay/opencl`) and the RTL (`fpga_rtl/`) match it bit for bit, and the
+OpenCL kernels (`hrl/replay/backends/kernels`) and the RTL (`fpga_rtl/`) match it bit for bit, and the
 tests check that they do. The rules, in full:
 
 * Every level stores unsigned words of `word_bits` bits (W <= 32).
@@ -10,9 +10,11 @@ tests check that they do. The rules, in full:
   Each level up keeps `log2(K)` more integer bits, hence `log2(K)` fewer fractional bits:
   `F_l = F_D - (D - l) * log2(K)`. `F_l` may be negative (a coarse grid); that is allowed.
 * Encoding a leaf (float32 -> word): `q = rint(p * 2**F_D)` (round half to even, exact because
-  scaling by a power of two is exact), then saturate into `[0, 2**W - 1]`; a *positive*
-  priority never encodes to 0 but to 1 (one LSB), so an item with priority > 0 stays
-  sampleable. NaN, inf and negative values are rejected before encoding (see `buffer`).
+  scaling by a power of two is exact), then saturate into `[0, 2**W - 1]`; a positive
+  *normal* priority (>= 2**-126, the smallest normal float32) never encodes to 0 but to 1
+  (one LSB), so an item with priority > 0 stays sampleable. Subnormal inputs count as zero,
+  as on CPUs and GPUs that flush them. NaN, inf and negative values are rejected before
+  encoding (see `buffer`).
 * A parent word is the sum of its K children in its own units, rounded UP:
   `parent = ceil(sum(children) / K)`. Rounding up means a non-empty subtree never reads as
   empty, so every non-zero leaf stays reachable; it cannot overflow because
@@ -126,7 +128,7 @@ class FixedPoint:
             )
 
     def encode(self, priorities):
-        """float -> leaf word: rint(p * 2**F), saturated to [0, 2**W-1]; p > 0 gives >= 1."""
+        """float -> leaf word: rint(p * 2**F), saturated to [0, 2**W-1]; normal p > 0 gives >= 1."""
         p = jnp.asarray(priorities, jnp.float32)
         scaled = jnp.rint(p * jnp.float32(2.0**self.leaf_frac_bits))
         q = jnp.clip(scaled, 0.0, jnp.float32(self.max_word))
@@ -135,7 +137,8 @@ class FixedPoint:
             q >= jnp.float32(2.0**32), jnp.uint32(self.max_word), q.astype(jnp.uint32)
         )
         word = jnp.minimum(word, jnp.uint32(self.max_word))
-        return jnp.where((p > 0) & (word == 0), jnp.uint32(1), word)
+        normal = p >= jnp.float32(np.finfo(np.float32).tiny)  # subnormals count as zero
+        return jnp.where(normal & (word == 0), jnp.uint32(1), word)
 
     def decode(self, words, level: int, depth: int, fanout: int):
         f = self.frac_bits(level, depth, fanout)

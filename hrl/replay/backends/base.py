@@ -108,6 +108,8 @@ def word_dtype(fmt: PriorityFormat) -> np.dtype:
 def check_indices(indices, capacity: int) -> np.ndarray:
     """1-D integer indices in [0, capacity) -> int32, or a ValueError naming the bad value."""
     arr = np.asarray(indices)
+    if arr.ndim == 1 and arr.size == 0:  # an empty list arrives as float64
+        return np.zeros(0, np.int32)
     if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
         raise ValueError(
             f"indices must be a 1-D integer array, got shape {arr.shape} dtype {arr.dtype}"
@@ -145,6 +147,8 @@ def check_words(words, n: int, fmt: PriorityFormat) -> np.ndarray:
     arr = np.asarray(words)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"words must have shape ({n},) like indices, got {arr.shape}")
+    if n == 0:
+        return np.zeros(0, np.uint32)
     if not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
         raise ValueError(f"fixed-point words must be integers, got dtype {arr.dtype}")
     bad = np.flatnonzero((arr < 0) | (arr > fmt.max_word))

@@ -15,12 +15,15 @@ Agreement with the JAX reference (`hrl.replay.sumtree`):
   add left to right while XLA picks its own order (it differs between shapes), so a word at
   level l may differ. Both are within the recursive-summation bound of the exact sum S of the
   node's leaves, |w - S| <= ((1 + g)**(D - l) - 1) * S with g = (K-1)u / (1 - (K-1)u) and
-  u = 2**-24 (`float32_level_bound`), so two backends differ by at most twice that. Given
-  the same tree words, sampling performs the reference's float operations in the same order
-  (its cumsum adds left to right on XLA CPU for K <= 16), so the indices are identical; on
-  trees that differ within the bound, an index can differ only where the target falls within
-  the bound of a prefix-sum boundary. Subnormal priorities are outside this statement: XLA
-  CPU flushes them to zero, OpenCL devices may not.
+  u = 2**-24 (`float32_level_bound`), so two backends differ by at most twice that (tested).
+  Sampling: given the same tree words, the kernel performs the reference's float operations
+  in the same order (XLA CPU's cumsum adds left to right for K = 4 and 16; the test checks
+  that before relying on it), so the indices are identical (tested). On trees that differ
+  within the bound, every index i either backend returns has priority > 0 and an exact prefix
+  interval [P_i, P_i+1) that holds the target frac * S_root up to 4 * D * K * u * S_root
+  (tested), so the two can differ only for targets that close to a boundary.
+  Subnormal priorities are outside these statements: XLA CPU flushes them to zero, OpenCL
+  devices need not.
 
 Compiled programs are cached per OpenCL context, and backends on the same device share a
 context, so a second backend costs no compilation.
@@ -28,7 +31,6 @@ context, so a second backend costs no compilation.
 
 from __future__ import annotations
 
-import collections
 import os
 import threading
 import weakref
@@ -57,7 +59,6 @@ KERNEL_NAMES = {
 
 _UPDATE_LOCAL_SIZE = 256  # one work-group per update; enough to hide memory latency on GPUs
 _SAMPLE_LOCAL_SIZE = 64
-_INFLIGHT_CALLS = 8  # calls whose input copies may still be pending (see _write_inputs)
 
 _lock = threading.Lock()
 _contexts: dict[int, object] = {}  # device int_ptr -> shared Context
@@ -267,7 +268,7 @@ class OpenCLBackend:
         self._owner_buf = cl.Buffer(self.context, mf.READ_WRITE, self.capacity * 4)
         cl.enqueue_fill_buffer(self.queue, self._owner_buf, np.int32(-1), 0, self.capacity * 4)
         self._batch_capacity = 0
-        self._pending = collections.deque(maxlen=_INFLIGHT_CALLS)
+        self._pending: list = []
         self._root = np.zeros(1, self._dtype)
         self.reset()
 
@@ -286,11 +287,10 @@ class OpenCLBackend:
 
     def _write_inputs(self, *pairs) -> None:
         """Copy host arrays into device buffers without waiting. Each copy's event keeps its
-        host array alive and waits for the copy when dropped; keeping the events of the last
-        few calls means the host waits only for copies issued calls ago (long finished), so
-        it runs ahead of the device by up to that many calls."""
-        self._pending.append([self._cl.enqueue_copy(self.queue, buf, host, is_blocking=False)
-                              for buf, host in pairs])
+        host array alive and waits for the copy when dropped; holding the latest call's
+        events means a call waits at most for the previous call's input copies."""
+        self._pending = [self._cl.enqueue_copy(self.queue, buf, host, is_blocking=False)
+                         for buf, host in pairs]
 
     def _launch_update(self, kernel, idx: np.ndarray, values: np.ndarray, *extra) -> None:
         self._batch_buffers(idx.shape[0])

@@ -54,9 +54,9 @@ inline float f32_combine(__global const float *row, uint log2_fanout)
     return sum;
 }
 
-/* formats.FixedPoint.encode: rint(p * 2**F), saturated to [0, max_word]; p > 0 gives >= 1.
- * Positivity is read from the bits so that a device that flushes subnormals still keeps a
- * subnormal priority sampleable, as the format's rules say. */
+/* formats.FixedPoint.encode: rint(p * 2**F), saturated to [0, max_word]; a normal p > 0
+ * gives >= 1. Subnormal p counts as zero, as the format's rules say (whether or not this
+ * device flushes subnormals: the comparison with FLT_MIN decides, not the arithmetic). */
 inline uint fixed_encode(float p, uint leaf_frac_bits, uint max_word)
 {
     const float scale = as_float((leaf_frac_bits + 127u) << 23); /* 2**F, F in [0, 32] */
@@ -64,7 +64,7 @@ inline uint fixed_encode(float p, uint leaf_frac_bits, uint max_word)
     const float q = fmin(fmax(scaled, 0.0f), (float)max_word);
     uint word = (q >= 0x1p32f) ? max_word : (uint)q;
     word = min(word, max_word);
-    if (word == 0u && (int)as_uint(p) > 0)
+    if (word == 0u && p >= FLT_MIN)
         word = 1u;
     return word;
 }
