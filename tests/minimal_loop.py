@@ -75,8 +75,13 @@ def make_loop(env, agent, cfg: LoopConfig, total_iters: int):
     def iteration(runner: Runner, _):
         key, act_key, step_key, train_key = jax.random.split(runner.key, 4)
         carry, actions = agent.act_with_carry(
-            runner.agent_state, runner.actor_carry, runner.obs, act_key, runner.env_steps,
-            True, runner.episode_start,
+            runner.agent_state,
+            runner.actor_carry,
+            runner.obs,
+            act_key,
+            runner.env_steps,
+            True,
+            runner.episode_start,
         )
         env_state, out = env.step(runner.env_state, actions, step_key)
         transitions = {
@@ -93,17 +98,21 @@ def make_loop(env, agent, cfg: LoopConfig, total_iters: int):
         def train(args):
             agent_state, replay = args
             (agent_state, replay, _), _ = jax.lax.scan(
-                train_once, (agent_state, replay, beta),
+                train_once,
+                (agent_state, replay, beta),
                 jax.random.split(train_key, cfg.train_per_iter),
             )
             return agent_state, replay
 
         agent_state, replay = jax.lax.cond(
-            replay.size >= cfg.learning_starts, train, lambda args: args,
+            replay.size >= cfg.learning_starts,
+            train,
+            lambda args: args,
             (runner.agent_state, replay),
         )
-        runner = Runner(env_state, out.obs, out.done, agent_state, carry, replay,
-                        runner.env_steps + m, key)
+        runner = Runner(
+            env_state, out.obs, out.done, agent_state, carry, replay, runner.env_steps + m, key
+        )
         return runner, (out.completed, out.completed_return)
 
     @jax.jit
@@ -113,8 +122,15 @@ def make_loop(env, agent, cfg: LoopConfig, total_iters: int):
     return jax.jit(init), run_chunk
 
 
-def train(env, agent, cfg: LoopConfig, total_env_steps: int, seed: int = 0,
-          solved_at: float | None = None, log=None):
+def train(
+    env,
+    agent,
+    cfg: LoopConfig,
+    total_env_steps: int,
+    seed: int = 0,
+    solved_at: float | None = None,
+    log=None,
+):
     """Run until `total_env_steps` or until the mean of the last 10 episodes >= `solved_at`.
 
     Returns a dict: episode returns in completion order, env steps, wall time, solved flag.
@@ -133,8 +149,10 @@ def train(env, agent, cfg: LoopConfig, total_env_steps: int, seed: int = 0,
         returns.extend(completed_return[completed].tolist())  # time-major: completion order
         last10 = float(np.mean(returns[-10:])) if len(returns) >= 10 else float("nan")
         if log is not None:
-            log(f"env_steps={int(runner.env_steps)} episodes={len(returns)} last10={last10:.1f} "
-                f"t={time.perf_counter() - start:.1f}s")
+            log(
+                f"env_steps={int(runner.env_steps)} episodes={len(returns)} last10={last10:.1f} "
+                f"t={time.perf_counter() - start:.1f}s"
+            )
         if solved_at is not None and last10 >= solved_at:
             solved = True
             break

@@ -24,8 +24,15 @@ from hrl.envs import (
 # ------------------------------------------------------------------ hand-checked bookkeeping
 def _counter_env(num_envs: int, max_steps: int) -> JaxVecEnv:
     """obs = [t], reward = t + 1 (t = steps taken before this one), action 1 terminates."""
-    spec = EnvSpec("test:counter", num_envs, (1,), np.dtype(np.float32), DiscreteActions(2),
-                   True, max_episode_steps=max_steps)
+    spec = EnvSpec(
+        "test:counter",
+        num_envs,
+        (1,),
+        np.dtype(np.float32),
+        DiscreteActions(2),
+        True,
+        max_episode_steps=max_steps,
+    )
 
     def reset_one(key):
         del key
@@ -34,7 +41,13 @@ def _counter_env(num_envs: int, max_steps: int) -> JaxVecEnv:
 
     def step_one(t, action, key):
         del key
-        return t + 1, (t + 1)[None].astype(jnp.float32), (t + 1).astype(jnp.float32), action == 1, False
+        return (
+            t + 1,
+            (t + 1)[None].astype(jnp.float32),
+            (t + 1).astype(jnp.float32),
+            action == 1,
+            False,
+        )
 
     return JaxVecEnv(spec, reset_one, step_one)
 
@@ -87,7 +100,9 @@ def test_cartpole_returns_are_conserved_across_resets():
     )(state)
     finished = float(outs.completed_return.sum())
     assert int(outs.completed.sum()) > 50  # random CartPole episodes last ~22 steps
-    np.testing.assert_allclose(finished + float(state.episode_return.sum()), float(total), rtol=1e-6)
+    np.testing.assert_allclose(
+        finished + float(state.episode_return.sum()), float(total), rtol=1e-6
+    )
     # CartPole pays 1 per step, so each finished return equals its length.
     done = np.asarray(outs.completed)
     np.testing.assert_array_equal(
@@ -193,8 +208,14 @@ def test_gymnasium_continuous_spec():
 
 # ------------------------------------------------------------------ errors and helpers
 @pytest.mark.parametrize(
-    "name", ["gymnax:CartPole-v9", "brax:ant_colony", "dm_control:cartpole", "CartPole-v1",
-             "gymnasium:NoSuchEnv-v0"]
+    "name",
+    [
+        "gymnax:CartPole-v9",
+        "brax:ant_colony",
+        "dm_control:cartpole",
+        "CartPole-v1",
+        "gymnasium:NoSuchEnv-v0",
+    ],
 )
 def test_unknown_env_names_list_the_known_ones(name):
     with pytest.raises(ValueError, match="known:.*gymnax:CartPole-v1"):
@@ -215,9 +236,17 @@ def test_bad_arguments_are_named():
 
 
 def test_known_envs_lists_everything_promised():
-    for name in ["gymnax:CartPole-v1", "gymnax:Acrobot-v1", "gymnax:MountainCar-v0",
-                 "gymnax:Pendulum-v1", "gymnax:MountainCarContinuous-v0", "brax:inverted_pendulum",
-                 "brax:inverted_double_pendulum", "brax:reacher", "brax:halfcheetah"]:
+    for name in [
+        "gymnax:CartPole-v1",
+        "gymnax:Acrobot-v1",
+        "gymnax:MountainCar-v0",
+        "gymnax:Pendulum-v1",
+        "gymnax:MountainCarContinuous-v0",
+        "brax:inverted_pendulum",
+        "brax:inverted_double_pendulum",
+        "brax:reacher",
+        "brax:halfcheetah",
+    ]:
         assert name in KNOWN_ENVS
 
 

@@ -1,0 +1,1 @@
+"""DDPG: networks.py, losses.py, agent.py."""

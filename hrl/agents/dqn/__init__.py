@@ -1,0 +1,1 @@
+"""DQN: networks.py, losses.py, agent.py."""

@@ -1,0 +1,125 @@
+"""Any registered gymnasium environment as a host-side vectorized env (`is_jax=False`).
+
+Same method names and outputs as `JaxVecEnv`, but:
+* everything runs on the host with numpy arrays (CPU actors), nothing here jits;
+* the simulator state lives inside this object (a gymnasium `SyncVectorEnv` of M copies), so
+  `EnvState.inner` is None and only the episode bookkeeping travels in the returned `EnvState`;
+  calls must therefore be made in order on one object (`step` after `reset`, each state used
+  once) -- the object is not a pure function and cannot be replayed from an old state;
+* `reset(key)` seeds the M copies deterministically from the JAX key; `step` ignores its key
+  (gymnasium envs draw from their own seeded generators).
+
+Auto-reset is gymnasium's SAME_STEP mode, so the conventions match the JAX envs exactly:
+`out.obs` is the first observation of the next episode and `out.next_obs_true` the real final
+observation of the one that ended.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from hrl.envs.spec import (
+    ContinuousActions,
+    DiscreteActions,
+    EnvSpec,
+    EnvState,
+    StepOut,
+    book_step,
+    init_bookkeeping,
+)
+
+
+class GymnasiumVecEnv:
+    """M copies of a gymnasium env, stepped on the host. See the module docstring."""
+
+    def __init__(self, env_id: str, num_envs: int, **make_kwargs: Any):
+        import gymnasium as gym
+        from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+        self._env_id = env_id
+        self._vec = SyncVectorEnv(
+            [lambda: gym.make(env_id, **make_kwargs) for _ in range(num_envs)],
+            autoreset_mode=AutoresetMode.SAME_STEP,
+        )
+        obs_space = self._vec.single_observation_space
+        act_space = self._vec.single_action_space
+        if not isinstance(obs_space, gym.spaces.Box):
+            raise ValueError(
+                f"gymnasium:{env_id}: only Box observation spaces are supported, got {obs_space}"
+            )
+        if isinstance(act_space, gym.spaces.Discrete):
+            self._action_offset = int(act_space.start)
+            action = DiscreteActions(int(act_space.n))
+        elif isinstance(act_space, gym.spaces.Box):
+            shape = tuple(act_space.shape)
+            action = ContinuousActions(
+                shape,
+                tuple(map(float, np.asarray(act_space.low, np.float32).ravel())),
+                tuple(map(float, np.asarray(act_space.high, np.float32).ravel())),
+            )
+        else:
+            raise ValueError(
+                f"gymnasium:{env_id}: only Discrete or Box action spaces are supported, "
+                f"got {act_space}"
+            )
+        self.spec = EnvSpec(
+            name=f"gymnasium:{env_id}",
+            num_envs=num_envs,
+            obs_shape=tuple(obs_space.shape),
+            obs_dtype=np.dtype(np.float32),
+            action=action,
+            is_jax=False,
+            max_episode_steps=gym.spec(env_id).max_episode_steps,
+        )
+
+    def reset(self, key) -> tuple[EnvState, np.ndarray]:
+        seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+        obs, _ = self._vec.reset(seed=seed)
+        ret, length = init_bookkeeping(self.spec.num_envs, np)
+        return EnvState(None, ret, length), np.asarray(obs, np.float32)
+
+    def step(self, env_state: EnvState, actions, key=None) -> tuple[EnvState, StepOut]:
+        del key  # gymnasium envs use their own generators, seeded in reset
+        m, a = self.spec.num_envs, self.spec.action
+        actions = np.asarray(actions)
+        if isinstance(a, DiscreteActions):
+            if actions.shape != (m,):
+                raise ValueError(
+                    f"{self.spec.name}: actions must have shape ({m},), got {actions.shape}"
+                )
+            env_actions = actions.astype(np.int64) + self._action_offset
+        else:
+            if actions.shape != (m, *a.shape):
+                raise ValueError(
+                    f"{self.spec.name}: actions must have shape {(m, *a.shape)}, "
+                    f"got {actions.shape}"
+                )
+            env_actions = np.clip(actions.astype(np.float32), a.low_array(), a.high_array())
+        obs, reward, terminated, truncated, info = self._vec.step(env_actions)
+        obs = np.asarray(obs, np.float32)
+        terminated = np.asarray(terminated, bool)
+        truncated = np.asarray(truncated, bool) & ~terminated
+        next_obs_true = obs.copy()
+        if "_final_obs" in info:
+            for i in np.flatnonzero(info["_final_obs"]):
+                next_obs_true[i] = info["final_obs"][i]
+        ret, length, fields = book_step(
+            env_state.episode_return,
+            env_state.episode_length,
+            np.asarray(reward, np.float32),
+            terminated,
+            truncated,
+        )
+        out = StepOut(
+            obs=obs,
+            reward=np.asarray(reward, np.float32),
+            next_obs_true=next_obs_true,
+            **fields,
+        )
+        return EnvState(None, ret, length), out
+
+    def close(self) -> None:
+        self._vec.close()

@@ -1,0 +1,208 @@
+"""gymnax and brax environments as `JaxVecEnv`: M copies vmapped, auto-reset, episode bookkeeping.
+
+Both adapters reduce their library to two single-env pure functions,
+`reset_one(key) -> (inner, obs)` and `step_one(inner, action, key) -> (inner, obs, reward,
+terminated, truncated)` (no auto-reset), and `JaxVecEnv` does the vmapping, the auto-reset with
+a fresh random initial state per finished env, and the return bookkeeping in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hrl.envs.spec import (
+    ContinuousActions,
+    DiscreteActions,
+    EnvSpec,
+    EnvState,
+    StepOut,
+    book_step,
+    init_bookkeeping,
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # hashed by identity: a valid jit static
+class JaxVecEnv:
+    """M copies of a JAX environment. `reset` and `step` are pure and jit/scan-able.
+
+    Cost per `step`: one vmapped env step plus one vmapped reset (selected per env where the
+    episode ended), the usual price of branch-free auto-reset.
+    """
+
+    spec: EnvSpec
+    reset_one: Callable[[jax.Array], tuple[Any, jax.Array]]
+    step_one: Callable[..., tuple[Any, jax.Array, jax.Array, jax.Array, jax.Array]]
+
+    def reset(self, key) -> tuple[EnvState, jax.Array]:
+        keys = jax.random.split(key, self.spec.num_envs)
+        inner, obs = jax.vmap(self.reset_one)(keys)
+        inner = _strong(inner)
+        ret, length = init_bookkeeping(self.spec.num_envs)
+        return EnvState(inner, ret, length), obs.astype(jnp.float32)
+
+    def step(self, env_state: EnvState, actions, key) -> tuple[EnvState, StepOut]:
+        m = self.spec.num_envs
+        actions = self._check_actions(actions)
+        step_key, reset_key = jax.random.split(key)
+        inner, next_obs, reward, terminated, truncated = jax.vmap(self.step_one)(
+            env_state.inner, actions, jax.random.split(step_key, m)
+        )
+        inner = _strong(inner)
+        next_obs = next_obs.astype(jnp.float32)
+        reward = reward.reshape(m).astype(jnp.float32)
+        terminated = terminated.reshape(m).astype(bool)
+        truncated = truncated.reshape(m).astype(bool) & ~terminated
+        if self.spec.max_episode_steps is not None:
+            # The length limit is enforced from our own counter, the same for every backend.
+            hit_limit = env_state.episode_length + 1 >= self.spec.max_episode_steps
+            truncated = truncated | (hit_limit & ~terminated)
+        ret, length, fields = book_step(
+            env_state.episode_return, env_state.episode_length, reward, terminated, truncated
+        )
+        done = fields["done"]
+
+        def reset_finished(inner):
+            reset_inner, reset_obs = jax.vmap(self.reset_one)(jax.random.split(reset_key, m))
+            reset_inner = _strong(reset_inner)
+            inner = jax.tree.map(lambda r, s: _select(done, r, s), reset_inner, inner)
+            return inner, _select(done, reset_obs.astype(jnp.float32), next_obs)
+
+        # Skip the (for brax, costly) batched reset on steps where no episode ended.
+        inner, obs = jax.lax.cond(
+            jnp.any(done), reset_finished, lambda inner: (inner, next_obs), inner
+        )
+        out = StepOut(obs=obs, reward=reward, next_obs_true=next_obs, **fields)
+        return EnvState(inner, ret, length), out
+
+    def _check_actions(self, actions):
+        m, a = self.spec.num_envs, self.spec.action
+        actions = jnp.asarray(actions)
+        if isinstance(a, DiscreteActions):
+            if actions.shape != (m,):
+                raise ValueError(
+                    f"{self.spec.name}: actions must have shape ({m},), got {actions.shape}"
+                )
+            return actions.astype(jnp.int32)
+        if actions.shape != (m, *a.shape):
+            raise ValueError(
+                f"{self.spec.name}: actions must have shape {(m, *a.shape)}, got {actions.shape}"
+            )
+        return jnp.clip(actions.astype(jnp.float32), a.low_array(), a.high_array())
+
+
+def _strong(tree):
+    """Drop weak types (e.g. a Python 0 in a reset state) so the state's type is the same
+    after reset and after step: a jitted step then never retraces and fits a scan carry."""
+    return jax.tree.map(lambda x: jnp.asarray(x).astype(jnp.asarray(x).dtype), tree)
+
+
+def _select(mask, on_true, on_false):
+    mask = mask.reshape(mask.shape + (1,) * (on_true.ndim - mask.ndim))
+    return jnp.where(mask, on_true, on_false)
+
+
+# ---------------------------------------------------------------------------------- gymnax
+GYMNAX_ENVS = (
+    "CartPole-v1",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "Pendulum-v1",
+    "MountainCarContinuous-v0",
+)
+
+
+def make_gymnax(env_id: str, num_envs: int, max_episode_steps: int | None = None) -> JaxVecEnv:
+    """A gymnax environment; `max_episode_steps` overrides gymnax's own time limit."""
+    import gymnax
+    from gymnax.environments import spaces
+
+    env, params = gymnax.make(env_id)
+    if max_episode_steps is not None:
+        params = params.replace(max_steps_in_episode=int(max_episode_steps))
+    space = env.action_space(params)
+    if isinstance(space, spaces.Discrete):
+        action = DiscreteActions(int(space.n))
+    else:
+        shape = tuple(space.shape)
+        low = np.broadcast_to(np.asarray(space.low, np.float32), shape).ravel()
+        high = np.broadcast_to(np.asarray(space.high, np.float32), shape).ravel()
+        action = ContinuousActions(shape, tuple(map(float, low)), tuple(map(float, high)))
+    spec = EnvSpec(
+        name=f"gymnax:{env_id}",
+        num_envs=num_envs,
+        obs_shape=tuple(env.observation_space(params).shape),
+        obs_dtype=np.dtype(np.float32),
+        action=action,
+        is_jax=True,
+        max_episode_steps=int(params.max_steps_in_episode),
+    )
+
+    def reset_one(key):
+        obs, state = env.reset_env(key, params)
+        return state, obs
+
+    def step_one(state, action, key):
+        # step_env, not step: gymnax's step auto-resets with its own key; JaxVecEnv does it.
+        obs, state, reward, terminated, _ = env.step_env(key, state, action, params)
+        return state, obs, reward, terminated, env.is_truncated(state, params)
+
+    return JaxVecEnv(spec, reset_one, step_one)
+
+
+# ---------------------------------------------------------------------------------- brax
+BRAX_ENVS = ("inverted_pendulum", "inverted_double_pendulum", "reacher", "halfcheetah")
+BRAX_BACKENDS = ("positional", "generalized", "spring", "mjx")
+DEFAULT_BRAX_BACKEND = "positional"
+
+
+def make_brax(
+    env_name: str,
+    num_envs: int,
+    backend: str = DEFAULT_BRAX_BACKEND,
+    episode_length: int = 1000,
+) -> JaxVecEnv:
+    """A brax environment with its physics `backend`; episodes are cut at `episode_length`.
+
+    brax actions are in [-1, 1] (each env rescales to its actuator range itself).
+    """
+    if backend not in BRAX_BACKENDS:
+        raise ValueError(f"brax backend must be one of {BRAX_BACKENDS}, got {backend!r}")
+    if not isinstance(episode_length, int) or episode_length < 1:
+        raise ValueError(f"episode_length must be a positive int, got {episode_length!r}")
+    from brax import envs as brax_envs
+
+    with warnings.catch_warnings():
+        # brax warns on every model load that it is unmaintained; known, and not actionable here.
+        warnings.filterwarnings(
+            "ignore", message=".*not actively being maintained", category=UserWarning
+        )
+        env = brax_envs.get_environment(env_name, backend=backend)
+    n = int(env.action_size)
+    spec = EnvSpec(
+        name=f"brax:{env_name}",
+        num_envs=num_envs,
+        obs_shape=(int(env.observation_size),),
+        obs_dtype=np.dtype(np.float32),
+        action=ContinuousActions((n,), (-1.0,) * n, (1.0,) * n),
+        is_jax=True,
+        max_episode_steps=episode_length,
+    )
+
+    def reset_one(key):
+        state = env.reset(key)
+        return state, state.obs
+
+    def step_one(state, action, key):
+        del key  # brax dynamics are deterministic
+        state = env.step(state, action)
+        # brax's `done` is termination only; truncation is applied by JaxVecEnv's counter.
+        return state, state.obs, state.reward, state.done > 0.5, jnp.zeros((), bool)
+
+    return JaxVecEnv(spec, reset_one, step_one)

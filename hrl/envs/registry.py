@@ -1,0 +1,56 @@
+"""`make_env(name, num_envs, **kwargs)`: one entry point for every environment hrl knows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hrl.envs.gymnasium_env import GymnasiumVecEnv
+from hrl.envs.jax_envs import BRAX_ENVS, GYMNAX_ENVS, JaxVecEnv, make_brax, make_gymnax
+
+VecEnv = JaxVecEnv | GymnasiumVecEnv
+
+KNOWN_ENVS = (
+    *(f"gymnax:{n}" for n in GYMNAX_ENVS),
+    *(f"brax:{n}" for n in BRAX_ENVS),
+    "gymnasium:<any registered id>",
+)
+
+
+def make_env(name: str, num_envs: int, **kwargs: Any) -> VecEnv:
+    """Build `num_envs` copies of environment `name` ('library:id').
+
+    kwargs: gymnax -- `max_episode_steps`; brax -- `backend` ('positional' default,
+    'generalized', 'spring', 'mjx') and `episode_length` (1000); gymnasium -- passed to
+    `gymnasium.make`.
+    """
+    if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    library, sep, env_id = str(name).partition(":")
+    if not sep or not env_id:
+        raise ValueError(f"env name must look like 'library:id', got {name!r}; known: {KNOWN_ENVS}")
+    if library == "gymnax":
+        if env_id not in GYMNAX_ENVS:
+            raise ValueError(f"unknown env {name!r}; known: {KNOWN_ENVS}")
+        _check_kwargs(name, kwargs, {"max_episode_steps"})
+        return make_gymnax(env_id, num_envs, **kwargs)
+    if library == "brax":
+        if env_id not in BRAX_ENVS:
+            raise ValueError(f"unknown env {name!r}; known: {KNOWN_ENVS}")
+        _check_kwargs(name, kwargs, {"backend", "episode_length"})
+        return make_brax(env_id, num_envs, **kwargs)
+    if library == "gymnasium":
+        import gymnasium as gym
+
+        if env_id not in gym.registry:
+            raise ValueError(
+                f"unknown env {name!r}: {env_id!r} is not a registered gymnasium id; "
+                f"known: {KNOWN_ENVS}"
+            )
+        return GymnasiumVecEnv(env_id, num_envs, **kwargs)
+    raise ValueError(f"unknown env library {library!r} in {name!r}; known: {KNOWN_ENVS}")
+
+
+def _check_kwargs(name: str, kwargs: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise ValueError(f"{name}: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
