@@ -31,9 +31,7 @@ if not os.environ.get("CI"):
     # Off CI a machine without a C++ compiler skips; under CI=true the build error surfaces.
     pytestmark = pytest.mark.skipif(not native.available(), reason=str(native.unavailable_reason()))
 
-SETTINGS = settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CAPACITIES = [1, 5, 100, 1000, 1337, 4097]  # mostly not powers of K
 FANOUTS = [2, 4, 16, 64]
 FORMATS = ["float32", "fixed", "fixed:16:6"]
@@ -250,9 +248,7 @@ def test_vmap_over_trees(fmt):
     sampled = jax.jit(jax.vmap(native.sample_from_bits))(updated, bits)
     for t in range(n_trees):
         one = native.update(trees[t], idx[t], pri[t])
-        for g, w in zip(
-            words(jax.tree.map(lambda x, t=t: x[t], updated)), words(one), strict=True
-        ):
+        for g, w in zip(words(jax.tree.map(lambda x, t=t: x[t], updated)), words(one), strict=True):
             np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(
             np.asarray(sampled[t]), np.asarray(native.sample_from_bits(one, bits[t]))
@@ -331,4 +327,3 @@ def test_concurrent_builds_in_an_empty_cache(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert outs[0] == outs[1]
     assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(outs[0].strip())]
-

@@ -72,6 +72,7 @@ class PrioritizedReplay:
     fanout: int = 16
     fmt: PriorityFormat = dataclasses.field(default_factory=lambda: parse_format("float32"))
     weights: str = "global"
+    impl: str = "auto"  # sum-tree kernels: "xla" (pure jnp), "native" (C++ FFI, CPU), "auto"
 
     def __post_init__(self):
         if not isinstance(self.capacity, int) or self.capacity < 1:
@@ -82,6 +83,24 @@ class PrioritizedReplay:
             raise ValueError(f"replay eps must be > 0, got {self.eps}")
         if self.weights not in ("global", "batch"):
             raise ValueError(f"replay weights must be 'global' or 'batch', got {self.weights!r}")
+        if self.impl not in ("auto", "xla", "native"):
+            raise ValueError(f"replay impl must be 'auto', 'xla' or 'native', got {self.impl!r}")
+        if self.impl == "native":
+            from hrl.replay import native
+
+            reason = native.unavailable_reason()
+            if reason is not None:
+                raise ValueError(f"replay impl 'native' is unavailable: {reason}")
+
+    @property
+    def _kernels(self):
+        """The module whose `update` / `sample_from_bits` run the tree: the C++ kernels on a
+        CPU where they build ("auto" falls back to the jnp reference silently), else jnp."""
+        if self.impl == "xla":
+            return sumtree
+        from hrl.replay import native
+
+        return native if native.available() else sumtree
 
     # ------------------------------------------------------------------ state
     def init(self, example_item) -> ReplayState:
@@ -139,10 +158,11 @@ class PrioritizedReplay:
 
     def _set_priorities(self, state: ReplayState, indices, raw) -> ReplayState:
         stored = self._priority(raw)
-        tree = sumtree.update(state.tree, indices, stored)
+        kernels = self._kernels
+        tree = kernels.update(state.tree, indices, stored)
         min_tree = state.min_tree
         if min_tree is not None:
-            min_tree = sumtree.update(min_tree, indices, stored)
+            min_tree = kernels.update(min_tree, indices, stored)
         return state.replace(tree=tree, min_tree=min_tree)
 
     # ------------------------------------------------------------------ operations
@@ -197,9 +217,10 @@ class PrioritizedReplay:
                 raise ValueError(
                     f"batch_size {batch_size} exceeds the {size} items in the buffer"
                 )
-        indices = sumtree.sample(state.tree, key, batch_size)
+        bits = jax.random.bits(key, (batch_size,), jnp.uint32)
+        indices = self._kernels.sample_from_bits(state.tree, bits, True)
         indices = jnp.minimum(indices, jnp.maximum(state.size - 1, 0))
-        leaf = sumtree.leaves(state.tree)[indices]
+        leaf = sumtree.leaf_values(state.tree, indices)
         total = sumtree.total(state.tree)
         probs = leaf / jnp.maximum(total, jnp.float32(1e-30))
         if state.min_tree is not None:
@@ -209,6 +230,11 @@ class PrioritizedReplay:
         # (N P_i)^-b / (N P_min)^-b = (P_min / P_i)^b; computed as a ratio for range.
         weights = jnp.power(p_min / jnp.maximum(probs, jnp.float32(1e-30)), jnp.float32(beta))
         weights = jnp.where((state.size > 0) & (probs > 0), jnp.minimum(weights, 1.0), 0.0)
+        # Make every read of the trees above feed `indices` (0 * x is not folded for floats),
+        # so that XLA orders those reads before the in-place `update` of the same step.
+        # Without this data dependency XLA copies each read level (O(N)) on every step.
+        ordering = (jnp.sum(probs) + jnp.sum(weights)) * jnp.float32(0.0)
+        indices = jnp.where(ordering == 0.0, indices, 0)
         items = jax.tree.map(lambda buf: buf[indices], state.items)
         return Sample(items=items, indices=indices, weights=weights, probabilities=probs)
 
@@ -252,6 +278,7 @@ def make_prioritized_replay(
     fanout: int = 16,
     fmt: str | PriorityFormat = "float32",
     weights: str = "global",
+    impl: str = "auto",
 ) -> PrioritizedReplay:
     """Bind the static settings of a prioritized replay buffer (see the module docstring)."""
     return PrioritizedReplay(
@@ -261,4 +288,5 @@ def make_prioritized_replay(
         fanout=fanout,
         fmt=parse_format(fmt),
         weights=weights,
+        impl=impl,
     )

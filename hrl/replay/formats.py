@@ -2,8 +2,8 @@
 
 Two formats share one interface. `Float32` keeps IEEE single floats at every level.
 `FixedPoint` is the variable-precision unsigned fixed point used by the hardware tree; the
-OpenCL kernels (`hrl/replay/backends/kernels`) and the RTL (`fpga_rtl/`) match it bit for bit, and the
-tests check that they do. The rules, in full:
+OpenCL kernels (`hrl/replay/backends/kernels`) and the RTL (`fpga_rtl/`) match it bit for
+bit, and the tests check that they do. The rules, in full:
 
 * Every level stores unsigned words of `word_bits` bits (W <= 32).
 * A leaf word `q` stands for the priority `q * 2**-F_D` where `F_D = word_bits - leaf_int_bits`.
@@ -250,5 +250,5 @@ def level_sizes(capacity: int, fanout: int) -> tuple[int, ...]:
     nodes = [capacity]
     for _ in range(depth):
         nodes.append(math.ceil(nodes[-1] / fanout))
-    nodes = nodes[::-1]  # nodes[l] = live nodes at level l; nodes[0] == 1
-    return (1,) + tuple(nodes[l - 1] * fanout for l in range(1, depth + 1))
+    nodes = nodes[::-1]  # nodes[lvl] = live nodes at level lvl; nodes[0] == 1
+    return (1,) + tuple(nodes[lvl - 1] * fanout for lvl in range(1, depth + 1))

@@ -27,8 +27,8 @@ from flax import struct
 from hrl.replay.formats import (
     Float32,
     PriorityFormat,
-    log2_exact,
     level_sizes,
+    log2_exact,
     mulhi_u32,
     parse_format,
     stratify_bits,
@@ -161,10 +161,16 @@ def leaf_words(tree: SumTree) -> jax.Array:
     return tree.levels[-1].reshape(-1)[: tree.capacity]
 
 
+def leaf_values(tree: SumTree, indices) -> jax.Array:
+    """Priorities of the given leaves as float32: B gathers, no O(N) slice of the leaf level."""
+    indices = _check_indices(tree, indices)
+    words = tree.levels[-1].reshape(-1)[indices]
+    return tree.fmt.decode(words, tree.depth, tree.depth, tree.fanout)
+
+
 def probabilities(tree: SumTree, indices) -> jax.Array:
     """P(i) = priority_i / total for each index, float32."""
-    indices = _check_indices(tree, indices)
-    return leaves(tree)[indices] / total(tree)
+    return leaf_values(tree, indices) / total(tree)
 
 
 # --------------------------------------------------------------------------- sampling

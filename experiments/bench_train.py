@@ -1,0 +1,186 @@
+"""Training throughput of DQN + PER on CartPole-v1: env steps/s and SGD updates/s vs actors M.
+
+    .venv/bin/python experiments/bench_train.py [--envs 1 8 64 1024] [--seconds 10]
+
+For every M the fused loop (`hrl.runtime.FusedLoop`, one jitted lax.scan per chunk) is compiled,
+run past `learning_starts` (untimed), then timed over whole chunks for at least `--seconds`.
+Two settings per M, both with the 64x64 MLP and a 50k prioritized replay (K=16, alpha 0.6):
+
+* `sgd_per_step`: one SGD step of batch 32 per env step (the RLlib comparison setting of
+  DESIGN.md §7, train ratio 1);
+* `sgd_per_iter`: one SGD step of batch 256 per vector step of all M envs (train ratio 1/M,
+  the setting of the 64-env flashbax reference).
+
+Writes experiments/results/train/bench_train.{csv,md,png} with the full config of each row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from hrl.config import config_from_dict, to_dict
+from hrl.runtime import build, initial_state
+
+OUT = Path(__file__).resolve().parent / "results" / "train"
+
+
+def bench_config(num_envs: int, setting: str) -> dict:
+    if setting == "sgd_per_step":
+        batch, ratio = 32, 1.0
+    else:
+        batch, ratio = 256, 1.0 / num_envs
+    rollout = 1
+    chunk_iters = max(8, 4096 // num_envs)
+    return {
+        "algo": "dqn",
+        "seed": 0,
+        "name": f"bench_m{num_envs}_{setting}",
+        "env": {"name": "gymnax:CartPole-v1", "num_envs": num_envs},
+        "agent": {"hidden_sizes": [64, 64], "learning_rate": 1e-3, "target_update_period": 100,
+                  "tau": 1.0, "eps_decay_steps": 10000},
+        "replay": {"capacity": 50_000, "alpha": 0.6, "fanout": 16, "n_step": 1},
+        "train": {
+            "total_env_steps": 10**9,
+            "batch_size": batch,
+            "train_ratio": ratio,
+            "rollout_length": rollout,
+            "learning_starts": max(1000, batch),
+            "chunk_env_steps": chunk_iters * num_envs * rollout,
+        },
+        "log": {"progress": False},
+    }
+
+
+def measure(num_envs: int, setting: str, seconds: float) -> dict:
+    cfg = config_from_dict(bench_config(num_envs, setting))
+    built = build(cfg)
+    loop = built.loop
+    chunk = max(1, cfg.train.chunk_env_steps // cfg.env_steps_per_iter)
+    t0 = time.perf_counter()
+    state = initial_state(built)
+    state, _ = loop.run(state, chunk)  # compile + first chunk
+    jax.block_until_ready(state)
+    compile_s = time.perf_counter() - t0
+    while int(state.replay.size) < cfg.train.learning_starts:  # fill past learning_starts
+        state, _ = loop.run(state, chunk)
+    jax.block_until_ready(state)
+    steps0, updates0 = int(state.env_steps), int(state.updates)
+    start = time.perf_counter()
+    chunks = 0
+    while True:
+        state, _ = loop.run(state, chunk)
+        jax.block_until_ready(state)
+        chunks += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds and chunks >= 2:
+            break
+    env_steps = int(state.env_steps) - steps0
+    updates = int(state.updates) - updates0
+    return {
+        "num_envs": num_envs,
+        "setting": setting,
+        "batch_size": cfg.train.batch_size,
+        "train_ratio": cfg.train.train_ratio,
+        "env_steps_per_s": env_steps / elapsed,
+        "sgd_updates_per_s": updates / elapsed,
+        "timed_env_steps": env_steps,
+        "timed_updates": updates,
+        "timed_s": elapsed,
+        "first_chunk_incl_compile_s": compile_s,
+        # Other processes share this machine; the 1-minute load average tells how much.
+        "load_avg_1min": os.getloadavg()[0],
+        "config": json.dumps(to_dict(cfg), sort_keys=True),
+    }
+
+
+def write_outputs(rows: list[dict]) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with (OUT / "bench_train.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+               f"jax {jax.__version__} on {jax.devices()[0].platform}")
+    lines = [
+        "# DQN + PER training throughput on CartPole-v1 (fused loop)",
+        "",
+        f"Machine: {machine}. Command: `.venv/bin/python experiments/bench_train.py`.",
+        "64x64 MLP, replay 50k (K=16, alpha 0.6), float32 tree; timed after learning_starts.",
+        f"1-minute load average during the points: {min(r['load_avg_1min'] for r in rows):.1f}"
+        f" to {max(r['load_avg_1min'] for r in rows):.1f} (other jobs on the machine lower the"
+        " figures).",
+        "Full configs in bench_train.csv (column `config`).",
+        "",
+        "| M envs | setting | batch | SGD steps / env step | env steps/s | SGD updates/s |",
+        "| ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['num_envs']} | {r['setting']} | {r['batch_size']} | {r['train_ratio']:.4g} | "
+            f"{r['env_steps_per_s']:,.0f} | {r['sgd_updates_per_s']:,.0f} |"
+        )
+    (OUT / "bench_train.md").write_text("\n".join(lines) + "\n")
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
+    for setting, marker in (("sgd_per_step", "o"), ("sgd_per_iter", "s")):
+        sub = [r for r in rows if r["setting"] == setting]
+        if not sub:
+            continue
+        m = [r["num_envs"] for r in sub]
+        ax[0].loglog(m, [r["env_steps_per_s"] for r in sub], marker=marker, label=setting)
+        ax[1].loglog(m, [r["sgd_updates_per_s"] for r in sub], marker=marker, label=setting)
+    for a, title in zip(ax, ("env steps/s", "SGD updates/s"), strict=True):
+        a.set_xlabel("parallel actors M")
+        a.set_title(title)
+        a.grid(alpha=0.3, which="both")
+        a.legend()
+    fig.suptitle("DQN + PER on CartPole-v1, fused JAX loop (measured)")
+    fig.tight_layout()
+    fig.savefig(OUT / "bench_train.png")
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--envs", type=int, nargs="+", default=[1, 8, 64, 1024])
+    parser.add_argument("--settings", nargs="+", default=["sgd_per_step", "sgd_per_iter"],
+                        choices=["sgd_per_step", "sgd_per_iter"])
+    parser.add_argument("--seconds", type=float, default=10.0, help="timed seconds per point")
+    args = parser.parse_args()
+
+    from rich.progress import Progress
+
+    rows = []
+    points = [(m, s) for m in args.envs for s in args.settings]
+    with Progress() as progress:
+        task = progress.add_task("bench_train", total=len(points))
+        for m, setting in points:
+            progress.update(task, description=f"M={m} {setting}")
+            row = measure(m, setting, args.seconds)
+            rows.append(row)
+            progress.console.print(
+                f"M={m:5d} {setting:13s} env steps/s {row['env_steps_per_s']:12,.0f}   "
+                f"SGD updates/s {row['sgd_updates_per_s']:9,.0f}"
+            )
+            progress.advance(task)
+    write_outputs(rows)
+    print(f"wrote {OUT / 'bench_train.csv'}, .md and .png")
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    main()

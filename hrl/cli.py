@@ -1,0 +1,49 @@
+"""`hrl` command line: a dispatcher over the modules of `hrl.commands`.
+
+Each subcommand is one module `hrl/commands/<name>.py` defining
+
+    HELP = "one line for `hrl --help`"
+    def add_arguments(parser: argparse.ArgumentParser) -> None: ...
+    def run(args: argparse.Namespace) -> int: ...           # the exit status
+
+Adding a subcommand (`hrl profile`, `hrl map`, `hrl report`) means adding one such module;
+nothing here changes. Modules are imported lazily, only the one that runs pulls in JAX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import hrl.commands
+
+
+def _command_modules() -> list[str]:
+    return sorted(
+        m.name for m in pkgutil.iter_modules(hrl.commands.__path__) if not m.name.startswith("_")
+    )
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hrl",
+        description="Deep RL with a prioritized replay buffer, mapped onto CPUs, GPUs and FPGAs.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in _command_modules():
+        module = importlib.import_module(f"hrl.commands.{name}")
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    return int(args._run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the `hrl` CLI, one module each (see `hrl.cli`)."""

@@ -1,0 +1,104 @@
+"""`hrl train CONFIG.yaml [--set key=value ...] [--run-dir DIR] [--checkpoint-every N]`
+and `hrl train --resume RUN_DIR [--set ...]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "train an agent from a YAML config (or resume a run directory)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "config", nargs="?", help="YAML config, e.g. experiments/configs/dqn_cartpole.yaml"
+    )
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a config key, e.g. --set train.batch_size=128 (repeatable)",
+    )
+    parser.add_argument(
+        "--run-dir", help="where logs, curve and checkpoints go (default runs/<name>-<time>)"
+    )
+    parser.add_argument(
+        "--resume", metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its latest checkpoint (its config.yaml is used)",
+    )
+    parser.add_argument(
+        "--checkpoint-every", type=int, metavar="N",
+        help="checkpoint every N env steps (default: log.checkpoint_every; 0 = only at the end)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from hrl.mapping.instantiate import add_cli_arguments  # --mapping auto --profile DIR
+
+    add_cli_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hrl.config import ConfigError, load_config
+
+    try:
+        if args.resume:
+            if args.config:
+                raise ConfigError(
+                    "give either CONFIG or --resume RUN_DIR, not both (a resumed run keeps the "
+                    "config in RUN_DIR/config.yaml; change keys with --set)"
+                )
+            if args.run_dir:
+                raise ConfigError("--run-dir cannot be combined with --resume")
+            from hrl.runtime.run import resume_config
+
+            cfg = resume_config(args.resume, args.overrides)
+            run_dir = Path(args.resume)
+        else:
+            if not args.config:
+                raise ConfigError("missing CONFIG.yaml (or --resume RUN_DIR)")
+            cfg = load_config(args.config, args.overrides)
+            run_dir = Path(args.run_dir) if args.run_dir else None
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"hrl train: error: {err}", file=sys.stderr)
+        return 2
+
+    from rich.console import Console
+
+    from hrl.runtime.run import train
+
+    console = Console()
+    from hrl.mapping.instantiate import apply_cli, print_comparison
+
+    try:
+        cfg, mapping_choice = apply_cli(args, cfg, console)
+    except (ConfigError, ValueError) as err:
+        print(f"hrl train: error: {err}", file=sys.stderr)
+        return 2
+    try:
+        summary = train(
+            cfg,
+            run_dir=run_dir,
+            resume=bool(args.resume),
+            checkpoint_every=args.checkpoint_every,
+            progress=False if args.no_progress else None,
+        )
+    except ValueError as err:
+        print(f"hrl train: error: {err}", file=sys.stderr)
+        return 2
+    _print_summary(console, summary)
+    print_comparison(console, mapping_choice, summary)
+    return 130 if summary["interrupted"] else 0
+
+
+def _print_summary(console, s: dict) -> None:
+    ret = "n/a" if s["recent_return"] is None else f"{s['recent_return']:.1f}"
+    console.print(
+        f"{'interrupted' if s['interrupted'] else 'finished'}: {s['env_steps']:,} env steps, "
+        f"{s['updates']:,} SGD updates in {s['wall_s_this_session']:.1f} s "
+        f"({s['env_steps_per_s']:,.0f} env steps/s, {s['updates_per_s']:,.0f} updates/s); "
+        f"mean return of the last {s['return_window']} episodes: {ret}"
+    )
+    run_dir = s["run_dir"]
+    console.print(
+        f"run directory: {run_dir}  (metrics, episodes.csv, learning_curve.png, checkpoints/)"
+    )
+    if s["interrupted"]:
+        console.print(f"resume with: hrl train --resume {run_dir}")

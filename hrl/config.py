@@ -1,0 +1,457 @@
+"""Typed run configuration: dataclasses read from YAML, overridden with `--set a.b=c`.
+
+    cfg = load_config("experiments/configs/dqn_cartpole.yaml", ["train.total_env_steps=20000"])
+
+Every key is checked before anything trains: an unknown key, a value of the wrong type or an
+impossible value raises `ConfigError` whose message names the dotted key, e.g.
+`config key 'train.batch_size': expected int, got str 'abc'`.
+
+The `agent` section is typed by the algorithm's own config dataclass (`algo: dqn` ->
+`hrl.agents.DQNConfig`), so the agents' hyperparameters are checked by the same rules without
+being listed twice. The config is static: it lives outside every pytree and is never mutated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the offending key."""
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    name: str = "CartPole-v1"  # gymnax / brax / gymnasium id, see hrl.envs.make_env
+    num_envs: int = 1  # M parallel actors (vectorized environment copies)
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)  # extra make_env options
+
+    def validate(self, path: str) -> None:
+        _require(self.num_envs >= 1, f"{path}.num_envs", "must be >= 1", self.num_envs)
+        _require(bool(self.name), f"{path}.name", "must not be empty", self.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayConfig:
+    # "jax": the buffer inside the jitted loop; "jax_host", "opencl", "rtl": the tree on a
+    # hrl.replay.backends backend driven from the host loop (items in host memory)
+    backend: str = "jax"
+    capacity: int = 50_000
+    alpha: float = 0.6  # priority exponent
+    beta_start: float = 0.4  # importance-weight exponent, annealed linearly ...
+    beta_end: float = 1.0  # ... to this value at the end of training
+    eps: float = 1e-6  # added to |td| so no item starves
+    fanout: int = 16  # K of the sum tree
+    fmt: str = "float32"  # priority format, see hrl.replay.formats.parse_format
+    weights: Literal["global", "batch"] = "global"
+    n_step: int = 1  # n-step returns (1 = plain one-step transitions)
+
+    def validate(self, path: str) -> None:
+        backends = ("jax", "jax_host", "opencl", "rtl")
+        _require(self.backend in backends, f"{path}.backend", f"must be one of {backends}",
+                 self.backend)
+        _require(self.capacity >= 1, f"{path}.capacity", "must be >= 1", self.capacity)
+        _require(0.0 <= self.alpha <= 1.0, f"{path}.alpha", "must be in [0, 1]", self.alpha)
+        for name in ("beta_start", "beta_end"):
+            value = getattr(self, name)
+            _require(0.0 <= value <= 1.0, f"{path}.{name}", "must be in [0, 1]", value)
+        _require(self.eps > 0.0, f"{path}.eps", "must be > 0", self.eps)
+        _require(
+            2 <= self.fanout <= 64 and self.fanout & (self.fanout - 1) == 0,
+            f"{path}.fanout",
+            "must be a power of two in [2, 64]",
+            self.fanout,
+        )
+        _require(self.n_step >= 1, f"{path}.n_step", "must be >= 1", self.n_step)
+        from hrl.replay.formats import parse_format
+
+        try:
+            parse_format(self.fmt)
+        except ValueError as err:
+            raise ConfigError(f"config key '{path}.fmt': {err}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    total_env_steps: int = 50_000  # stop after this many environment steps (all actors)
+    gamma: float = 0.99  # discount; the runtime folds it (and n) into each transition
+    batch_size: int = 64  # B, transitions per SGD step
+    train_ratio: float = 0.25  # SGD steps per environment step
+    rollout_length: int = 1  # vector steps whose M*L transitions are inserted as one batch
+    learning_starts: int = 1_000  # no SGD until the buffer holds this many transitions
+    dependency: Literal["strict", "relaxed"] = "strict"
+    staleness: int = 0  # relaxed: up to s priority updates in flight while sampling goes on
+    fused: bool | None = None  # one jitted lax.scan; None = whenever env and replay are JAX
+    chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
+
+    def validate(self, path: str, num_envs: int, capacity: int) -> None:
+        _require(
+            self.total_env_steps >= 1, f"{path}.total_env_steps", "must be >= 1",
+            self.total_env_steps,
+        )
+        _require(0.0 <= self.gamma <= 1.0, f"{path}.gamma", "must be in [0, 1]", self.gamma)
+        _require(self.batch_size >= 1, f"{path}.batch_size", "must be >= 1", self.batch_size)
+        _require(
+            self.batch_size <= capacity,
+            f"{path}.batch_size",
+            f"must be <= replay.capacity ({capacity})",
+            self.batch_size,
+        )
+        _require(
+            math.isfinite(self.train_ratio) and self.train_ratio > 0,
+            f"{path}.train_ratio",
+            "must be > 0",
+            self.train_ratio,
+        )
+        _require(
+            self.rollout_length >= 1, f"{path}.rollout_length", "must be >= 1",
+            self.rollout_length,
+        )
+        _require(
+            num_envs * self.rollout_length <= capacity,
+            f"{path}.rollout_length",
+            f"env.num_envs * rollout_length must be <= replay.capacity ({capacity})",
+            self.rollout_length,
+        )
+        _require(
+            self.learning_starts >= self.batch_size,
+            f"{path}.learning_starts",
+            f"must be >= train.batch_size ({self.batch_size})",
+            self.learning_starts,
+        )
+        _require(
+            self.learning_starts <= capacity,
+            f"{path}.learning_starts",
+            f"must be <= replay.capacity ({capacity})",
+            self.learning_starts,
+        )
+        _require(self.staleness >= 0, f"{path}.staleness", "must be >= 0", self.staleness)
+        _require(
+            self.dependency == "relaxed" or self.staleness == 0,
+            f"{path}.staleness",
+            "must be 0 when train.dependency is 'strict'",
+            self.staleness,
+        )
+        _require(
+            self.chunk_env_steps >= 1, f"{path}.chunk_env_steps", "must be >= 1",
+            self.chunk_env_steps,
+        )
+        try:
+            updates_schedule(self.train_ratio, num_envs * self.rollout_length)
+        except ValueError as err:
+            raise ConfigError(f"config key '{path}.train_ratio': {err}") from None
+
+
+def updates_schedule(train_ratio: float, env_steps_per_iter: int) -> tuple[int, int]:
+    """(SGD steps per learning round, iterations between rounds) for a train ratio.
+
+    An iteration makes `env_steps_per_iter` env steps. The ratio must come out whole one way or
+    the other: 0.25 with 8 env steps -> 2 SGD steps every iteration; 1/64 with 16 env steps ->
+    1 SGD step every 4 iterations.
+    """
+    per_iter = train_ratio * env_steps_per_iter
+    if per_iter >= 1.0 - 1e-9:
+        rounded = round(per_iter)
+        if abs(per_iter - rounded) > 1e-6 * per_iter:
+            raise ValueError(
+                f"train_ratio {train_ratio} x {env_steps_per_iter} env steps per iteration = "
+                f"{per_iter:g} SGD steps, which is not a whole number"
+            )
+        return int(rounded), 1
+    period = 1.0 / per_iter
+    rounded = round(period)
+    if abs(period - rounded) > 1e-6 * period:
+        raise ValueError(
+            f"train_ratio {train_ratio} x {env_steps_per_iter} env steps per iteration = "
+            f"{per_iter:g} SGD steps: 1/{per_iter:g} must be a whole number of iterations"
+        )
+    return 1, int(rounded)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogConfig:
+    run_dir: str | None = None  # default: runs/<config name>-<UTC time>
+    metrics_format: Literal["csv", "jsonl"] = "csv"
+    return_window: int = 10  # episodes in the "recent return" shown and logged
+    checkpoint_every: int = 0  # env steps between checkpoints (0: only at the end / Ctrl-C)
+    progress: bool = True  # rich progress bar
+
+    def validate(self, path: str) -> None:
+        _require(
+            self.return_window >= 1, f"{path}.return_window", "must be >= 1", self.return_window
+        )
+        _require(
+            self.checkpoint_every >= 0,
+            f"{path}.checkpoint_every",
+            "must be >= 0",
+            self.checkpoint_every,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """The whole run. `agent` is the algorithm's config dataclass (see `agent_config_class`)."""
+
+    algo: Literal["dqn", "ddpg"] = "dqn"
+    seed: int = 0
+    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
+    agent: Any = None
+    replay: ReplayConfig = dataclasses.field(default_factory=ReplayConfig)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    log: LogConfig = dataclasses.field(default_factory=LogConfig)
+    name: str = "run"  # used in the default run directory name
+
+    def validate(self) -> None:
+        self.env.validate("env")
+        self.replay.validate("replay")
+        self.train.validate("train", self.env.num_envs, self.replay.capacity)
+        self.log.validate("log")
+        check = getattr(self.agent, "validate", None)
+        if callable(check):
+            try:
+                check()
+            except ConfigError:
+                raise
+            except ValueError as err:
+                raise ConfigError(f"config key 'agent': {err}") from None
+
+    @property
+    def env_steps_per_iter(self) -> int:
+        return self.env.num_envs * self.train.rollout_length
+
+
+def agent_config_class(algo: str):
+    """The config dataclass of an algorithm, owned by `hrl.agents`."""
+    from hrl import agents
+
+    classes = {"dqn": "DQNConfig", "ddpg": "DDPGConfig"}
+    if algo not in classes:
+        raise ConfigError(f"config key 'algo': expected one of {sorted(classes)}, got {algo!r}")
+    return getattr(agents, classes[algo])
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _require(ok: bool, key: str, what: str, value) -> None:
+    if not ok:
+        raise ConfigError(f"config key '{key}': {what}, got {value!r}")
+
+
+def _type_name(tp) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(value, tp, key: str):
+    """Check `value` against the annotation `tp`; return it converted (int -> float only)."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in args:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(value, option, key)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(
+            f"config key '{key}': expected {' or '.join(_type_name(a) for a in args)}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(
+                f"config key '{key}': expected one of {list(args)}, got {value!r}"
+            )
+        return value
+    if dataclasses.is_dataclass(tp):
+        return _from_dict(tp, value, key)
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(
+                f"config key '{key}': expected a list, got {type(value).__name__} {value!r}"
+            )
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value))
+        if origin is tuple and args:
+            if len(args) != len(value):
+                raise ConfigError(
+                    f"config key '{key}': expected {len(args)} entries, got {len(value)}"
+                )
+            pairs = enumerate(zip(args, value, strict=True))
+            return tuple(_coerce(v, a, f"{key}[{i}]") for i, (a, v) in pairs)
+        item = args[0] if args else Any
+        converted = [_coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(converted) if origin is tuple else converted
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(
+                f"config key '{key}': expected a mapping, got {type(value).__name__} {value!r}"
+            )
+        return dict(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(
+                f"config key '{key}': expected bool, got {type(value).__name__} {value!r}"
+            )
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(
+                f"config key '{key}': expected int, got {type(value).__name__} {value!r}"
+            )
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(
+                f"config key '{key}': expected float, got {type(value).__name__} {value!r}"
+            )
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"config key '{key}': expected str, got {type(value).__name__} {value!r}"
+            )
+        return value
+    if isinstance(tp, type):
+        if not isinstance(value, tp):
+            raise ConfigError(
+                f"config key '{key}': expected {tp.__name__}, got {type(value).__name__} {value!r}"
+            )
+        return value
+    raise ConfigError(f"config key '{key}': unsupported annotation {tp!r}")
+
+
+def _from_dict(cls, data, prefix: str):
+    """Build dataclass `cls` from a mapping, checking every key against its annotations."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        where = f"config key '{prefix}'" if prefix else "config"
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__} {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    kwargs = {}
+    for name, value in data.items():
+        key = f"{prefix}.{name}" if prefix else str(name)
+        if name not in fields:
+            close = [f for f in fields if f.lower().startswith(str(name)[:3].lower())]
+            hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+            raise ConfigError(
+                f"config key '{key}': unknown key; valid keys here: {sorted(fields)}{hint}"
+            )
+        kwargs[name] = _coerce(value, hints[name], key)
+    try:
+        return cls(**kwargs)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"config key '{prefix or '<root>'}': {err}") from None
+
+
+def to_dict(cfg) -> dict:
+    """Plain nested dict of a config (for YAML dumps and run records)."""
+
+    def plain(value):
+        if dataclasses.is_dataclass(value):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return plain(cfg)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads `1e-3` as a float (YAML 1.1 demands `1.0e-3`)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+def parse_yaml(text: str):
+    return yaml.load(text, Loader=_Loader)
+
+
+def apply_override(data: dict, assignment: str) -> None:
+    """Apply one `a.b.c=value` to the nested mapping `data` (value parsed as YAML)."""
+    if "=" not in assignment:
+        raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. train.batch_size=128")
+    key, raw = assignment.split("=", 1)
+    key = key.strip()
+    parts = key.split(".")
+    if not key or any(not p for p in parts):
+        raise ConfigError(f"--set {assignment!r}: malformed key {key!r}")
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(
+                f"config key '{'.'.join(parts[: i + 1])}': is a value, cannot set {key!r}"
+            )
+        node = child
+    node[parts[-1]] = parse_yaml(raw) if raw.strip() else ""
+
+
+def config_from_dict(data: dict) -> RunConfig:
+    """Typed, validated `RunConfig` from a nested mapping (the YAML document)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: expected a mapping at the top, got {type(data).__name__}")
+    data = dict(data)
+    algo = data.get("algo", "dqn")
+    algo = _coerce(algo, Literal["dqn", "ddpg"], "algo")
+    agent_data = data.pop("agent", None)
+    cfg = _from_dict(RunConfig, data, "")
+    agent_cfg = _from_dict(agent_config_class(algo), agent_data, "agent")
+    cfg = dataclasses.replace(cfg, agent=agent_cfg)
+    cfg.validate()
+    return cfg
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Read a YAML config, apply `--set` overrides, type-check and validate it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    data = parse_yaml(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(path)!r}: expected a mapping at the top")
+    data.setdefault("name", path.stem)
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return config_from_dict(data)
+
+
+def dump_config(cfg: RunConfig) -> str:
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False)

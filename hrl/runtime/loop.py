@@ -1,0 +1,414 @@
+"""The training loop: M actors, one learner, one prioritized replay buffer.
+
+One *iteration* is
+
+    L times:  infer(obs) -> actions;  env_step -> transitions (through the n-step window)
+    insert(the L*M transitions as one batch)                         # insert batching
+    every `period` iterations, once the buffer holds `learning_starts` items, U times:
+        sample(B) -> train(batch, IS weights) -> td errors -> update(priorities)
+                                            (through the relaxed-dependency queue of depth s)
+
+with U / period / (L*M) = the train ratio (SGD steps per env step). Two drivers run exactly
+this iteration:
+
+* `FusedLoop`: everything on one JAX device, the whole iteration traced into one `lax.scan`;
+  `run(state, n)` is one jit call for n iterations (a *chunk*), so the host only wakes up
+  between chunks for progress, logging and checkpoints.
+* `HostLoop`: a Python loop calling each primitive as its own jitted function (or host
+  function: gymnasium envs, host replay backends), each on the device the `placement` names.
+  Same keys, same order of operations; it is the template the mapping framework instantiates.
+
+State is one pytree (`TrainState`), so a checkpoint of it is a complete, exact resume point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from hrl.config import RunConfig, updates_schedule
+from hrl.replay.nstep import NStepState, nstep_init, nstep_push
+from hrl.runtime.pending import PendingUpdates, pending_init, pending_push
+from hrl.runtime.primitives import PRIMITIVES, Primitives, beta_at
+
+
+@struct.dataclass
+class TrainState:
+    """Everything that changes during training (a pytree; static settings live in the loop)."""
+
+    agent: Any  # AgentState: networks, target networks, optimizer states
+    replay: Any  # ReplayState: items, sum tree, min tree, ring position, max priority
+    env: Any  # EnvState of the M actors
+    obs: Any  # (M, *obs_shape): observations the actors act on next
+    episode_start: Any  # bool (M,): `obs` is the first of an episode (resets actor noise)
+    actor_carry: Any  # per-actor exploration state (OU noise; () for DQN)
+    nstep: NStepState  # last n steps per actor, for n-step returns
+    pending: PendingUpdates  # priority updates in flight (relaxed dependency)
+    key: jax.Array  # PRNG key for everything after this point
+    iteration: jax.Array  # int32 iterations done
+    env_steps: jax.Array  # int32 environment steps done (all actors)
+    updates: jax.Array  # int32 SGD steps done
+
+
+@struct.dataclass
+class ChunkOut:
+    """What a chunk of T iterations reports (leading dimension T)."""
+
+    completed: Any  # bool (T, L, M): an episode ended at this actor step
+    completed_return: Any  # float32 (T, L, M): its return (0 elsewhere)
+    env_steps: Any  # int32 (T,): env steps after the iteration
+    trained: Any  # bool (T,): the learner ran in this iteration
+    td_abs: Any  # float32 (T,): mean |TD error| of its SGD steps (0 if it did not run)
+    metrics: Any  # dict of float32 (T,): the agent's metrics, averaged over its SGD steps
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """Static shape of an iteration, derived from the config."""
+
+    num_envs: int
+    rollout_length: int
+    updates_per_round: int
+    period: int
+    batch_size: int
+    learning_starts: int
+    staleness: int
+    n_step: int
+    gamma: float
+    total_env_steps: int
+    beta_start: float
+    beta_end: float
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> Schedule:
+        updates, period = updates_schedule(cfg.train.train_ratio, cfg.env_steps_per_iter)
+        return cls(
+            num_envs=cfg.env.num_envs,
+            rollout_length=cfg.train.rollout_length,
+            updates_per_round=updates,
+            period=period,
+            batch_size=cfg.train.batch_size,
+            learning_starts=cfg.train.learning_starts,
+            staleness=cfg.train.staleness if cfg.train.dependency == "relaxed" else 0,
+            n_step=cfg.replay.n_step,
+            gamma=cfg.train.gamma,
+            total_env_steps=cfg.train.total_env_steps,
+            beta_start=cfg.replay.beta_start,
+            beta_end=cfg.replay.beta_end,
+        )
+
+    @property
+    def env_steps_per_iter(self) -> int:
+        return self.num_envs * self.rollout_length
+
+
+def init_train_state(
+    prims: Primitives, replay, agent, spec, schedule: Schedule, example_transition, seed: int
+) -> TrainState:
+    """Fresh state: networks, empty buffer, reset envs; n-1 warm-up steps fill the n-step
+    window (they count as env steps; their transitions start the buffer one step later)."""
+    root = jax.random.PRNGKey(seed)
+    k_agent, k_env, k_warm, k_loop = jax.random.split(root, 4)
+    agent_state = agent.init(k_agent)
+    env_state, obs = prims.env_reset(k_env)
+    acc = nstep_init(example_transition, schedule.n_step, schedule.num_envs)
+    carry = agent.init_carry(schedule.num_envs)
+    start = jnp.ones((schedule.num_envs,), bool)
+    env_steps = 0
+    for k in jax.random.split(k_warm, max(schedule.n_step - 1, 1))[: schedule.n_step - 1]:
+        k_act, k_step = jax.random.split(k)
+        carry, actions = prims.infer(agent_state, carry, obs, k_act, jnp.int32(env_steps), start)
+        if not spec.is_jax:
+            actions = np.asarray(actions)
+        env_state, out = prims.env_step(env_state, actions, k_step)
+        acc, _ = nstep_push(
+            acc, obs, actions, out.reward, out.next_obs_true, out.terminated, out.done,
+            schedule.gamma,
+        )
+        obs, start = out.obs, jnp.asarray(out.done, bool)
+        env_steps += schedule.num_envs
+    return TrainState(
+        agent=agent_state,
+        replay=replay.init(example_transition),
+        env=env_state,
+        obs=obs,
+        episode_start=start,
+        actor_carry=carry,
+        nstep=acc,
+        pending=pending_init(schedule.staleness, schedule.batch_size),
+        key=k_loop,
+        iteration=jnp.int32(0),
+        env_steps=jnp.int32(env_steps),
+        updates=jnp.int32(0),
+    )
+
+
+def _mean_metrics(metrics):
+    return jax.tree.map(lambda m: jnp.mean(jnp.asarray(m, jnp.float32)), metrics)
+
+
+class FusedLoop:
+    """All five primitives on one JAX device, fused into one jitted `lax.scan` per chunk."""
+
+    fused = True
+
+    def __init__(self, prims: Primitives, schedule: Schedule):
+        self.prims = prims
+        self.schedule = schedule
+        self._run = jax.jit(self._run_chunk, static_argnums=1)
+
+    # --- the learner: U x (sample -> train -> update) -------------------------------
+    def _sgd_step(self, carry, key):
+        agent, replay, pending, env_steps = carry
+        sch, p = self.schedule, self.prims
+        beta = beta_at(env_steps, sch.total_env_steps, sch.beta_start, sch.beta_end)
+        batch = p.sample(replay, key, beta)
+        agent, td_errors, metrics = p.train(agent, batch.items, batch.weights)
+        pending, (indices, td_out, valid) = pending_push(pending, batch.indices, td_errors)
+        # An empty queue slot (the first s steps) writes nothing: out-of-range rows are dropped.
+        indices = jnp.where(valid, indices, jnp.int32(replay.tree.capacity))
+        replay = p.update(replay, indices, td_out)
+        return (agent, replay, pending, env_steps), (jnp.mean(jnp.abs(td_errors)), metrics)
+
+    def _learn(self, agent, replay, pending, key, env_steps):
+        keys = jax.random.split(key, self.schedule.updates_per_round)
+        (agent, replay, pending, _), (td_abs, metrics) = jax.lax.scan(
+            self._sgd_step, (agent, replay, pending, env_steps), keys
+        )
+        return agent, replay, pending, jnp.mean(td_abs), _mean_metrics(metrics)
+
+    # --- one iteration ----------------------------------------------------------------
+    def _iteration(self, state: TrainState, _):
+        sch, p = self.schedule, self.prims
+        key, k_roll, k_learn = jax.random.split(state.key, 3)
+
+        def actor_step(carry, k):
+            env_state, obs, start, actor_carry, acc, env_steps = carry
+            k_act, k_env = jax.random.split(k)
+            actor_carry, actions = p.infer(state.agent, actor_carry, obs, k_act, env_steps, start)
+            env_state, out = p.env_step(env_state, actions, k_env)
+            acc, transition = nstep_push(
+                acc, obs, actions, out.reward, out.next_obs_true, out.terminated, out.done,
+                sch.gamma,
+            )
+            carry = (env_state, out.obs, out.done, actor_carry, acc, env_steps + sch.num_envs)
+            return carry, (transition, out.completed, out.completed_return)
+
+        carry = (state.env, state.obs, state.episode_start, state.actor_carry, state.nstep,
+                 state.env_steps)
+        (env_state, obs, start, actor_carry, acc, env_steps), (transitions, completed, returns) = (
+            jax.lax.scan(actor_step, carry, jax.random.split(k_roll, sch.rollout_length))
+        )
+        batch_of = lambda x: x.reshape((sch.env_steps_per_iter,) + x.shape[2:])
+        replay = p.insert(state.replay, jax.tree.map(batch_of, transitions))
+
+        do_learn = (replay.size >= sch.learning_starts) & ((state.iteration + 1) % sch.period == 0)
+        metrics_shape = jax.eval_shape(
+            lambda: self._learn(state.agent, replay, state.pending, k_learn, env_steps)
+        )[-1]
+
+        def skip():
+            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metrics_shape)
+            return state.agent, replay, state.pending, jnp.float32(0), zeros
+
+        agent, replay, pending, td_abs, metrics = jax.lax.cond(
+            do_learn,
+            lambda: self._learn(state.agent, replay, state.pending, k_learn, env_steps),
+            skip,
+        )
+        new_state = state.replace(
+            agent=agent,
+            replay=replay,
+            env=env_state,
+            obs=obs,
+            episode_start=start,
+            actor_carry=actor_carry,
+            nstep=acc,
+            pending=pending,
+            key=key,
+            iteration=state.iteration + 1,
+            env_steps=env_steps,
+            updates=state.updates + jnp.where(do_learn, sch.updates_per_round, 0),
+        )
+        out = ChunkOut(
+            completed=completed,
+            completed_return=returns,
+            env_steps=env_steps,
+            trained=do_learn,
+            td_abs=td_abs,
+            metrics=metrics,
+        )
+        return new_state, out
+
+    def _run_chunk(self, state: TrainState, num_iters: int):
+        return jax.lax.scan(self._iteration, state, None, length=num_iters)
+
+    def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
+        """`num_iters` iterations in one jit call (compiled once per distinct chunk length)."""
+        state, out = self._run(state, num_iters)
+        return state, jax.device_get(out)
+
+
+class HostLoop:
+    """The same iteration, one primitive call at a time, each on its own device or backend.
+
+    `placement` maps a primitive name (`env`, `infer`, `sample`, `update`, `train`) to a
+    `jax.Device`; its inputs are moved there before the call (that move is the link the
+    mapping framework costs: weights to the inference device, the batch to the trainer,
+    TD errors back to the replay's device). Unplaced primitives run where their inputs are.
+    Host-side primitives (gymnasium envs, host replay backends) are called as they are.
+    """
+
+    fused = False
+
+    def __init__(
+        self,
+        prims: Primitives,
+        schedule: Schedule,
+        env_is_jax: bool,
+        replay_is_jax: bool = True,
+        placement: dict[str, Any] | None = None,
+    ):
+        placement = dict(placement or {})
+        unknown = set(placement) - set(PRIMITIVES)
+        if unknown:
+            raise ValueError(f"placement: unknown primitives {sorted(unknown)}; use {PRIMITIVES}")
+        self.prims = prims
+        self.schedule = schedule
+        self.env_is_jax = env_is_jax
+        self.placement = placement
+        if not replay_is_jax:  # a host backend places itself (its own device option)
+            for name in ("sample", "update"):
+                if name in placement:
+                    raise ValueError(
+                        f"placement: {name!r} runs on the host replay backend; choose its "
+                        "device through the backend, not the placement"
+                    )
+        sch = schedule
+        jit_replay = jax.jit if replay_is_jax else (lambda f: f)
+        self._infer = jax.jit(prims.infer)
+        self._env_step = jax.jit(prims.env_step) if env_is_jax else prims.env_step
+        self._nstep = jax.jit(
+            lambda acc, obs, a, out: nstep_push(
+                acc, obs, a, out.reward, out.next_obs_true, out.terminated, out.done, sch.gamma
+            )
+        )
+        self._insert = jit_replay(prims.insert)
+        self._sample = jit_replay(prims.sample)
+        self._update = jit_replay(prims.update)
+        self._train = jax.jit(prims.train)
+        self._pending = jax.jit(pending_push)
+        self._split3 = jax.jit(lambda k: tuple(jax.random.split(k, 3)))
+        self._split = jax.jit(lambda k, n: jax.random.split(k, n), static_argnums=1)
+        self.timings = {name: 0.0 for name in PRIMITIVES}  # seconds spent per primitive
+
+    def _put(self, name, tree):
+        device = self.placement.get(name)
+        return tree if device is None else jax.device_put(tree, device)
+
+    def _timed(self, name, fn, *args):
+        start = time.perf_counter()
+        result = fn(*self._put(name, args))
+        jax.block_until_ready(result)
+        self.timings[name] += time.perf_counter() - start
+        return result
+
+    def _iteration(self, state: TrainState):
+        sch = self.schedule
+        key, k_roll, k_learn = self._split3(state.key)
+        env_state, obs, acc, env_steps = state.env, state.obs, state.nstep, state.env_steps
+        start, actor_carry = state.episode_start, state.actor_carry
+        transitions, completed, returns = [], [], []
+        for k in self._split(k_roll, sch.rollout_length):
+            k_act, k_env = jax.random.split(k)
+            actor_carry, actions = self._timed(
+                "infer", self._infer, state.agent, actor_carry, obs, k_act, env_steps, start
+            )
+            if not self.env_is_jax:
+                actions = np.asarray(actions)
+            env_state, out = self._timed("env", self._env_step, env_state, actions, k_env)
+            acc, transition = self._nstep(acc, obs, actions, out)
+            obs, start = out.obs, jnp.asarray(out.done, bool)
+            env_steps = env_steps + sch.num_envs
+            transitions.append(transition)
+            completed.append(np.asarray(out.completed))
+            returns.append(np.asarray(out.completed_return))
+        batch = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *transitions)
+        replay = self._timed("update", self._insert, state.replay, batch)
+
+        agent, pending = state.agent, state.pending
+        do_learn = int(replay.size) >= sch.learning_starts and (
+            (int(state.iteration) + 1) % sch.period == 0
+        )
+        td_abs, metric_rows = [], []
+        if do_learn:
+            beta = beta_at(env_steps, sch.total_env_steps, sch.beta_start, sch.beta_end)
+            for k in self._split(k_learn, sch.updates_per_round):
+                sample = self._timed("sample", self._sample, replay, k, beta)
+                agent, td, metrics = self._timed(
+                    "train", self._train, agent, sample.items, sample.weights
+                )
+                pending, (indices, td_out, valid) = self._pending(pending, sample.indices, td)
+                if bool(valid):
+                    replay = self._timed("update", self._update, replay, indices, td_out)
+                td_abs.append(jnp.mean(jnp.abs(td)))
+                metric_rows.append(metrics)
+        new_state = state.replace(
+            agent=agent,
+            replay=replay,
+            env=env_state,
+            obs=obs,
+            episode_start=start,
+            actor_carry=actor_carry,
+            nstep=acc,
+            pending=pending,
+            key=key,
+            iteration=state.iteration + 1,
+            env_steps=jnp.asarray(env_steps, jnp.int32),
+            updates=state.updates + (sch.updates_per_round if do_learn else 0),
+        )
+        if metric_rows:
+            metrics = jax.tree.map(
+                lambda *xs: np.float32(np.mean([np.asarray(x, np.float32) for x in xs])),
+                *metric_rows,
+            )
+        else:
+            metrics = None
+        return new_state, (
+            np.stack(completed),
+            np.stack(returns),
+            int(env_steps),
+            do_learn,
+            np.float32(np.mean(td_abs)) if td_abs else np.float32(0),
+            metrics,
+        )
+
+    def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
+        rows = []
+        for _ in range(num_iters):
+            state, row = self._iteration(state)
+            rows.append(row)
+        completed, returns, env_steps, trained, td_abs, metrics = zip(*rows, strict=True)
+        template = next((m for m in metrics if m is not None), None)
+        if template is None:
+            stacked = {}
+        else:
+            zero = jax.tree.map(lambda _: np.float32(0), template)
+            stacked = jax.tree.map(
+                lambda *xs: np.asarray(xs, np.float32),
+                *[m if m is not None else zero for m in metrics],
+            )
+        return state, ChunkOut(
+            completed=np.stack(completed),
+            completed_return=np.stack(returns),
+            env_steps=np.asarray(env_steps, np.int32),
+            trained=np.asarray(trained),
+            td_abs=np.asarray(td_abs, np.float32),
+            metrics=stacked,
+        )

@@ -1,0 +1,79 @@
+"""The five primitives of DESIGN.md §1 as separate pure functions with explicit inputs/outputs.
+
+| primitive | function                                               | state it owns       |
+| --------- | ------------------------------------------------------ | ------------------- |
+| env       | env_step(env_state, actions, key) -> (env_state, out)  | EnvState            |
+| infer     | infer(agent_state, carry, obs, key, env_step,          | reads AgentState,   |
+|           |       episode_start) -> (carry, actions)               | actor noise carry   |
+| sample    | sample(replay_state, key, beta) -> Sample              | reads ReplayState   |
+| update    | update(replay_state, indices, td) -> replay_state;     | ReplayState         |
+|           | insert(replay_state, transitions) -> replay_state      |                     |
+| train     | train(agent_state, batch, weights) -> (agent_state,    | AgentState          |
+|           |                                        td, metrics)    |                     |
+
+Nothing here knows where it runs: the fused loop (`loop.FusedLoop`) traces them all into one
+`lax.scan`; the host loop (`loop.HostLoop`) jits each one alone and moves its inputs to the
+device the mapping assigns it, which is how the mapping framework places each primitive on its
+own device or backend. The data that crosses primitives is exactly what the signatures show
+(observations, actions, transitions, a batch with indices and weights, TD errors, weights for
+inference), which is what a mapping's link costs are computed from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+
+PRIMITIVES = ("env", "infer", "sample", "update", "train")
+
+
+@dataclasses.dataclass(frozen=True)
+class Primitives:
+    """Static bundle of the primitive functions for one run (built by `make_primitives`)."""
+
+    env_reset: Callable[[Any], tuple[Any, Any]]
+    env_step: Callable[[Any, Any, Any], tuple[Any, Any]]
+    infer: Callable[[Any, Any, Any, Any], Any]
+    sample: Callable[[Any, Any, Any], Any]
+    update: Callable[[Any, Any, Any], Any]
+    insert: Callable[[Any, Any], Any]
+    train: Callable[[Any, Any, Any], tuple[Any, Any, Any]]
+
+
+def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
+    """Bind the env, the agent and a replay buffer (JAX `PrioritizedReplay` or a host replay
+    with the same `add/sample/update` methods) into the five primitives."""
+
+    def infer(agent_state, carry, obs, key, env_step, episode_start):
+        return agent.act_with_carry(agent_state, carry, obs, key, env_step, True, episode_start)
+
+    def sample(replay_state, key, beta):
+        return replay.sample(replay_state, key, batch_size, beta)
+
+    def update(replay_state, indices, td_errors):
+        return replay.update(replay_state, indices, td_errors)
+
+    def insert(replay_state, transitions):
+        return replay.add(replay_state, transitions)
+
+    def train(agent_state, batch, weights):
+        return agent.train_step(agent_state, batch, weights)
+
+    return Primitives(
+        env_reset=env.reset,
+        env_step=env.step,
+        infer=infer,
+        sample=sample,
+        update=update,
+        insert=insert,
+        train=train,
+    )
+
+
+def beta_at(env_steps, total_env_steps: int, beta_start: float, beta_end: float):
+    """Importance-weight exponent annealed linearly over the run."""
+    frac = jnp.minimum(jnp.asarray(env_steps, jnp.float32) / jnp.float32(total_env_steps), 1.0)
+    return jnp.float32(beta_start) + (jnp.float32(beta_end) - jnp.float32(beta_start)) * frac
