@@ -36,6 +36,7 @@ $(STAMP_PY): pyproject.toml requirements.lock
 	@test -x $(BIN)/uv || $(BIN)/pip install -q uv
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	@$(BIN)/python -m hrl.replay.native >/dev/null || echo "setup: native kernels not built; the jnp tree is used"
 	@touch $@
 
 # Regenerate the lock after changing dependencies in pyproject.toml.
