@@ -8,7 +8,7 @@ import pytest
 
 from hrl.mapping import dse
 from hrl.mapping.links import Link
-from hrl.mapping.platform import Placement, fpga_placement, gpu_spec_placement, default_gpu_spec
+from hrl.mapping.platform import Placement, default_gpu_spec, fpga_placement, gpu_spec_placement
 from hrl.mapping.workload import CALL_PRIMITIVE, CALLS, PRIMITIVES, Workload
 
 NAN = float("nan")
@@ -190,3 +190,22 @@ def test_baselines_exist_for_present_devices():
                                  "update": "cpu", "train": "gpu"}
     for m in base.values():
         assert np.isfinite(exp.strict[exp.row_of(m)])
+
+
+def test_exclusive_placement_takes_all_or_nothing_and_loop_overhead_is_charged():
+    fused = Placement("cpu-fused", "jax", "cpu", "local",
+                      frozenset(PRIMITIVES), "measured", lambda c, w: 0.1 * MS, exclusive=True)
+    places = [fixed_placement("cpu", CPU), fused]
+    exp = dse.explore(places, WORK, loop_overhead={"host": 2 * MS, "fused": 0.5 * MS})
+    ex = exp.problem.placements.index("cpu-fused")
+    uses = (exp.assignments == ex).any(axis=1)
+    alls = (exp.assignments == ex).all(axis=1)
+    assert not exp.feasible[uses & ~alls].any()
+    assert exp.feasible[alls].all()
+    row = exp.row_of({p: "cpu-fused" for p in PRIMITIVES})
+    assert exp.strict[row] == pytest.approx(6 * 0.1 * MS + 0.5 * MS, rel=1e-5)
+    # the fused loop's bookkeeping runs on its own device: nothing overlaps it
+    assert exp.relaxed[row] == pytest.approx(exp.strict[row], rel=1e-5)
+    row = exp.row_of({p: "cpu" for p in PRIMITIVES})
+    assert exp.strict[row] == pytest.approx(11.5 * MS + 2 * MS, rel=1e-5)
+    assert exp.relaxed[row] == pytest.approx(13.5 * MS, rel=1e-5)  # the host CPU does both

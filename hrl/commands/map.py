@@ -1,0 +1,77 @@
+"""`hrl map CONFIG.yaml --profile DIR [--devices cpu,pocl,gpu,fpga:u250] [--staleness s]`:
+predict every mapping of the primitives onto the devices, print the best ones and write the
+report (Markdown, HTML, PNG) into the output directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HELP = "explore every primitive->device mapping and report the best (needs `hrl profile`)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="YAML run config")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config key (repeatable)")
+    parser.add_argument("--profile", help="profile directory or profile.json from `hrl profile` "
+                        "(without one only modelled devices can be used)")
+    parser.add_argument("--devices", help="comma separated: cpu, gpu, pocl, rtl, fpga:u200, "
+                        "fpga:u250, fpga:u280 (default: every device in the profile)")
+    parser.add_argument("--staleness", type=int, default=None,
+                        help="relaxed-mode staleness s (default: train.staleness, at least 1)")
+    parser.add_argument("--gpu-spec", help="YAML GPU spec for a modelled gpu "
+                        "(default hrl/mapping/specs/gpu_h100_sxm.yaml)")
+    parser.add_argument("--metric", default="wall", choices=["wall", "cpu"],
+                        help="fit the profile's wall times (default) or its CPU times (stable "
+                             "on a shared, loaded machine)")
+    parser.add_argument("--out", help="report directory (default: PROFILE_DIR/map-<config>)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from hrl.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"hrl map: error: {err}", file=sys.stderr)
+        return 2
+    from rich.console import Console
+
+    from hrl.mapping.plan import plan
+    from hrl.mapping.platform import GpuSpec
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.report import print_summary, write_report
+    from hrl.mapping.workload import workload_from_config
+
+    console = Console()
+    try:
+        profile = load_profile(args.profile) if args.profile else None
+        devices = [d.strip() for d in args.devices.split(",")] if args.devices else None
+        if profile is None and devices is None:
+            raise ValueError("give --profile DIR (from `hrl profile`) or --devices with "
+                             "modelled devices only (gpu, fpga:<board>)")
+        staleness = args.staleness if args.staleness is not None else max(1, cfg.train.staleness)
+        spec = GpuSpec.load(args.gpu_spec) if args.gpu_spec else None
+        workload = workload_from_config(cfg)
+        result = plan(workload, profile, devices, staleness, spec, metric=args.metric)
+    except ValueError as err:
+        print(f"hrl map: error: {err}", file=sys.stderr)
+        return 2
+    print_summary(result, console)
+    if args.out:
+        out = Path(args.out)
+    elif args.profile:
+        base = Path(args.profile)
+        out = (base if base.is_dir() else base.parent) / f"map-{cfg.name}"
+    else:
+        out = Path("runs") / f"map-{cfg.name}"
+    write_report(result, out, profile, f"hrl map: {cfg.name}")
+    (out / "request.json").write_text(json.dumps({
+        "config": str(args.config), "overrides": args.overrides, "profile": args.profile,
+        "devices": devices, "staleness": staleness, "gpu_spec": args.gpu_spec,
+        "metric": args.metric}, indent=1))
+    console.print(f"report: {out / 'report.md'} and {out / 'report.html'}")
+    return 0

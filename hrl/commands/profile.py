@@ -1,0 +1,56 @@
+"""`hrl profile CONFIG.yaml [--set k=v ...] [--grid quick|full] [--run-dir DIR]`: time every
+primitive on every placement present and write profile.csv / profile.json."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "microbenchmark the five primitives on every device/backend present (for `hrl map`)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config",
+                        help="YAML run config, e.g. experiments/configs/dqn_cartpole.yaml")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config key (repeatable)")
+    parser.add_argument("--grid", default="quick", choices=["quick", "full"],
+                        help="size grid (see hrl.mapping.profile.GRIDS; default quick)")
+    parser.add_argument("--backends", default="jax,opencl,rtl",
+                        help="replay backends to time, comma separated (default jax,opencl,rtl)")
+    parser.add_argument("--run-dir", help="output directory (default runs/profile-<name>-<time>)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from hrl.config import ConfigError, load_config, to_dict
+
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"hrl profile: error: {err}", file=sys.stderr)
+        return 2
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(backends) - {"jax", "opencl", "rtl"})
+    if unknown:
+        print(f"hrl profile: error: --backends: unknown {unknown}; choose from jax, opencl, rtl",
+              file=sys.stderr)
+        return 2
+    from rich.console import Console
+
+    from hrl.mapping.profile import Profiler, write_profile
+
+    console = Console()
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / f"profile-{cfg.name}-{stamp}"
+    profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress)
+    rows = profiler.run()
+    csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), profiler.skipped)
+    for s in profiler.skipped:
+        console.print(f"[yellow]skipped:[/yellow] {s}")
+    console.print(f"{len(rows)} rows -> {csv_path} and {json_path}")
+    console.print(f"next: hrl map {args.config} --profile {run_dir}")
+    return 0

@@ -1,0 +1,43 @@
+"""Mapping framework: profile the primitives, predict their latency on every device, explore
+every primitive -> device mapping, report, and instantiate the chosen one (DESIGN.md §6).
+
+    hrl profile CONFIG            -> profile.csv / profile.json      (hrl.mapping.profile)
+    hrl map CONFIG --profile DIR  -> report.md / .html / PNGs        (plan, dse, report)
+    hrl train CONFIG --mapping auto --profile DIR                    (instantiate)
+
+Modules: `workload` (work terms of an iteration), `model` (least-squares latency models),
+`links` (PCIe / host memory), `fpga` (RMM cycle model, boards, architecture exploration, MLP
+learner), `platform` (placements and their latency sources), `dse` (the jitted exploration),
+`plan` (profile + devices -> exploration), `report`, `validate`, `instantiate`.
+"""
+
+from hrl.mapping.dse import Exploration, baselines, explore
+from hrl.mapping.fpga import BOARDS, Board, LearnerEngine, RmmTiming, best_architecture
+from hrl.mapping.links import LINKS, Link
+from hrl.mapping.model import LinearModel, fit_models
+from hrl.mapping.plan import Plan, plan
+from hrl.mapping.platform import Placement, fpga_placement, gpu_spec_placement
+from hrl.mapping.workload import PRIMITIVES, Workload, workload_from_config
+
+__all__ = [
+    "BOARDS",
+    "LINKS",
+    "PRIMITIVES",
+    "Board",
+    "Exploration",
+    "LearnerEngine",
+    "LinearModel",
+    "Link",
+    "Placement",
+    "Plan",
+    "RmmTiming",
+    "Workload",
+    "baselines",
+    "best_architecture",
+    "explore",
+    "fit_models",
+    "fpga_placement",
+    "gpu_spec_placement",
+    "plan",
+    "workload_from_config",
+]

@@ -1,0 +1,302 @@
+"""Design-space exploration: every mapping of the five primitives onto the placements, in one
+jitted, vectorized evaluation.
+
+A mapping assigns each primitive (env, infer, sample, update, train) a placement; with P
+placements there are P**5 of them, enumerated as base-P digits of 0 .. P**5 - 1 inside jit.
+
+Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
+
+* calls: `sum_c count_c * latency[c, placement(c)]`;
+* the loop's own bookkeeping per iteration (host loop or fused loop, measured by the profiler),
+  charged to the host CPU (the host loop) or to the fused loop's device;
+* links: every edge (src -> dst, bytes, count) whose ends sit on different placements costs
+  `count * (hop(src) + hop(dst))`, where a placement's hop is its way to host memory: none for
+  the host CPU itself, a memcpy for another host backend, a PCIe transfer for an accelerator
+  (`links.Link.time`: latency + bytes / bandwidth). Two accelerators talk through the host.
+* strict dependency: everything on the critical path, in order -> the sum of calls and links;
+* relaxed dependency with staleness s: devices and links work concurrently, so an iteration is
+  bounded by the busiest *resource* (a physical device, or a PCIe link); two dependency cycles
+  still bound it: the actors' env -> infer -> env loop (every iteration) and the learner's
+  sample -> train -> update chain, of which s + 1 may overlap.
+  relaxed = max(busiest resource, actor cycle, sgd_steps * learner chain / (s + 1)).
+
+Feasible mappings: an exclusive placement (the fused loop) hosts all primitives or none; every
+call has a finite latency on its placement (a gymnasium env cannot
+run on a GPU or an FPGA; an OpenCL replay backend has no MLP), and sample and update share a
+placement, because they read and write one tree (a tree split over two devices would have to be
+mirrored on both). Infeasible mappings get time +inf and are never chosen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hrl.mapping.links import Link, get_link
+from hrl.mapping.platform import Placement, latency_table
+from hrl.mapping.workload import CALL_PRIMITIVE, CALLS, PRIMITIVES, Workload
+
+ACTOR_CALLS = ("env", "infer")
+LEARNER_CALLS = ("sample", "train", "update")
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """Everything the jitted evaluation needs, as numpy arrays (built by `build_problem`)."""
+
+    placements: tuple[str, ...]
+    resources: tuple[str, ...]
+    latency: np.ndarray  # (calls, P) seconds, NaN = cannot
+    counts: np.ndarray  # (calls,)
+    call_prim: np.ndarray  # (calls,) index into PRIMITIVES
+    edge_src: np.ndarray  # (E,) primitive index
+    edge_dst: np.ndarray
+    edge_bytes: np.ndarray
+    edge_count: np.ndarray
+    hop_latency: np.ndarray  # (P,)
+    hop_bandwidth: np.ndarray  # (P,) inf where no hop
+    hop_resource: np.ndarray  # (P,) resource index, -1 where no hop
+    compute_resource: np.ndarray  # (P,) resource index
+    exclusive: np.ndarray  # (P,) bool: the placement takes all primitives or none
+    sgd_steps: float
+    host_resource: int  # index of the host CPU among resources (drives both loops)
+    overhead_host: float  # seconds per iteration of the host loop's own bookkeeping
+    overhead_fused: float  # the same for the fused loop (exclusive placements)
+    tree_shared: bool = True
+
+
+def build_problem(placements: list[Placement], workload: Workload,
+                  link_overrides: dict[str, Link] | None = None,
+                  tree_shared: bool = True, loop_overhead: dict | None = None) -> Problem:
+    if not placements:
+        raise ValueError("no placements to map onto")
+    names = [p.name for p in placements]
+    if len(set(names)) != len(names):
+        raise ValueError(f"placement names must be unique, got {names}")
+    resources: list[str] = []
+
+    def res_index(r: str) -> int:
+        if r not in resources:
+            resources.append(r)
+        return resources.index(r)
+
+    compute = np.array([res_index(p.resource) for p in placements])
+    hop_lat, hop_bw, hop_res = [], [], []
+    for p in placements:
+        if p.link == "local":
+            hop_lat.append(0.0)
+            hop_bw.append(np.inf)
+            hop_res.append(-1)
+        else:
+            link = get_link(p.link, link_overrides)
+            hop_lat.append(link.latency)
+            hop_bw.append(link.bandwidth)
+            # A host memcpy keeps the CPU busy; a PCIe DMA occupies that board's link.
+            hop_res.append(res_index("cpu" if p.link == "host" else f"link:{p.name}"))
+    host = res_index("cpu")
+    edges = workload.edges()
+    counts = workload.counts()
+    overhead = loop_overhead or {}
+    return Problem(
+        placements=tuple(names), resources=tuple(resources),
+        latency=np.array(latency_table(placements, workload, CALLS), float),
+        counts=np.array([counts[c] for c in CALLS], float),
+        call_prim=np.array([PRIMITIVES.index(CALL_PRIMITIVE[c]) for c in CALLS]),
+        edge_src=np.array([PRIMITIVES.index(e[0]) for e in edges]),
+        edge_dst=np.array([PRIMITIVES.index(e[1]) for e in edges]),
+        edge_bytes=np.array([e[2] for e in edges], float),
+        edge_count=np.array([e[3] for e in edges], float),
+        hop_latency=np.array(hop_lat, float), hop_bandwidth=np.array(hop_bw, float),
+        hop_resource=np.array(hop_res), compute_resource=compute,
+        exclusive=np.array([p.exclusive for p in placements], bool),
+        sgd_steps=float(workload.sgd_steps), host_resource=host,
+        overhead_host=float(overhead.get("host", 0.0)),
+        overhead_fused=float(overhead.get("fused", 0.0)), tree_shared=tree_shared,
+    )
+
+
+def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)) -> jax.Array:
+    """All n_placements**n_primitives assignments, (M, n_primitives) int32; digit i of the
+    row number in base n_placements is primitive i's placement."""
+    total = n_placements ** n_primitives
+    rows = jnp.arange(total, dtype=jnp.int32)
+    powers = n_placements ** jnp.arange(n_primitives, dtype=jnp.int32)
+    return (rows[:, None] // powers[None, :]) % n_placements
+
+
+@functools.partial(jax.jit, static_argnames=("n_placements", "n_resources", "tree_shared"))
+def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
+              hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
+              staleness, overhead_host, overhead_fused, host_resource, n_placements,
+              n_resources, tree_shared):
+    assign = enumerate_assignments(n_placements)  # (M, 5)
+    call_place = assign[:, call_prim]  # (M, C)
+    n_calls = latency.shape[0]
+    call_lat = latency[jnp.arange(n_calls)[None, :], call_place]  # (M, C)
+    feasible = jnp.all(jnp.isfinite(call_lat), axis=1)
+    if tree_shared:
+        feasible &= assign[:, PRIMITIVES.index("sample")] == assign[:, PRIMITIVES.index("update")]
+    uses_exclusive = jnp.any(exclusive[assign], axis=1)
+    feasible &= ~uses_exclusive | jnp.all(assign == assign[:, :1], axis=1)
+    call_time = jnp.where(jnp.isfinite(call_lat), call_lat, 0.0) * counts[None, :]
+
+    src, dst = assign[:, edge_src], assign[:, edge_dst]  # (M, E)
+
+    def hop(p):  # seconds for each edge's bytes over placement p's hop
+        t = hop_latency[p] + edge_bytes[None, :] / hop_bandwidth[p]
+        return jnp.where((hop_resource[p] >= 0) & (edge_bytes[None, :] > 0), t, 0.0)
+
+    crosses = (src != dst) & (edge_count[None, :] > 0)
+    hop_src = jnp.where(crosses, hop(src), 0.0) * edge_count[None, :]
+    hop_dst = jnp.where(crosses, hop(dst), 0.0) * edge_count[None, :]
+    edge_time = hop_src + hop_dst  # (M, E)
+
+    # The loop that drives the mapping: the fused scan when an exclusive placement holds
+    # everything, else the host loop; its bookkeeping runs on the host CPU.
+    overhead = jnp.where(uses_exclusive, overhead_fused, overhead_host)
+    strict = call_time.sum(1) + edge_time.sum(1) + overhead
+
+    # Busy time per resource: calls on their compute resource, hops on theirs.
+    res_onehot = jax.nn.one_hot(compute_resource[call_place], n_resources)  # (M, C, R)
+    busy = jnp.einsum("mc,mcr->mr", call_time, res_onehot)
+    busy += jnp.einsum("me,mer->mr", hop_src, jax.nn.one_hot(hop_resource[src], n_resources))
+    busy += jnp.einsum("me,mer->mr", hop_dst, jax.nn.one_hot(hop_resource[dst], n_resources))
+    # The fused loop's bookkeeping runs inside the scan, on its own device.
+    overhead_res = jnp.where(uses_exclusive, compute_resource[assign[:, 0]], host_resource)
+    busy += overhead[:, None] * jax.nn.one_hot(overhead_res, n_resources)
+
+    call_is = lambda names: jnp.array([c in names for c in CALLS])  # noqa: E731
+    actor_calls = jnp.where(call_is(ACTOR_CALLS)[None, :], call_time, 0.0).sum(1)
+    learner_calls = jnp.where(call_is(LEARNER_CALLS)[None, :], call_time, 0.0).sum(1)
+    prim = lambda n: PRIMITIVES.index(n)  # noqa: E731
+    edge_between = lambda a, b: ((edge_src == prim(a)) & (edge_dst == prim(b))) | (  # noqa: E731
+        (edge_src == prim(b)) & (edge_dst == prim(a)))
+    actor_edges = edge_between("env", "infer")
+    learner_edges = edge_between("sample", "train") | edge_between("train", "update")
+    actor_cycle = actor_calls + jnp.where(actor_edges[None, :], edge_time, 0.0).sum(1)
+    learner_chain = learner_calls + jnp.where(learner_edges[None, :], edge_time, 0.0).sum(1)
+    relaxed = jnp.maximum(jnp.max(busy, axis=1),
+                          jnp.maximum(actor_cycle, learner_chain / (staleness + 1.0)))
+    inf = jnp.float32(jnp.inf)
+    return (assign, feasible, jnp.where(feasible, strict, inf), jnp.where(feasible, relaxed, inf),
+            busy)
+
+
+@dataclasses.dataclass(frozen=True)
+class Exploration:
+    """Every mapping with its predicted iteration time (seconds) in both modes."""
+
+    problem: Problem
+    assignments: np.ndarray  # (M, 5) placement index per primitive
+    feasible: np.ndarray  # (M,)
+    strict: np.ndarray  # (M,) seconds per iteration, inf if infeasible
+    relaxed: np.ndarray
+    busy: np.ndarray  # (M, R) relaxed-mode busy seconds per resource
+    staleness: int
+
+    def times(self, mode: str) -> np.ndarray:
+        if mode not in ("strict", "relaxed"):
+            raise ValueError(f"dependency mode must be 'strict' or 'relaxed', got {mode!r}")
+        return self.strict if mode == "strict" else self.relaxed
+
+    def mapping(self, row: int) -> dict[str, str]:
+        return {p: self.problem.placements[i] for p, i in zip(PRIMITIVES, self.assignments[row],
+                                                              strict=True)}
+
+    def row_of(self, mapping: dict[str, str]) -> int:
+        """Row of a mapping given as {primitive: placement name}."""
+        names = self.problem.placements
+        missing = set(PRIMITIVES) - set(mapping)
+        if missing:
+            raise ValueError(f"mapping lacks primitives {sorted(missing)}")
+        for p, n in mapping.items():
+            if n not in names:
+                raise ValueError(f"mapping puts {p} on {n!r}, not among placements {names}")
+        digits = [names.index(mapping[p]) for p in PRIMITIVES]
+        return int(sum(d * len(names) ** i for i, d in enumerate(digits)))
+
+    def top(self, mode: str, k: int = 10) -> list[int]:
+        t = self.times(mode)
+        order = np.argsort(t, kind="stable")
+        return [int(i) for i in order[:k] if np.isfinite(t[i])]
+
+    def best(self, mode: str) -> int:
+        top = self.top(mode, 1)
+        if not top:
+            raise ValueError("no feasible mapping: every assignment leaves some primitive "
+                             "without a placement that can run it")
+        return top[0]
+
+
+def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
+            link_overrides: dict[str, Link] | None = None,
+            tree_shared: bool = True, loop_overhead: dict | None = None) -> Exploration:
+    """Evaluate every mapping (see the module docstring). O(P**5 * (calls + edges)).
+
+    `loop_overhead`: {"host": s, "fused": s} seconds per iteration of the runtime loop's own
+    bookkeeping (see `plan.loop_overheads`), added to every mapping driven by that loop."""
+    if not isinstance(staleness, int) or staleness < 0:
+        raise ValueError(f"staleness must be an int >= 0, got {staleness!r}")
+    prob = build_problem(placements, workload, link_overrides, tree_shared, loop_overhead)
+    if len(prob.placements) ** len(PRIMITIVES) > 2**24:
+        raise ValueError(f"{len(prob.placements)} placements give too many mappings to "
+                         "enumerate at once; pass fewer --devices")
+    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
+    i32 = lambda a: jnp.asarray(a, jnp.int32)  # noqa: E731
+    assign, feasible, strict, relaxed, busy = _evaluate(
+        f32(prob.latency), f32(prob.counts), i32(prob.call_prim), i32(prob.edge_src),
+        i32(prob.edge_dst), f32(prob.edge_bytes), f32(prob.edge_count), f32(prob.hop_latency),
+        f32(prob.hop_bandwidth), i32(prob.hop_resource), i32(prob.compute_resource),
+        jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
+        f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
+        n_placements=len(prob.placements), n_resources=len(prob.resources),
+        tree_shared=tree_shared)
+    return Exploration(prob, np.asarray(assign), np.asarray(feasible),
+                       np.asarray(strict, float), np.asarray(relaxed, float),
+                       np.asarray(busy, float), staleness)
+
+
+def baselines(exp: Exploration, workload: Workload) -> dict[str, dict[str, str]]:
+    """Fixed mappings to compare against, where the placements exist:
+
+    * all-cpu: everything on the host CPU (JAX), the faster of the fused and the host loop;
+    * all-gpu: everything on the GPU, likewise (a gymnasium env stays on the CPU);
+    * framework: what RLlib/Tianshou-style frameworks do: actors (env, infer) and the replay
+      buffer (sample, update) on the CPU, the learner (train) on the GPU if there is one,
+      driven from a Python loop (the host loop, `cpu`).
+    """
+    names = exp.problem.placements
+    t = exp.strict
+
+    def fastest(*candidates):
+        rows = [(t[exp.row_of(m)], i) for i, m in enumerate(candidates)]
+        return candidates[min(rows)[1]]
+
+    out = {}
+    for dev in ("cpu", "gpu"):
+        options = []
+        for name in (dev, f"{dev}-fused"):
+            if name in names:
+                m = {p: name for p in PRIMITIVES}
+                if workload.env_kind == "gymnasium" and dev != "cpu" and "cpu" in names:
+                    m["env"] = "cpu"
+                options.append(m)
+        if options:
+            out[f"all-{dev}"] = fastest(*options)
+    if "cpu" in names:
+        out["framework"] = {**{p: "cpu" for p in PRIMITIVES},
+                            "train": "gpu" if "gpu" in names else "cpu"}
+    return out
+
+
+def format_mapping(mapping: dict[str, str]) -> str:
+    return " ".join(f"{p}={mapping[p]}" for p in PRIMITIVES)
+
+
+def speedup(t_base: float, t_new: float) -> float:
+    return t_base / t_new if (math.isfinite(t_base) and t_new > 0) else float("nan")

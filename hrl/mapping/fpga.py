@@ -1,0 +1,336 @@
+"""FPGA performance model: the replay manager (RMM) from cycle counts, board budgets, an
+architecture exploration over (K, lanes, depth), and a modelled MLP learner bounded by DSPs.
+
+Timing of the RMM (DESIGN.md §4, the RTL in fpga_rtl/): one tree level per pipeline stage, one
+operation per cycle per lane once the pipeline is full, so a batch of B operations on P lanes
+takes
+
+    cycles(B) = fill + ceil(B / P) / throughput,   fill = io_cycles + stage_cycles * D
+
+and `seconds = cycles / clock + invoke_overhead`. `stage_cycles`, `io_cycles` and `throughput`
+come from the RTL's measured cycle counts (sim/cycles.csv, `RmmTiming.fit`) when they exist.
+Until then the defaults follow the RTL's documented pipeline (fpga_rtl/README.md): a sample's
+result leaves D + 4 cycles after it enters, an update is visible D + 2 cycles after it, and a
+switch between update and sample batches costs up to D + 1 bubble cycles; one batch call is
+charged both, so fill = 5 + 2 * D, at one op per cycle per lane.
+
+Clock: 200 MHz, the clock of the paper's design on an Alveo U200 (Zhang, Meng, Prasanna, TPDS
+2023). We keep it because it is the only clock measured on a board for this design; the U200/U250
+shells' default kernel clock is 300 MHz, so 200 MHz is the conservative choice.
+
+Resources: each level l is K banks of n_l / K words of W bits (conflict-free sibling reads).
+With P lanes the RTL's memories are live-value tables (LaForest & Steffan, FPGA 2010): P x P
+one-write/one-read copies of every word plus log2(P) flip-flops per word naming the last
+writer (fpga_rtl/README.md), so memory grows with P**2. Banks go to LUT RAM when they are at
+most 64 deep, else to block RAM (RAMB36E2, true dual port, widths 1..36) or UltraRAM (URAM288,
+4096 x 72), whichever uses the smaller share of the board. Logic per lane and stage:
+`lut_per_bit * K * W` LUTs and `ff_per_bit * K * W` flip-flops (K adders/comparators of W bits);
+`calibrate_logic` fits both on the yosys estimates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+
+from hrl.replay.formats import level_sizes, log2_exact, tree_depth
+
+DEFAULT_CLOCK_HZ = 200e6
+
+
+@dataclasses.dataclass(frozen=True)
+class Board:
+    """Public resource counts of an FPGA board's device and its host link."""
+
+    name: str
+    part: str
+    lut: int
+    ff: int
+    bram36: int
+    uram: int
+    dsp: int
+    link: str
+    source: str
+    # Share of the device left to kernels after the shell (static region) and with routing
+    # headroom. ASSUMPTION: 0.7; Vitis platforms reserve roughly a fifth to a quarter of the
+    # device for the shell, and designs above ~80% of the rest rarely close timing.
+    usable: float = 0.7
+
+
+# Public numbers: AMD/Xilinx DS962 "Alveo U200 and U250 Data Center Accelerator Cards Data Sheet"
+# (U200: 1,182K LUTs, 2,364K registers, 6,840 DSP slices, 75.9 Mb block RAM = 2,160 RAMB36,
+# 270 Mb UltraRAM = 960 URAM288; U250: 1,728K LUTs, 3,456K registers, 12,288 DSP slices,
+# 94.5 Mb block RAM = 2,688 RAMB36, 360 Mb UltraRAM = 1,280 URAM288; both PCIe gen3 x16) and
+# DS963 "Alveo U280 Data Center Accelerator Card Data Sheet" (1,304K LUTs, 2,607K registers,
+# 9,024 DSP slices, 70.9 Mb block RAM = 2,016 RAMB36, 270 Mb UltraRAM = 960 URAM288; PCIe gen4 x8
+# or gen3 x16, modelled as gen3 x16).
+BOARDS: dict[str, Board] = {
+    "u200": Board("u200", "xcu200 (VU9P)", 1_182_240, 2_364_480, 2_160, 960, 6_840,
+                  "pcie3x16", "DS962"),
+    "u250": Board("u250", "xcu250 (VU13P)", 1_728_000, 3_456_000, 2_688, 1_280, 12_288,
+                  "pcie3x16", "DS962"),
+    "u280": Board("u280", "xcu280 (VU37P)", 1_303_680, 2_607_360, 2_016, 960, 9_024,
+                  "pcie3x16", "DS963"),
+}
+
+
+def get_board(name: str) -> Board:
+    if name not in BOARDS:
+        raise ValueError(f"unknown FPGA board {name!r}; known boards: {sorted(BOARDS)}")
+    return BOARDS[name]
+
+
+# ----------------------------------------------------------------------------- memories
+BRAM36_TDP_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36))
+URAM_DEPTH, URAM_WIDTH = 4096, 72
+LUTRAM_MAX_DEPTH, LUTRAM_BITS_PER_LUT = 64, 64
+
+
+def bram36_for(depth: int, width: int) -> int:
+    """RAMB36E2 needed for one depth x width memory, best aspect ratio."""
+    return min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM36_TDP_SHAPES)
+
+
+def uram_for(depth: int, width: int) -> int:
+    return math.ceil(width / URAM_WIDTH) * math.ceil(depth / URAM_DEPTH)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogicCoefficients:
+    """LUTs and FFs per lane, per stage, per (K * W) bit, plus a fixed part (control, AXI)."""
+
+    lut_per_bit: float = 2.0
+    ff_per_bit: float = 2.0
+    lut_fixed: float = 2000.0
+    ff_fixed: float = 2000.0
+    source: str = "default before calibration on yosys"
+
+
+@dataclasses.dataclass(frozen=True)
+class RmmArch:
+    fanout: int
+    lanes: int
+    depth: int
+    word_bits: int = 32
+
+
+def rmm_resources(arch: RmmArch, capacity: int, board: Board,
+                  logic: LogicCoefficients = LogicCoefficients()) -> dict[str, float]:
+    """LUT, FF, BRAM36, URAM and DSP use of an RMM holding `capacity` leaves."""
+    k, p, w = arch.fanout, arch.lanes, arch.word_bits
+    sizes = level_sizes(capacity, k)
+    use = {"lut": logic.lut_fixed + logic.lut_per_bit * k * w * arch.depth * p,
+           "ff": logic.ff_fixed + logic.ff_per_bit * k * w * arch.depth * p,
+           "bram36": 0.0, "uram": 0.0, "dsp": 0.0}
+    use["ff"] += w  # the root register
+    # Deepest levels first: they decide between BRAM and URAM.
+    for words in sorted(sizes[1:], reverse=True):
+        bank_depth = math.ceil(words / k)
+        copies = k * p * p  # live-value table: P x P copies of each bank
+        if p > 1:
+            use["ff"] += words * math.ceil(math.log2(p))
+        if bank_depth <= LUTRAM_MAX_DEPTH:
+            use["lut"] += copies * w * math.ceil(bank_depth / LUTRAM_BITS_PER_LUT)
+            continue
+        b, u = bram36_for(bank_depth, w) * copies, uram_for(bank_depth, w) * copies
+        share_b = (use["bram36"] + b) / board.bram36
+        share_u = (use["uram"] + u) / board.uram
+        if share_b <= share_u:
+            use["bram36"] += b
+        else:
+            use["uram"] += u
+    return use
+
+
+def fits(use: dict[str, float], board: Board) -> bool:
+    budget = {"lut": board.lut, "ff": board.ff, "bram36": board.bram36, "uram": board.uram,
+              "dsp": board.dsp}
+    return all(use[r] <= board.usable * budget[r] for r in budget)
+
+
+def utilisation(use: dict[str, float], board: Board) -> dict[str, float]:
+    budget = {"lut": board.lut, "ff": board.ff, "bram36": board.bram36, "uram": board.uram,
+              "dsp": board.dsp}
+    return {r: use[r] / budget[r] for r in budget}
+
+
+def calibrate_logic(rows: list[dict]) -> LogicCoefficients:
+    """Least-squares fit of LUT/FF = fixed + per_bit * (K * W * D * P) on yosys rows.
+
+    Each row needs keys fanout, word_bits, depth, lanes, lut, ff. Needs >= 2 distinct sizes.
+    """
+    if len(rows) < 2:
+        raise ValueError(f"calibrate_logic needs >= 2 yosys rows, got {len(rows)}")
+    x = np.array([r["fanout"] * r["word_bits"] * r["depth"] * r["lanes"] for r in rows], float)
+    if np.ptp(x) == 0:
+        raise ValueError("calibrate_logic needs rows of different sizes (K*W*D*P)")
+    a = np.stack([np.ones_like(x), x], 1)
+    coef_lut = np.linalg.lstsq(a, np.array([r["lut"] for r in rows], float), rcond=None)[0]
+    coef_ff = np.linalg.lstsq(a, np.array([r["ff"] for r in rows], float), rcond=None)[0]
+    return LogicCoefficients(lut_per_bit=float(max(coef_lut[1], 0.0)),
+                             ff_per_bit=float(max(coef_ff[1], 0.0)),
+                             lut_fixed=float(max(coef_lut[0], 0.0)),
+                             ff_fixed=float(max(coef_ff[0], 0.0)),
+                             source=f"least squares on {len(rows)} yosys synth_xilinx rows")
+
+
+# ----------------------------------------------------------------------------- timing
+@dataclasses.dataclass(frozen=True)
+class RmmTiming:
+    """Cycle model of the RMM (see the module docstring)."""
+
+    stage_cycles: float = 2.0
+    io_cycles: float = 5.0
+    throughput: float = 1.0  # ops per cycle per lane once full
+    clock_hz: float = DEFAULT_CLOCK_HZ
+    # ASSUMPTION: host-side cost of one kernel invocation (XRT ap_start/ap_done round trip
+    # through the AXI4-Lite register file) -- the transfer of the batch is charged by `links`.
+    invoke_overhead_s: float = 10e-6
+    source: str = ("the RTL's documented pipeline (sample D+4, switch bubble D+1 cycles, "
+                   "1 op/cycle/lane), not yet its measured table")
+
+    def cycles(self, batch: int, depth: int, lanes: int) -> float:
+        fill = self.io_cycles + self.stage_cycles * depth
+        return fill + math.ceil(batch / lanes) / self.throughput
+
+    def seconds(self, batch: int, depth: int, lanes: int) -> float:
+        return self.cycles(batch, depth, lanes) / self.clock_hz + self.invoke_overhead_s
+
+    @classmethod
+    def fit(cls, rows: list[dict], clock_hz: float = DEFAULT_CLOCK_HZ, **kw) -> RmmTiming:
+        """See `from_rtl_csv_rows` for the RTL's own CSV columns."""
+        return cls._fit(rows, clock_hz, **kw)
+
+    @classmethod
+    def from_rtl_csv_rows(cls, rows: list[dict], **kw) -> RmmTiming:
+        """Fit on rows of sim/cycles.csv (sim/report_cycles.py): per (K, D, P, W) the idle
+        latencies, ops per cycle and the bubbles at a kind switch. A batch call is charged
+        the slower latency plus the larger bubble, at the slower kind's rate per lane."""
+        conv = []
+        for r in rows:
+            d, p = float(r["D"]), float(r["P"])
+            lat = max(float(r["sample_latency"]), float(r["update_latency"]))
+            bubbles = max(float(r.get("bubbles_update_to_sample") or 0),
+                          float(r.get("bubbles_sample_to_update") or 0))
+            rate = min(float(r["sample_ops_per_cycle"]), float(r["update_ops_per_cycle"])) / p
+            conv.append({"depth": d, "latency_cycles": lat + bubbles,
+                         "ops_per_cycle_per_lane": rate})
+        return cls._fit(conv, **kw)
+
+    @classmethod
+    def _fit(cls, rows: list[dict], clock_hz: float = DEFAULT_CLOCK_HZ, **kw) -> RmmTiming:
+        """Fit latency_cycles = io + stage * depth on measured rows (keys: depth,
+        latency_cycles, and optionally ops_per_cycle_per_lane)."""
+        if not rows:
+            raise ValueError("RmmTiming.fit needs at least one measured row")
+        d = np.array([r["depth"] for r in rows], float)
+        lat = np.array([r["latency_cycles"] for r in rows], float)
+        if np.ptp(d) > 0:
+            a = np.stack([np.ones_like(d), d], 1)
+            io, stage = np.linalg.lstsq(a, lat, rcond=None)[0]
+        else:  # one depth only: attribute everything to the stages
+            io, stage = 0.0, float(np.mean(lat / d))
+        tput = [r["ops_per_cycle_per_lane"] for r in rows if r.get("ops_per_cycle_per_lane")]
+        return cls(stage_cycles=float(stage), io_cycles=float(max(io, 0.0)),
+                   throughput=float(np.median(tput)) if tput else 1.0, clock_hz=clock_hz,
+                   source=f"fit on {len(rows)} measured RTL rows", **kw)
+
+
+# ----------------------------------------------------------------------------- exploration
+FANOUTS = (2, 4, 8, 16, 32, 64)
+LANES = (1, 2, 4, 8, 16)
+
+
+def explore(capacity: int, board: Board, batch: int, timing: RmmTiming = RmmTiming(),
+            logic: LogicCoefficients = LogicCoefficients(), word_bits: int = 32,
+            fanouts=FANOUTS, lanes=LANES) -> list[dict]:
+    """Every (K, P) architecture for `capacity` leaves on `board`: resources, fit, time of a
+    sample batch of `batch`, and the largest capacity (deepest tree) that fits.
+
+    Depth is D = ceil(log_K N); the fixed-point format carries log2(K) digits per level in one
+    32-bit word, so D * log2(K) <= 32 bounds it (formats.FixedPoint.validate).
+    """
+    out = []
+    for k, p in itertools.product(fanouts, lanes):
+        d = tree_depth(capacity, k)
+        if d * log2_exact(k) > 32:
+            continue
+        arch = RmmArch(k, p, d, word_bits)
+        use = rmm_resources(arch, capacity, board, logic)
+        max_depth = d
+        while (max_depth + 1) * log2_exact(k) <= 32 and max_depth < 12 and fits(
+                rmm_resources(RmmArch(k, p, max_depth + 1, word_bits), k ** (max_depth + 1),
+                              board, logic), board):
+            max_depth += 1
+        row = {"board": board.name, "fanout": k, "lanes": p, "depth": d, "capacity": capacity,
+               "fits": fits(use, board), "sample_cycles": timing.cycles(batch, d, p),
+               "sample_s": timing.seconds(batch, d, p),
+               "max_capacity": k ** max_depth if fits(use, board) else 0}
+        row.update({f"use_{r}": v for r, v in use.items()})
+        row.update({f"util_{r}": v for r, v in utilisation(use, board).items()})
+        out.append(row)
+    return out
+
+
+def best_architecture(capacity: int, board: Board, batch: int, timing: RmmTiming = RmmTiming(),
+                      logic: LogicCoefficients = LogicCoefficients()) -> dict:
+    """The fitting architecture with the shortest sample batch (ties: fewest resources)."""
+    rows = [r for r in explore(capacity, board, batch, timing, logic) if r["fits"]]
+    if not rows:
+        raise ValueError(f"no RMM architecture holds {capacity} leaves on {board.name}")
+    return min(rows, key=lambda r: (r["sample_s"], r["util_bram36"] + r["util_uram"],
+                                    r["util_lut"]))
+
+
+# ----------------------------------------------------------------------------- learner
+DSP_PER_MAC = {"fp32": 5, "int16": 1}  # fp32: 3-DSP multiplier + 2-DSP adder (Xilinx
+# Floating-Point Operator, full DSP usage); int16: one DSP48E2 27x18 multiply-accumulate.
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerEngine:
+    """An MLP training/inference engine bounded by DSPs (as the paper's FPGA learner).
+
+    MACs per cycle = dsp_share * usable * board.dsp / DSP_PER_MAC[precision]; a pass over one
+    layer costs `ceil(macs / macs_per_cycle) + layer_fill_cycles`. ASSUMPTIONS: half the DSPs
+    go to the learner, 20 cycles of pipeline fill per layer pass.
+    """
+
+    board: Board
+    precision: str = "fp32"
+    dsp_share: float = 0.5
+    layer_fill_cycles: float = 20.0
+    clock_hz: float = DEFAULT_CLOCK_HZ
+    invoke_overhead_s: float = 10e-6
+
+    def __post_init__(self):
+        if self.precision not in DSP_PER_MAC:
+            raise ValueError(f"learner precision must be one of {sorted(DSP_PER_MAC)}, "
+                             f"got {self.precision!r}")
+
+    @property
+    def macs_per_cycle(self) -> float:
+        return max(1.0, math.floor(self.dsp_share * self.board.usable * self.board.dsp
+                                   / DSP_PER_MAC[self.precision]))
+
+    def pass_cycles(self, layers: list[int], batch: int, passes: float) -> float:
+        cycles = 0.0
+        for a, b in zip(layers[:-1], layers[1:], strict=False):
+            cycles += passes * (math.ceil(batch * a * b / self.macs_per_cycle)
+                                + self.layer_fill_cycles)
+        return cycles
+
+    def infer_seconds(self, layers: list[int], batch: int) -> float:
+        return self.pass_cycles(layers, batch, 1.0) / self.clock_hz + self.invoke_overhead_s
+
+    def train_seconds(self, networks: dict[str, list[int]], batch: int) -> float:
+        """Same pass counts as `Workload.train_flops` (dqn 5 q; ddpg 4 actor + 7 critic)."""
+        if "q" in networks:
+            cycles = self.pass_cycles(networks["q"], batch, 5.0)
+        else:
+            cycles = (self.pass_cycles(networks["actor"], batch, 4.0)
+                      + self.pass_cycles(networks["critic"], batch, 7.0))
+        return cycles / self.clock_hz + self.invoke_overhead_s

@@ -1,0 +1,216 @@
+"""From a saved profile and a device list to placements, an exploration and a chosen mapping.
+
+    profile = load_profile("runs/profile-cartpole")
+    result = plan(cfg, profile, devices=["cpu", "pocl", "gpu", "fpga:u250"])
+    result.exploration.best("strict")
+
+Device names for `--devices`:
+* `cpu`  -- JAX on the host CPU: the host loop (`cpu`) and the fused loop (`cpu-fused`);
+* `gpu`  -- JAX on a GPU: measured if the profile holds GPU rows, else modelled from
+  `specs/gpu_h100_sxm.yaml` (public specs + assumptions, labelled as such everywhere);
+* `pocl`, `opencl<i>` -- the OpenCL replay backend on that device (measured);
+* `rtl`  -- the RTL replay manager in simulation (measured, if the profile has it);
+* `fpga:<board>` -- the RMM and MLP learner modelled on a board (u200, u250, u280) from the
+  RTL's cycle counts (if profiled) and the board's resources.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from hrl.mapping import dse
+from hrl.mapping import fpga as fpga_model
+from hrl.mapping.links import Link
+from hrl.mapping.model import LinearModel, fit_models
+from hrl.mapping.platform import (
+    GpuSpec,
+    Placement,
+    default_gpu_spec,
+    fpga_placement,
+    gpu_spec_placement,
+    measured_placement,
+)
+from hrl.mapping.workload import Workload
+
+# How each measured placement sits in the machine.
+MEASURED_KINDS = {
+    "cpu": dict(kind="jax", resource="cpu", link="local"),
+    "cpu-fused": dict(kind="jax", resource="cpu", link="local", exclusive=True),
+    "gpu": dict(kind="jax", resource="gpu", link="pcie4x16"),
+    "gpu-fused": dict(kind="jax", resource="gpu", link="pcie4x16", exclusive=True),
+    "pocl": dict(kind="opencl", resource="cpu", link="host"),
+    "rtl": dict(kind="rtl-sim", resource="cpu", link="host"),
+}
+
+
+@dataclasses.dataclass
+class Plan:
+    workload: Workload
+    placements: list[Placement]
+    models: dict[tuple, LinearModel]
+    links: dict[str, Link]
+    exploration: dse.Exploration
+    notes: list[str]
+    rmm_timing: fpga_model.RmmTiming
+    overheads: dict
+
+
+def models_from_profile(profile: dict, metric: str = "wall") -> dict[tuple, LinearModel]:
+    rows = [r for r in profile["rows"]
+            if r["call"] != "link:host" and not r["call"].startswith(("loop:", "rtl-"))]
+    return fit_models(rows, metric=metric)
+
+
+def host_link_from_profile(profile: dict, metric: str = "wall") -> Link | None:
+    rows = [r for r in profile["rows"] if r["call"] == "link:host"]
+    if len(rows) < 2:
+        return None
+    m = fit_models(rows, metric=metric)[("link:host", "host")]
+    if m.slope <= 0:
+        return None
+    return Link("host", 1.0 / m.slope, m.intercept,
+                f"measured host memory copy ({m.n_points} sizes, median rel. error "
+                f"{m.rel_err_median:.0%})")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopOverhead:
+    """Seconds per iteration the runtime's loop spends beyond its primitives:
+    c0 + c_step * L + c_sgd * U (L actor steps, U SGD steps per iteration)."""
+
+    c0: float = 0.0
+    c_step: float = 0.0
+    c_sgd: float = 0.0
+    source: str = "none measured"
+
+    def __call__(self, workload: Workload) -> float:
+        return self.c0 + self.c_step * workload.rollout_length + self.c_sgd * workload.sgd_steps
+
+
+def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> dict:
+    """Fit LoopOverhead for the host loop and the fused loop from the profile's loop rows:
+    measured seconds per iteration minus the profiled primitives' predicted time there."""
+    import numpy as np
+
+    from hrl.mapping.model import METRICS
+
+    out = {"host": LoopOverhead(), "fused": LoopOverhead()}
+    if not profile:
+        return out
+    for kind, place in (("host", "cpu"), ("fused", "cpu-fused")):
+        rows = [r for r in profile["rows"] if r["call"] == f"loop:{kind}"]
+        if len(rows) < 3:
+            continue
+        placement = measured_placement(place, models, **MEASURED_KINDS[place])
+        a, y = [], []
+        for r in rows:
+            w = Workload(algo=r["algo"], env_kind=r["env"].partition(":")[0],
+                         env_id=r["env"].partition(":")[2], obs_dim=1, act_dim=1,
+                         hidden=(int(r["width"]),) * 2, num_envs=int(r["num_envs"]),
+                         batch_size=int(r["batch"]), capacity=int(r["capacity"]),
+                         fanout=int(r["fanout"]), sgd_steps=float(r["sgd"]),
+                         rollout_length=int(r["rollout"]))
+            from hrl.mapping.workload import KNOWN_ENVS
+
+            obs, act = KNOWN_ENVS.get(w.env_id, (1, 1))
+            w = dataclasses.replace(w, obs_dim=obs, act_dim=act)
+            counts = w.counts()
+            prims = sum(counts[c] * placement.seconds(c, w) for c in counts)
+            a.append([1.0, w.rollout_length, w.sgd_steps])
+            y.append(float(r[METRICS[metric]]) - prims)
+        coef = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)[0]
+        coef = np.maximum(coef, 0.0)  # bookkeeping cannot save time
+        if np.all(np.isfinite(coef)):
+            out[kind] = LoopOverhead(*map(float, coef), source=(
+                f"{kind} loop at {len(rows)} small settings minus its profiled primitives"))
+    return out
+
+
+def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
+    """RmmTiming fitted on the RTL's measured cycle table (sim/cycles.csv) if the profile
+    carries it, else the RTL's documented pipeline."""
+    rows = [r for r in (profile or {}).get("rows", []) if r["call"] == "rtl-cycles"]
+    if rows:
+        try:
+            t = fpga_model.RmmTiming.from_rtl_csv_rows(rows)
+            return dataclasses.replace(t, source=f"fit on {len(rows)} rows of the RTL's "
+                                                 "measured cycle table (sim/cycles.csv)")
+        except (KeyError, TypeError, ValueError):
+            pass
+    return fpga_model.RmmTiming()
+
+
+def logic_from_profile(profile: dict | None) -> fpga_model.LogicCoefficients:
+    """LUT/FF coefficients calibrated on the RTL's yosys table (fpga_rtl/syn/resources.csv)."""
+    rows = [r for r in (profile or {}).get("rows", []) if r["call"] == "rtl-resources"]
+    try:
+        conv = [{"fanout": int(r["K"]), "word_bits": int(r["W"]), "depth": int(r["D"]),
+                 "lanes": int(r["P"]), "lut": float(r["LUT"]) + float(r.get("LUTRAM") or 0),
+                 "ff": float(r["FF"])} for r in rows]
+        return fpga_model.calibrate_logic(conv)
+    except (KeyError, TypeError, ValueError):
+        return fpga_model.LogicCoefficients()
+
+
+def placements_for(profile: dict | None, devices: list[str] | None,
+                   gpu_spec: GpuSpec | None = None,
+                   metric: str = "wall") -> tuple[list[Placement], list[str], dict]:
+    """Placements for the requested devices (default: every measured one)."""
+    notes: list[str] = []
+    models = models_from_profile(profile, metric) if profile else {}
+    measured = sorted({p for (_, p) in models})
+    if devices is None:
+        devices = sorted({p.removesuffix("-fused") for p in measured})
+    out: list[Placement] = []
+    timing = rmm_timing_from_profile(profile)
+    logic = logic_from_profile(profile)
+    for dev in devices:
+        if dev.startswith("fpga:"):
+            out.append(fpga_placement(dev.split(":", 1)[1], timing=timing, logic=logic))
+            notes.append(f"{dev}: modelled (RMM timing: {timing.source}; clock "
+                         f"{timing.clock_hz / 1e6:.0f} MHz; logic: {logic.source}; board "
+                         "resources from its data sheet; learner: MLP engine bounded by DSPs)")
+            continue
+        names = [p for p in measured if p == dev or p == f"{dev}-fused"]
+        if names:
+            for name in names:
+                kw = MEASURED_KINDS.get(name, dict(kind="opencl", resource="cpu", link="host"))
+                out.append(measured_placement(name, models, **kw))
+            continue
+        if dev == "gpu":
+            spec = gpu_spec or default_gpu_spec()
+            out += [gpu_spec_placement(spec), gpu_spec_placement(spec, fused=True)]
+            notes.append(f"gpu, gpu-fused: MODELLED from public specs ({spec.device}), not "
+                         "measured; gpu-fused is charged the fused-loop bookkeeping measured "
+                         "on the CPU (an assumption)")
+            continue
+        raise ValueError(f"device {dev!r} is neither in the profile (measured: {measured}) nor "
+                         "modelled (gpu, fpga:u200, fpga:u250, fpga:u280)")
+    return out, notes, models
+
+
+def plan(workload: Workload, profile: dict | None, devices: list[str] | None = None,
+         staleness: int = 1, gpu_spec: GpuSpec | None = None, metric: str = "wall") -> Plan:
+    """Explore every mapping of `workload` onto `devices`. `metric`: fit the profile's wall
+    times (`wall`, what a quiet machine delivers) or its CPU times (`cpu`, comparable across
+    loads on a shared machine; see `hrl.mapping.profile`)."""
+    placements, notes, models = placements_for(profile, devices, gpu_spec, metric)
+    links = {}
+    host = host_link_from_profile(profile, metric) if profile else None
+    if host is not None:
+        links["host"] = host
+    overheads = loop_overheads(profile, models, metric)
+    exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,
+                      loop_overhead={k: v(workload) for k, v in overheads.items()})
+    unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
+    notes.append(f"metric: {metric} time ({unit})")
+    for k, v in overheads.items():
+        notes.append(f"{k}-loop bookkeeping: {v(workload) * 1e6:.1f} us per iteration "
+                     f"({v.source})")
+    return Plan(workload, placements, models, links, exp, notes, rmm_timing_from_profile(profile),
+                overheads)
+
+
+def profile_path_for(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "profile.json"

@@ -1,0 +1,538 @@
+"""`hrl profile`: microbenchmarks of the five primitives on every placement present.
+
+The functions timed are the runtime's own primitives (`hrl.runtime.primitives.make_primitives`
+over `hrl.envs.make_env`, `hrl.agents.make_dqn/make_ddpg` and the replay buffer), at the sizes
+of a grid around the run's config:
+
+| call   | grid                                   | what varies the work            |
+| ------ | -------------------------------------- | ------------------------------- |
+| env    | num_envs                               | M                               |
+| infer  | num_envs x network width               | FLOPs                           |
+| train  | batch x network width                  | FLOPs                           |
+| sample, update | batch x capacity x fanout      | B * K * D                       |
+| insert | num_envs x capacity x fanout           | M * K * D                       |
+
+Two timings per JAX call: `dispatched` (one jitted call from Python, waited for: what the host
+loop pays; placement `cpu`/`gpu`) and `fused` (the call repeated inside one jitted lax.scan,
+divided by the repeats: what the fused loop pays; placement `cpu-fused`/`gpu-fused`). Replay
+backends other than JAX (`opencl` on each OpenCL device, `rtl` in simulation when its module
+exists) are timed through the same host calls the runtime makes. A host-memory copy is timed
+over a range of sizes to measure the `host` link. The RTL's cycle counts, when its CSV exists,
+and its yosys resource table are copied into the profile as `rtl-cycles` / `rtl-resources`
+rows (they feed the FPGA model, not a fit).
+
+Every figure is a median over `repeats` timed calls after warm-up (compilation excluded).
+"""
+
+# Every timing lambda below is called inside the loop iteration that defines it, so binding
+# the loop variables late (ruff B023) cannot pick up a later iteration's values.
+# ruff: noqa: B023
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import itertools
+import json
+import platform as py_platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hrl.mapping.workload import Workload, env_sizes
+
+# Grids: "quick" for tests and a first look, "full" for the reported profile.
+GRIDS = {
+    "quick": {"num_envs": (1, 16), "width": (32, 64), "batch": (16, 64),
+              "capacity": (1 << 10, 1 << 13), "fanout": (16,), "repeats": 5, "scan": 20},
+    "full": {"num_envs": (1, 8, 64, 512, 2048), "width": (64, 256, 1024),
+             "batch": (32, 128, 512, 2048), "capacity": (1 << 12, 1 << 16, 1 << 20),
+             "fanout": (4, 16), "repeats": 30, "scan": 100},
+}
+# Loop-bookkeeping settings: (actor steps L, SGD steps U) per iteration, at small sizes where
+# the bookkeeping is a large share of the iteration.
+LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4))
+LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
+ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
+              "capacity", "fanout", "depth", "work", "latency_s", "p10_s", "p90_s", "cpu_s",
+              "repeats")
+
+
+def _median_time(fn: Callable[[], object], repeats: int) -> dict[str, float]:
+    """Median wall and CPU seconds of `fn()` (waited for), after two warm-up calls.
+
+    CPU time is the process's (all threads). On a shared machine the wall time of a call
+    includes the time other processes hold the cores; the CPU time does not, so it is the
+    figure that stays comparable between a profile and a later run under a different load.
+    """
+    jax.block_until_ready(fn())  # warm-up: compilation and first-touch excluded
+    jax.block_until_ready(fn())
+    wall, cpu = [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        jax.block_until_ready(fn())
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    q = np.quantile(wall, [0.1, 0.9])
+    return {"latency_s": statistics.median(wall), "p10_s": float(q[0]), "p90_s": float(q[1]),
+            "cpu_s": statistics.median(cpu)}
+
+
+def _scan_time(step: Callable, carry, n: int, repeats: int) -> dict[str, float]:
+    """Per-call time of `step` repeated n times inside one jitted lax.scan (the fused loop)."""
+    keys = jax.random.split(jax.random.PRNGKey(1), n)
+    run = jax.jit(lambda c: jax.lax.scan(lambda c, k: (step(c, k), None), c, keys)[0])
+    t = _median_time(lambda: run(carry), max(5, repeats // 3))
+    return {k: v / n for k, v in t.items()}
+
+
+@dataclasses.dataclass
+class Setting:
+    """One grid point: the config overrides and the Workload they describe."""
+
+    num_envs: int
+    width: int
+    batch: int
+    capacity: int
+    fanout: int
+
+
+def _agent(cfg_algo: str, width: int, spec):
+    from hrl import agents
+
+    if cfg_algo == "dqn":
+        return agents.make_dqn(agents.DQNConfig(hidden_sizes=(width, width)), spec)
+    return agents.make_ddpg(agents.DDPGConfig(actor_hidden_sizes=(width, width),
+                                              critic_hidden_sizes=(width, width)), spec)
+
+
+class Profiler:
+    """Times the primitives of one run config over a grid (see the module docstring)."""
+
+    def __init__(self, cfg, grid: str | dict = "quick", backends=("jax", "opencl", "rtl"),
+                 progress: bool = True, loops: bool = True):
+        from hrl.envs import example_transition, make_env
+
+        self.cfg = cfg
+        self.grid = GRIDS[grid] if isinstance(grid, str) else grid
+        self.backends = tuple(backends)
+        self.progress = progress
+        self.loops = loops
+        self.rows: list[dict] = []
+        self.env_name = cfg.env.name
+        self.obs_dim, self.act_dim = env_sizes(cfg.env.name)
+        self.spec = make_env(cfg.env.name, 1, **cfg.env.kwargs).spec
+        self.example = example_transition(self.spec)
+        self.jax_placements = [("cpu", jax.devices("cpu")[0])]
+        try:
+            gpus = jax.devices("gpu")
+        except RuntimeError:
+            gpus = []
+        if gpus:
+            self.jax_placements.append(("gpu", gpus[0]))
+        self.skipped: list[str] = []
+
+    # ------------------------------------------------------------------ helpers
+    def _workload(self, s: Setting) -> Workload:
+        kind, _, env_id = self.env_name.partition(":")
+        return Workload(algo=self.cfg.algo, env_kind=kind, env_id=env_id, obs_dim=self.obs_dim,
+                        act_dim=self.act_dim, hidden=(s.width, s.width), num_envs=s.num_envs,
+                        batch_size=s.batch, capacity=s.capacity, fanout=s.fanout)
+
+    def _record(self, call: str, placement: str, mode: str, s: Setting, work_call: str,
+                timing: dict[str, float], repeats: int) -> None:
+        w = self._workload(s)
+        key = call
+        if call == "env":
+            key = f"env:{self.env_name}"
+        elif call in ("infer", "train"):
+            key = f"{call}:{self.cfg.algo}"
+        self.rows.append({
+            "call": key, "placement": placement, "mode": mode, "env": self.env_name,
+            "algo": self.cfg.algo, "num_envs": s.num_envs, "width": s.width, "batch": s.batch,
+            "capacity": s.capacity, "fanout": s.fanout, "depth": w.depth,
+            "work": w.work(work_call), **timing, "repeats": repeats,
+        })
+
+    def _replay(self, capacity: int, fanout: int):
+        from hrl.replay.buffer import make_prioritized_replay
+
+        r = self.cfg.replay
+        return make_prioritized_replay(capacity, alpha=r.alpha, eps=r.eps, fanout=fanout,
+                                       fmt=r.fmt, weights=r.weights)
+
+    def _filled_replay(self, replay, device, rng):
+        """A full buffer with random transitions and priorities (sampling needs items)."""
+        state = replay.init(self.example)
+        chunk = min(replay.capacity, 1 << 14)
+        add = jax.jit(replay.add)
+        for start in range(0, replay.capacity, chunk):
+            m = min(chunk, replay.capacity - start)
+            items = {k: jnp.asarray(rng.standard_normal((m, *v.shape)).astype(v.dtype)
+                                    if v.dtype.kind == "f" else
+                                    rng.integers(0, max(self.act_dim, 1), (m, *v.shape))
+                                    .astype(v.dtype))
+                     for k, v in self.example.items()}
+            pri = jnp.asarray(rng.uniform(0.01, 2.0, m).astype(np.float32))
+            state = add(state, items, pri)
+        return jax.device_put(state, device)
+
+    # ------------------------------------------------------------------ JAX primitives
+    def _profile_env(self, placement, device, s: Setting, repeats: int, scan: int):
+        from hrl.envs import make_env
+
+        env = make_env(self.env_name, s.num_envs, **self.cfg.env.kwargs)
+        if not env.spec.is_jax:
+            if placement != "cpu":
+                return
+            state, _ = env.reset(jax.random.PRNGKey(0))
+            actions = self._random_actions(s.num_envs, np.random.default_rng(0))
+            t = _median_time(lambda: env.step(state, actions, None)[1].reward, repeats)
+            self._record("env", "cpu", "dispatched", s, "env", t, repeats)
+            return
+        with jax.default_device(device):
+            state, _ = env.reset(jax.random.PRNGKey(0))
+            actions = jnp.asarray(self._random_actions(s.num_envs, np.random.default_rng(0)))
+            step = jax.jit(env.step)
+            key = jax.random.PRNGKey(2)
+            t = _median_time(lambda: step(state, actions, key), repeats)
+            self._record("env", placement, "dispatched", s, "env", t, repeats)
+            t = _scan_time(lambda c, k: env.step(c, actions, k)[0], state, scan, repeats)
+            self._record("env", f"{placement}-fused", "fused", s, "env", t, repeats)
+
+    def _random_actions(self, m: int, rng):
+        if self.spec.discrete:
+            return rng.integers(0, self.spec.action.n, m).astype(np.int32)
+        return rng.uniform(-1, 1, (m, *self.spec.action.shape)).astype(np.float32)
+
+    def _prims(self, agent, replay, batch: int, num_envs: int):
+        """The runtime's own primitive functions (`hrl.runtime.primitives.make_primitives`)."""
+        from hrl.envs import make_env
+        from hrl.runtime.primitives import make_primitives
+
+        env = make_env(self.env_name, num_envs, **self.cfg.env.kwargs)
+        return make_primitives(env, agent, replay, batch)
+
+    def _profile_learner(self, placement, device, s: Setting, repeats: int, scan: int,
+                         calls=("infer", "train")):
+        rng = np.random.default_rng(0)
+        agent = _agent(self.cfg.algo, s.width, self.spec)
+        prims = self._prims(agent, self._replay(max(s.batch, 16), 16), s.batch, s.num_envs)
+        with jax.default_device(device):
+            state = agent.init(jax.random.PRNGKey(0))
+            if "infer" in calls:
+                obs = jnp.asarray(rng.standard_normal((s.num_envs, *self.spec.obs_shape)),
+                                  jnp.float32)
+                carry = agent.init_carry(s.num_envs)
+                start = jnp.zeros((s.num_envs,), bool)
+                step0 = jnp.int32(0)
+                infer = jax.jit(prims.infer)
+                key = jax.random.PRNGKey(3)
+                t = _median_time(lambda: infer(state, carry, obs, key, step0, start), repeats)
+                self._record("infer", placement, "dispatched", s, "infer", t, repeats)
+
+                def infer_step(o, k):  # feed actions back so the scan cannot hoist the call
+                    _, a = prims.infer(state, carry, o, k, step0, start)
+                    return o + 1e-6 * jnp.sum(jnp.asarray(a, jnp.float32))
+
+                t = _scan_time(infer_step, obs, scan, repeats)
+                self._record("infer", f"{placement}-fused", "fused", s, "infer", t, repeats)
+            if "train" in calls:
+                batch = {k: jnp.asarray(
+                    rng.standard_normal((s.batch, *v.shape)).astype(v.dtype) if v.dtype.kind == "f"
+                    else rng.integers(0, max(self.act_dim, 1), (s.batch, *v.shape)).astype(v.dtype))
+                    for k, v in self.example.items()}
+                weights = jnp.ones((s.batch,), jnp.float32)
+                train = jax.jit(prims.train)
+                t = _median_time(lambda: train(state, batch, weights), repeats)
+                self._record("train", placement, "dispatched", s, "train", t, repeats)
+                t = _scan_time(lambda st, k: prims.train(st, batch, weights)[0], state,
+                               scan, repeats)
+                self._record("train", f"{placement}-fused", "fused", s, "train", t, repeats)
+
+    def _profile_replay_jax(self, placement, device, s: Setting, repeats: int, scan: int,
+                            batches, num_envs):
+        rng = np.random.default_rng(0)
+        replay = self._replay(s.capacity, s.fanout)
+        state = self._filled_replay(replay, device, rng)
+        agent = _agent(self.cfg.algo, s.width, self.spec)
+        beta = jnp.float32(0.4)
+        with jax.default_device(device):
+            for b in batches:
+                sb = dataclasses.replace(s, batch=b)
+                prims = self._prims(agent, replay, b, 1)
+                sample = jax.jit(prims.sample)
+                key = jax.random.PRNGKey(4)
+                t = _median_time(lambda: sample(state, key, beta), repeats)
+                self._record("sample", placement, "dispatched", sb, "sample", t, repeats)
+                # Fused: consume the indices so the scan keeps every call.
+                t = _scan_time(lambda c, k, p=prims: c + jnp.sum(p.sample(state, k, beta)
+                                                                 .indices), jnp.int32(0), scan,
+                               repeats)
+                self._record("sample", f"{placement}-fused", "fused", sb, "sample", t, repeats)
+                idx = jnp.asarray(rng.integers(0, s.capacity, b).astype(np.int32))
+                td = jnp.asarray(rng.uniform(0, 2, b).astype(np.float32))
+                update = jax.jit(prims.update)
+                t = _median_time(lambda: update(state, idx, td), repeats)
+                self._record("update", placement, "dispatched", sb, "update", t, repeats)
+                t = _scan_time(lambda st, k, p=prims: p.update(st, idx,
+                                                               td * jax.random.uniform(k)),
+                               state, scan, repeats)
+                self._record("update", f"{placement}-fused", "fused", sb, "update", t, repeats)
+            prims = self._prims(agent, replay, batches[0], 1)
+            for m in num_envs:
+                sm = dataclasses.replace(s, num_envs=m)
+                items = {k: jnp.zeros((m, *v.shape), v.dtype) for k, v in self.example.items()}
+                insert = jax.jit(prims.insert)
+                t = _median_time(lambda: insert(state, items), repeats)
+                self._record("insert", placement, "dispatched", sm, "insert", t, repeats)
+                t = _scan_time(lambda st, k: prims.insert(st, items), state, scan, repeats)
+                self._record("insert", f"{placement}-fused", "fused", sm, "insert", t, repeats)
+
+    # ------------------------------------------------------------------ other backends
+    def _host_backends(self) -> list[tuple[str, str]]:
+        """(placement name, replay.backend value) for each host replay backend usable here."""
+        from hrl.replay.backends import BackendUnavailableError, make_backend
+
+        out = []
+        fmt = self.cfg.replay.fmt
+        for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
+            if backend not in self.backends:
+                continue
+            try:
+                tree = make_backend(backend, 16, 4, fmt)
+            except (BackendUnavailableError, ValueError, TypeError, RuntimeError) as err:
+                self.skipped.append(f"{backend}: {err}")
+                continue
+            if backend == "opencl":
+                device = getattr(tree, "device", None)
+                name = str(getattr(getattr(device, "platform", None), "name", ""))
+                place = "pocl" if ("Portable" in name or not name) else "opencl"
+            out.append((place, backend))
+        return out
+
+    def _profile_backend(self, name, backend, s: Setting, repeats: int, batches, num_envs):
+        """sample / update / insert of the runtime's host replay (`hrl.runtime.host_replay`)
+        on `backend`, through the same primitive functions the host loop calls."""
+        from hrl.runtime.host_replay import make_host_replay
+
+        rng = np.random.default_rng(0)
+        rcfg = dataclasses.replace(self.cfg.replay, backend=backend, capacity=s.capacity,
+                                   fanout=s.fanout)
+        replay = make_host_replay(rcfg)
+        state = replay.init(self.example)
+        agent = _agent(self.cfg.algo, s.width, self.spec)
+        prims = self._prims(agent, replay, batches[0], 1)
+        chunk = min(s.capacity, 1 << 14)
+        for start in range(0, s.capacity, chunk):
+            m = min(chunk, s.capacity - start)
+            items = {k: np.zeros((m, *v.shape), v.dtype) for k, v in self.example.items()}
+            state = prims.insert(state, items)
+            state = prims.update(state, np.arange(start, start + m, dtype=np.int32),
+                                 rng.uniform(0.01, 2.0, m).astype(np.float32))
+        beta = np.float32(0.4)
+        for b in batches:
+            sb = dataclasses.replace(s, batch=b)
+            p = self._prims(agent, replay, b, 1)
+            key = jax.random.PRNGKey(5)
+            t = _median_time(lambda p=p: p.sample(state, key, beta).indices, repeats)
+            self._record("sample", name, "host", sb, "sample", t, repeats)
+            idx = rng.integers(0, s.capacity, b).astype(np.int32)
+            td = rng.uniform(0.01, 2, b).astype(np.float32)
+            t = _median_time(lambda: (p.update(state, idx, td), replay.backend.total())[1],
+                             repeats)
+            self._record("update", name, "host", sb, "update", t, repeats)
+        for m in num_envs:
+            sm = dataclasses.replace(s, num_envs=m)
+            items = {k: np.zeros((m, *v.shape), v.dtype) for k, v in self.example.items()}
+            t = _median_time(lambda: (prims.insert(state, items), replay.backend.total())[1],
+                             repeats)
+            self._record("insert", name, "host", sm, "insert", t, repeats)
+
+    def _profile_host_link(self, repeats: int):
+        """Host memory copy (jax CPU array -> numpy -> new buffer), 1 KiB .. 16 MiB."""
+        for nbytes in (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 24):
+            x = jnp.ones((nbytes // 4,), jnp.float32)
+            t = _median_time(lambda x=x: np.array(x, copy=True), repeats)
+            self.rows.append({"call": "link:host", "placement": "host", "mode": "host",
+                              "env": "", "algo": "", "num_envs": 0, "width": 0, "batch": 0,
+                              "capacity": 0, "fanout": 0, "depth": 0, "work": float(nbytes),
+                              **t, "repeats": repeats})
+
+    def _profile_loops(self, repeats: int):
+        """The runtime's own loops at three small settings (L actor steps, U SGD steps per
+        iteration): their time beyond the primitives is the loop's bookkeeping (n-step window,
+        pending queue, key splits, host transfers of returns), which `plan` fits as
+        c0 + cL * L + cU * U per iteration."""
+        from hrl.config import config_from_dict, to_dict
+        from hrl.mapping.validate import measure_iteration
+
+        base = to_dict(self.cfg)
+        for (steps, sgd), fused in itertools.product(LOOP_SETTINGS, (True, False)):
+            data = to_dict(self.cfg)
+            data["env"].update(num_envs=1)
+            width = LOOP_WIDTH
+            if self.cfg.algo == "dqn":
+                data["agent"]["hidden_sizes"] = [width, width]
+            else:
+                data["agent"]["actor_hidden_sizes"] = [width, width]
+                data["agent"]["critic_hidden_sizes"] = [width, width]
+            data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
+            data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH,
+                                 train_ratio=sgd / steps, learning_starts=LOOP_BATCH * 4,
+                                 fused=fused, dependency="strict", staleness=0,
+                                 total_env_steps=10**7)
+            data["log"] = base.get("log", {})
+            cfg = config_from_dict(data)
+            m = measure_iteration(cfg, iterations=max(10, repeats), repeats=3)
+            s = Setting(num_envs=1, width=width, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
+                        fanout=self.cfg.replay.fanout)
+            self.rows.append({
+                "call": "loop:fused" if fused else "loop:host", "placement": "loop",
+                "mode": "loop", "env": self.env_name, "algo": self.cfg.algo, "num_envs": 1,
+                "width": width, "batch": LOOP_BATCH, "capacity": LOOP_CAPACITY,
+                "fanout": s.fanout, "depth": self._workload(s).depth, "rollout": steps,
+                "sgd": sgd, "work": 0.0, "latency_s": m["wall_s"], "cpu_s": m["cpu_s"],
+                "p10_s": m["wall_s"], "p90_s": m["wall_s"], "repeats": 3})
+
+    # ------------------------------------------------------------------ driver
+    def tasks(self) -> list[tuple[str, Callable[[], None]]]:
+        g = self.grid
+        rep, scan = g["repeats"], g["scan"]
+        base = Setting(num_envs=g["num_envs"][0], width=g["width"][0], batch=g["batch"][0],
+                       capacity=g["capacity"][0], fanout=g["fanout"][0])
+        out = []
+        for placement, device in self.jax_placements:
+            for m in g["num_envs"]:
+                s = dataclasses.replace(base, num_envs=m)
+                out.append((f"env M={m} on {placement}",
+                            lambda p=placement, d=device, s=s: self._profile_env(p, d, s, rep,
+                                                                                 scan)))
+            for m, w in itertools.product(g["num_envs"], g["width"]):
+                s = dataclasses.replace(base, num_envs=m, width=w)
+                out.append((f"infer M={m} width={w} on {placement}",
+                            lambda p=placement, d=device, s=s: self._profile_learner(
+                                p, d, s, rep, scan, ("infer",))))
+            for b, w in itertools.product(g["batch"], g["width"]):
+                s = dataclasses.replace(base, batch=b, width=w)
+                out.append((f"train B={b} width={w} on {placement}",
+                            lambda p=placement, d=device, s=s: self._profile_learner(
+                                p, d, s, rep, scan, ("train",))))
+            for n, k in itertools.product(g["capacity"], g["fanout"]):
+                s = dataclasses.replace(base, capacity=n, fanout=k)
+                out.append((f"replay N={n} K={k} on {placement}",
+                            lambda p=placement, d=device, s=s: self._profile_replay_jax(
+                                p, d, s, rep, scan, g["batch"],
+                                [m for m in g["num_envs"] if m <= s.capacity])))
+        for name, backend in self._host_backends():
+            for n, k in itertools.product(g["capacity"], g["fanout"]):
+                s = dataclasses.replace(base, capacity=n, fanout=k)
+                reps = rep if name != "rtl" else 3
+                out.append((f"replay N={n} K={k} on {name}",
+                            lambda name=name, b=backend, s=s, reps=reps: self._profile_backend(
+                                name, b, s, reps, g["batch"],
+                                [m for m in g["num_envs"] if m <= s.capacity])))
+        out.append(("host memory copy", lambda: self._profile_host_link(rep)))
+        if self.loops:
+            out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
+        return out
+
+    def run(self) -> list[dict]:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        tasks = self.tasks()
+        with Progress(TextColumn("[bold]profile"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.description}"), TimeElapsedColumn(),
+                      disable=not self.progress) as bar:
+            job = bar.add_task("", total=len(tasks))
+            for label, fn in tasks:
+                bar.update(job, description=label)
+                fn()
+                bar.advance(job)
+        self.rows.extend(rtl_cycle_rows())
+        return self.rows
+
+
+# ----------------------------------------------------------------------------- RTL cycles
+RTL_CYCLE_CSVS = ("sim/cycles.csv",)  # written by sim/report_cycles.py
+RTL_RESOURCE_CSVS = ("fpga_rtl/syn/resources.csv",)  # written by fpga_rtl/syn/run_syn.py
+
+
+def find_repo_file(candidates) -> Path | None:
+    root = Path(__file__).resolve().parents[2]
+    for c in candidates:
+        for base in (Path.cwd(), root):
+            if (base / c).is_file():
+                return base / c
+    return None
+
+
+def rtl_cycle_rows() -> list[dict]:
+    """The RTL engineer's measured cycle table and yosys resource table as profile rows
+    (`rtl-cycles`, `rtl-resources`), if they exist; they feed the FPGA model, not a fit."""
+    out = []
+    for call, names in (("rtl-cycles", RTL_CYCLE_CSVS), ("rtl-resources", RTL_RESOURCE_CSVS)):
+        path = find_repo_file(names)
+        if path is None:
+            continue
+        with open(path) as f:
+            out += [{"call": call, "placement": call, "mode": "table", "source": str(path), **r}
+                    for r in csv.DictReader(f)]
+    return out
+
+
+# ----------------------------------------------------------------------------- files
+def machine_info() -> dict:
+    import os
+
+    info = {"python": py_platform.python_version(), "machine": py_platform.machine(),
+            "processor": py_platform.processor(), "cpus": os.cpu_count(),
+            "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()]}
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        info["cpu_model"] = names[0] if names else ""
+    except OSError:
+        pass
+    return info
+
+
+def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=()) -> tuple[Path, Path]:
+    """profile.csv (timed rows) and profile.json (rows, config, machine) in `run_dir`."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    timed = [r for r in rows if not r["call"].startswith(("rtl-", "loop:"))]
+    csv_path = run_dir / "profile.csv"
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=ROW_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(timed)
+    json_path = run_dir / "profile.json"
+    json_path.write_text(json.dumps({
+        "format": "hrl-profile-1", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine_info(), "config": cfg_dict, "skipped": list(skipped), "rows": rows,
+    }, indent=1, default=str))
+    return csv_path, json_path
+
+
+def load_profile(path: str | Path) -> dict:
+    """A profile.json (or the run directory holding it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "profile.json"
+    if not path.is_file():
+        raise ValueError(f"profile {str(path)!r} does not exist; run `hrl profile CONFIG` first")
+    data = json.loads(path.read_text())
+    if data.get("format") != "hrl-profile-1":
+        raise ValueError(f"{path} is not an hrl profile (format {data.get('format')!r})")
+    return data

@@ -1,0 +1,83 @@
+"""Predicted against measured iteration time, for every mapping that can run on this machine.
+
+A mapping runs through the runtime (`hrl.runtime.run.build`), exactly as `hrl train` would run
+it; its iteration time is the wall time of `loop.run(state, n)` over n iterations after a
+warm-up that fills the buffer past `learning_starts` and compiles everything. The prediction
+comes from `hrl.mapping.plan` on a profile taken beforehand (`hrl profile`), never from these
+runs.
+
+Runnable here (what the runtime can instantiate on a CPU-only machine):
+* `cpu-fused`: everything in the fused jitted loop (replay.backend=jax, train.fused=true);
+* `cpu`: the host loop, every primitive its own jitted call on the CPU (train.fused=false);
+* `pocl` / `rtl`: the host loop with the replay tree on the OpenCL backend (PoCL) or the RTL
+  in simulation (replay.backend=opencl / rtl), when the runtime supports host replay backends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import time
+
+import jax
+import numpy as np
+
+from hrl.mapping.workload import PRIMITIVES
+
+
+@dataclasses.dataclass(frozen=True)
+class RunnableMapping:
+    label: str
+    mapping: dict  # primitive -> placement name (as in the exploration)
+    overrides: tuple[str, ...]  # config overrides that make the runtime run it
+
+
+def runnable_mappings(backends=("jax", "opencl", "rtl")) -> list[RunnableMapping]:
+    out = [
+        RunnableMapping("cpu-fused", {p: "cpu-fused" for p in PRIMITIVES},
+                        ("train.fused=true", "replay.backend=jax")),
+        RunnableMapping("cpu", {p: "cpu" for p in PRIMITIVES},
+                        ("train.fused=false", "replay.backend=jax")),
+    ]
+    host_replay = importlib.util.find_spec("hrl.runtime.host_replay") is not None
+    for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
+        if backend in backends and host_replay:
+            m = {p: "cpu" for p in PRIMITIVES}
+            m.update(sample=place, update=place)
+            out.append(RunnableMapping(f"replay-on-{place}", m,
+                                       ("train.fused=false", f"replay.backend={backend}")))
+    return out
+
+
+def mode_overrides(mode: str, staleness: int) -> tuple[str, ...]:
+    if mode == "strict":
+        return ("train.dependency=strict", "train.staleness=0")
+    return ("train.dependency=relaxed", f"train.staleness={staleness}")
+
+
+def measure_iteration(cfg, iterations: int, repeats: int = 3) -> dict:
+    """Median wall and CPU seconds per iteration of the runtime's loop for `cfg` (after
+    warm-up), and the env steps and SGD steps of one iteration."""
+    from hrl.runtime.run import build, initial_state
+
+    built = build(cfg)
+    loop = built.loop
+    sch = built.schedule
+    state = initial_state(built)
+    # Warm-up: fill the buffer past learning_starts, compile every path (incl. the n-iter scan).
+    warm = -(-sch.learning_starts // sch.env_steps_per_iter) + 2 * sch.period
+    state, _ = loop.run(state, warm)
+    state, _ = loop.run(state, iterations)
+    wall, cpu = [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        state, out = loop.run(state, iterations)
+        jax.block_until_ready(state)
+        wall.append((time.perf_counter() - t0) / iterations)
+        cpu.append((time.process_time() - c0) / iterations)
+        if not np.all(out.trained[sch.period - 1::sch.period]):
+            raise RuntimeError("validation run did not train in every learning round; raise "
+                               "the warm-up or lower train.learning_starts")
+    return {"wall_s": float(np.median(wall)), "cpu_s": float(np.median(cpu)),
+            "env_steps_per_iter": sch.env_steps_per_iter,
+            "sgd_per_iter": sch.updates_per_round / sch.period}

@@ -1,0 +1,232 @@
+"""The workload of one training iteration, and the work terms the performance models use.
+
+A mapping is judged on one *iteration* of the DRL loop (DESIGN.md §1):
+
+    L times: env (M envs, 1 step) -> infer (M observations);  then insert (M*L transitions)
+    then `sgd_steps` times: sample (B) -> train (B) -> update (B priorities)
+    weights travel from the learner to the actors every `weight_sync_period` iterations
+
+The work of each primitive comes from the spec, not from a measurement, so that a model
+fitted on a few sizes predicts sizes it has not seen:
+
+| primitive | work term | why |
+| --- | --- | --- |
+| env    | M                                   | one step per environment copy |
+| infer  | 2 * M * sum(fan_in * fan_out)       | FLOPs of the policy forward pass |
+| train  | B * passes * fwd FLOPs + 10 * params | forward + backward (~3x fwd per network) + Adam |
+| sample | B * K * D                           | K children read on each of D levels (sumtree) |
+| update | B * K * D (insert: M * L * K * D)   | ancestors recomputed from K children, D levels |
+
+Bytes that cross devices (charged by `links`) are listed by `edges`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hrl.replay.formats import log2_exact, tree_depth
+
+PRIMITIVES = ("env", "infer", "sample", "update", "train")
+# The calls one iteration makes; `insert` is performed by the device that runs `update`
+# (it writes the same tree), with its own work term.
+CALLS = ("env", "infer", "insert", "sample", "train", "update")
+CALL_PRIMITIVE = {"env": "env", "infer": "infer", "insert": "update", "sample": "sample",
+                  "train": "train", "update": "update"}
+ENV_KINDS = ("gymnax", "brax", "gymnasium")
+ALGOS = ("dqn", "ddpg")
+BYTES_F32 = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """Static description of one DRL training iteration (see the module docstring).
+
+    `obs_dim`, `act_dim`: observation size; number of discrete actions (dqn) or action
+    dimensions (ddpg). `hidden`: hidden layer widths of every network.
+    """
+
+    algo: str = "dqn"
+    env_kind: str = "gymnax"
+    env_id: str = "CartPole-v1"
+    obs_dim: int = 4
+    act_dim: int = 2
+    hidden: tuple[int, ...] = (64, 64)
+    num_envs: int = 1
+    batch_size: int = 32
+    capacity: int = 50_000
+    fanout: int = 16
+    sgd_steps: float = 1.0  # SGD steps per iteration (an average: 0.25 = one every 4)
+    weight_sync_period: int = 1
+    critic_hidden: tuple[int, ...] | None = None  # ddpg critic widths (None: same as hidden)
+    rollout_length: int = 1  # L: actor steps per iteration, inserted as one batch of M*L
+
+    def __post_init__(self):
+        if self.algo not in ALGOS:
+            raise ValueError(f"workload algo must be one of {ALGOS}, got {self.algo!r}")
+        if self.env_kind not in ENV_KINDS:
+            raise ValueError(f"workload env_kind must be one of {ENV_KINDS}, got {self.env_kind!r}")
+        for name in ("obs_dim", "act_dim", "num_envs", "batch_size", "capacity",
+                     "weight_sync_period", "rollout_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"workload {name} must be a positive int, got {value!r}")
+        if not isinstance(self.sgd_steps, (int, float)) or not 0 <= self.sgd_steps < 1e9:
+            raise ValueError(f"workload sgd_steps must be a number >= 0, got {self.sgd_steps!r}")
+        if not self.hidden or any(not isinstance(h, int) or h < 1 for h in self.hidden):
+            raise ValueError(f"workload hidden must be positive ints, got {self.hidden!r}")
+        log2_exact(self.fanout)
+
+    # ---------------------------------------------------------------- derived sizes
+    @property
+    def depth(self) -> int:
+        return tree_depth(self.capacity, self.fanout)
+
+    def networks(self) -> dict[str, list[int]]:
+        """Layer widths of each network (input first)."""
+        h = list(self.hidden)
+        if self.algo == "dqn":
+            return {"q": [self.obs_dim, *h, self.act_dim]}
+        c = list(self.critic_hidden or h)
+        return {"actor": [self.obs_dim, *h, self.act_dim],
+                "critic": [self.obs_dim + self.act_dim, *c, 1]}
+
+    def policy_layers(self) -> list[int]:
+        nets = self.networks()
+        return nets["q"] if self.algo == "dqn" else nets["actor"]
+
+    @staticmethod
+    def macs(layers: list[int]) -> int:
+        """Multiply-accumulates of one forward pass of one sample."""
+        return sum(a * b for a, b in zip(layers[:-1], layers[1:], strict=False))
+
+    @staticmethod
+    def n_params(layers: list[int]) -> int:
+        return sum(a * b + b for a, b in zip(layers[:-1], layers[1:], strict=False))
+
+    @property
+    def params(self) -> int:
+        return sum(self.n_params(layers) for layers in self.networks().values())
+
+    def train_flops(self) -> float:
+        """FLOPs of one SGD step; a backward pass counts as two forwards.
+
+        dqn (double DQN): online(obs) fwd+bwd 3, online(next) 1, target(next) 1 -> 5 q passes.
+        ddpg: critic step: critic fwd+bwd 3 + target actor 1 + target critic 1; actor step:
+        actor fwd+bwd 3 + critic fwd and input-gradient 3 -> 4 actor + 7 critic passes.
+        Adam: ~10 FLOPs per parameter.
+        """
+        nets = self.networks()
+        if self.algo == "dqn":
+            fwd = 2 * self.macs(nets["q"])
+            per_sample = 5 * fwd
+        else:
+            a, c = 2 * self.macs(nets["actor"]), 2 * self.macs(nets["critic"])
+            per_sample = 4 * a + 7 * c
+        return float(self.batch_size * per_sample + 10 * self.params)
+
+    def infer_flops(self) -> float:
+        return float(2 * self.num_envs * self.macs(self.policy_layers()))
+
+    @property
+    def action_bytes(self) -> int:
+        return BYTES_F32 if self.algo == "dqn" else BYTES_F32 * self.act_dim
+
+    @property
+    def transition_bytes(self) -> int:
+        """obs, next_obs, action, reward, done (float32/int32 each)."""
+        return BYTES_F32 * (2 * self.obs_dim + 2) + self.action_bytes
+
+    # ---------------------------------------------------------------- work and counts
+    def work(self, call: str) -> float:
+        """The work term of one call (see the module table)."""
+        kd = self.fanout * self.depth
+        table = {
+            "env": float(self.num_envs),
+            "infer": self.infer_flops(),
+            "insert": float(self.num_envs * self.rollout_length * kd),
+            "sample": float(self.batch_size * kd),
+            "update": float(self.batch_size * kd),
+            "train": self.train_flops(),
+        }
+        if call not in table:
+            raise ValueError(f"unknown call {call!r}; expected one of {CALLS}")
+        return table[call]
+
+    def counts(self) -> dict[str, float]:
+        """How many times each call runs per iteration."""
+        n, steps = float(self.sgd_steps), float(self.rollout_length)
+        return {"env": steps, "infer": steps, "insert": 1.0, "sample": n, "train": n,
+                "update": n}
+
+    def edges(self) -> list[tuple[str, str, float, float]]:
+        """Data that crosses from one primitive to another: (src, dst, bytes, times/iter).
+
+        The transitions and the tree live on the device that runs sample and update (they
+        share the tree, see `dse`); the learner's weights live with `train`.
+        """
+        m, b, n = self.num_envs, self.batch_size, float(self.sgd_steps)
+        steps = float(self.rollout_length)
+        return [
+            ("env", "infer", float(m * BYTES_F32 * self.obs_dim), steps),  # observations
+            ("infer", "env", float(m * self.action_bytes), steps),  # actions
+            ("env", "update", float(m * self.rollout_length * self.transition_bytes), 1.0),
+            # batch + IS weights to the learner
+            ("sample", "train", float(b * (self.transition_bytes + BYTES_F32)), n),
+            ("train", "update", float(b * BYTES_F32), n),  # TD errors -> new priorities
+            ("train", "infer", float(self.params * BYTES_F32), 1.0 / self.weight_sync_period),
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["hidden"] = list(self.hidden)
+        d["critic_hidden"] = list(self.critic_hidden) if self.critic_hidden else None
+        d["depth"] = self.depth
+        d["params"] = self.params
+        return d
+
+
+# Observation / action sizes of the environments hrl ships configs for, so a workload can be
+# described without constructing the environment (importing brax is slow).
+KNOWN_ENVS = {
+    "CartPole-v1": (4, 2), "Acrobot-v1": (6, 3), "MountainCar-v0": (2, 3),
+    "Pendulum-v1": (3, 1), "MountainCarContinuous-v0": (2, 1),
+    "inverted_pendulum": (4, 1), "inverted_double_pendulum": (8, 1), "reacher": (11, 2),
+    "halfcheetah": (18, 6),
+}
+
+
+def env_sizes(name: str) -> tuple[int, int]:
+    """(observation size, number of actions or action dimensions) of env 'library:id'."""
+    env_id = name.partition(":")[2] or name
+    if env_id in KNOWN_ENVS:
+        return KNOWN_ENVS[env_id]
+    from hrl.envs import make_env
+
+    spec = make_env(name, 1).spec
+    obs = 1
+    for d in spec.obs_shape:
+        obs *= int(d)
+    act = spec.action.n if spec.discrete else spec.action.size
+    return obs, int(act)
+
+
+def workload_from_config(cfg) -> Workload:
+    """The Workload of an `hrl train` run config (`hrl.config.RunConfig`).
+
+    One iteration = `train.rollout_length` steps of `env.num_envs` envs (the runtime's
+    iteration), with `train_ratio` SGD steps per env step on average.
+    """
+    kind, _, env_id = cfg.env.name.partition(":")
+    obs, act = env_sizes(cfg.env.name)
+    if cfg.algo == "dqn":
+        hidden, critic = tuple(cfg.agent.hidden_sizes), None
+    else:
+        hidden, critic = tuple(cfg.agent.actor_hidden_sizes), tuple(cfg.agent.critic_hidden_sizes)
+    m, steps = cfg.env.num_envs, cfg.train.rollout_length
+    return Workload(
+        algo=cfg.algo, env_kind=kind, env_id=env_id, obs_dim=obs, act_dim=act, hidden=hidden,
+        critic_hidden=critic, num_envs=m, batch_size=cfg.train.batch_size,
+        capacity=cfg.replay.capacity, fanout=cfg.replay.fanout,
+        sgd_steps=float(cfg.train.train_ratio * m * steps), rollout_length=steps,
+    )

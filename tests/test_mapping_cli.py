@@ -1,0 +1,114 @@
+"""Profiler, `hrl map` and `hrl report` end to end on a tiny grid (jax backend only)."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from hrl.mapping.workload import PRIMITIVES
+
+# Every call at two sizes (what a fit needs), the fewest compilations that gives.
+TINY_GRID = {"num_envs": (1, 4), "width": (8,), "batch": (4, 8), "capacity": (64,),
+             "fanout": (4,), "repeats": 2, "scan": 2}
+CONFIG = "experiments/configs/dqn_cartpole.yaml"
+
+
+@pytest.fixture(scope="module")
+def tiny_profile(tmp_path_factory):
+    from hrl.config import load_config, to_dict
+    from hrl.mapping.profile import Profiler, write_profile
+
+    cfg = load_config(CONFIG)
+    prof = Profiler(cfg, grid=TINY_GRID, backends=("jax",), progress=False, loops=False)
+    rows = prof.run()
+    out = tmp_path_factory.mktemp("profile")
+    write_profile(rows, out, to_dict(cfg), prof.skipped)
+    return out, rows
+
+
+def test_profile_times_every_primitive_on_cpu(tiny_profile):
+    out, rows = tiny_profile
+    calls = {(r["call"], r["placement"]) for r in rows}
+    for place in ("cpu", "cpu-fused"):
+        for call in ("env:gymnax:CartPole-v1", "infer:dqn", "train:dqn", "sample", "update",
+                     "insert"):
+            assert (call, place) in calls
+    assert ("link:host", "host") in calls
+    timed = [r for r in rows if not r["call"].startswith("rtl-")]
+    assert all(r["latency_s"] > 0 and r["cpu_s"] >= 0 for r in timed)
+    # the grid is covered: both batches of train and sample, both M of infer and insert
+    for call, field, values in (("train:dqn", "batch", {4, 8}), ("sample", "batch", {4, 8}),
+                                ("infer:dqn", "num_envs", {1, 4}), ("insert", "num_envs", {1, 4})):
+        got = {r[field] for r in rows if r["call"] == call and r["placement"] == "cpu"}
+        assert got == values, call
+    with open(out / "profile.csv") as f:
+        csv_rows = list(csv.DictReader(f))
+    assert len(csv_rows) == len([r for r in timed if not r["call"].startswith("loop:")])
+    data = json.loads((out / "profile.json").read_text())
+    assert data["format"] == "hrl-profile-1" and data["machine"]["cpus"] >= 1
+
+
+def test_plan_on_profile_predicts_unprofiled_sizes(tiny_profile):
+    from hrl.mapping.plan import plan
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.workload import Workload
+
+    profile = load_profile(tiny_profile[0])
+    w = Workload(num_envs=2, batch_size=6, hidden=(12, 12), capacity=128, fanout=4,
+                 sgd_steps=1)
+    p = plan(w, profile, ["cpu", "fpga:u200"])
+    e = p.exploration
+    assert e.problem.placements == ("cpu", "cpu-fused", "fpga:u200")
+    assert np.isfinite(e.problem.latency[:, :2]).all()  # every call predicted on the CPU
+    best = e.mapping(e.best("strict"))
+    assert set(best) == set(PRIMITIVES) and best["env"] in ("cpu", "cpu-fused")
+    with pytest.raises(ValueError, match="neither in the profile"):
+        plan(w, profile, ["tpu"])
+
+
+def test_map_and_report_commands_write_the_report(tiny_profile, tmp_path):
+    from hrl.cli import main
+
+    out = tmp_path / "map"
+    rc = main(["map", CONFIG, "--profile", str(tiny_profile[0]), "--devices",
+               "cpu,gpu,fpga:u250", "--out", str(out), "--set", "train.batch_size=8"])
+    assert rc == 0
+    for name in ("report.md", "report.html", "latency.png", "mappings.png", "mapping.json"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0
+    summary = json.loads((out / "mapping.json").read_text())
+    assert summary["placements"]["gpu"]["source"] == "gpu-spec"
+    assert summary["strict"]["all_mappings"] == 5**5  # cpu, cpu-fused, gpu, gpu-fused, u250
+    assert set(summary["strict"]["baselines"]) == {"all-cpu", "all-gpu", "framework"}
+    text = (out / "report.md").read_text()
+    assert "MODELLED from public specs" in text and "Top-10 mappings" in text
+    (out / "report.md").unlink()
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.md").is_file()
+
+
+def test_cli_errors_are_clear(tmp_path, capsys):
+    from hrl.cli import main
+
+    assert main(["map", CONFIG]) == 2
+    assert "--profile" in capsys.readouterr().err
+    assert main(["map", CONFIG, "--profile", str(tmp_path)]) == 2
+    assert "hrl profile" in capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2
+    assert "request.json" in capsys.readouterr().err
+
+
+def test_mapping_auto_chooses_a_runnable_mapping(tiny_profile):
+    from hrl.config import load_config
+    from hrl.mapping.instantiate import choose, overrides_for
+    from hrl.mapping.profile import load_profile
+
+    cfg = load_config(CONFIG, ["train.batch_size=8", "env.num_envs=4"])
+    choice = choose(cfg, load_profile(tiny_profile[0]))
+    labels = [label for label, _ in choice.ranking]
+    assert {"cpu-fused", "cpu"} <= set(labels)
+    assert choice.ranking == sorted(choice.ranking, key=lambda x: x[1])
+    assert choice.mapping.label == labels[0] and choice.predicted_s > 0
+    new = load_config(CONFIG, ["train.batch_size=8", "env.num_envs=4",
+                               *overrides_for(choice, cfg)])
+    assert new.train.fused == (choice.mapping.label == "cpu-fused")

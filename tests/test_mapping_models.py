@@ -1,0 +1,221 @@
+"""Mapping model core: work terms, least-squares fits, links, FPGA model and board budgets."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hrl.mapping import fpga
+from hrl.mapping.links import LINKS, Link, get_link
+from hrl.mapping.model import fit_models
+from hrl.mapping.workload import Workload, workload_from_config
+
+
+# ----------------------------------------------------------------------------- workload
+def test_work_terms_by_hand():
+    w = Workload(algo="dqn", obs_dim=4, act_dim=2, hidden=(64, 64), num_envs=8, batch_size=32,
+                 capacity=4096, fanout=16, sgd_steps=2, rollout_length=3)
+    macs = 4 * 64 + 64 * 64 + 64 * 2  # 4480 per sample
+    params = (4 * 64 + 64) + (64 * 64 + 64) + (64 * 2 + 2)
+    assert w.depth == 3  # 16**3 = 4096
+    assert w.params == params
+    assert w.work("env") == 8
+    assert w.work("infer") == 2 * 8 * macs
+    assert w.work("train") == 32 * 5 * 2 * macs + 10 * params
+    assert w.work("sample") == 32 * 16 * 3
+    assert w.work("update") == 32 * 16 * 3
+    assert w.work("insert") == 8 * 3 * 16 * 3
+    assert w.counts() == {"env": 3, "infer": 3, "insert": 1, "sample": 2, "train": 2,
+                          "update": 2}
+    edges = {(s, d): (b, c) for s, d, b, c in w.edges()}
+    assert edges[("env", "infer")] == (8 * 4 * 4, 3)
+    assert edges[("env", "update")] == (8 * 3 * (4 * (2 * 4 + 2) + 4), 1)
+    assert edges[("train", "infer")] == (4 * params, 1)
+
+
+def test_ddpg_work_counts_actor_and_critic():
+    w = Workload(algo="ddpg", obs_dim=3, act_dim=1, hidden=(8,), critic_hidden=(16,),
+                 batch_size=10)
+    a = 2 * (3 * 8 + 8 * 1)
+    c = 2 * (4 * 16 + 16 * 1)
+    assert w.train_flops() == 10 * (4 * a + 7 * c) + 10 * w.params
+
+
+def test_workload_rejects_bad_values():
+    with pytest.raises(ValueError, match="batch_size"):
+        Workload(batch_size=0)
+    with pytest.raises(ValueError, match="fanout"):
+        Workload(fanout=12)
+    with pytest.raises(ValueError, match="env_kind"):
+        Workload(env_kind="atari")
+
+
+def test_workload_from_run_config():
+    from hrl.config import load_config
+
+    cfg = load_config("experiments/configs/dqn_cartpole.yaml",
+                      ["env.num_envs=4", "train.rollout_length=2", "train.train_ratio=0.5",
+                       "train.batch_size=32", "agent.hidden_sizes=[32,32]"])
+    w = workload_from_config(cfg)
+    assert (w.num_envs, w.rollout_length, w.sgd_steps, w.batch_size) == (4, 2, 4.0, 32)
+    assert w.hidden == (32, 32) and w.env_kind == "gymnax" and w.obs_dim == 4
+
+
+# ----------------------------------------------------------------------------- fits
+def test_fit_recovers_exact_line_and_reports_errors():
+    rows = [{"call": "c", "placement": "p", "work": w, "latency_s": 2e-5 + 3e-9 * w}
+            for w in (10, 1e3, 1e5, 1e6)]
+    m = fit_models(rows)[("c", "p")]
+    assert m.intercept == pytest.approx(2e-5, rel=1e-3)
+    assert m.slope == pytest.approx(3e-9, rel=1e-3)
+    assert m.rel_err_max < 1e-3 and m.loo_err_median < 1e-3
+    assert m(5e5) == pytest.approx(2e-5 + 1.5e-3, rel=1e-3)
+
+
+def test_fit_is_relative_and_nonnegative():
+    # A decreasing set cannot have a negative slope: the fit falls back to a constant.
+    rows = [{"call": "c", "placement": "p", "work": w, "latency_s": t}
+            for w, t in ((1, 3e-4), (10, 2e-4), (100, 1e-4))]
+    m = fit_models(rows)[("c", "p")]
+    assert m.slope == 0.0 and m.intercept > 0
+    # Relative weighting: small points are fitted as well as large ones.
+    rows = [{"call": "c", "placement": "p", "work": w, "latency_s": 1e-6 * w * f}
+            for w, f in ((1, 1.1), (1e6, 0.9))]
+    m = fit_models(rows)[("c", "p")]
+    assert m.rel_err_max < 0.15
+
+
+def test_fit_groups_separately_and_rejects_bad_rows():
+    rows = [{"call": c, "placement": "p", "work": w, "latency_s": k * w}
+            for c, k in (("a", 1e-9), ("b", 1e-6)) for w in (1e3, 1e4)]
+    models = fit_models(rows)
+    assert models[("a", "p")].slope == pytest.approx(1e-9, rel=1e-3)
+    assert models[("b", "p")].slope == pytest.approx(1e-6, rel=1e-3)
+    with pytest.raises(ValueError, match="non-positive"):
+        fit_models([{"call": "a", "placement": "p", "work": 1, "latency_s": 0.0}])
+    with pytest.raises(ValueError, match="metric"):
+        fit_models(rows, metric="gpu-hours")
+
+
+# ----------------------------------------------------------------------------- links
+def test_link_time_and_public_pcie_rates():
+    link = Link("x", bandwidth=1e9, latency=2e-6)
+    assert link.time(0) == 0.0
+    assert link.time(1000) == pytest.approx(2e-6 + 1e-6)
+    # gen3 x16: 16 lanes * 8 GT/s * 128/130 / 8 bits = 15.75 GB/s before efficiency
+    assert LINKS["pcie3x16"].bandwidth == pytest.approx(15.76e9 * 0.8, rel=1e-3)
+    assert LINKS["pcie4x16"].bandwidth == pytest.approx(2 * LINKS["pcie3x16"].bandwidth,
+                                                        rel=1e-3)
+    with pytest.raises(ValueError, match="unknown link"):
+        get_link("nvlink9")
+    with pytest.raises(ValueError, match="bandwidth"):
+        Link("bad", bandwidth=0, latency=0)
+
+
+# ----------------------------------------------------------------------------- FPGA
+def test_board_budgets_are_the_data_sheet_numbers():
+    u200, u250 = fpga.get_board("u200"), fpga.get_board("u250")
+    assert (u200.lut, u200.ff, u200.bram36, u200.uram, u200.dsp) == (
+        1_182_240, 2_364_480, 2160, 960, 6840)
+    assert (u250.lut, u250.ff, u250.bram36, u250.uram, u250.dsp) == (
+        1_728_000, 3_456_000, 2688, 1280, 12288)
+    # 2160 RAMB36 = 75.9 Mb; 960 URAM288 = 270 Mb (DS962)
+    assert u200.bram36 * 36 * 1024 / 1e6 == pytest.approx(79.6, rel=0.01)  # 75.9 Mi-bits
+    assert u200.uram * 288 * 1024 / 2**20 == pytest.approx(270)
+    with pytest.raises(ValueError, match="unknown FPGA board"):
+        fpga.get_board("u55")
+
+
+def test_memory_primitives():
+    assert fpga.bram36_for(512, 72) == 2  # 1024x36 is the widest true-dual-port shape
+    assert fpga.bram36_for(1024, 32) == 1
+    assert fpga.bram36_for(4096, 32) == 4
+    assert fpga.uram_for(4096, 72) == 1
+    assert fpga.uram_for(8192, 32) == 2
+
+
+def test_rmm_cycles_pipeline_formula():
+    t = fpga.RmmTiming(stage_cycles=2, io_cycles=8, clock_hz=200e6, invoke_overhead_s=0)
+    # fill 8 + 2*4 = 16 cycles, then 256 ops on 4 lanes = 64 cycles
+    assert t.cycles(256, depth=4, lanes=4) == 16 + 64
+    assert t.seconds(256, depth=4, lanes=4) == pytest.approx(80 / 200e6)
+    fitted = fpga.RmmTiming.fit([{"depth": 3, "latency_cycles": 11},
+                                 {"depth": 5, "latency_cycles": 15}])
+    assert fitted.stage_cycles == pytest.approx(2) and fitted.io_cycles == pytest.approx(5)
+
+
+def test_rmm_resources_grow_with_lanes_and_stop_fitting():
+    board = fpga.get_board("u200")
+    small = fpga.rmm_resources(fpga.RmmArch(16, 1, 4), 1 << 16, board)
+    wide = fpga.rmm_resources(fpga.RmmArch(16, 4, 4), 1 << 16, board)
+    assert wide["bram36"] + wide["uram"] > small["bram36"] + small["uram"]
+    assert wide["lut"] > small["lut"]
+    assert fpga.fits(small, board)
+    huge = fpga.rmm_resources(fpga.RmmArch(4, 16, 12), 1 << 24, board)
+    assert not fpga.fits(huge, board)
+
+
+def test_exploration_covers_k_and_lanes_and_picks_a_fitting_fast_one():
+    board = fpga.get_board("u250")
+    rows = fpga.explore(1 << 20, board, batch=256)
+    ks = {r["fanout"] for r in rows}
+    assert ks == {2, 4, 8, 16, 32, 64}  # K=2 needs depth 20: 20 * 1 <= 32, kept
+    best = fpga.best_architecture(1 << 20, board, batch=256)
+    assert best["fits"]
+    assert best["sample_s"] == min(r["sample_s"] for r in rows if r["fits"])
+    # depth * log2(K) <= 32 for the fixed-point sampling word
+    assert all(r["depth"] * int(math.log2(r["fanout"])) <= 32 for r in rows)
+
+
+def test_logic_calibration_recovers_coefficients():
+    rows = [{"fanout": k, "word_bits": 32, "depth": d, "lanes": p,
+             "lut": 500 + 3.0 * k * 32 * d * p, "ff": 100 + 1.5 * k * 32 * d * p}
+            for k, d, p in ((4, 4, 1), (16, 3, 2), (4, 8, 4))]
+    c = fpga.calibrate_logic(rows)
+    assert c.lut_per_bit == pytest.approx(3.0) and c.lut_fixed == pytest.approx(500)
+    assert c.ff_per_bit == pytest.approx(1.5) and c.ff_fixed == pytest.approx(100)
+    with pytest.raises(ValueError, match=">= 2"):
+        fpga.calibrate_logic(rows[:1])
+
+
+def test_learner_is_bounded_by_dsps():
+    u200 = fpga.get_board("u200")
+    e = fpga.LearnerEngine(u200, precision="fp32", dsp_share=0.5, layer_fill_cycles=0,
+                           invoke_overhead_s=0)
+    assert e.macs_per_cycle == math.floor(0.5 * 0.7 * 6840 / 5)
+    layers = [4, 64, 2]
+    cycles = sum(math.ceil(32 * a * b / e.macs_per_cycle) for a, b in ((4, 64), (64, 2)))
+    assert e.infer_seconds(layers, 32) == pytest.approx(cycles / 200e6)
+    bigger = fpga.LearnerEngine(fpga.get_board("u250"), precision="fp32", dsp_share=0.5,
+                                layer_fill_cycles=0, invoke_overhead_s=0)
+    big_net = {"q": [4, 1024, 1024, 2]}
+    assert bigger.train_seconds(big_net, 256) < e.train_seconds(big_net, 256)
+    with pytest.raises(ValueError, match="precision"):
+        fpga.LearnerEngine(u200, precision="fp8")
+    assert np.isfinite(e.train_seconds({"actor": [3, 8, 1], "critic": [4, 8, 1]}, 16))
+
+
+def test_rmm_timing_from_the_rtl_cycle_table_columns():
+    # Rows shaped like sim/cycles.csv (sim/report_cycles.py): latency = D + 4, bubbles D + 1.
+    rows = [{"K": 4, "D": d, "P": p, "W": 32, "update_latency": d + 2, "sample_latency": d + 4,
+             "update_ops_per_cycle": p, "sample_ops_per_cycle": p,
+             "bubbles_update_to_sample": max(0, d - 2), "bubbles_sample_to_update": d + 1}
+            for d, p in ((3, 1), (4, 2), (7, 2))]
+    t = fpga.RmmTiming.from_rtl_csv_rows(rows)
+    assert t.stage_cycles == pytest.approx(2.0) and t.io_cycles == pytest.approx(5.0)
+    assert t.throughput == pytest.approx(1.0)
+
+
+def test_lanes_cost_p_squared_memory_copies():
+    board = fpga.get_board("u250")
+    one = fpga.rmm_resources(fpga.RmmArch(16, 1, 4), 1 << 16, board)
+    two = fpga.rmm_resources(fpga.RmmArch(16, 2, 4), 1 << 16, board)
+    mem = lambda u: u["bram36"] / board.bram36 + u["uram"] / board.uram  # noqa: E731
+    assert mem(two) == pytest.approx(4 * mem(one), rel=0.25)
+
+
+def test_public_names_import():
+    import hrl.mapping as m
+
+    for name in m.__all__:
+        assert getattr(m, name) is not None
