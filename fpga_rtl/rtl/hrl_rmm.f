@@ -1,0 +1,5 @@
+rtl/hrl_ram.v
+rtl/hrl_fifo.v
+rtl/hrl_descend_step.v
+rtl/hrl_update_step.v
+rtl/hrl_rmm.v

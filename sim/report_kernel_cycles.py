@@ -1,0 +1,120 @@
+"""Cycles per batch of the `rtl` replay backend (the XRT kernel in simulation), incl. AXI.
+
+    .venv/bin/python sim/report_kernel_cycles.py              # Icarus; writes
+        fpga_rtl/kernel_cycles.csv and the table in fpga_rtl/README.md
+    .venv/bin/python sim/report_kernel_cycles.py --sim verilator --no-readme
+
+Each batch is one kernel run through the backend, exactly as a training loop issues it.
+`kernel cycles`: the kernel's own counter (register 0x60: ap_start seen to ap_done: the
+argument already in registers, all AXI4 reads of the inputs, the tree operations, all AXI4
+writes of the results acknowledged, the root latched). `host cycles`: what the host saw
+from its ap_start write to the AXI4-Lite read that returned ap_done (the backend's host
+sleeps one cycle per item, then polls every 16 cycles, so this includes up to ~16 cycles of
+polling slack); argument writes before ap_start are not included (they change only when
+the batch size does). Time = cycles / clock (200 MHz assumed, see README "Clock"). Cycle
+counts are a property of the RTL and the memory model; they are exact for the default memory
+model (sim/hdl/hrl_sim_axi_ram.v: read data one cycle after the address, one burst at a
+time per direction), so on a board DDR latency (~100+ cycles per burst round trip) comes
+on top.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CLOCK_MHZ = 200.0
+SETS = [  # (capacity, fanout, format)
+    (1000, 4, "fixed"),
+    (4096, 16, "fixed"),
+    (65536, 16, "fixed"),
+]
+BATCHES = (1, 32, 256, 1024)
+COLUMNS = ["N", "K", "D", "W", "command", "batch", "kernel_cycles", "cycles_per_item",
+           "us_at_200MHz", "host_cycles"]
+
+
+def measure(simulator: str, sets, batches) -> list[dict]:
+    from rich.progress import Progress
+
+    sys.path.insert(0, str(ROOT))
+    from hrl.replay.backends import make_backend
+
+    rows = []
+    with Progress() as bar:
+        job = bar.add_task("kernel runs", total=len(sets) * len(batches))
+        for capacity, fanout, fmt in sets:
+            bar.update(job, description=f"build/start N={capacity} K={fanout}")
+            tree = make_backend("rtl", capacity, fanout, fmt, simulator=simulator)
+            rng = np.random.default_rng(0)
+            fill = rng.choice(capacity, min(capacity, 4096), replace=False)
+            tree.update(fill, rng.uniform(0.1, 2.0, fill.size).astype(np.float32))
+            for b in batches:
+                bar.update(job, description=f"N={capacity} K={fanout} batch {b}")
+                start = len(tree.stats)
+                idx = rng.integers(0, capacity, b)
+                tree.update(idx, rng.uniform(0.1, 2.0, b).astype(np.float32))
+                tree.sample_from_bits(rng.integers(0, 2**32, b, dtype=np.uint64)
+                                      .astype(np.uint32), True)
+                tree.sample_lfsr(b, True)
+                names = {"update": "update", "sample": "sample (host bits)",
+                         "sample_lfsr": "sample (kernel LFSR)"}
+                for s in tree.stats[start:]:
+                    rows.append({
+                        "N": capacity, "K": fanout, "D": tree.depth, "W": tree.fmt.word_bits,
+                        "command": names[s["command"]], "batch": b,
+                        "kernel_cycles": s["cycles"],
+                        "cycles_per_item": round(s["cycles"] / b, 2),
+                        "us_at_200MHz": round(s["cycles"] / CLOCK_MHZ, 3),
+                        "host_cycles": s["host_cycles"],
+                    })
+                bar.advance(job)
+            tree.close()
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    head = ["N", "K", "D", "W", "command", "batch", "kernel cycles", "cycles/item",
+            "us @ 200 MHz", "host cycles"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r[c]) for c in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
+    ap.add_argument("--out", default=str(ROOT / "fpga_rtl" / "kernel_cycles.csv"))
+    ap.add_argument("--no-readme", action="store_true")
+    args = ap.parse_args(argv)
+    batches = [int(b) for b in args.batches.split(",")]
+    rows = measure(args.sim, SETS, batches)
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    table = markdown(rows)
+    print(table)
+    if not args.no_readme:
+        readme = ROOT / "fpga_rtl" / "README.md"
+        text = readme.read_text()
+        begin, end = "<!-- kernel-cycles:begin -->", "<!-- kernel-cycles:end -->"
+        if begin not in text:
+            raise SystemExit(f"{readme} has no {begin} marker")
+        text = re.sub(re.escape(begin) + ".*?" + re.escape(end),
+                      lambda _: f"{begin}\n{table}\n{end}", text, flags=re.S)
+        readme.write_text(text)
+        print(f"table written to {readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

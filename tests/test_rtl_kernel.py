@@ -1,0 +1,142 @@
+"""The replay manager as an XRT RTL kernel (fpga_rtl/rtl/hrl_rmm_kernel.v): cocotb runs that
+drive it as a host runtime does (AXI4-Lite control, ap_ctrl_hs, AXI4 memory model) and check
+every result against the JAX fixed-point reference; Verilator lint of the kernel top.
+
+Each simulation case builds in its own directory (sim_build/kernel-<sim>-K..-D..-P..-W..).
+A missing simulator skips with the reason outside CI and fails under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "sim"))
+
+import kernel_runner  # noqa: E402
+import rmm_runner  # noqa: E402
+
+pytestmark = pytest.mark.hw
+
+
+def require(tool: str) -> None:
+    reason = rmm_runner.missing_tool(tool)
+    if reason is None:
+        return
+    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI=true but {reason}")
+    pytest.skip(reason)
+
+
+def params(k, d, p, w):
+    return {"K": k, "D": d, "P": p, "W": w}
+
+
+ALL_TESTS = ["test_control_interface", "test_random_commands", "test_cycles"]
+
+# (params, capacity, extra env). Capacities that are not powers of K leave a padded last
+# row; "stall" sets run with random AXI backpressure on every memory channel. By default one
+# set per simulator (a Verilator build costs about a minute of CPU); more under `slow`.
+VERILATOR_SETS = [
+    pytest.param(params(4, 3, 1, 32), 64, {"KRN_CMDS": "60"}, id="K4-D3-P1-W32"),
+    pytest.param(params(4, 5, 1, 32), 1000, {"KRN_CMDS": "200", "KRN_MAX_BATCH": "700"},
+                 id="K4-D5-P1-W32-N1000", marks=pytest.mark.slow),
+    pytest.param(params(8, 3, 3, 16), 512, {"KRN_CMDS": "150", "KRN_STALL": "1"},
+                 id="K8-D3-P3-W16-stall", marks=pytest.mark.slow),
+    pytest.param(params(2, 9, 1, 8), 300, {"KRN_CMDS": "150"}, id="K2-D9-P1-W8-N300",
+                 marks=pytest.mark.slow),
+    pytest.param(params(64, 2, 1, 32), 4096, {"KRN_CMDS": "80", "KRN_FULL_EVERY": "40"},
+                 id="K64-D2-P1-W32", marks=pytest.mark.slow),
+]
+ICARUS_SETS = [
+    pytest.param(params(16, 2, 2, 24), 200, {"KRN_CMDS": "40", "KRN_STALL": "1"},
+                 id="K16-D2-P2-W24-N200-stall"),
+    pytest.param(params(4, 4, 4, 32), 256, {"KRN_CMDS": "80", "KRN_STALL": "1"},
+                 id="K4-D4-P4-W32-stall", marks=pytest.mark.slow),
+]
+
+
+def _simulate(sim, prm, capacity, env, tests=ALL_TESTS):
+    require(sim)
+    kernel_runner.run_case(sim, prm, testcase=tests, env={"KRN_SEED": "11", **env},
+                           capacity=capacity)
+
+
+@pytest.mark.parametrize("prm,capacity,env", VERILATOR_SETS)
+def test_kernel_verilator(prm, capacity, env):
+    _simulate("verilator", prm, capacity, env)
+
+
+@pytest.mark.parametrize("prm,capacity,env", ICARUS_SETS)
+def test_kernel_icarus(prm, capacity, env):
+    _simulate("icarus", prm, capacity, env)
+
+
+LINT_SETS = [params(2, 1, 1, 8), params(4, 3, 1, 32), params(16, 2, 2, 24),
+             params(8, 3, 3, 16), params(4, 8, 4, 32)]
+
+
+@pytest.mark.parametrize("prm", LINT_SETS, ids=lambda p: rmm_runner.case_name("lint", p))
+def test_kernel_lint(prm):
+    """`verilator --lint-only -Wall` of the kernel top prints nothing."""
+    require("verilator")
+    env = {**os.environ, **rmm_runner.verilator_env()}
+    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", kernel_runner.TOP,
+           *(f"-G{k}={v}" for k, v in prm.items()),
+           *map(str, rmm_runner.rtl_sources(kernel_runner.FILELIST))]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    diagnostics = [line for line in text.splitlines() if line.startswith("%")]
+    assert out.returncode == 0 and not diagnostics, f"lint of {prm}:\n{text}"
+
+
+def test_filelist_matches_rtl():
+    """The kernel filelist names the RMM's own filelist entries plus the kernel files."""
+    rmm = (ROOT / "fpga_rtl/rtl/hrl_rmm.f").read_text().split()
+    kernel = (ROOT / "fpga_rtl/rtl/hrl_rmm_kernel.f").read_text().split()
+    assert kernel[: len(rmm)] == rmm
+    assert kernel[len(rmm):] == ["rtl/hrl_axi_rd.v", "rtl/hrl_axi_wr.v", "rtl/hrl_rmm_kernel.v"]
+    for path in kernel:
+        assert (ROOT / "fpga_rtl" / path).is_file(), path
+
+
+def test_vitis_files_agree_with_rtl_and_driver():
+    """kernel.xml, the packaging Tcl and the link config name the RTL's ports and the
+    register offsets the RTL decodes and the host driver writes (no vendor tool needed)."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from hrl.replay.backends._rtl_cocotb import REG
+
+    rtl = (ROOT / "fpga_rtl/rtl/hrl_rmm_kernel.v").read_text()
+    ports = set(re.findall(r"^\s*(?:input|output)\s+(?:wire|reg)\s+(?:\[[^\]]+\]\s*)?(\w+)",
+                           rtl, re.M))
+    for name in ("ap_clk", "ap_rst_n", "interrupt", "s_axi_control_awaddr",
+                 "m_axi_gmem_araddr", "m_axi_gmem_wlast", "m_axi_gmem_rlast"):
+        assert name in ports, name
+    kernel = ET.parse(ROOT / "fpga_rtl/vitis/kernel.xml").getroot().find("kernel")
+    assert kernel.get("name") == "hrl_rmm_kernel" == kernel_runner.TOP
+    assert kernel.get("hwControlProtocol") == "ap_ctrl_hs"
+    port_names = {p.get("name") for p in kernel.iter("port")}
+    assert port_names == {"s_axi_control", "m_axi_gmem"}
+    for p in port_names:
+        assert any(n.startswith(p + "_") for n in ports), p
+    args = {a.get("name"): a for a in kernel.iter("arg")}
+    assert set(args) == {"command", "count", "level", "row", "seed", "indices", "words",
+                         "randoms", "results"}
+    tcl = (ROOT / "fpga_rtl/vitis/package_kernel.tcl").read_text()
+    for name, arg in args.items():
+        offset = int(arg.get("offset"), 16)
+        assert offset == REG[name], f"{name}: kernel.xml 0x{offset:x} != driver 0x{REG[name]:x}"
+        # The RTL decodes word address offset/4 for this argument.
+        assert re.search(rf"5'h{offset // 4:02x}:\s*\w+_reg(\[31:0\])?\s*<=\s*merge", rtl), name
+        pointer = arg.get("addressQualifier") == "1"
+        assert arg.get("size") == ("0x8" if pointer else "0x4"), name
+        assert re.search(rf"\b{name} 0x{offset:02x} {64 if pointer else 32}\b", tcl), name
+    link = (ROOT / "fpga_rtl/vitis/link.cfg").read_text()
+    assert "nk=hrl_rmm_kernel:1:" in link and ".m_axi_gmem:" in link
