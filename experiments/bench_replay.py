@@ -38,15 +38,12 @@ headline.{csv,md} and headline_raw.csv with --headline).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import gc
-import inspect
 import os
 import platform
 import sys
 import time
-import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +53,6 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hrl.replay import buffer as buffer_module
 from hrl.replay import native
 from hrl.replay import sumtree as sumtree_module
 from hrl.replay.buffer import make_prioritized_replay
@@ -126,128 +122,103 @@ def timed(call, reps: int, warmup: int) -> np.ndarray:
 # ----------------------------------------------------------------------------- hrl
 
 
-@contextlib.contextmanager
-def tree_ops(path: str):
-    """Make the buffer call the chosen sum-tree implementation while functions are traced.
-
-    Uses the buffer's own `impl=` when it has one; until then the buffer's reference to the
-    `sumtree` module is swapped for one whose update/sample are the native kernels. Only
-    tracing (the first call of each jitted function) happens inside this context.
-    """
-    if path == "xla" or "impl" in inspect.signature(make_prioritized_replay).parameters:
-        yield
-        return
-    swapped = types.SimpleNamespace(**vars(sumtree_module))
-    swapped.update, swapped.sample = native.update, native.sample
-    saved = buffer_module.sumtree
-    buffer_module.sumtree = swapped
-    try:
-        yield
-    finally:
-        buffer_module.sumtree = saved
-
-
 def make_hrl(path: str, n: int, k: int):
-    kwargs = dict(capacity=n, alpha=ALPHA, eps=EPS, fanout=k)
-    if "impl" in inspect.signature(make_prioritized_replay).parameters:
-        kwargs["impl"] = path
-    return make_prioritized_replay(**kwargs)
+    return make_prioritized_replay(capacity=n, alpha=ALPHA, eps=EPS, fanout=k, impl=path)
 
 
 def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
     rb = make_hrl(path, n, k)
     rows = []
-    with tree_ops(path):
-        add = jax.jit(rb.add, donate_argnums=0)
-        state = rb.init(example_item())
-        if "insert" in want:
-            batches = [random_items(rng, b) for _ in range(8)]
-            batches = [jax.device_put(x) for x in batches]
+    add = jax.jit(rb.add, donate_argnums=0)
+    state = rb.init(example_item())
+    if "insert" in want:
+        batches = [random_items(rng, b) for _ in range(8)]
+        batches = [jax.device_put(x) for x in batches]
 
-            def insert(i):
+        def insert(i):
+            nonlocal state
+            state = add(state, batches[i % len(batches)])
+            jax.block_until_ready(state)
+
+        t = timed(insert, reps, warmup)
+        rows.append(("per-call", "insert", t))
+    # Fill to capacity with random priorities (chunks keep the compile small).
+    chunk = min(n, 2**16)
+    fill = jax.jit(lambda s, items, p: rb.add(s, items, p), donate_argnums=0)
+    for _ in range(0, n, chunk):  # n is a power of two >= chunk
+        pri = (rng.random(chunk) + 0.01).astype(np.float32)
+        items = random_items(rng, chunk)
+        state = fill(state, items, pri)
+    jax.block_until_ready(state)
+
+    def step(state, key, td):
+        sample = rb.sample(state, key, b, BETA)
+        td = ordered_after(td, sample.probabilities, sample.weights)
+        state = rb.update(state, sample.indices, td)
+        return state, (sample.items, sample.weights, sample.indices)
+
+    if "sample+update" in want:
+        step_jit = jax.jit(step, donate_argnums=0)
+        # Lists of ready device arrays: indexing a jax array per call would add a
+        # dispatch of its own to every timed call.
+        keys = list(jax.random.split(jax.random.PRNGKey(0), 64))
+        tds = list(jnp.asarray(rng.standard_normal((64, b)).astype(np.float32)))
+
+        def one(i):
+            nonlocal state
+            state, out = step_jit(state, keys[i % 64], tds[i % 64])
+            jax.block_until_ready(out)
+
+        rows.append(("per-call", "sample+update", timed(one, reps, warmup)))
+
+        def loop(state, keys, tds):
+            return jax.lax.scan(lambda s, x: step(s, *x), state, (keys, tds))
+
+        loop_jit = jax.jit(loop, donate_argnums=0)
+        skeys = jax.random.split(jax.random.PRNGKey(1), scan_steps)
+        stds = jnp.asarray(rng.standard_normal((scan_steps, b)).astype(np.float32))
+
+        def scanned(i):
+            nonlocal state
+            state, out = loop_jit(state, skeys, stds)
+            jax.block_until_ready(out)
+
+        t = timed(scanned, max(3, reps // 20), 1) / scan_steps
+        rows.append(("scan", "sample+update", t))
+
+    if "breakdown" in want:
+        # Where the time goes: the sum tree alone (random bits -> indices -> new leaf
+        # priorities; no IS weights, no min tree, no transition gather), and the floor of
+        # a per-call step: a jitted no-op taking and returning the same donated state.
+        def tree_step(state, key, td):
+            ops = native if path == "native" else sumtree_module
+            bits = jax.random.bits(key, (b,), jnp.uint32)
+            indices = ops.sample_from_bits(state.tree, bits)
+            return state.replace(tree=ops.update(state.tree, indices, td)), indices
+
+        tree_jit = jax.jit(tree_step, donate_argnums=0)
+        noop_jit = jax.jit(lambda state, key, td: (state, td), donate_argnums=0)
+        for name, fn in (("tree-only", tree_jit), ("no-op (dispatch floor)", noop_jit)):
+
+            def one_op(i, fn=fn):
                 nonlocal state
-                state = add(state, batches[i % len(batches)])
-                jax.block_until_ready(state)
-
-            t = timed(insert, reps, warmup)
-            rows.append(("per-call", "insert", t))
-        # Fill to capacity with random priorities (chunks keep the compile small).
-        chunk = min(n, 2**16)
-        fill = jax.jit(lambda s, items, p: rb.add(s, items, p), donate_argnums=0)
-        for _ in range(0, n, chunk):  # n is a power of two >= chunk
-            pri = (rng.random(chunk) + 0.01).astype(np.float32)
-            items = random_items(rng, chunk)
-            state = fill(state, items, pri)
-        jax.block_until_ready(state)
-
-        def step(state, key, td):
-            sample = rb.sample(state, key, b, BETA)
-            td = ordered_after(td, sample.probabilities, sample.weights)
-            state = rb.update(state, sample.indices, td)
-            return state, (sample.items, sample.weights, sample.indices)
-
-        if "sample+update" in want:
-            step_jit = jax.jit(step, donate_argnums=0)
-            # Lists of ready device arrays: indexing a jax array per call would add a
-            # dispatch of its own to every timed call.
-            keys = list(jax.random.split(jax.random.PRNGKey(0), 64))
-            tds = list(jnp.asarray(rng.standard_normal((64, b)).astype(np.float32)))
-
-            def one(i):
-                nonlocal state
-                state, out = step_jit(state, keys[i % 64], tds[i % 64])
+                state, out = fn(state, keys[i % 64], tds[i % 64])
                 jax.block_until_ready(out)
 
-            rows.append(("per-call", "sample+update", timed(one, reps, warmup)))
+            rows.append(("per-call", name, timed(one_op, reps, warmup)))
 
-            def loop(state, keys, tds):
-                return jax.lax.scan(lambda s, x: step(s, *x), state, (keys, tds))
+        def tree_loop(state, keys, tds):
+            return jax.lax.scan(lambda s, x: tree_step(s, *x), state, (keys, tds))
 
-            loop_jit = jax.jit(loop, donate_argnums=0)
-            skeys = jax.random.split(jax.random.PRNGKey(1), scan_steps)
-            stds = jnp.asarray(rng.standard_normal((scan_steps, b)).astype(np.float32))
+        tree_loop_jit = jax.jit(tree_loop, donate_argnums=0)
 
-            def scanned(i):
-                nonlocal state
-                state, out = loop_jit(state, skeys, stds)
-                jax.block_until_ready(out)
+        def tree_scanned(i):
+            nonlocal state
+            state, out = tree_loop_jit(state, skeys, stds)
+            jax.block_until_ready(out)
 
-            t = timed(scanned, max(3, reps // 20), 1) / scan_steps
-            rows.append(("scan", "sample+update", t))
-
-        if "breakdown" in want:
-            # Where the time goes: the sum tree alone (random bits -> indices -> new leaf
-            # priorities; no IS weights, no min tree, no transition gather), and the floor of
-            # a per-call step: a jitted no-op taking and returning the same donated state.
-            def tree_step(state, key, td):
-                ops = native if path == "native" else sumtree_module
-                bits = jax.random.bits(key, (b,), jnp.uint32)
-                indices = ops.sample_from_bits(state.tree, bits)
-                return state.replace(tree=ops.update(state.tree, indices, td)), indices
-
-            tree_jit = jax.jit(tree_step, donate_argnums=0)
-            noop_jit = jax.jit(lambda state, key, td: (state, td), donate_argnums=0)
-            for name, fn in (("tree-only", tree_jit), ("no-op (dispatch floor)", noop_jit)):
-
-                def one_op(i, fn=fn):
-                    nonlocal state
-                    state, out = fn(state, keys[i % 64], tds[i % 64])
-                    jax.block_until_ready(out)
-
-                rows.append(("per-call", name, timed(one_op, reps, warmup)))
-
-            def tree_loop(state, keys, tds):
-                return jax.lax.scan(lambda s, x: tree_step(s, *x), state, (keys, tds))
-
-            tree_loop_jit = jax.jit(tree_loop, donate_argnums=0)
-
-            def tree_scanned(i):
-                nonlocal state
-                state, out = tree_loop_jit(state, skeys, stds)
-                jax.block_until_ready(out)
-
-            t = timed(tree_scanned, max(3, reps // 20), 1) / scan_steps
-            rows.append(("scan", "tree-only", t))
+        t = timed(tree_scanned, max(3, reps // 20), 1) / scan_steps
+        rows.append(("scan", "tree-only", t))
     del state
     return [Row("hrl", path, mode, op, n, b, k, *stats(t)) for mode, op, t in rows]
 
