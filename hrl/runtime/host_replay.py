@@ -56,10 +56,20 @@ class HostReplay:
     weights: str
     backend: Any  # TreeBackend
 
+    def __post_init__(self):
+        # Jitted once per replay: run op by op, these few jnp calls cost more host time than
+        # the tree operations they feed (one dispatch per op instead of one per call).
+        alpha, fmt, fanout = jnp.float32(self.alpha), self.fmt, self.fanout
+        self._stored_fn = jax.jit(
+            lambda raw: fmt.decode(fmt.encode(jnp.power(raw, alpha)), 0, 0, fanout)
+        )
+        self._bits_fn = jax.jit(
+            lambda key, n: jax.random.bits(key, (n,), jnp.uint32), static_argnums=1
+        )
+
     def _stored(self, raw: np.ndarray) -> np.ndarray:
         """Priority as the tree holds it: raw ** alpha, rounded by the format."""
-        p = jnp.power(jnp.asarray(raw, jnp.float32), jnp.float32(self.alpha))
-        return np.asarray(self.fmt.decode(self.fmt.encode(p), 0, 0, self.fanout), np.float32)
+        return np.asarray(self._stored_fn(np.asarray(raw, np.float32)), np.float32)
 
     def init(self, example_item) -> HostReplayState:
         self.backend.reset()
@@ -101,7 +111,7 @@ class HostReplay:
         size = int(state.size)
         if size == 0:
             raise ValueError("cannot sample from an empty replay buffer; add items first")
-        bits = np.asarray(jax.random.bits(key, (batch_size,), jnp.uint32))
+        bits = np.asarray(self._bits_fn(key, batch_size))
         indices = np.minimum(self.backend.sample_from_bits(bits, True), size - 1).astype(np.int32)
         total = max(float(self.backend.total()), 1e-30)
         probs = state.leaves[indices] / np.float32(total)

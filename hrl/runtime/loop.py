@@ -263,6 +263,11 @@ class HostLoop:
     mapping framework costs: weights to the inference device, the batch to the trainer,
     TD errors back to the replay's device). Unplaced primitives run where their inputs are.
     Host-side primitives (gymnasium envs, host replay backends) are called as they are.
+
+    The glue between the primitive calls is jitted (every key and the beta of an iteration in
+    one call, the n-step window, the transitions' concatenation, the relaxed queue) and what the
+    host needs back (episode ends, TD means, metrics) crosses in one transfer per iteration;
+    the results are bit for bit those of running the same glue op by op.
     """
 
     fused = False
@@ -291,21 +296,47 @@ class HostLoop:
                         "device through the backend, not the placement"
                     )
         sch = schedule
+        self._relaxed = sch.staleness > 0
         jit_replay = jax.jit if replay_is_jax else (lambda f: f)
         self._infer = jax.jit(prims.infer)
         self._env_step = jax.jit(prims.env_step) if env_is_jax else prims.env_step
-        self._nstep = jax.jit(
-            lambda acc, obs, a, out: nstep_push(
-                acc, obs, a, out.reward, out.next_obs_true, out.terminated, out.done, sch.gamma
-            )
-        )
         self._insert = jit_replay(prims.insert)
         self._sample = jit_replay(prims.sample)
         self._update = jit_replay(prims.update)
-        self._train = jax.jit(prims.train)
+
+        # The glue between primitives is jitted into as few calls as possible, and what the
+        # host needs from the device comes back in one transfer per iteration: eager jnp ops
+        # and per-value syncs cost far more than the glue's arithmetic (measured: the host
+        # loop's bookkeeping outweighed its primitives several times over).
+        def iteration_inputs(key, env_steps):
+            """Every key of the iteration (the same splits, in the same order, as
+            `FusedLoop._iteration`) and the beta of its learner, in one call."""
+            key, k_roll, k_learn = jax.random.split(key, 3)
+            act_env = jax.vmap(jax.random.split)(jax.random.split(k_roll, sch.rollout_length))
+            learn = jax.random.split(k_learn, sch.updates_per_round)
+            end_steps = env_steps + sch.env_steps_per_iter
+            beta = beta_at(end_steps, sch.total_env_steps, sch.beta_start, sch.beta_end)
+            return key, act_env, learn, beta
+
+        def after_env(acc, obs, actions, out):
+            acc, transition = nstep_push(
+                acc, obs, actions, out.reward, out.next_obs_true, out.terminated, out.done,
+                sch.gamma,
+            )
+            return acc, transition, jnp.asarray(out.done, bool)
+
+        def train(agent, batch, weights):
+            # |td| is reduced where td lives, so only a scalar crosses back per SGD step.
+            agent, td, metrics = prims.train(agent, batch, weights)
+            return agent, td, metrics, jnp.mean(jnp.abs(td))
+
+        self._iteration_inputs = jax.jit(iteration_inputs)
+        self._after_env = jax.jit(after_env)
+        self._concat = jax.jit(
+            lambda steps: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *steps)
+        )
+        self._train = jax.jit(train)
         self._pending = jax.jit(pending_push)
-        self._split3 = jax.jit(lambda k: tuple(jax.random.split(k, 3)))
-        self._split = jax.jit(lambda k, n: jax.random.split(k, n), static_argnums=1)
         self.timings = {name: 0.0 for name in PRIMITIVES}  # seconds spent per primitive
 
     def _put(self, name, tree):
@@ -321,44 +352,61 @@ class HostLoop:
 
     def _iteration(self, state: TrainState):
         sch = self.schedule
-        key, k_roll, k_learn = self._split3(state.key)
-        env_state, obs, acc, env_steps = state.env, state.obs, state.nstep, state.env_steps
+        key, act_env, learn_keys, beta = self._iteration_inputs(state.key, state.env_steps)
+        # One device->host transfer for every key and scalar the iteration's host logic needs.
+        act_env, learn_keys, beta, env_steps, iteration, updates = jax.device_get(
+            (act_env, learn_keys, beta, state.env_steps, state.iteration, state.updates)
+        )
+        env_steps = int(env_steps)
+        env_state, obs, acc = state.env, state.obs, state.nstep
         start, actor_carry = state.episode_start, state.actor_carry
         transitions, completed, returns = [], [], []
-        for k in self._split(k_roll, sch.rollout_length):
-            k_act, k_env = jax.random.split(k)
+        for k_act, k_env in act_env:
             actor_carry, actions = self._timed(
-                "infer", self._infer, state.agent, actor_carry, obs, k_act, env_steps, start
+                "infer", self._infer, state.agent, actor_carry, obs, k_act, np.int32(env_steps),
+                start,
             )
             if not self.env_is_jax:
                 actions = np.asarray(actions)
             env_state, out = self._timed("env", self._env_step, env_state, actions, k_env)
-            acc, transition = self._nstep(acc, obs, actions, out)
-            obs, start = out.obs, jnp.asarray(out.done, bool)
-            env_steps = env_steps + sch.num_envs
+            acc, transition, start = self._after_env(acc, obs, actions, out)
+            obs = out.obs
+            env_steps += sch.num_envs
             transitions.append(transition)
-            completed.append(np.asarray(out.completed))
-            returns.append(np.asarray(out.completed_return))
-        batch = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *transitions)
+            completed.append(out.completed)
+            returns.append(out.completed_return)
+        batch = self._concat(transitions)
         replay = self._timed("update", self._insert, state.replay, batch)
 
         agent, pending = state.agent, state.pending
-        do_learn = int(replay.size) >= sch.learning_starts and (
-            (int(state.iteration) + 1) % sch.period == 0
+        do_learn = (
+            int(replay.size) >= sch.learning_starts and (int(iteration) + 1) % sch.period == 0
         )
         td_abs, metric_rows = [], []
         if do_learn:
-            beta = beta_at(env_steps, sch.total_env_steps, sch.beta_start, sch.beta_end)
-            for k in self._split(k_learn, sch.updates_per_round):
+            for k in learn_keys:
                 sample = self._timed("sample", self._sample, replay, k, beta)
-                agent, td, metrics = self._timed(
+                agent, td, metrics, td_mean = self._timed(
                     "train", self._train, agent, sample.items, sample.weights
                 )
-                pending, (indices, td_out, valid) = self._pending(pending, sample.indices, td)
-                if bool(valid):
+                if self._relaxed:
+                    pending, (indices, td_out, valid) = self._pending(pending, sample.indices, td)
+                    write = bool(valid)
+                else:  # depth 0: pending_push passes the update straight through
+                    indices, td_out, write = sample.indices, td, True
+                if write:
                     replay = self._timed("update", self._update, replay, indices, td_out)
-                td_abs.append(jnp.mean(jnp.abs(td)))
+                td_abs.append(td_mean)
                 metric_rows.append(metrics)
+        completed, returns, td_abs, metric_rows = jax.device_get(
+            (completed, returns, td_abs, metric_rows)
+        )
+        # The three counters go back to the device in one transfer.
+        counters = jax.device_put((
+            np.int32(iteration + 1),
+            np.int32(env_steps),
+            np.int32(updates + (sch.updates_per_round if do_learn else 0)),
+        ))
         new_state = state.replace(
             agent=agent,
             replay=replay,
@@ -369,9 +417,9 @@ class HostLoop:
             nstep=acc,
             pending=pending,
             key=key,
-            iteration=state.iteration + 1,
-            env_steps=jnp.asarray(env_steps, jnp.int32),
-            updates=state.updates + (sch.updates_per_round if do_learn else 0),
+            iteration=counters[0],
+            env_steps=counters[1],
+            updates=counters[2],
         )
         if metric_rows:
             metrics = jax.tree.map(
@@ -381,9 +429,9 @@ class HostLoop:
         else:
             metrics = None
         return new_state, (
-            np.stack(completed),
-            np.stack(returns),
-            int(env_steps),
+            np.stack([np.asarray(c) for c in completed]),
+            np.stack([np.asarray(r) for r in returns]),
+            env_steps,
             do_learn,
             np.float32(np.mean(td_abs)) if td_abs else np.float32(0),
             metrics,
