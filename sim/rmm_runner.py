@@ -70,11 +70,19 @@ def run_case(
     env: dict[str, str] | None = None,
     capacity: int | None = None,
     suffix: str = "",
+    *,
+    top: str = TOP,
+    filelist: str = "hrl_rmm.f",
+    test_module: str = "test_hrl_rmm",
+    env_prefix: str = "RMM_",
+    build_prefix: str = "",
 ) -> Path:
-    """Build (if needed) and run the testbench; raises if any cocotb test failed.
+    """Build (if needed) and run a testbench; raises if any cocotb test failed.
 
-    `params`: K, D, P, W. `env`: extra RMM_* knobs. `suffix`: appended to the build
-    directory, so that two runs of one set (tests and the cycle report) do not collide.
+    `params`: K, D, P, W, handed to the testbench as `<env_prefix><name>` variables. `env`:
+    extra knobs. `suffix`: appended to the build directory, so that two runs of one set
+    (tests and the cycle report) do not collide. `top`, `filelist`, `test_module`,
+    `env_prefix` and `build_prefix` select another top (the kernel: sim/kernel_runner.py).
     Returns the results XML path.
     """
     from cocotb_tools.check_results import get_results
@@ -96,34 +104,28 @@ def run_case(
             saved[key] = os.environ.get(key)
             os.environ[key] = value
     try:
-        build_dir = BUILD / (case_name(sim, params) + suffix)
+        build_dir = BUILD / (build_prefix + case_name(sim, params) + suffix)
         runner = get_runner(sim)
         build_args = []
         if sim == "verilator":
             build_args = ["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast"]
         runner.build(
-            sources=rtl_sources(),
-            hdl_toplevel=TOP,
+            sources=rtl_sources(filelist),
+            hdl_toplevel=top,
             parameters=dict(params),
             build_args=build_args,
             build_dir=build_dir,
             timescale=("1ns", "1ps"),
             always=False,
         )
-        test_env = {
-            "RMM_K": str(params["K"]),
-            "RMM_D": str(params["D"]),
-            "RMM_P": str(params["P"]),
-            "RMM_W": str(params["W"]),
-            # JAX on the CPU, quietly: the reference is small.
-            "JAX_PLATFORMS": "cpu",
-        }
+        test_env = {f"{env_prefix}{k}": str(v) for k, v in params.items()}
+        test_env["JAX_PLATFORMS"] = "cpu"  # JAX on the CPU, quietly: the reference is small.
         if capacity is not None:
-            test_env["RMM_N"] = str(capacity)
+            test_env[f"{env_prefix}N"] = str(capacity)
         test_env.update(env or {})
         results = runner.test(
-            test_module="test_hrl_rmm",
-            hdl_toplevel=TOP,
+            test_module=test_module,
+            hdl_toplevel=top,
             testcase=testcase,
             build_dir=build_dir,
             test_dir=build_dir,
@@ -138,5 +140,7 @@ def run_case(
                 os.environ[key] = value
     _, failed = get_results(results)
     if failed:
-        raise AssertionError(f"{failed} cocotb test(s) failed in {case_name(sim, params)}")
+        raise AssertionError(
+            f"{failed} cocotb test(s) failed in {top} {case_name(sim, params)}"
+        )
     return Path(results)
