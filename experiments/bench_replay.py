@@ -13,7 +13,10 @@ What one timed call does:
   (|td| + eps) ** alpha, alpha = 0.6, for the sampled indices.
   - hrl: `PrioritizedReplay.sample` + `.update` in ONE jitted call, state donated (updated in
     place). IS weights normalised by the buffer-wide minimum priority (hrl keeps a min tree,
-    updated in the same call). Paths: `xla` (pure-JAX sum tree) and `native` (C++ FFI kernels).
+    updated in the same call). Transitions are stored as packed rows (`hrl.replay.rows`).
+    Paths: `xla` (pure-JAX sum tree, XLA gathers) and `native` (C++ FFI kernels: one call
+    draws the Threefry bits, descends and reads the sampled leaves, one gathers the rows,
+    one updates each tree in place).
   - cpprb: `PrioritizedReplayBuffer.sample(B, beta)` then `.update_priorities(idx, p)`: two
     Python calls into C++; IS weights normalised by its min segment tree.
   - flashbax: `sample` + `set_priorities` of the prioritised flat buffer in ONE jitted call,

@@ -327,3 +327,61 @@ def test_concurrent_builds_in_an_empty_cache(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert outs[0] == outs[1]
     assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(outs[0].strip())]
+
+
+# ------------------------------------------------------------------ the buffer's one-call path
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+@pytest.mark.parametrize("fanout", FANOUTS)
+def test_sample_with_key_equals_bits_descent_clamp_and_leaf_read(fmt, fanout):
+    """`sample_with_key` = jax.random.bits (Threefry, reproduced in C++) + the reference
+    descent + the clamp to the filled part + the leaf read, bit for bit."""
+    rng = np.random.default_rng(fanout)
+    capacity = 1337
+    tree = ref.update(ref.init(capacity, fanout, fmt), np.arange(capacity), rng.random(capacity))
+    keys = [jax.random.PRNGKey(3), jax.random.key(11), jax.random.fold_in(jax.random.key(2), 9)]
+    for key in keys:
+        words_of_key = native.threefry_key_words(key)
+        assert words_of_key is not None
+        for batch, size in ((1, capacity), (7, 900), (256, 40)):
+            got_idx, got_words = native.sample_with_key(tree, words_of_key, size, batch)
+            bits = jax.random.bits(key, (batch,), jnp.uint32)
+            want_idx = jnp.minimum(ref.sample_from_bits(tree, bits), size - 1)
+            np.testing.assert_array_equal(got_idx, want_idx)
+            np.testing.assert_array_equal(got_words, tree.levels[-1].reshape(-1)[want_idx])
+
+
+def test_threefry_words_only_where_the_bits_are_reproduced():
+    assert native.threefry_key_words(jax.random.key(1, impl="rbg")) is None
+    assert native.threefry_key_words(jnp.zeros(4, jnp.uint32)) is None  # not a 2-word key
+    np.testing.assert_array_equal(native.threefry_key_words(jax.random.key(5)), [0, 5])
+    with jax.threefry_partitionable(False):  # the other bits layout: fall back to XLA's bits
+        assert native.threefry_key_words(jax.random.PRNGKey(5)) is None
+
+
+def test_gather_rows_equals_indexing_with_clamped_indices():
+    rng = np.random.default_rng(0)
+    arrays = [
+        rng.standard_normal((50, 3, 2)).astype(np.float32),
+        rng.integers(0, 255, (50, 11)).astype(np.uint8),  # an odd row width
+        rng.integers(-9, 9, 50).astype(np.int32),
+        rng.random(50) < 0.5,
+    ]
+    indices = np.array([0, 49, 7, 7, -3, 60, 12], np.int32)
+    got = native.gather_rows([jnp.asarray(a) for a in arrays], indices)
+    for g, a in zip(got, arrays, strict=True):
+        np.testing.assert_array_equal(g, a[np.clip(indices, 0, 49)])
+        assert g.dtype == a.dtype
+
+
+def test_min_tree_with_a_nan_child_matches_reference():
+    tree_ref = tree_nat = ref.init(100, 16, MinFloat32())
+    idx = np.arange(0, 100, 7, dtype=np.int32)
+    pri = np.linspace(1.0, 3.0, idx.size).astype(np.float32)
+    pri[3] = np.nan
+    tree_ref = ref_update(tree_ref, idx, pri)
+    tree_nat = nat_update(tree_nat, idx, pri)
+    for g, w in zip(words(tree_nat), words(tree_ref), strict=True):
+        np.testing.assert_array_equal(g, w)  # NaN == NaN here: the NaN reaches the root
+    assert np.isnan(np.asarray(tree_nat.levels[0])).all()

@@ -62,7 +62,9 @@ def test_version_bounds_agree():
         if bounds.startswith("["):
             bounds = bounds[bounds.index("]") + 1 :]
         if bounds and pins.get(name):
-            assert pins[name] == bounds, f"{name}: pyproject {bounds!r} vs environment {pins[name]!r}"
+            assert pins[name] == bounds, (
+                f"{name}: pyproject {bounds!r} vs environment {pins[name]!r}"
+            )
 
 
 def test_public_replay_api_imports():

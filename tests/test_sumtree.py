@@ -49,7 +49,9 @@ def op_streams(draw, fixed: bool):
         hi = 4000.0 if fixed else 1e3
         pri = draw(
             st.lists(
-                st.one_of(st.just(0.0), st.floats(0.0, hi, width=32), st.floats(0, 2.0**-14, width=32)),
+                st.one_of(
+                    st.just(0.0), st.floats(0.0, hi, width=32), st.floats(0, 2.0**-14, width=32)
+                ),
                 min_size=b,
                 max_size=b,
             )
@@ -171,7 +173,7 @@ def test_no_drift_after_a_million_random_operations(fmt):
     tree = run(tree, jax.random.key(3))
     if fmt == "fixed":
         words = [int(w) for w in np.asarray(sumtree.leaf_words(tree))]
-        for lvl in range(tree.depth, 0, -1):  # recompute every level from the leaves
+        for _ in range(tree.depth, 0, -1):  # recompute every level from the leaves
             padded = words + [0] * (-len(words) % k)
             words = [-(-sum(padded[i : i + k]) // k) for i in range(0, len(padded), k)]
         assert words == [int(tree.levels[0][0])]

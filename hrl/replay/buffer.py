@@ -38,17 +38,25 @@ from flax import struct
 
 from hrl.replay import sumtree
 from hrl.replay.formats import MinFloat32, PriorityFormat, parse_format
+from hrl.replay.rows import RowLayout
 
 
 @struct.dataclass
 class ReplayState:
-    items: Any  # pytree, every leaf with leading dimension `capacity`
+    rows: jax.Array  # uint32 (capacity, layout.row_words): slot i holds transition i packed
     tree: sumtree.SumTree  # priorities ** alpha
     min_tree: sumtree.SumTree | None  # same, reduced with min (None for weights="batch")
     insert_pos: jax.Array  # int32: next ring slot to write
     size: jax.Array  # int32: filled slots
     max_priority: jax.Array  # float32: largest |td| + eps seen (before alpha)
     added: jax.Array  # int32: transitions ever added (for rate control and logging)
+    layout: RowLayout = struct.field(pytree_node=False)  # how a transition maps to a row
+
+    @property
+    def items(self):
+        """Every slot unpacked into the transition pytree (leading dimension `capacity`).
+        O(N): for inspection and tests; sampling unpacks only the sampled rows."""
+        return self.layout.unpack(self.rows)
 
 
 class Sample(NamedTuple):
@@ -105,12 +113,9 @@ class PrioritizedReplay:
     # ------------------------------------------------------------------ state
     def init(self, example_item) -> ReplayState:
         """Empty buffer whose items look like `example_item` (one transition, unbatched)."""
-        items = jax.tree.map(
-            lambda x: jnp.zeros((self.capacity,) + jnp.shape(x), jnp.asarray(x).dtype),
-            example_item,
-        )
+        layout = RowLayout.of(example_item)
         return ReplayState(
-            items=items,
+            rows=jnp.zeros((self.capacity, layout.row_words), jnp.uint32),
             tree=sumtree.init(self.capacity, self.fanout, self.fmt),
             min_tree=(
                 sumtree.init(self.capacity, self.fanout, MinFloat32())
@@ -121,34 +126,31 @@ class PrioritizedReplay:
             size=jnp.int32(0),
             max_priority=jnp.float32(1.0),
             added=jnp.int32(0),
+            layout=layout,
         )
 
     def _check_items(self, state: ReplayState, items) -> int:
-        expected = jax.tree.structure(state.items)
+        layout = state.layout
         got = jax.tree.structure(items)
-        if expected != got:
-            raise ValueError(f"items have structure {got}, buffer holds {expected}")
+        if got != layout.treedef:
+            raise ValueError(f"items have structure {got}, buffer holds {layout.treedef}")
         batch = None
-        stored_leaves = jax.tree_util.tree_leaves_with_path(state.items)
-        for (path, stored), new in zip(stored_leaves, jax.tree.leaves(items), strict=True):
-            name = jax.tree_util.keystr(path) or "<root>"
+        for name, shape, dtype, new in zip(
+            layout.names, layout.shapes, layout.dtypes, jax.tree.leaves(items), strict=True
+        ):
             arr = jnp.asarray(new)
-            if arr.ndim != stored.ndim or arr.shape[1:] != stored.shape[1:]:
+            if arr.ndim != len(shape) + 1 or arr.shape[1:] != shape:
                 raise ValueError(
-                    f"item leaf {name}: expected shape (M, *{stored.shape[1:]}), got {arr.shape}"
+                    f"item leaf {name}: expected shape (M, *{shape}), got {arr.shape}"
                 )
-            if arr.dtype != stored.dtype:
-                raise ValueError(
-                    f"item leaf {name}: expected dtype {stored.dtype}, got {arr.dtype}"
-                )
+            if arr.dtype != dtype:
+                raise ValueError(f"item leaf {name}: expected dtype {dtype}, got {arr.dtype}")
             if batch is None:
                 batch = arr.shape[0]
             elif arr.shape[0] != batch:
                 raise ValueError(
                     f"item leaf {name}: batch size {arr.shape[0]} != {batch} of other leaves"
                 )
-        if batch is None:
-            raise ValueError("items have no array leaves")
         if batch > self.capacity:
             raise ValueError(f"adding {batch} items at once exceeds capacity {self.capacity}")
         return batch
@@ -174,13 +176,13 @@ class PrioritizedReplay:
         """
         m = self._check_items(state, items)
         slots = (state.insert_pos + jnp.arange(m, dtype=jnp.int32)) % self.capacity
-        new_items = jax.tree.map(lambda buf, x: buf.at[slots].set(x), state.items, items)
+        new_rows = state.rows.at[slots].set(state.layout.pack(items), unique_indices=True)
         if priorities is None:
             raw = jnp.full((m,), state.max_priority, jnp.float32)
         else:
             raw = self._check_priorities(priorities, (m,), "add")
         state = state.replace(
-            items=new_items,
+            rows=new_rows,
             insert_pos=(state.insert_pos + m) % self.capacity,
             size=jnp.minimum(state.size + m, self.capacity),
             max_priority=jnp.maximum(state.max_priority, jnp.max(raw)),
@@ -217,11 +219,18 @@ class PrioritizedReplay:
                 raise ValueError(
                     f"batch_size {batch_size} exceeds the {size} items in the buffer"
                 )
-        bits = jax.random.bits(key, (batch_size,), jnp.uint32)
-        indices = self._kernels.sample_from_bits(state.tree, bits, True)
-        indices = jnp.minimum(indices, jnp.maximum(state.size - 1, 0))
-        leaf = sumtree.leaf_values(state.tree, indices)
-        total = sumtree.total(state.tree)
+        tree, kernels = state.tree, self._kernels
+        key_words = kernels.threefry_key_words(key) if kernels is not sumtree else None
+        if key_words is not None:
+            # One custom call: the same bits, descent, clamp and leaf reads as below.
+            indices, words = kernels.sample_with_key(tree, key_words, state.size, batch_size)
+            leaf = tree.fmt.decode(words, tree.depth, tree.depth, tree.fanout)
+        else:
+            bits = jax.random.bits(key, (batch_size,), jnp.uint32)
+            indices = kernels.sample_from_bits(tree, bits, True)
+            indices = jnp.minimum(indices, jnp.maximum(state.size - 1, 0))
+            leaf = sumtree.leaf_values(tree, indices)
+        total = sumtree.total(tree)
         probs = leaf / jnp.maximum(total, jnp.float32(1e-30))
         if state.min_tree is not None:
             p_min = sumtree.total(state.min_tree) / jnp.maximum(total, jnp.float32(1e-30))
@@ -230,12 +239,19 @@ class PrioritizedReplay:
         # (N P_i)^-b / (N P_min)^-b = (P_min / P_i)^b; computed as a ratio for range.
         weights = jnp.power(p_min / jnp.maximum(probs, jnp.float32(1e-30)), jnp.float32(beta))
         weights = jnp.where((state.size > 0) & (probs > 0), jnp.minimum(weights, 1.0), 0.0)
-        # Make every read of the trees above feed `indices` (0 * x is not folded for floats),
-        # so that XLA orders those reads before the in-place `update` of the same step.
-        # Without this data dependency XLA copies each read level (O(N)) on every step.
-        ordering = (jnp.sum(probs) + jnp.sum(weights)) * jnp.float32(0.0)
-        indices = jnp.where(ordering == 0.0, indices, 0)
-        items = jax.tree.map(lambda buf: buf[indices], state.items)
+        if key_words is None:
+            # Make every read of the trees above feed `indices` (0 * x is not folded for
+            # floats), so that XLA orders those reads before the in-place `update` of the
+            # same step; without this data dependency XLA copies the leaf level (O(N)) on
+            # every step. (The one-call path reads the leaves inside the call whose output
+            # `indices` is, so only the two 1-word roots are read outside it.)
+            ordering = (jnp.sum(probs) + jnp.sum(weights)) * jnp.float32(0.0)
+            indices = jnp.where(ordering == 0.0, indices, 0)
+        if kernels is sumtree:
+            rows = jnp.take(state.rows, indices, axis=0, mode="clip")
+        else:
+            (rows,) = kernels.gather_rows([state.rows], indices)
+        items = state.layout.unpack(rows)
         return Sample(items=items, indices=indices, weights=weights, probabilities=probs)
 
     def update(self, state: ReplayState, indices, td_errors) -> ReplayState:

@@ -14,16 +14,27 @@ from __future__ import annotations
 import functools
 
 from hrl.replay.native._build import NativeBuildError, build, cache_dir, library_path
-from hrl.replay.native._ops import sample, sample_from_bits, update, update_words
+from hrl.replay.native._ops import (
+    gather_rows,
+    sample,
+    sample_from_bits,
+    sample_with_key,
+    threefry_key_words,
+    update,
+    update_words,
+)
 
 __all__ = [
     "NativeBuildError",
     "available",
     "build",
     "cache_dir",
+    "gather_rows",
     "library_path",
     "sample",
     "sample_from_bits",
+    "sample_with_key",
+    "threefry_key_words",
     "unavailable_reason",
     "update",
     "update_words",

@@ -11,6 +11,7 @@ may build at once: every one ends up loading a complete library.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -27,7 +28,7 @@ SOURCE = Path(__file__).with_name("sumtree_ffi.cc")
 
 # No -ffast-math and no FMA contraction: every float + and * must round as XLA's ops do.
 # No -march=native either: the cached library must not depend on the machine that built it
-# beyond its architecture, which is part of the cache key.
+# beyond its architecture and ISA level, which are part of the cache key (`isa_flags`).
 CXX_FLAGS = (
     "-O3",
     "-std=c++17",
@@ -44,6 +45,9 @@ TARGETS = {
     "HrlSumTreeUpdateMinF32": "hrl_sumtree_update_min_f32",
     "HrlSumTreeSampleF32": "hrl_sumtree_sample_f32",
     "HrlSumTreeSampleU32": "hrl_sumtree_sample_u32",
+    "HrlReplaySampleF32": "hrl_replay_sample_f32",
+    "HrlReplaySampleU32": "hrl_replay_sample_u32",
+    "HrlGatherRows": "hrl_gather_rows",
 }
 
 
@@ -55,9 +59,33 @@ _lock = threading.Lock()
 _registered_path: Path | None = None
 
 
+# x86-64-v3 (AVX2 and friends, as /proc/cpuinfo names them): the threefry hash and the
+# descent's per-lane float adds run about 1.5x faster with 256-bit vectors. Results do not
+# change: FMA contraction stays off, so every + and * still rounds on its own.
+_X86_64_V3 = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
+
+
+@functools.cache
+def isa_flags() -> tuple[str, ...]:
+    """("-march=x86-64-v3",) on an x86-64 Linux CPU with every v3 feature, else ();
+    $HRL_NATIVE_ISA=baseline forces the baseline (e.g. for a cache shared with older CPUs)."""
+    if os.environ.get("HRL_NATIVE_ISA", "") == "baseline":
+        return ()
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return ()
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ()
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                  if line.startswith("flags")), [])
+    return ("-march=x86-64-v3",) if _X86_64_V3 <= set(flags) else ()
+
+
 def cxx_flags() -> tuple[str, ...]:
-    """CXX_FLAGS plus any extra flags in $HRL_NATIVE_CXXFLAGS (part of the cache key)."""
-    return CXX_FLAGS + tuple(os.environ.get("HRL_NATIVE_CXXFLAGS", "").split())
+    """CXX_FLAGS, the ISA level, and any extra flags in $HRL_NATIVE_CXXFLAGS (all part of
+    the cache key)."""
+    return CXX_FLAGS + isa_flags() + tuple(os.environ.get("HRL_NATIVE_CXXFLAGS", "").split())
 
 
 def cache_dir() -> Path:

@@ -101,3 +101,73 @@ def sample(tree: SumTree, key: jax.Array, batch_size: int, stratified: bool = Tr
     """Draw `batch_size` indices with probability proportional to priority (int32)."""
     bits = jax.random.bits(key, (batch_size,), jnp.uint32)
     return sample_from_bits(tree, bits, stratified)
+
+
+def threefry_key_words(key) -> jax.Array | None:
+    """The two uint32 words of `key` if `jax.random.bits(key, ...)` is the partitionable
+    Threefry-2x32 hash that `sample_with_key` reproduces, else None (then draw the bits in
+    XLA and call `sample_from_bits`)."""
+    if not jax.config.jax_threefry_partitionable:
+        return None
+    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        if str(jax.random.key_impl(key)) != "threefry2x32" or key.shape != ():
+            return None
+        return jax.random.key_data(key)
+    if key.shape != (2,) or key.dtype != jnp.uint32:
+        return None
+    if jax.config.jax_default_prng_impl != "threefry2x32":
+        return None
+    return key
+
+
+def sample_with_key(tree: SumTree, key_words, size, batch_size: int, stratified: bool = True):
+    """`(indices, leaf_words)`: the buffer's sampling step in one call. Equal, bit for bit, to
+
+        bits = jax.random.bits(key, (batch_size,), jnp.uint32)
+        idx = minimum(sumtree.sample_from_bits(tree, bits, stratified), max(size - 1, 0))
+        leaf_words = tree.levels[-1].reshape(-1)[idx]
+
+    for the Threefry key whose words `threefry_key_words` returned.
+    """
+    ensure_registered()
+    key_words = jnp.asarray(key_words, jnp.uint32)
+    if key_words.shape != (2,):
+        raise ValueError(f"key words must have shape (2,), got {key_words.shape}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    call = jax.ffi.ffi_call(
+        f"hrl_replay_sample_{_suffix(tree, sampling=True)}",
+        (
+            jax.ShapeDtypeStruct((batch_size,), jnp.int32),
+            jax.ShapeDtypeStruct((batch_size,), tree.fmt.dtype),
+        ),
+        vmap_method="sequential",
+    )
+    indices, words = call(
+        key_words,
+        jnp.asarray(size, jnp.int32),
+        *tree.levels,
+        fanout=np.int64(tree.fanout),
+        stratified=bool(stratified),
+    )
+    return indices, words
+
+
+def gather_rows(arrays, indices):
+    """`[a[indices] for a in arrays]` (rows along axis 0, indices clamped into range) in one
+    pass over all arrays, with the row loads of different arrays overlapping."""
+    ensure_registered()
+    indices = _check_indices(indices)
+    arrays = list(arrays)
+    if not arrays:
+        return []
+    for j, a in enumerate(arrays):
+        if a.ndim < 1 or a.shape[0] < 1:
+            raise ValueError(f"gathered array {j} needs a leading dimension >= 1, got {a.shape}")
+    call = jax.ffi.ffi_call(
+        "hrl_gather_rows",
+        tuple(jax.ShapeDtypeStruct(indices.shape + a.shape[1:], a.dtype) for a in arrays),
+        vmap_method="sequential",
+    )
+    return list(call(indices, *arrays))

@@ -21,8 +21,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "xla/ffi/api/ffi.h"
 
@@ -32,6 +38,15 @@ namespace {
 
 constexpr int64_t kMaxFanout = 64;
 constexpr int kCumsumChunk = 16;  // XLA's reduce-window rewrite base length (see header).
+
+// Four float lanes (GCC/Clang vector extensions: SSE, AVX or NEON, whatever the target has).
+typedef float F4 __attribute__((vector_size(16)));
+typedef int32_t I4 __attribute__((vector_size(16)));
+constexpr int kLanes = 4;
+
+inline F4 Select(I4 mask, F4 a, F4 b) {  // mask lanes are all ones or all zeros
+  return (F4)(((I4)a & mask) | ((I4)b & ~mask));
+}
 
 struct Level {
   void* data;
@@ -123,7 +138,25 @@ struct MinFloat32Format {
   using Word = float;
   static constexpr ffi::DataType kType = ffi::DataType::F32;
   // formats.MinFloat32.combine: jnp.min over the children (init +inf, NaN propagates).
+  // The NaN-free case (the buffer never stores NaN) runs in vector lanes without branches;
+  // a NaN child takes the scalar loop with the propagation rule.
   static inline float Combine(const float* c, int64_t k, int /*s*/) {
+    if (k >= kLanes) {  // min is order-free without NaN: 4 lanes, then across the lanes
+      F4 m;
+      std::memcpy(&m, c, sizeof(F4));
+      I4 nan = m != m;
+      for (int64_t j = kLanes; j < k; j += kLanes) {
+        F4 v;
+        std::memcpy(&v, c + j, sizeof(F4));
+        nan |= v != v;
+        m = Select(v < m, v, m);
+      }
+      if ((nan[0] | nan[1] | nan[2] | nan[3]) == 0) {
+        float acc = m[0];
+        for (int l = 1; l < kLanes; ++l) acc = m[l] < acc ? m[l] : acc;
+        return acc;
+      }
+    }
     float acc = __builtin_inff();
     for (int64_t j = 0; j < k; ++j) {
       const float v = c[j];
@@ -256,8 +289,33 @@ inline int LastNonzero(const Word* c) {
   return last;
 }
 
+// The XLA:CPU inclusive prefix sum at `child` (the chunked order described in the header).
+template <int K>
+inline float InclusivePrefix(const float* c, int child) {
+  constexpr int kChunk = K < kCumsumChunk ? K : kCumsumChunk;
+  const int base = child - child % kChunk;
+  float chunk_prefix = 0.0f;
+  for (int b = 0; b < base; b += kChunk) {
+    float acc = 0.0f;
+    for (int j = b; j < b + kChunk; ++j) acc += c[j];
+    chunk_prefix = chunk_prefix + acc;
+  }
+  float acc = 0.0f;
+  for (int j = base; j <= child; ++j) acc += c[j];
+  return K > kCumsumChunk ? chunk_prefix + acc : acc;
+}
+
 // sumtree._descend_float. Prefix sums follow jnp.cumsum on XLA:CPU (see the header):
-// sequential within 16-wide chunks, chunk prefix added afterwards.
+// sequential within 16-wide chunks, the sum of the earlier chunks added afterwards.
+//
+// Vectorised across samples, not across children: lane l of a vector is sample l of a group,
+// so every lane adds its K children in the reference's sequential order and rounds exactly
+// as scalar code would, while one instruction serves kLanes samples. One pass over the
+// children: the child is the count of prefixes <= T, and because prefixes of non-negative
+// words never decrease it is also the first index whose prefix exceeds T, so that prefix and
+// that child's word are picked on the fly (no prefix array in memory).
+constexpr int kVectors = kGroup / kLanes;  // independent add chains per group
+
 template <int K>
 void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t batch,
                   int32_t* out_node) {
@@ -278,42 +336,72 @@ void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
           __builtin_prefetch(rows + ClampRow(node[p], last_row) * K);
       }
       const float* c[kGroup];
-      float t[kGroup], chunk_prefix[kGroup], acc[kGroup];
-      float inclusive[kGroup][K];
-      int count[kGroup];
-      for (int g = 0; g < kGroup; ++g) {
-        const int64_t i = i0 + (g < g_n ? g : 0);
-        c[g] = rows + ClampRow(node[i], last_row) * K;
-        t[g] = target[i];
-        chunk_prefix[g] = 0.0f;
-        count[g] = 0;
+      for (int g = 0; g < kGroup; ++g)
+        c[g] = rows + ClampRow(node[i0 + (g < g_n ? g : 0)], last_row) * K;
+      F4 t[kVectors], chunk_prefix[kVectors], acc[kVectors], hit_prefix[kVectors],
+          hit_word[kVectors];
+      I4 count[kVectors];
+      for (int v = 0; v < kVectors; ++v) {
+        for (int l = 0; l < kLanes; ++l) {
+          const int g = v * kLanes + l;
+          t[v][l] = target[i0 + (g < g_n ? g : 0)];
+        }
+        chunk_prefix[v] = F4{};
+        hit_prefix[v] = F4{};
+        hit_word[v] = F4{};
+        count[v] = I4{};
       }
       for (int base = 0; base < K; base += kChunk) {
-        for (int g = 0; g < kGroup; ++g) acc[g] = 0.0f;
-        for (int j = base; j < base + kChunk; ++j) {
-          for (int g = 0; g < kGroup; ++g) {
-            acc[g] += c[g][j];
-            inclusive[g][j] = acc[g];
-            if constexpr (K <= kCumsumChunk) count[g] += acc[g] <= t[g];
-          }
-        }
-        if constexpr (K > kCumsumChunk) {
-          for (int j = base; j < base + kChunk; ++j) {
-            for (int g = 0; g < kGroup; ++g) {
-              const float v = chunk_prefix[g] + inclusive[g][j];
-              inclusive[g][j] = v;
-              count[g] += v <= t[g];
+        for (int v = 0; v < kVectors; ++v) acc[v] = F4{};
+        auto step = [&](int v, int j, F4 w) {
+          acc[v] += w;
+          const F4 val = K > kCumsumChunk ? chunk_prefix[v] + acc[v] : acc[v];
+          const I4 below = val <= t[v];
+          const I4 hit = (count[v] == j) & ~below;
+          hit_prefix[v] = Select(hit, val, hit_prefix[v]);
+          hit_word[v] = Select(hit, w, hit_word[v]);
+          count[v] -= below;  // `below` lanes are -1
+        };
+        if constexpr (K >= kLanes) {
+          // Four children of four samples: four row loads and a 4x4 transpose.
+          for (int j = base; j < base + kChunk; j += kLanes) {
+            for (int v = 0; v < kVectors; ++v) {
+              const float* const* cv = c + v * kLanes;
+              F4 r[kLanes];
+              for (int l = 0; l < kLanes; ++l) std::memcpy(&r[l], cv[l] + j, sizeof(F4));
+              const F4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5);
+              const F4 t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+              const F4 t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5);
+              const F4 t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+              step(v, j, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+              step(v, j + 1, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+              step(v, j + 2, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+              step(v, j + 3, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
             }
           }
-          for (int g = 0; g < kGroup; ++g) chunk_prefix[g] = chunk_prefix[g] + acc[g];
+        } else {
+          for (int j = base; j < base + kChunk; ++j) {
+            for (int v = 0; v < kVectors; ++v) {
+              const float* const* cv = c + v * kLanes;
+              step(v, j, F4{cv[0][j], cv[1][j], cv[2][j], cv[3][j]});
+            }
+          }
         }
+        if constexpr (K > kCumsumChunk)
+          for (int v = 0; v < kVectors; ++v) chunk_prefix[v] = chunk_prefix[v] + acc[v];
       }
       for (int g = 0; g < g_n; ++g) {
+        const int v = g / kLanes, l = g % kLanes;
         const int64_t i = i0 + g;
-        int child = count[g];
-        if (child >= K) child = LastNonzero<K>(c[g]);  // past the end only through rounding
-        const float picked = inclusive[g][child] - c[g][child];  // exclusive prefix, as XLA forms it
-        const float rest = t[g] - picked;
+        int child = count[v][l];
+        float inclusive = hit_prefix[v][l], word = hit_word[v][l];
+        if (child >= K) {  // past the end only through rounding: the last non-zero child
+          child = LastNonzero<K>(c[g]);
+          inclusive = InclusivePrefix<K>(c[g], child);
+          word = c[g][child];
+        }
+        const float picked = inclusive - word;  // exclusive prefix, as XLA forms it
+        const float rest = target[i] - picked;
         target[i] = rest > 0.0f ? rest : 0.0f;
         node[i] = node[i] * K + child;
       }
@@ -350,19 +438,18 @@ void DescendFixed(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
       const uint32_t* c = rows + ClampRow(node[i], last_row) * K;
       const uint32_t digit = shift >= 0 ? (low[i] >> shift) & mask : 0u;
       const uint64_t target = (static_cast<uint64_t>(t[i]) << s) | digit;
-      uint64_t prefix[K];
-      uint64_t running = 0;
+      uint64_t running = 0, excl = 0;
       int child = 0;
       for (int j = 0; j < K; ++j) {
         running += c[j];
-        prefix[j] = running;
-        child += running <= target;
+        const bool below = running <= target;
+        excl = below ? running : excl;
+        child += below;
       }
       if (child >= K) {  // only through the round-up slack: take the last non-zero child
         child = LastNonzero<K>(c);
         t[i] = c[child] - 1u;
       } else {
-        const uint64_t excl = child > 0 ? prefix[child - 1] : 0;
         t[i] = static_cast<uint32_t>(target - excl);  // == ((t << s) | digit) - p_excl mod 2^32
       }
       node[i] = node[i] * K + child;
@@ -408,6 +495,178 @@ ffi::Error SampleImpl(ffi::AnyBuffer bits_buf, ffi::RemainingArgs levels_in,
   return ffi::Error::Success();
 }
 
+// --------------------------------------------------------------------------- random bits
+
+inline uint32_t Rotl(uint32_t v, int d) { return (v << d) | (v >> (32 - d)); }
+
+// jax.random.bits(key, (n,), jnp.uint32) for a threefry2x32 key under
+// jax_threefry_partitionable (JAX's default): the 64-bit counter i is hashed as the pair
+// (hi, lo) = (i >> 32, i & 0xffffffff) with Threefry-2x32 (20 rounds) and the two output words
+// are xor-ed. Reproducing it here saves XLA:CPU's rolled 5-iteration while loop (about 10 us
+// per batch); the Python side only takes this path when that config and key type hold.
+void ThreefryBits(uint32_t k0, uint32_t k1, int64_t n, uint32_t* out) {
+  static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t x0 = static_cast<uint32_t>(static_cast<uint64_t>(i) >> 32) + ks[0];
+    uint32_t x1 = static_cast<uint32_t>(i) + ks[1];
+    for (int r = 0; r < 5; ++r) {
+      for (int j = 0; j < 4; ++j) {
+        x0 += x1;
+        x1 = Rotl(x1, kRot[r & 1][j]);
+        x1 ^= x0;
+      }
+      x0 += ks[(r + 1) % 3];
+      x1 += ks[(r + 2) % 3] + static_cast<uint32_t>(r + 1);
+    }
+    out[i] = x0 ^ x1;
+  }
+}
+
+// buffer.PrioritizedReplay.sample's tree part in one call: threefry bits from the key,
+// (stratified) descent, indices clamped to the filled part [0, max(size, 1) - 1], and the
+// clamped indices' leaf words (the caller decodes them into probabilities and IS weights).
+template <typename Fmt>
+ffi::Error SampleKeyImpl(ffi::AnyBuffer key_buf, ffi::AnyBuffer size_buf,
+                         ffi::RemainingArgs levels_in, ffi::Result<ffi::AnyBuffer> out_indices,
+                         ffi::Result<ffi::AnyBuffer> out_words, int64_t fanout, bool stratified) {
+  using Word = typename Fmt::Word;
+  if (auto e = CheckFanout(fanout); e.failure()) return e;
+  if (key_buf.element_type() != ffi::DataType::U32 || key_buf.element_count() != 2)
+    return ffi::Error::InvalidArgument("key must be the 2 uint32 words of a threefry2x32 key");
+  if (size_buf.element_type() != ffi::DataType::S32 || size_buf.element_count() != 1)
+    return ffi::Error::InvalidArgument("size must be an int32 scalar");
+  if (out_indices->element_type() != ffi::DataType::S32 || out_words->element_type() != Fmt::kType)
+    return ffi::Error::InvalidArgument("results must be int32 indices and leaf words");
+  const int64_t batch = static_cast<int64_t>(out_indices->element_count());
+  if (static_cast<int64_t>(out_words->element_count()) != batch)
+    return ffi::Error::InvalidArgument("indices and leaf words differ in length");
+  std::vector<Level> lv;
+  if (auto e = CollectLevels(levels_in, Fmt::kType, fanout, &lv); e.failure()) return e;
+  if (batch == 0) return ffi::Error::Success();
+  const uint32_t* key = key_buf.typed_data<uint32_t>();
+  std::vector<uint32_t> bits(batch), frac(batch);
+  ThreefryBits(key[0], key[1], batch, bits.data());
+  Fractions(bits.data(), batch, stratified, frac.data());
+  int32_t* result = out_indices->typed_data<int32_t>();
+  switch (fanout) {
+    case 2: Descend<Fmt, 2>(lv, frac.data(), batch, result); break;
+    case 4: Descend<Fmt, 4>(lv, frac.data(), batch, result); break;
+    case 8: Descend<Fmt, 8>(lv, frac.data(), batch, result); break;
+    case 16: Descend<Fmt, 16>(lv, frac.data(), batch, result); break;
+    case 32: Descend<Fmt, 32>(lv, frac.data(), batch, result); break;
+    case 64: Descend<Fmt, 64>(lv, frac.data(), batch, result); break;
+  }
+  const int32_t size = *size_buf.typed_data<int32_t>();
+  const int32_t last = size > 1 ? size - 1 : 0;
+  const Word* leaves = static_cast<const Word*>(lv.back().data);
+  Word* words = reinterpret_cast<Word*>(out_words->untyped_data());
+  for (int64_t i = 0; i < batch; ++i) {
+    const int32_t idx = result[i] < last ? result[i] : last;
+    result[i] = idx;
+    words[i] = leaves[idx];
+  }
+  return ffi::Error::Success();
+}
+
+// --------------------------------------------------------------------------- huge pages
+
+// Random rows of a large table (the replay rows, the leaf levels) miss the TLB on every
+// access with 4 KiB pages: a 2^20-slot buffer of 44-byte rows spans 11k pages. Backing such
+// a buffer with 2 MiB pages turns each row read into a single cache miss. Linux with
+// transparent huge pages in "madvise" mode (the common default) does that only for regions
+// that ask, so the kernels ask once per buffer: MADV_HUGEPAGE for future faults and
+// MADV_COLLAPSE (Linux >= 6.1) to rebuild the pages already there. Failures are ignored:
+// this changes speed, never results.
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kAdviseMinBytes = size_t{8} << 20;
+
+void AdviseHugePages(const void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes < kAdviseMinBytes) return;
+  static std::mutex mu;
+  static std::unordered_set<const void*> done;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!done.insert(data).second) return;
+  }
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
+  if (end <= begin) return;
+  void* start = reinterpret_cast<void*>(begin);
+  madvise(start, end - begin, MADV_HUGEPAGE);
+#if defined(MADV_COLLAPSE)
+  madvise(start, end - begin, MADV_COLLAPSE);
+#else
+  madvise(start, end - begin, 25 /* MADV_COLLAPSE */);
+#endif
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+// --------------------------------------------------------------------------- row gather
+
+// out_j[i] = array_j[clamp(indices[i], 0, rows_j - 1)] for every array j (rows of any byte
+// width). XLA:CPU's gather costs about 6 us per array at B = 256 from a 2^20-row table; here
+// all arrays are gathered in one pass with software prefetch kGatherAhead rows ahead, so the
+// cache misses of different rows and arrays overlap.
+constexpr int64_t kGatherAhead = 16;
+
+ffi::Error GatherRowsImpl(ffi::AnyBuffer indices_buf, ffi::RemainingArgs arrays,
+                          ffi::RemainingRets outs) {
+  if (indices_buf.element_type() != ffi::DataType::S32)
+    return ffi::Error::InvalidArgument("indices must be int32");
+  if (arrays.size() != outs.size())
+    return ffi::Error::InvalidArgument("one result per gathered array");
+  const int64_t batch = static_cast<int64_t>(indices_buf.element_count());
+  const int32_t* indices = indices_buf.typed_data<int32_t>();
+  const size_t m = arrays.size();
+  std::vector<const char*> src(m);
+  std::vector<char*> dst(m);
+  std::vector<int64_t> rows(m), row_bytes(m);
+  for (size_t j = 0; j < m; ++j) {
+    auto a = arrays.get<ffi::AnyBuffer>(j);
+    if (a.has_error()) return a.error();
+    auto o = outs.get<ffi::AnyBuffer>(j);
+    if (o.has_error()) return o.error();
+    auto dims = a->dimensions();
+    if (dims.size() == 0 || dims[0] < 1)
+      return ffi::Error::InvalidArgument("gathered array " + std::to_string(j) +
+                                         " needs a leading dimension of at least 1");
+    rows[j] = dims[0];
+    row_bytes[j] = static_cast<int64_t>(a->size_bytes()) / rows[j];
+    if (static_cast<int64_t>((*o)->size_bytes()) != row_bytes[j] * batch)
+      return ffi::Error::InvalidArgument("result " + std::to_string(j) + " has the wrong size");
+    src[j] = static_cast<const char*>(a->untyped_data());
+    AdviseHugePages(src[j], a->size_bytes());
+    dst[j] = static_cast<char*>((*o)->untyped_data());
+  }
+  auto row = [&](size_t j, int64_t i) {
+    int64_t r = indices[i];
+    r = r < 0 ? 0 : (r >= rows[j] ? rows[j] - 1 : r);
+    return src[j] + r * row_bytes[j];
+  };
+  for (int64_t i = 0; i < batch && i < kGatherAhead; ++i)
+    for (size_t j = 0; j < m; ++j) __builtin_prefetch(row(j, i));
+  for (int64_t i = 0; i < batch; ++i) {
+    if (i + kGatherAhead < batch)
+      for (size_t j = 0; j < m; ++j) __builtin_prefetch(row(j, i + kGatherAhead));
+    for (size_t j = 0; j < m; ++j) {
+      const char* from = row(j, i);
+      char* to = dst[j] + i * row_bytes[j];
+      switch (row_bytes[j]) {  // fixed sizes compile to plain loads and stores
+        case 4: std::memcpy(to, from, 4); break;
+        case 8: std::memcpy(to, from, 8); break;
+        case 16: std::memcpy(to, from, 16); break;
+        default: std::memcpy(to, from, row_bytes[j]);
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 #define HRL_UPDATE_BINDING                 \
@@ -435,3 +694,23 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlSumTreeUpdateMinF32, UpdateImpl<MinFloat32Forma
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlSumTreeSampleF32, SampleImpl<Float32Format>, HRL_SAMPLE_BINDING);
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlSumTreeSampleU32, SampleImpl<FixedPointFormat>,
                               HRL_SAMPLE_BINDING);
+
+#define HRL_SAMPLE_KEY_BINDING                  \
+  ffi::Ffi::Bind()                              \
+      .Arg<ffi::AnyBuffer>() /* key words */    \
+      .Arg<ffi::AnyBuffer>() /* size */         \
+      .RemainingArgs()       /* levels */       \
+      .Ret<ffi::AnyBuffer>() /* indices */      \
+      .Ret<ffi::AnyBuffer>() /* leaf words */   \
+      .Attr<int64_t>("fanout")                  \
+      .Attr<bool>("stratified")
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplaySampleF32, SampleKeyImpl<Float32Format>,
+                              HRL_SAMPLE_KEY_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplaySampleU32, SampleKeyImpl<FixedPointFormat>,
+                              HRL_SAMPLE_KEY_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlGatherRows, GatherRowsImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>() /* indices */
+                                  .RemainingArgs()       /* arrays */
+                                  .RemainingRets());     /* gathered rows */
