@@ -385,3 +385,38 @@ def test_min_tree_with_a_nan_child_matches_reference():
     for g, w in zip(words(tree_nat), words(tree_ref), strict=True):
         np.testing.assert_array_equal(g, w)  # NaN == NaN here: the NaN reaches the root
     assert np.isnan(np.asarray(tree_nat.levels[0])).all()
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+@pytest.mark.parametrize("weights", ["global", "batch"])
+def test_replay_update_equals_the_reference_steps(fmt, weights):
+    """The buffer's one-call update against its pure-JAX steps: leaves, min tree and the
+    running max priority bit for bit (fixed point: every word), with duplicates, indices
+    outside the filled part and non-finite TD errors in the batch."""
+    from hrl.replay.buffer import make_prioritized_replay
+
+    item = {"x": np.zeros(2, np.float32)}
+    buffers = [
+        make_prioritized_replay(500, fanout=4, fmt=fmt, weights=weights, impl=impl)
+        for impl in ("xla", "native")
+    ]
+    items = {"x": np.ones((300, 2), np.float32)}
+    states = [jax.jit(rb.add)(rb.init(item), items) for rb in buffers]
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        idx = rng.integers(-3, 320, 64).astype(np.int32)  # some >= size 300, some < 0
+        idx[5] = idx[9]  # a duplicate: the last one wins
+        td = (rng.standard_normal(64) * 3).astype(np.float32)
+        td[[2, 40]] = [np.nan, np.inf]
+        states = [jax.jit(rb.update)(s, idx, td) for rb, s in zip(buffers, states, strict=True)]
+    want, got = states
+    np.testing.assert_array_equal(got.max_priority, want.max_priority)
+    np.testing.assert_array_equal(ref.leaf_words(got.tree), ref.leaf_words(want.tree))
+    if fmt == "fixed":
+        for g, w in zip(words(got.tree), words(want.tree), strict=True):
+            np.testing.assert_array_equal(g, w)
+    if weights == "global":
+        for g, w in zip(words(got.min_tree), words(want.min_tree), strict=True):
+            np.testing.assert_array_equal(g, w)
+    else:
+        assert got.min_tree is None

@@ -21,7 +21,8 @@ Bad input, the policy:
 * outside jit (concrete values), ValueError for: NaN/inf/negative priorities, indices outside
   the filled part, sampling from an empty buffer, a batch larger than the filled part;
 * inside jit the values are unknown, so instead: non-finite TD errors get the maximum
-  priority seen (the item is revisited soon rather than lost or poisoning the tree),
+  priority seen before that update (the item is revisited soon rather than lost or
+  poisoning the tree),
   out-of-range indices are ignored, an empty buffer yields zero weights, and a batch larger
   than the filled part samples with replacement (as it always does).
 """
@@ -140,9 +141,7 @@ class PrioritizedReplay:
         ):
             arr = jnp.asarray(new)
             if arr.ndim != len(shape) + 1 or arr.shape[1:] != shape:
-                raise ValueError(
-                    f"item leaf {name}: expected shape (M, *{shape}), got {arr.shape}"
-                )
+                raise ValueError(f"item leaf {name}: expected shape (M, *{shape}), got {arr.shape}")
             if arr.dtype != dtype:
                 raise ValueError(f"item leaf {name}: expected dtype {dtype}, got {arr.dtype}")
             if batch is None:
@@ -216,9 +215,7 @@ class PrioritizedReplay:
             if size == 0:
                 raise ValueError("cannot sample from an empty replay buffer; add items first")
             if batch_size > size:
-                raise ValueError(
-                    f"batch_size {batch_size} exceeds the {size} items in the buffer"
-                )
+                raise ValueError(f"batch_size {batch_size} exceeds the {size} items in the buffer")
         tree, kernels = state.tree, self._kernels
         key_words = kernels.threefry_key_words(key) if kernels is not sumtree else None
         if key_words is not None:
@@ -248,10 +245,9 @@ class PrioritizedReplay:
             ordering = (jnp.sum(probs) + jnp.sum(weights)) * jnp.float32(0.0)
             indices = jnp.where(ordering == 0.0, indices, 0)
         if kernels is sumtree:
-            rows = jnp.take(state.rows, indices, axis=0, mode="clip")
+            items = state.layout.unpack(jnp.take(state.rows, indices, axis=0, mode="clip"))
         else:
-            (rows,) = kernels.gather_rows([state.rows], indices)
-        items = state.layout.unpack(rows)
+            items = kernels.gather_fields(state.rows, indices, state.layout)
         return Sample(items=items, indices=indices, weights=weights, probabilities=probs)
 
     def update(self, state: ReplayState, indices, td_errors) -> ReplayState:
@@ -276,15 +272,30 @@ class PrioritizedReplay:
                 i = int(np.argmax(bad))
                 raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
         raw = jnp.abs(td) + jnp.float32(self.eps)
-        valid = (indices >= 0) & (indices < state.size)
         finite = jnp.isfinite(raw)
-        max_priority = jnp.maximum(
-            state.max_priority, jnp.max(jnp.where(valid & finite, raw, 0.0))
-        )
-        raw = jnp.where(finite, raw, max_priority)
+        # Non-finite TD errors take the largest priority seen before this update.
+        stored = self._priority(jnp.where(finite, raw, state.max_priority))
+        kernels = self._kernels
+        if kernels is not sumtree:  # the same steps below, in one call (no XLA bookkeeping ops)
+            tree, min_tree, max_priority = kernels.replay_update(
+                state.tree,
+                state.min_tree,
+                indices,
+                td,
+                stored,
+                state.size,
+                state.max_priority,
+                self.eps,
+            )
+            return state.replace(tree=tree, min_tree=min_tree, max_priority=max_priority)
+        valid = (indices >= 0) & (indices < state.size)
+        max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(valid & finite, raw, 0.0)))
         indices = jnp.where(valid, indices, self.capacity)  # out of range -> dropped
-        state = state.replace(max_priority=max_priority)
-        return self._set_priorities(state, indices, raw)
+        tree = sumtree.update(state.tree, indices, stored)
+        min_tree = state.min_tree
+        if min_tree is not None:
+            min_tree = sumtree.update(min_tree, indices, stored)
+        return state.replace(tree=tree, min_tree=min_tree, max_priority=max_priority)
 
 
 def make_prioritized_replay(

@@ -42,6 +42,14 @@ class RowLayout:
     def row_words(self) -> int:
         return -(-self.row_bytes // 4)
 
+    @property
+    def field_sizes(self) -> tuple[int, ...]:
+        """Bytes of each leaf in a row."""
+        return tuple(
+            math.prod(shape) * dtype.itemsize
+            for shape, dtype in zip(self.shapes, self.dtypes, strict=True)
+        )
+
     @classmethod
     def of(cls, example_item) -> RowLayout:
         """The layout of transitions shaped like `example_item` (one, unbatched)."""
@@ -80,8 +88,8 @@ class RowLayout:
         m = rows.shape[0]
         rows = lax.bitcast_convert_type(rows, jnp.uint8).reshape(m, 4 * self.row_words)
         leaves = []
-        for shape, dtype, offset in zip(self.shapes, self.dtypes, self.offsets, strict=True):
-            size = math.prod(shape) * dtype.itemsize
+        fields = zip(self.shapes, self.dtypes, self.offsets, self.field_sizes, strict=True)
+        for shape, dtype, offset, size in fields:
             part = rows[:, offset : offset + size]
             if dtype == np.bool_:
                 leaves.append(part.reshape((m, *shape)) != 0)

@@ -15,7 +15,9 @@ import functools
 
 from hrl.replay.native._build import NativeBuildError, build, cache_dir, library_path
 from hrl.replay.native._ops import (
+    gather_fields,
     gather_rows,
+    replay_update,
     sample,
     sample_from_bits,
     sample_with_key,
@@ -29,8 +31,10 @@ __all__ = [
     "available",
     "build",
     "cache_dir",
+    "gather_fields",
     "gather_rows",
     "library_path",
+    "replay_update",
     "sample",
     "sample_from_bits",
     "sample_with_key",

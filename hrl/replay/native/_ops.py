@@ -171,3 +171,73 @@ def gather_rows(arrays, indices):
         vmap_method="sequential",
     )
     return list(call(indices, *arrays))
+
+
+def gather_fields(table, indices, layout):
+    """`layout.unpack(table[indices])` in one pass: the sampled rows of packed transitions
+    (`hrl.replay.rows.RowLayout`) copied straight into their leaves, indices clamped."""
+    ensure_registered()
+    indices = _check_indices(indices)
+    if table.ndim != 2 or table.shape[0] < 1:
+        raise ValueError(f"the table must be 2-D with at least one row, got {table.shape}")
+    call = jax.ffi.ffi_call(
+        "hrl_gather_fields",
+        tuple(
+            jax.ShapeDtypeStruct(indices.shape + shape, dtype)
+            for shape, dtype in zip(layout.shapes, layout.dtypes, strict=True)
+        ),
+        vmap_method="sequential",
+    )
+    leaves = call(
+        indices,
+        table,
+        offsets=np.asarray(layout.offsets, np.int64),
+        sizes=np.asarray(layout.field_sizes, np.int64),
+    )
+    return layout.treedef.unflatten(list(leaves))
+
+
+def replay_update(
+    tree: SumTree, min_tree: SumTree | None, indices, td, stored, size, max_priority, eps: float
+):
+    """`(tree, min_tree, max_priority)` after the buffer's priority update, in one call.
+
+    `stored` are the new priorities before encoding (the caller's `(|td| + eps) ** alpha`,
+    non-finite entries already replaced); the call writes `tree.fmt.encode(stored)` into the
+    sum tree and `stored` into the min tree (if any) at the indices in [0, size), drops the
+    others, and returns max(max_priority, |td| + eps over the kept, finite entries). Equal to
+    the reference path of `PrioritizedReplay.update` bit for bit.
+    """
+    ensure_registered()
+    indices = _check_indices(indices)
+    td = jnp.asarray(td, jnp.float32)
+    stored = jnp.asarray(stored, jnp.float32)
+    if td.shape != indices.shape or stored.shape != indices.shape:
+        raise ValueError(f"indices {indices.shape}, td {td.shape}, stored {stored.shape} differ")
+    n_sum = len(tree.levels)
+    levels = tuple(tree.levels) + (tuple(min_tree.levels) if min_tree is not None else ())
+    first_level = 6  # indices, td, words, min values, size, max priority
+    call = jax.ffi.ffi_call(
+        f"hrl_replay_update_{_suffix(tree)}",
+        (jax.ShapeDtypeStruct((), jnp.float32),)
+        + tuple(jax.ShapeDtypeStruct(level.shape, level.dtype) for level in levels),
+        input_output_aliases={first_level + i: 1 + i for i in range(len(levels))},
+        vmap_method="sequential",
+    )
+    max_priority, *out = call(
+        indices,
+        td,
+        jnp.asarray(tree.fmt.encode(stored), tree.fmt.dtype),
+        stored,
+        jnp.asarray(size, jnp.int32),
+        jnp.asarray(max_priority, jnp.float32),
+        *levels,
+        fanout=np.int64(tree.fanout),
+        capacity=np.int64(tree.capacity),
+        eps=np.float32(eps),
+        n_sum_levels=np.int64(n_sum),
+    )
+    tree = tree.replace(levels=tuple(out[:n_sum]))
+    if min_tree is not None:
+        min_tree = min_tree.replace(levels=tuple(out[n_sum:]))
+    return tree, min_tree, max_priority

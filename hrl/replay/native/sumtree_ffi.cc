@@ -18,8 +18,10 @@
 //
 // Buffers arrive aliased (input_output_aliases), so update writes the tree in place.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -53,15 +55,17 @@ struct Level {
   int64_t rows;  // rows of K words (level 0: 1 row of 1 word)
 };
 
-// Reads the level buffers and checks that they form a tree of fanout K with word dtype `dt`.
+// Reads the level buffers levels[first, first + count) (count < 0: to the end) and checks
+// that they form a tree of fanout K with word dtype `dt`.
 template <typename Levels>
 ffi::Error CollectLevels(const Levels& levels, ffi::DataType dt, int64_t fanout,
-                         std::vector<Level>* out) {
+                         std::vector<Level>* out, size_t first = 0, int64_t count = -1) {
   out->clear();
-  const size_t n = levels.size();
+  const size_t n = count < 0 ? levels.size() - first : static_cast<size_t>(count);
   if (n < 2) return ffi::Error::InvalidArgument("sum tree needs at least 2 levels");
+  if (first + n > levels.size()) return ffi::Error::InvalidArgument("too few level buffers");
   for (size_t l = 0; l < n; ++l) {
-    auto maybe = levels.template get<ffi::AnyBuffer>(l);
+    auto maybe = levels.template get<ffi::AnyBuffer>(first + l);
     if (maybe.has_error()) return maybe.error();
     ffi::AnyBuffer buf = *maybe;
     if (buf.element_type() != dt)
@@ -83,10 +87,13 @@ ffi::Error CollectLevels(const Levels& levels, ffi::DataType dt, int64_t fanout,
 }
 
 template <typename Rets>
-ffi::Error CollectRetLevels(const Rets& levels, std::vector<void*>* out) {
+ffi::Error CollectRetLevels(const Rets& levels, std::vector<void*>* out, size_t first = 0,
+                            int64_t count = -1) {
   out->clear();
-  for (size_t l = 0; l < levels.size(); ++l) {
-    auto maybe = levels.template get<ffi::AnyBuffer>(l);
+  const size_t n = count < 0 ? levels.size() - first : static_cast<size_t>(count);
+  if (first + n > levels.size()) return ffi::Error::InvalidArgument("too few result levels");
+  for (size_t l = 0; l < n; ++l) {
+    auto maybe = levels.template get<ffi::AnyBuffer>(first + l);
     if (maybe.has_error()) return maybe.error();
     out->push_back((*maybe)->untyped_data());
   }
@@ -168,6 +175,8 @@ struct MinFloat32Format {
 
 // --------------------------------------------------------------------------- update
 
+constexpr int64_t kWriteAhead = 16;  // leaf writes: prefetch the line this many writes ahead
+
 // The update proper on raw level pointers (level l has rows[l] rows of K words).
 template <typename Fmt, int K>
 void UpdateLevels(const std::vector<void*>& levels, const std::vector<int64_t>& rows,
@@ -178,6 +187,10 @@ void UpdateLevels(const std::vector<void*>& levels, const std::vector<int64_t>& 
   const int depth = static_cast<int>(levels.size()) - 1;
   Word* leaves = static_cast<Word*>(levels[depth]);
   for (int64_t i = 0; i < batch; ++i) {
+    if (i + kWriteAhead < batch) {
+      const int32_t ahead = indices[i + kWriteAhead];
+      if (ahead >= 0 && ahead < capacity) __builtin_prefetch(leaves + ahead, 1);
+    }
     const int32_t idx = indices[i];
     if (idx >= 0 && idx < capacity) leaves[idx] = words[i];
   }
@@ -211,6 +224,41 @@ void UpdateLevels(const std::vector<void*>& levels, const std::vector<int64_t>& 
 // outside [0, capacity) dropped; then every ancestor recomputed from its children, bottom up.
 // Like the reference, a level with no more rows of children than the batch has indices is
 // recomputed whole, and an out-of-range index recomputes the ancestors of leaf 0.
+// Writes `words` at `indices` into the tree whose level buffers are in/out (aliased, or
+// copied first) and fixes every ancestor.
+template <typename Fmt>
+ffi::Error UpdateTree(const std::vector<Level>& in, const std::vector<void*>& out,
+                      const int32_t* indices, const typename Fmt::Word* words, int64_t batch,
+                      int64_t fanout, int64_t capacity) {
+  using Word = typename Fmt::Word;
+  if (out.size() != in.size())
+    return ffi::Error::InvalidArgument("number of result levels differs from input levels");
+  // The Python side aliases every level; if XLA ever hands separate buffers, copy first.
+  for (size_t l = 0; l < in.size(); ++l) {
+    if (out[l] != in[l].data)
+      std::memcpy(out[l], in[l].data, sizeof(Word) * in[l].rows * (l == 0 ? 1 : fanout));
+  }
+  const int64_t leaf_words = in.back().rows * fanout;
+  if (capacity < 1 || capacity > leaf_words)
+    return ffi::Error::InvalidArgument("capacity " + std::to_string(capacity) +
+                                       " does not fit the leaf level");
+  std::vector<int64_t> rows(in.size());
+  for (size_t l = 0; l < in.size(); ++l) rows[l] = in[l].rows;
+  switch (fanout) {  // a compile-time K lets the compiler unroll the row sums
+    case 2: UpdateLevels<Fmt, 2>(out, rows, indices, words, batch, capacity); break;
+    case 4: UpdateLevels<Fmt, 4>(out, rows, indices, words, batch, capacity); break;
+    case 8: UpdateLevels<Fmt, 8>(out, rows, indices, words, batch, capacity); break;
+    case 16: UpdateLevels<Fmt, 16>(out, rows, indices, words, batch, capacity); break;
+    case 32: UpdateLevels<Fmt, 32>(out, rows, indices, words, batch, capacity); break;
+    case 64: UpdateLevels<Fmt, 64>(out, rows, indices, words, batch, capacity); break;
+  }
+  return ffi::Error::Success();
+}
+
+// sumtree.update_words: leaves written in batch order (so the last duplicate wins), indices
+// outside [0, capacity) dropped; then every ancestor recomputed from its children, bottom up.
+// Like the reference, a level with no more rows of children than the batch has indices is
+// recomputed whole, and an out-of-range index recomputes the ancestors of leaf 0.
 template <typename Fmt>
 ffi::Error UpdateImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer words_buf,
                       ffi::RemainingArgs levels_in, ffi::RemainingRets levels_out,
@@ -224,35 +272,79 @@ ffi::Error UpdateImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer words_buf,
   const int64_t batch = static_cast<int64_t>(indices_buf.element_count());
   if (static_cast<int64_t>(words_buf.element_count()) != batch)
     return ffi::Error::InvalidArgument("indices and words differ in length");
-
   std::vector<Level> in;
   if (auto e = CollectLevels(levels_in, Fmt::kType, fanout, &in); e.failure()) return e;
   std::vector<void*> out;
   if (auto e = CollectRetLevels(levels_out, &out); e.failure()) return e;
-  if (out.size() != in.size())
-    return ffi::Error::InvalidArgument("number of result levels differs from input levels");
-  // The Python side aliases every level; if XLA ever hands separate buffers, copy first.
-  for (size_t l = 0; l < in.size(); ++l) {
-    if (out[l] != in[l].data)
-      std::memcpy(out[l], in[l].data, sizeof(Word) * in[l].rows * (l == 0 ? 1 : fanout));
-  }
+  return UpdateTree<Fmt>(in, out, indices_buf.typed_data<int32_t>(),
+                         reinterpret_cast<const Word*>(words_buf.untyped_data()), batch, fanout,
+                         capacity);
+}
 
-  const int64_t leaf_words = in.back().rows * fanout;
-  if (capacity < 1 || capacity > leaf_words)
-    return ffi::Error::InvalidArgument("capacity " + std::to_string(capacity) +
-                                       " does not fit the leaf level");
-  std::vector<int64_t> rows(in.size());
-  for (size_t l = 0; l < in.size(); ++l) rows[l] = in[l].rows;
-  const int32_t* indices = indices_buf.typed_data<int32_t>();
-  const Word* words = reinterpret_cast<const Word*>(words_buf.untyped_data());
-  switch (fanout) {  // a compile-time K lets the compiler unroll the row sums
-    case 2: UpdateLevels<Fmt, 2>(out, rows, indices, words, batch, capacity); break;
-    case 4: UpdateLevels<Fmt, 4>(out, rows, indices, words, batch, capacity); break;
-    case 8: UpdateLevels<Fmt, 8>(out, rows, indices, words, batch, capacity); break;
-    case 16: UpdateLevels<Fmt, 16>(out, rows, indices, words, batch, capacity); break;
-    case 32: UpdateLevels<Fmt, 32>(out, rows, indices, words, batch, capacity); break;
-    case 64: UpdateLevels<Fmt, 64>(out, rows, indices, words, batch, capacity); break;
+// buffer.PrioritizedReplay.update's bookkeeping and both tree writes in one call:
+// raw = |td| + eps; an index is valid if 0 <= index < size (invalid ones are dropped);
+// max_priority_out = max(max_priority, raw of the valid, finite entries); `words` (the sum
+// tree's encoded priorities) and `min_values` (the min tree's) were formed by the caller from
+// the same raw values. With n_min_levels == 0 there is no min tree (weights="batch").
+template <typename Fmt>
+ffi::Error ReplayUpdateImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer td_buf,
+                            ffi::AnyBuffer words_buf, ffi::AnyBuffer min_values_buf,
+                            ffi::AnyBuffer size_buf, ffi::AnyBuffer max_buf,
+                            ffi::RemainingArgs levels_in, ffi::Result<ffi::AnyBuffer> max_out,
+                            ffi::RemainingRets levels_out, int64_t fanout, int64_t capacity,
+                            float eps, int64_t n_sum_levels) {
+  using Word = typename Fmt::Word;
+  if (auto e = CheckFanout(fanout); e.failure()) return e;
+  const int64_t batch = static_cast<int64_t>(indices_buf.element_count());
+  if (indices_buf.element_type() != ffi::DataType::S32 ||
+      td_buf.element_type() != ffi::DataType::F32 || words_buf.element_type() != Fmt::kType ||
+      min_values_buf.element_type() != ffi::DataType::F32)
+    return ffi::Error::InvalidArgument("indices int32, td and min values float32, words in format");
+  if (static_cast<int64_t>(td_buf.element_count()) != batch ||
+      static_cast<int64_t>(words_buf.element_count()) != batch)
+    return ffi::Error::InvalidArgument("indices, td and words differ in length");
+  if (size_buf.element_type() != ffi::DataType::S32 || max_buf.element_type() != ffi::DataType::F32 ||
+      max_out->element_type() != ffi::DataType::F32)
+    return ffi::Error::InvalidArgument("size must be int32 and max_priority float32");
+  const int64_t n_min_levels = static_cast<int64_t>(levels_in.size()) - n_sum_levels;
+  std::vector<Level> sum_in, min_in;
+  std::vector<void*> sum_out, min_out;
+  if (auto e = CollectLevels(levels_in, Fmt::kType, fanout, &sum_in, 0, n_sum_levels);
+      e.failure())
+    return e;
+  if (auto e = CollectRetLevels(levels_out, &sum_out, 0, n_sum_levels); e.failure()) return e;
+  if (n_min_levels > 0) {
+    if (static_cast<int64_t>(min_values_buf.element_count()) != batch)
+      return ffi::Error::InvalidArgument("min values and indices differ in length");
+    if (auto e = CollectLevels(levels_in, ffi::DataType::F32, fanout, &min_in, n_sum_levels,
+                               n_min_levels);
+        e.failure())
+      return e;
+    if (auto e = CollectRetLevels(levels_out, &min_out, n_sum_levels, n_min_levels);
+        e.failure())
+      return e;
   }
+  const int32_t size = *size_buf.typed_data<int32_t>();
+  const int32_t* indices = indices_buf.typed_data<int32_t>();
+  const float* td = td_buf.typed_data<float>();
+  float max_priority = *max_buf.typed_data<float>();
+  std::vector<int32_t> kept(batch);
+  for (int64_t i = 0; i < batch; ++i) {
+    const bool valid = indices[i] >= 0 && indices[i] < size;
+    kept[i] = valid ? indices[i] : -1;  // -1: dropped by the tree update
+    const float raw = std::fabs(td[i]) + eps;
+    if (valid && std::isfinite(raw) && raw > max_priority) max_priority = raw;
+  }
+  *max_out->typed_data<float>() = max_priority;
+  if (auto e = UpdateTree<Fmt>(sum_in, sum_out, kept.data(),
+                               reinterpret_cast<const Word*>(words_buf.untyped_data()), batch,
+                               fanout, capacity);
+      e.failure())
+    return e;
+  if (n_min_levels > 0)
+    return UpdateTree<MinFloat32Format>(min_in, min_out, kept.data(),
+                                        min_values_buf.typed_data<float>(), batch, fanout,
+                                        capacity);
   return ffi::Error::Success();
 }
 
@@ -289,31 +381,14 @@ inline int LastNonzero(const Word* c) {
   return last;
 }
 
-// The XLA:CPU inclusive prefix sum at `child` (the chunked order described in the header).
-template <int K>
-inline float InclusivePrefix(const float* c, int child) {
-  constexpr int kChunk = K < kCumsumChunk ? K : kCumsumChunk;
-  const int base = child - child % kChunk;
-  float chunk_prefix = 0.0f;
-  for (int b = 0; b < base; b += kChunk) {
-    float acc = 0.0f;
-    for (int j = b; j < b + kChunk; ++j) acc += c[j];
-    chunk_prefix = chunk_prefix + acc;
-  }
-  float acc = 0.0f;
-  for (int j = base; j <= child; ++j) acc += c[j];
-  return K > kCumsumChunk ? chunk_prefix + acc : acc;
-}
-
 // sumtree._descend_float. Prefix sums follow jnp.cumsum on XLA:CPU (see the header):
 // sequential within 16-wide chunks, the sum of the earlier chunks added afterwards.
 //
 // Vectorised across samples, not across children: lane l of a vector is sample l of a group,
 // so every lane adds its K children in the reference's sequential order and rounds exactly
-// as scalar code would, while one instruction serves kLanes samples. One pass over the
-// children: the child is the count of prefixes <= T, and because prefixes of non-negative
-// words never decrease it is also the first index whose prefix exceeds T, so that prefix and
-// that child's word are picked on the fly (no prefix array in memory).
+// as scalar code would, while one instruction serves kLanes samples. Per child and vector
+// lane: one add, one compare (the child is the count of prefixes <= T) and one store of the
+// prefix, which is read back only at the chosen child.
 constexpr int kVectors = kGroup / kLanes;  // independent add chains per group
 
 template <int K>
@@ -338,8 +413,8 @@ void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
       const float* c[kGroup];
       for (int g = 0; g < kGroup; ++g)
         c[g] = rows + ClampRow(node[i0 + (g < g_n ? g : 0)], last_row) * K;
-      F4 t[kVectors], chunk_prefix[kVectors], acc[kVectors], hit_prefix[kVectors],
-          hit_word[kVectors];
+      F4 t[kVectors], chunk_prefix[kVectors], acc[kVectors];
+      F4 inclusive[kVectors][K];  // the lanes' prefix sums, read back only at the child
       I4 count[kVectors];
       for (int v = 0; v < kVectors; ++v) {
         for (int l = 0; l < kLanes; ++l) {
@@ -347,8 +422,6 @@ void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
           t[v][l] = target[i0 + (g < g_n ? g : 0)];
         }
         chunk_prefix[v] = F4{};
-        hit_prefix[v] = F4{};
-        hit_word[v] = F4{};
         count[v] = I4{};
       }
       for (int base = 0; base < K; base += kChunk) {
@@ -356,11 +429,8 @@ void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
         auto step = [&](int v, int j, F4 w) {
           acc[v] += w;
           const F4 val = K > kCumsumChunk ? chunk_prefix[v] + acc[v] : acc[v];
-          const I4 below = val <= t[v];
-          const I4 hit = (count[v] == j) & ~below;
-          hit_prefix[v] = Select(hit, val, hit_prefix[v]);
-          hit_word[v] = Select(hit, w, hit_word[v]);
-          count[v] -= below;  // `below` lanes are -1
+          inclusive[v][j] = val;
+          count[v] -= val <= t[v];  // true lanes are -1
         };
         if constexpr (K >= kLanes) {
           // Four children of four samples: four row loads and a 4x4 transpose.
@@ -394,13 +464,8 @@ void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
         const int v = g / kLanes, l = g % kLanes;
         const int64_t i = i0 + g;
         int child = count[v][l];
-        float inclusive = hit_prefix[v][l], word = hit_word[v][l];
-        if (child >= K) {  // past the end only through rounding: the last non-zero child
-          child = LastNonzero<K>(c[g]);
-          inclusive = InclusivePrefix<K>(c[g], child);
-          word = c[g][child];
-        }
-        const float picked = inclusive - word;  // exclusive prefix, as XLA forms it
+        if (child >= K) child = LastNonzero<K>(c[g]);  // past the end only through rounding
+        const float picked = inclusive[v][child][l] - c[g][child];  // exclusive, as XLA forms it
         const float rest = target[i] - picked;
         target[i] = rest > 0.0f ? rest : 0.0f;
         node[i] = node[i] * K + child;
@@ -577,13 +642,15 @@ ffi::Error SampleKeyImpl(ffi::AnyBuffer key_buf, ffi::AnyBuffer size_buf,
 // transparent huge pages in "madvise" mode (the common default) does that only for regions
 // that ask, so the kernels ask once per buffer: MADV_HUGEPAGE for future faults and
 // MADV_COLLAPSE (Linux >= 6.1) to rebuild the pages already there. Failures are ignored:
-// this changes speed, never results.
+// this changes speed, never results. $HRL_NATIVE_NO_HUGEPAGES (any value) turns it off.
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kAdviseMinBytes = size_t{8} << 20;
 
 void AdviseHugePages(const void* data, size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (bytes < kAdviseMinBytes) return;
+  static const bool disabled = std::getenv("HRL_NATIVE_NO_HUGEPAGES") != nullptr;
+  if (disabled) return;
   static std::mutex mu;
   static std::unordered_set<const void*> done;
   {
@@ -667,6 +734,66 @@ ffi::Error GatherRowsImpl(ffi::AnyBuffer indices_buf, ffi::RemainingArgs arrays,
   return ffi::Error::Success();
 }
 
+// out_j[i] = bytes [offsets[j], offsets[j] + sizes[j]) of row clamp(indices[i]) of `table`:
+// the sampled rows of packed transitions (hrl.replay.rows) split straight into their fields,
+// so no XLA slice/bitcast ops follow the gather (outside a fused loop XLA:CPU dispatches such
+// small independent ops to its thread pool, which costs more than the copies themselves).
+ffi::Error GatherFieldsImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer table,
+                            ffi::RemainingRets outs, ffi::Span<const int64_t> offsets,
+                            ffi::Span<const int64_t> sizes) {
+  if (indices_buf.element_type() != ffi::DataType::S32)
+    return ffi::Error::InvalidArgument("indices must be int32");
+  const size_t m = outs.size();
+  if (offsets.size() != m || sizes.size() != m)
+    return ffi::Error::InvalidArgument("one offset and one size per field");
+  auto dims = table.dimensions();
+  if (dims.size() == 0 || dims[0] < 1)
+    return ffi::Error::InvalidArgument("the table needs a leading dimension of at least 1");
+  const int64_t rows = dims[0];
+  const int64_t row_bytes = static_cast<int64_t>(table.size_bytes()) / rows;
+  const int64_t batch = static_cast<int64_t>(indices_buf.element_count());
+  std::vector<char*> dst(m);
+  for (size_t j = 0; j < m; ++j) {
+    auto o = outs.get<ffi::AnyBuffer>(j);
+    if (o.has_error()) return o.error();
+    if (offsets[j] < 0 || sizes[j] < 0 || offsets[j] + sizes[j] > row_bytes)
+      return ffi::Error::InvalidArgument("field " + std::to_string(j) + " lies outside the row");
+    if (static_cast<int64_t>((*o)->size_bytes()) != sizes[j] * batch)
+      return ffi::Error::InvalidArgument("field " + std::to_string(j) + " has the wrong size");
+    dst[j] = static_cast<char*>((*o)->untyped_data());
+  }
+  const char* src = static_cast<const char*>(table.untyped_data());
+  AdviseHugePages(src, table.size_bytes());
+  const int32_t* indices = indices_buf.typed_data<int32_t>();
+  auto row = [&](int64_t i) {
+    int64_t r = indices[i];
+    r = r < 0 ? 0 : (r >= rows ? rows - 1 : r);
+    return src + r * row_bytes;
+  };
+  for (int64_t i = 0; i < batch && i < kGatherAhead; ++i) {
+    __builtin_prefetch(row(i));
+    __builtin_prefetch(row(i) + row_bytes - 1);
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    if (i + kGatherAhead < batch) {
+      __builtin_prefetch(row(i + kGatherAhead));
+      __builtin_prefetch(row(i + kGatherAhead) + row_bytes - 1);  // a row may span two lines
+    }
+    const char* from = row(i);
+    for (size_t j = 0; j < m; ++j) {
+      char* to = dst[j] + i * sizes[j];
+      switch (sizes[j]) {
+        case 1: std::memcpy(to, from + offsets[j], 1); break;
+        case 4: std::memcpy(to, from + offsets[j], 4); break;
+        case 8: std::memcpy(to, from + offsets[j], 8); break;
+        case 16: std::memcpy(to, from + offsets[j], 16); break;
+        default: std::memcpy(to, from + offsets[j], sizes[j]);
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 #define HRL_UPDATE_BINDING                 \
@@ -714,3 +841,31 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlGatherRows, GatherRowsImpl,
                                   .Arg<ffi::AnyBuffer>() /* indices */
                                   .RemainingArgs()       /* arrays */
                                   .RemainingRets());     /* gathered rows */
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlGatherFields, GatherFieldsImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>() /* indices */
+                                  .Arg<ffi::AnyBuffer>() /* table of rows */
+                                  .RemainingRets()       /* one array per field */
+                                  .Attr<ffi::Span<const int64_t>>("offsets")
+                                  .Attr<ffi::Span<const int64_t>>("sizes"));
+
+#define HRL_REPLAY_UPDATE_BINDING                      \
+  ffi::Ffi::Bind()                                     \
+      .Arg<ffi::AnyBuffer>() /* indices */             \
+      .Arg<ffi::AnyBuffer>() /* td errors */           \
+      .Arg<ffi::AnyBuffer>() /* sum-tree words */      \
+      .Arg<ffi::AnyBuffer>() /* min-tree values */     \
+      .Arg<ffi::AnyBuffer>() /* size */                \
+      .Arg<ffi::AnyBuffer>() /* max priority */        \
+      .RemainingArgs()       /* sum levels, min levels */ \
+      .Ret<ffi::AnyBuffer>() /* new max priority */    \
+      .RemainingRets()       /* levels, aliased */     \
+      .Attr<int64_t>("fanout")                         \
+      .Attr<int64_t>("capacity")                       \
+      .Attr<float>("eps")                              \
+      .Attr<int64_t>("n_sum_levels")
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplayUpdateF32, ReplayUpdateImpl<Float32Format>,
+                              HRL_REPLAY_UPDATE_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplayUpdateU32, ReplayUpdateImpl<FixedPointFormat>,
+                              HRL_REPLAY_UPDATE_BINDING);
