@@ -545,9 +545,11 @@ def round_ratios(rows) -> str:
 
 def machine_note() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    dispatch = "async" if jax.config.jax_cpu_enable_async_dispatch else "sync"
     return (
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
-        f"{load:.1f} at start; jax {jax.__version__}, python {sys.version.split()[0]}"
+        f"{load:.1f} at start; jax {jax.__version__} ({dispatch} CPU dispatch), "
+        f"python {sys.version.split()[0]}"
     )
 
 
@@ -604,7 +606,15 @@ def main(argv=None):
     parser.add_argument(
         "--replot", type=Path, metavar="CSV", help="only redraw the PNG of a replay_bench CSV"
     )
+    parser.add_argument(
+        "--sync-dispatch",
+        action="store_true",
+        help="run jitted calls on the calling thread (jax_cpu_enable_async_dispatch=False): "
+        "what a Python loop that waits for every call can choose to pay",
+    )
     args = parser.parse_args(argv)
+    if args.sync_dispatch:
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
     if args.replot:
         rows = read_csv(args.replot)
         grid = {key: sorted({getattr(r, key) for r in rows}) for key in ("n", "b", "k")}
