@@ -223,6 +223,34 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
 
         t = timed(tree_scanned, max(5, reps // 5), 1) / scan_steps
         rows.append(("scan", "tree-only", t))
+
+        # The two halves of a sample+update step, each alone in a fused loop: the sample
+        # (bits, descent, IS weights, transition gather) and the update (bookkeeping and
+        # both trees) at sorted random indices, as stratified sampling hands them over.
+        def sample_step(state, key, td):
+            sample = rb.sample(state, key, b, BETA)
+            return state, (sample.items, sample.weights, sample.indices)
+
+        def update_step(state, indices, td):
+            return rb.update(state, indices, td), indices
+
+        sidx = jnp.asarray(np.sort(rng.integers(0, n, (scan_steps, b)), axis=1), jnp.int32)
+        for name, fn, xs in (
+            ("sample only", sample_step, (skeys, stds)),
+            ("update only", update_step, (sidx, stds)),
+        ):
+            part_jit = jax.jit(
+                lambda state, xs, fn=fn: jax.lax.scan(lambda s, x: fn(s, *x), state, xs),
+                donate_argnums=0,
+            )
+
+            def part_scanned(i, part_jit=part_jit, xs=xs):
+                nonlocal state
+                state, out = part_jit(state, xs)
+                jax.block_until_ready(out)
+
+            t = timed(part_scanned, max(5, reps // 5), 1) / scan_steps
+            rows.append(("scan", name, t))
     del state
     return [Row("hrl", path, mode, op, n, b, k, *stats(t)) for mode, op, t in rows]
 
@@ -545,7 +573,7 @@ def round_ratios(rows) -> str:
 
 def machine_note() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    dispatch = "async" if jax.config.jax_cpu_enable_async_dispatch else "sync"
+    dispatch = "async" if jax.config.values["jax_cpu_enable_async_dispatch"] else "sync"
     return (
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
         f"{load:.1f} at start; jax {jax.__version__} ({dispatch} CPU dispatch), "
@@ -736,6 +764,11 @@ def main(argv=None):
                 "## hrl per-call floor: a jitted no-op on the same donated state",
             )
         )
+        for op, title in (
+            ("sample only", "## hrl sample alone (bits, descent, IS weights, transition gather)"),
+            ("update only", "## hrl update alone (bookkeeping, sum tree and min tree)"),
+        ):
+            md.append(markdown(flat, grid, op, title))
     if rounds > 1:
         md.append(round_ratios(rows))
     (args.out / f"{stem}.md").write_text("\n".join(md))
