@@ -3,6 +3,8 @@
     python experiments/bench_replay.py --quick        # small grid, about a minute (make demo)
     python experiments/bench_replay.py                # full grid (N x B x K), long
     python experiments/bench_replay.py --headline 5   # N=2^20, B=256, K=16, 5 interleaved rounds
+    python experiments/bench_replay.py --headline 5 --sync-dispatch   # jitted calls run on the
+                                                      # calling thread (no async hand-off)
 
 Every library runs in this process on the same sizes and the same small transition
 (obs f32[4], action i32, reward f32, next_obs f32[4], done f32; 44 bytes).
@@ -35,7 +37,7 @@ Statistics: warm-up calls first, then R timed calls; the median (and quartiles) 
 The machine may be shared: the load average at start is written next to the results; ratios
 are taken between libraries measured back to back in the same run.
 Outputs (experiments/results/replay/): replay_bench.{csv,md,png} (replay_quick.* with --quick,
-headline.{csv,md} and headline_raw.csv with --headline).
+headline.{csv,md} and headline_raw.csv with --headline; a `_sync` suffix with --sync-dispatch).
 """
 
 from __future__ import annotations
@@ -675,6 +677,8 @@ def main(argv=None):
         warmup, scan_steps = 5, (20 if args.quick else 50)
         want = ("sample+update", "insert", "breakdown")
         stem, rounds = ("replay_quick" if args.quick else "replay_bench"), 1
+    if args.sync_dispatch:
+        stem += "_sync"
     cells = sum(1 for n in grid["n"] for b in grid["b"] if b <= n)
     per_cell = (
         ("cpprb" in libraries)
