@@ -220,7 +220,9 @@ class PrioritizedReplay:
         key_words = kernels.threefry_key_words(key) if kernels is not sumtree else None
         if key_words is not None:
             # One custom call: the same bits, descent, clamp and leaf reads as below.
-            indices, words = kernels.sample_with_key(tree, key_words, state.size, batch_size)
+            indices, words = kernels.sample_with_key(
+                tree, key_words, state.size, batch_size, rows=state.rows
+            )
             leaf = tree.fmt.decode(words, tree.depth, tree.depth, tree.fanout)
         else:
             bits = jax.random.bits(key, (batch_size,), jnp.uint32)

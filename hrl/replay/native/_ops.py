@@ -121,14 +121,17 @@ def threefry_key_words(key) -> jax.Array | None:
     return key
 
 
-def sample_with_key(tree: SumTree, key_words, size, batch_size: int, stratified: bool = True):
+def sample_with_key(
+    tree: SumTree, key_words, size, batch_size: int, stratified: bool = True, rows=None
+):
     """`(indices, leaf_words)`: the buffer's sampling step in one call. Equal, bit for bit, to
 
         bits = jax.random.bits(key, (batch_size,), jnp.uint32)
         idx = minimum(sumtree.sample_from_bits(tree, bits, stratified), max(size - 1, 0))
         leaf_words = tree.levels[-1].reshape(-1)[idx]
 
-    for the Threefry key whose words `threefry_key_words` returned.
+    for the Threefry key whose words `threefry_key_words` returned. `rows` (optional): a
+    table whose sampled rows are prefetched into the cache for the gather that follows.
     """
     ensure_registered()
     key_words = jnp.asarray(key_words, jnp.uint32)
@@ -144,9 +147,11 @@ def sample_with_key(tree: SumTree, key_words, size, batch_size: int, stratified:
         ),
         vmap_method="sequential",
     )
+    rows = jnp.zeros((0,), jnp.uint32) if rows is None else rows
     indices, words = call(
         key_words,
         jnp.asarray(size, jnp.int32),
+        rows,
         *tree.levels,
         fanout=np.int64(tree.fanout),
         stratified=bool(stratified),

@@ -18,6 +18,7 @@
 //
 // Buffers arrive aliased (input_output_aliases), so update writes the tree in place.
 
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +26,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #if defined(__linux__)
@@ -111,6 +112,51 @@ int Log2(int64_t k) {
   int s = 0;
   while ((int64_t{1} << s) < k) ++s;
   return s;
+}
+
+// --------------------------------------------------------------------------- huge pages
+
+// Random rows of a large table (the replay rows, the leaf levels) miss the TLB on every
+// access with 4 KiB pages: a 2^20-slot buffer of 48-byte rows spans 12k pages. Backing such
+// a buffer with 2 MiB pages turns each row read into a single cache miss. Linux with
+// transparent huge pages in "madvise" mode (the common default) does that only for regions
+// that ask, so the kernels ask: MADV_HUGEPAGE for future faults and MADV_COLLAPSE (Linux >=
+// 6.1) to rebuild the pages already there (about 3 ms per MiB the first time, a few us once
+// collapsed). XLA may free a buffer and hand the same address to a new one, so an address is
+// asked again when its last request is more than kAdviseEvery old. Failures are ignored: this
+// changes speed, never results. $HRL_NATIVE_NO_HUGEPAGES (any value) turns it off.
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kAdviseMinBytes = size_t{8} << 20;
+constexpr auto kAdviseEvery = std::chrono::seconds(2);
+
+void AdviseHugePages(const void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes < kAdviseMinBytes) return;
+  static const bool disabled = std::getenv("HRL_NATIVE_NO_HUGEPAGES") != nullptr;
+  if (disabled) return;
+  static std::mutex mu;
+  static std::unordered_map<const void*, std::chrono::steady_clock::time_point> asked;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = asked.find(data);
+    if (it != asked.end() && now - it->second < kAdviseEvery) return;
+    asked[data] = now;
+  }
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
+  if (end <= begin) return;
+  void* start = reinterpret_cast<void*>(begin);
+  madvise(start, end - begin, MADV_HUGEPAGE);
+#if defined(MADV_COLLAPSE)
+  madvise(start, end - begin, MADV_COLLAPSE);
+#else
+  madvise(start, end - begin, 25 /* MADV_COLLAPSE */);
+#endif
+#else
+  (void)data;
+  (void)bytes;
+#endif
 }
 
 // --------------------------------------------------------------------------- combine
@@ -244,6 +290,7 @@ ffi::Error UpdateTree(const std::vector<Level>& in, const std::vector<void*>& ou
                                        " does not fit the leaf level");
   std::vector<int64_t> rows(in.size());
   for (size_t l = 0; l < in.size(); ++l) rows[l] = in[l].rows;
+  AdviseHugePages(out.back(), sizeof(Word) * leaf_words);
   switch (fanout) {  // a compile-time K lets the compiler unroll the row sums
     case 2: UpdateLevels<Fmt, 2>(out, rows, indices, words, batch, capacity); break;
     case 4: UpdateLevels<Fmt, 4>(out, rows, indices, words, batch, capacity); break;
@@ -381,6 +428,21 @@ inline int LastNonzero(const Word* c) {
   return last;
 }
 
+// Rows of another table to prefetch as soon as the descent knows each sample's leaf (the
+// buffer's transition rows, which the gather that follows reads): their cache misses then
+// overlap the rest of the descent instead of stalling the gather.
+struct RowPrefetch {
+  const char* base = nullptr;  // nullptr: nothing to prefetch
+  int64_t row_bytes = 0;
+  int64_t last = 0;  // rows are clamped to [0, last], as the caller clamps the indices
+  inline void operator()(int64_t leaf) const {
+    if (base == nullptr) return;
+    const char* row = base + (leaf < last ? leaf : last) * row_bytes;
+    __builtin_prefetch(row);
+    __builtin_prefetch(row + row_bytes - 1);  // a row may span two cache lines
+  }
+};
+
 // sumtree._descend_float. Prefix sums follow jnp.cumsum on XLA:CPU (see the header):
 // sequential within 16-wide chunks, the sum of the earlier chunks added afterwards.
 //
@@ -393,7 +455,7 @@ constexpr int kVectors = kGroup / kLanes;  // independent add chains per group
 
 template <int K>
 void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t batch,
-                  int32_t* out_node) {
+                  int32_t* out_node, const RowPrefetch& prefetch) {
   constexpr int kChunk = K < kCumsumChunk ? K : kCumsumChunk;
   const int depth = static_cast<int>(lv.size()) - 1;
   const float root = *static_cast<const float*>(lv[0].data);
@@ -469,6 +531,8 @@ void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
         const float rest = target[i] - picked;
         target[i] = rest > 0.0f ? rest : 0.0f;
         node[i] = node[i] * K + child;
+      if (level == depth) prefetch(node[i]);
+        if (level == depth) prefetch(node[i]);
       }
     }
   }
@@ -482,7 +546,7 @@ void DescendFloat(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
 // chosen child and the last such prefix is its exclusive prefix sum.
 template <int K>
 void DescendFixed(const std::vector<Level>& lv, const uint32_t* frac, int64_t batch,
-                  int32_t* out_node) {
+                  int32_t* out_node, const RowPrefetch& prefetch) {
   const int depth = static_cast<int>(lv.size()) - 1;
   const int s = Log2(K);
   constexpr uint32_t mask = static_cast<uint32_t>(K - 1);
@@ -524,11 +588,12 @@ void DescendFixed(const std::vector<Level>& lv, const uint32_t* frac, int64_t ba
 }
 
 template <typename Fmt, int K>
-void Descend(const std::vector<Level>& lv, const uint32_t* frac, int64_t batch, int32_t* out) {
+void Descend(const std::vector<Level>& lv, const uint32_t* frac, int64_t batch, int32_t* out,
+             const RowPrefetch& prefetch = RowPrefetch{}) {
   if constexpr (Fmt::kType == ffi::DataType::F32) {
-    DescendFloat<K>(lv, frac, batch, out);
+    DescendFloat<K>(lv, frac, batch, out, prefetch);
   } else {
-    DescendFixed<K>(lv, frac, batch, out);
+    DescendFixed<K>(lv, frac, batch, out, prefetch);
   }
 }
 
@@ -591,9 +656,11 @@ void ThreefryBits(uint32_t k0, uint32_t k1, int64_t n, uint32_t* out) {
 // buffer.PrioritizedReplay.sample's tree part in one call: threefry bits from the key,
 // (stratified) descent, indices clamped to the filled part [0, max(size, 1) - 1], and the
 // clamped indices' leaf words (the caller decodes them into probabilities and IS weights).
+// The sampled rows of `rows_buf` (the transitions; 0 rows: none) are prefetched on the way.
 template <typename Fmt>
 ffi::Error SampleKeyImpl(ffi::AnyBuffer key_buf, ffi::AnyBuffer size_buf,
-                         ffi::RemainingArgs levels_in, ffi::Result<ffi::AnyBuffer> out_indices,
+                         ffi::AnyBuffer rows_buf, ffi::RemainingArgs levels_in,
+                         ffi::Result<ffi::AnyBuffer> out_indices,
                          ffi::Result<ffi::AnyBuffer> out_words, int64_t fanout, bool stratified) {
   using Word = typename Fmt::Word;
   if (auto e = CheckFanout(fanout); e.failure()) return e;
@@ -609,21 +676,30 @@ ffi::Error SampleKeyImpl(ffi::AnyBuffer key_buf, ffi::AnyBuffer size_buf,
   std::vector<Level> lv;
   if (auto e = CollectLevels(levels_in, Fmt::kType, fanout, &lv); e.failure()) return e;
   if (batch == 0) return ffi::Error::Success();
+  AdviseHugePages(lv.back().data, sizeof(Word) * lv.back().rows * fanout);
   const uint32_t* key = key_buf.typed_data<uint32_t>();
   std::vector<uint32_t> bits(batch), frac(batch);
   ThreefryBits(key[0], key[1], batch, bits.data());
   Fractions(bits.data(), batch, stratified, frac.data());
   int32_t* result = out_indices->typed_data<int32_t>();
-  switch (fanout) {
-    case 2: Descend<Fmt, 2>(lv, frac.data(), batch, result); break;
-    case 4: Descend<Fmt, 4>(lv, frac.data(), batch, result); break;
-    case 8: Descend<Fmt, 8>(lv, frac.data(), batch, result); break;
-    case 16: Descend<Fmt, 16>(lv, frac.data(), batch, result); break;
-    case 32: Descend<Fmt, 32>(lv, frac.data(), batch, result); break;
-    case 64: Descend<Fmt, 64>(lv, frac.data(), batch, result); break;
-  }
   const int32_t size = *size_buf.typed_data<int32_t>();
   const int32_t last = size > 1 ? size - 1 : 0;
+  RowPrefetch prefetch;  // the rows the gather will read (a table with no rows: none)
+  auto rows_dims = rows_buf.dimensions();
+  if (rows_dims.size() > 0 && rows_dims[0] > 0 && rows_buf.size_bytes() > 0) {
+    prefetch.base = static_cast<const char*>(rows_buf.untyped_data());
+    prefetch.row_bytes = static_cast<int64_t>(rows_buf.size_bytes()) / rows_dims[0];
+    prefetch.last = last < rows_dims[0] - 1 ? last : rows_dims[0] - 1;
+    AdviseHugePages(prefetch.base, rows_buf.size_bytes());
+  }
+  switch (fanout) {
+    case 2: Descend<Fmt, 2>(lv, frac.data(), batch, result, prefetch); break;
+    case 4: Descend<Fmt, 4>(lv, frac.data(), batch, result, prefetch); break;
+    case 8: Descend<Fmt, 8>(lv, frac.data(), batch, result, prefetch); break;
+    case 16: Descend<Fmt, 16>(lv, frac.data(), batch, result, prefetch); break;
+    case 32: Descend<Fmt, 32>(lv, frac.data(), batch, result, prefetch); break;
+    case 64: Descend<Fmt, 64>(lv, frac.data(), batch, result, prefetch); break;
+  }
   const Word* leaves = static_cast<const Word*>(lv.back().data);
   Word* words = reinterpret_cast<Word*>(out_words->untyped_data());
   for (int64_t i = 0; i < batch; ++i) {
@@ -632,45 +708,6 @@ ffi::Error SampleKeyImpl(ffi::AnyBuffer key_buf, ffi::AnyBuffer size_buf,
     words[i] = leaves[idx];
   }
   return ffi::Error::Success();
-}
-
-// --------------------------------------------------------------------------- huge pages
-
-// Random rows of a large table (the replay rows, the leaf levels) miss the TLB on every
-// access with 4 KiB pages: a 2^20-slot buffer of 44-byte rows spans 11k pages. Backing such
-// a buffer with 2 MiB pages turns each row read into a single cache miss. Linux with
-// transparent huge pages in "madvise" mode (the common default) does that only for regions
-// that ask, so the kernels ask once per buffer: MADV_HUGEPAGE for future faults and
-// MADV_COLLAPSE (Linux >= 6.1) to rebuild the pages already there. Failures are ignored:
-// this changes speed, never results. $HRL_NATIVE_NO_HUGEPAGES (any value) turns it off.
-constexpr size_t kHugePage = size_t{2} << 20;
-constexpr size_t kAdviseMinBytes = size_t{8} << 20;
-
-void AdviseHugePages(const void* data, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (bytes < kAdviseMinBytes) return;
-  static const bool disabled = std::getenv("HRL_NATIVE_NO_HUGEPAGES") != nullptr;
-  if (disabled) return;
-  static std::mutex mu;
-  static std::unordered_set<const void*> done;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!done.insert(data).second) return;
-  }
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
-  if (end <= begin) return;
-  void* start = reinterpret_cast<void*>(begin);
-  madvise(start, end - begin, MADV_HUGEPAGE);
-#if defined(MADV_COLLAPSE)
-  madvise(start, end - begin, MADV_COLLAPSE);
-#else
-  madvise(start, end - begin, 25 /* MADV_COLLAPSE */);
-#endif
-#else
-  (void)data;
-  (void)bytes;
-#endif
 }
 
 // --------------------------------------------------------------------------- row gather
@@ -826,6 +863,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlSumTreeSampleU32, SampleImpl<FixedPointFormat>,
   ffi::Ffi::Bind()                              \
       .Arg<ffi::AnyBuffer>() /* key words */    \
       .Arg<ffi::AnyBuffer>() /* size */         \
+      .Arg<ffi::AnyBuffer>() /* rows to prefetch */ \
       .RemainingArgs()       /* levels */       \
       .Ret<ffi::AnyBuffer>() /* indices */      \
       .Ret<ffi::AnyBuffer>() /* leaf words */   \
