@@ -197,10 +197,13 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
         # priorities; no IS weights, no min tree, no transition gather), and the floor of
         # a per-call step: a jitted no-op taking and returning the same donated state.
         def tree_step(state, key, td):
-            ops = native if path == "native" else sumtree_module
+            if path == "native":  # the buffer's one-call path: bits drawn in the kernel
+                words = native.threefry_key_words(key)
+                indices, _ = native.sample_with_key(state.tree, words, state.size, b)
+                return state.replace(tree=native.update(state.tree, indices, td)), indices
             bits = jax.random.bits(key, (b,), jnp.uint32)
-            indices = ops.sample_from_bits(state.tree, bits)
-            return state.replace(tree=ops.update(state.tree, indices, td)), indices
+            indices = sumtree_module.sample_from_bits(state.tree, bits)
+            return state.replace(tree=sumtree_module.update(state.tree, indices, td)), indices
 
         tree_jit = jax.jit(tree_step, donate_argnums=0)
         noop_jit = jax.jit(lambda state, key, td: (state, td), donate_argnums=0)
