@@ -6,6 +6,7 @@ The JAX code here is the reference semantics for every backend (OpenCL kernels, 
 from hrl.replay import formats, sumtree
 from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
 from hrl.replay.formats import FixedPoint, Float32, MinFloat32, parse_format
+from hrl.replay.rows import RowLayout
 from hrl.replay.sumtree import SumTree
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "MinFloat32",
     "PrioritizedReplay",
     "ReplayState",
+    "RowLayout",
     "Sample",
     "SumTree",
     "formats",
