@@ -26,6 +26,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -221,6 +222,45 @@ struct MinFloat32Format {
 
 // --------------------------------------------------------------------------- update
 
+// parents[r] = Combine(row r of children) for every r in `todo`. Float32 sums run in vector
+// lanes, one row per lane: each lane still adds its K children left to right from 0, so every
+// parent rounds exactly as the scalar Combine does, but four dependency chains advance at once
+// (one chain of K dependent float adds per row is what bounds the scalar loop).
+constexpr int64_t kCombineAhead = 16;  // rows of children prefetched ahead
+
+template <typename Fmt, int K>
+void CombineRows(const typename Fmt::Word* children, typename Fmt::Word* parents,
+                 const std::vector<int64_t>& todo, int s) {
+  const int64_t n = static_cast<int64_t>(todo.size());
+  int64_t done = 0;
+  if constexpr (std::is_same_v<Fmt, Float32Format> && K >= kLanes) {
+    for (; done + kLanes <= n; done += kLanes) {
+      const float* c[kLanes];
+      for (int l = 0; l < kLanes; ++l) c[l] = children + todo[done + l] * K;
+      for (int64_t p = done + kCombineAhead; p < done + kCombineAhead + kLanes && p < n; ++p)
+        __builtin_prefetch(children + todo[p] * K);
+      F4 acc = F4{};
+      for (int j = 0; j < K; j += kLanes) {
+        F4 r[kLanes];
+        for (int l = 0; l < kLanes; ++l) std::memcpy(&r[l], c[l] + j, sizeof(F4));
+        const F4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5);
+        const F4 t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+        const F4 t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5);
+        const F4 t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+        acc += __builtin_shufflevector(t0, t2, 0, 1, 4, 5);  // child j of the four rows
+        acc += __builtin_shufflevector(t0, t2, 2, 3, 6, 7);  // child j + 1
+        acc += __builtin_shufflevector(t1, t3, 0, 1, 4, 5);  // child j + 2
+        acc += __builtin_shufflevector(t1, t3, 2, 3, 6, 7);  // child j + 3
+      }
+      for (int l = 0; l < kLanes; ++l) parents[todo[done + l]] = acc[l];
+    }
+  }
+  for (int64_t i = done; i < n; ++i) {
+    if (i + kCombineAhead < n) __builtin_prefetch(children + todo[i + kCombineAhead] * K);
+    parents[todo[i]] = Fmt::Combine(children + todo[i] * K, K, s);
+  }
+}
+
 constexpr int64_t kWriteAhead = 16;  // leaf writes: prefetch the line this many writes ahead
 
 // The update proper on raw level pointers (level l has rows[l] rows of K words).
@@ -246,30 +286,27 @@ void UpdateLevels(const std::vector<void*>& levels, const std::vector<int64_t>& 
     const int32_t idx = indices[i];
     node[i] = (idx >= 0 && idx < capacity) ? idx : 0;
   }
+  std::vector<int64_t> todo;  // rows of children whose parent is recomputed at this level
+  todo.reserve(batch);
   for (int level = depth - 1; level >= 0; --level) {
     const Word* children = static_cast<const Word*>(levels[level + 1]);
     Word* parents = static_cast<Word*>(levels[level]);
     const int64_t child_rows = rows[level + 1];
     for (int64_t i = 0; i < batch; ++i) node[i] >>= s;
+    todo.clear();
     if (child_rows <= batch) {
-      for (int64_t r = 0; r < child_rows; ++r) parents[r] = Fmt::Combine(children + r * K, K, s);
+      for (int64_t r = 0; r < child_rows; ++r) todo.push_back(r);
     } else {
       int64_t previous = -1;  // consecutive duplicates (common after sorting) are done once
       for (int64_t i = 0; i < batch; ++i) {
-        const int64_t r = node[i];
-        if (r == previous) continue;
-        previous = r;
-        if (i + 8 < batch) __builtin_prefetch(children + node[i + 8] * K);
-        parents[r] = Fmt::Combine(children + r * K, K, s);
+        if (node[i] != previous) todo.push_back(node[i]);
+        previous = node[i];
       }
     }
+    CombineRows<Fmt, K>(children, parents, todo, s);
   }
 }
 
-// sumtree.update_words: leaves written in batch order (so the last duplicate wins), indices
-// outside [0, capacity) dropped; then every ancestor recomputed from its children, bottom up.
-// Like the reference, a level with no more rows of children than the batch has indices is
-// recomputed whole, and an out-of-range index recomputes the ancestors of leaf 0.
 // Writes `words` at `indices` into the tree whose level buffers are in/out (aliased, or
 // copied first) and fixes every ancestor.
 template <typename Fmt>
@@ -302,6 +339,10 @@ ffi::Error UpdateTree(const std::vector<Level>& in, const std::vector<void*>& ou
   return ffi::Error::Success();
 }
 
+// sumtree.update_words: leaves written in batch order (so the last duplicate wins), indices
+// outside [0, capacity) dropped; then every ancestor recomputed from its children, bottom up.
+// Like the reference, a level with no more rows of children than the batch has indices is
+// recomputed whole, and an out-of-range index recomputes the ancestors of leaf 0.
 // sumtree.update_words: leaves written in batch order (so the last duplicate wins), indices
 // outside [0, capacity) dropped; then every ancestor recomputed from its children, bottom up.
 // Like the reference, a level with no more rows of children than the batch has indices is
