@@ -2,7 +2,11 @@
 
 Drop-in replacements for `hrl.replay.sumtree.update_words / update / sample_from_bits /
 sample` over the same `SumTree` pytree; `total`, `leaves` and `probabilities` are cheap and
-stay in `hrl.replay.sumtree`. The library is compiled on first use (see `build`).
+stay in `hrl.replay.sumtree`. The buffer's own fast path (`hrl.replay.buffer`) adds
+`sample_with_key` (Threefry bits, descent and leaf reads in one call), `gather_fields` /
+`gather_rows` and `replay_update` (bookkeeping and both trees in one call); each is tested
+bit for bit against the pure-JAX steps it replaces. The library is compiled on first use (see
+`build`).
 
     from hrl.replay import native
     if native.available():

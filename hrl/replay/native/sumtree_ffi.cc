@@ -1,9 +1,15 @@
 // CPU kernels of the K-ary sum tree as XLA FFI custom calls.
 //
 // Semantics are those of hrl/replay/sumtree.py and hrl/replay/formats.py (the reference); this
-// file restates them in scalar C++ so one batch costs one custom call instead of dozens of
-// small XLA ops. Layout (see sumtree.py): level 0 is the root (1 word); level l >= 1 is a
-// row-major (rows_l, K) array whose row j holds the K children of node j of level l - 1.
+// file restates them in C++ so one batch costs one custom call instead of dozens of small XLA
+// ops. Layout (see sumtree.py): level 0 is the root (1 word); level l >= 1 is a row-major
+// (rows_l, K) array whose row j holds the K children of node j of level l - 1.
+//
+// Kernels: the tree operations (update, sample from bits) for hrl.replay.native, and the
+// replay buffer's own steps (hrl/replay/buffer.py): one-call sample from a Threefry key,
+// gathers of packed transition rows, and the priority update of both trees. Where float
+// sums are vectorised, the lanes are different samples or rows, never different children of
+// one row, so every lane adds in the reference's order.
 //
 // Float32 rules that make the results reproducible:
 //  * A parent is the sum of its K children added left to right from 0.0f. XLA:CPU's own
