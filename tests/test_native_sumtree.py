@@ -360,19 +360,23 @@ def test_threefry_words_only_where_the_bits_are_reproduced():
         assert native.threefry_key_words(jax.random.PRNGKey(5)) is None
 
 
-def test_gather_rows_equals_indexing_with_clamped_indices():
+def test_gather_fields_equals_indexing_with_clamped_indices():
+    from hrl.replay.rows import RowLayout
+
     rng = np.random.default_rng(0)
-    arrays = [
-        rng.standard_normal((50, 3, 2)).astype(np.float32),
-        rng.integers(0, 255, (50, 11)).astype(np.uint8),  # an odd row width
-        rng.integers(-9, 9, 50).astype(np.int32),
-        rng.random(50) < 0.5,
-    ]
+    arrays = {
+        "a": rng.standard_normal((50, 3, 2)).astype(np.float32),
+        "b": rng.integers(0, 255, (50, 11)).astype(np.uint8),  # an odd field width
+        "c": rng.integers(-9, 9, 50).astype(np.int32),
+        "d": rng.random(50) < 0.5,
+    }
+    layout = RowLayout.of(jax.tree.map(lambda a: a[0], arrays))
+    table = layout.pack(arrays)
     indices = np.array([0, 49, 7, 7, -3, 60, 12], np.int32)
-    got = native.gather_rows([jnp.asarray(a) for a in arrays], indices)
-    for g, a in zip(got, arrays, strict=True):
-        np.testing.assert_array_equal(g, a[np.clip(indices, 0, 49)])
-        assert g.dtype == a.dtype
+    got = native.gather_fields(table, indices, layout)
+    for name, a in arrays.items():
+        np.testing.assert_array_equal(got[name], a[np.clip(indices, 0, 49)])
+        assert got[name].dtype == a.dtype
 
 
 def test_min_tree_with_a_nan_child_matches_reference():

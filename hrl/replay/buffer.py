@@ -157,8 +157,8 @@ class PrioritizedReplay:
     def _priority(self, raw):
         return jnp.power(raw, jnp.float32(self.alpha))
 
-    def _set_priorities(self, state: ReplayState, indices, raw) -> ReplayState:
-        stored = self._priority(raw)
+    def _set_priorities(self, state: ReplayState, indices, stored) -> ReplayState:
+        """Write priorities already raised to alpha into the sum tree and the min tree."""
         kernels = self._kernels
         tree = kernels.update(state.tree, indices, stored)
         min_tree = state.min_tree
@@ -187,7 +187,7 @@ class PrioritizedReplay:
             max_priority=jnp.maximum(state.max_priority, jnp.max(raw)),
             added=state.added + m,
         )
-        return self._set_priorities(state, slots, raw)
+        return self._set_priorities(state, slots, self._priority(raw))
 
     def _check_priorities(self, values, shape, where: str):
         values = jnp.asarray(values, jnp.float32)
@@ -280,24 +280,14 @@ class PrioritizedReplay:
         kernels = self._kernels
         if kernels is not sumtree:  # the same steps below, in one call (no XLA bookkeeping ops)
             tree, min_tree, max_priority = kernels.replay_update(
-                state.tree,
-                state.min_tree,
-                indices,
-                td,
-                stored,
-                state.size,
-                state.max_priority,
-                self.eps,
+                state.tree, state.min_tree, indices, raw, stored, state.size, state.max_priority
             )
             return state.replace(tree=tree, min_tree=min_tree, max_priority=max_priority)
         valid = (indices >= 0) & (indices < state.size)
         max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(valid & finite, raw, 0.0)))
         indices = jnp.where(valid, indices, self.capacity)  # out of range -> dropped
-        tree = sumtree.update(state.tree, indices, stored)
-        min_tree = state.min_tree
-        if min_tree is not None:
-            min_tree = sumtree.update(min_tree, indices, stored)
-        return state.replace(tree=tree, min_tree=min_tree, max_priority=max_priority)
+        state = state.replace(max_priority=max_priority)
+        return self._set_priorities(state, indices, stored)
 
 
 def make_prioritized_replay(

@@ -3,8 +3,8 @@
 Drop-in replacements for `hrl.replay.sumtree.update_words / update / sample_from_bits /
 sample` over the same `SumTree` pytree; `total`, `leaves` and `probabilities` are cheap and
 stay in `hrl.replay.sumtree`. The buffer's own fast path (`hrl.replay.buffer`) adds
-`sample_with_key` (Threefry bits, descent and leaf reads in one call), `gather_fields` /
-`gather_rows` and `replay_update` (bookkeeping and both trees in one call); each is tested
+`sample_with_key` (Threefry bits, descent and leaf reads in one call), `gather_fields` and
+`replay_update` (bookkeeping and both trees in one call); each is tested
 bit for bit against the pure-JAX steps it replaces. The library is compiled on first use (see
 `build`).
 
@@ -20,7 +20,6 @@ import functools
 from hrl.replay.native._build import NativeBuildError, build, cache_dir, library_path
 from hrl.replay.native._ops import (
     gather_fields,
-    gather_rows,
     replay_update,
     sample,
     sample_from_bits,
@@ -36,7 +35,6 @@ __all__ = [
     "build",
     "cache_dir",
     "gather_fields",
-    "gather_rows",
     "library_path",
     "replay_update",
     "sample",

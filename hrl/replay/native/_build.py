@@ -47,7 +47,6 @@ TARGETS = {
     "HrlSumTreeSampleU32": "hrl_sumtree_sample_u32",
     "HrlReplaySampleF32": "hrl_replay_sample_f32",
     "HrlReplaySampleU32": "hrl_replay_sample_u32",
-    "HrlGatherRows": "hrl_gather_rows",
     "HrlGatherFields": "hrl_gather_fields",
     "HrlReplayUpdateF32": "hrl_replay_update_f32",
     "HrlReplayUpdateU32": "hrl_replay_update_u32",

@@ -159,25 +159,6 @@ def sample_with_key(
     return indices, words
 
 
-def gather_rows(arrays, indices):
-    """`[a[indices] for a in arrays]` (rows along axis 0, indices clamped into range) in one
-    pass over all arrays, with the row loads of different arrays overlapping."""
-    ensure_registered()
-    indices = _check_indices(indices)
-    arrays = list(arrays)
-    if not arrays:
-        return []
-    for j, a in enumerate(arrays):
-        if a.ndim < 1 or a.shape[0] < 1:
-            raise ValueError(f"gathered array {j} needs a leading dimension >= 1, got {a.shape}")
-    call = jax.ffi.ffi_call(
-        "hrl_gather_rows",
-        tuple(jax.ShapeDtypeStruct(indices.shape + a.shape[1:], a.dtype) for a in arrays),
-        vmap_method="sequential",
-    )
-    return list(call(indices, *arrays))
-
-
 def gather_fields(table, indices, layout):
     """`layout.unpack(table[indices])` in one pass: the sampled rows of packed transitions
     (`hrl.replay.rows.RowLayout`) copied straight into their leaves, indices clamped."""
@@ -203,25 +184,25 @@ def gather_fields(table, indices, layout):
 
 
 def replay_update(
-    tree: SumTree, min_tree: SumTree | None, indices, td, stored, size, max_priority, eps: float
+    tree: SumTree, min_tree: SumTree | None, indices, raw, stored, size, max_priority
 ):
     """`(tree, min_tree, max_priority)` after the buffer's priority update, in one call.
 
-    `stored` are the new priorities before encoding (the caller's `(|td| + eps) ** alpha`,
-    non-finite entries already replaced); the call writes `tree.fmt.encode(stored)` into the
-    sum tree and `stored` into the min tree (if any) at the indices in [0, size), drops the
-    others, and returns max(max_priority, |td| + eps over the kept, finite entries). Equal to
-    the reference path of `PrioritizedReplay.update` bit for bit.
+    `raw` are the new priorities `|td| + eps`, `stored` the same before encoding (`raw **
+    alpha`, non-finite entries already replaced); the call writes `tree.fmt.encode(stored)`
+    into the sum tree and `stored` into the min tree (if any) at the indices in [0, size),
+    drops the others, and returns max(max_priority, raw over the kept, finite entries). Equal
+    to the reference path of `PrioritizedReplay.update` bit for bit.
     """
     ensure_registered()
     indices = _check_indices(indices)
-    td = jnp.asarray(td, jnp.float32)
+    raw = jnp.asarray(raw, jnp.float32)
     stored = jnp.asarray(stored, jnp.float32)
-    if td.shape != indices.shape or stored.shape != indices.shape:
-        raise ValueError(f"indices {indices.shape}, td {td.shape}, stored {stored.shape} differ")
+    if raw.shape != indices.shape or stored.shape != indices.shape:
+        raise ValueError(f"indices {indices.shape}, raw {raw.shape}, stored {stored.shape} differ")
     n_sum = len(tree.levels)
     levels = tuple(tree.levels) + (tuple(min_tree.levels) if min_tree is not None else ())
-    first_level = 6  # indices, td, words, min values, size, max priority
+    first_level = 6  # indices, raw, words, min values, size, max priority
     call = jax.ffi.ffi_call(
         f"hrl_replay_update_{_suffix(tree)}",
         (jax.ShapeDtypeStruct((), jnp.float32),)
@@ -231,7 +212,7 @@ def replay_update(
     )
     max_priority, *out = call(
         indices,
-        td,
+        raw,
         jnp.asarray(tree.fmt.encode(stored), tree.fmt.dtype),
         stored,
         jnp.asarray(size, jnp.int32),
@@ -239,7 +220,6 @@ def replay_update(
         *levels,
         fanout=np.int64(tree.fanout),
         capacity=np.int64(tree.capacity),
-        eps=np.float32(eps),
         n_sum_levels=np.int64(n_sum),
     )
     tree = tree.replace(levels=tuple(out[:n_sum]))

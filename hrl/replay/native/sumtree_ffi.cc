@@ -375,28 +375,29 @@ ffi::Error UpdateImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer words_buf,
                          capacity);
 }
 
-// buffer.PrioritizedReplay.update's bookkeeping and both tree writes in one call:
-// raw = |td| + eps; an index is valid if 0 <= index < size (invalid ones are dropped);
-// max_priority_out = max(max_priority, raw of the valid, finite entries); `words` (the sum
-// tree's encoded priorities) and `min_values` (the min tree's) were formed by the caller from
-// the same raw values. With n_min_levels == 0 there is no min tree (weights="batch").
+// buffer.PrioritizedReplay.update's bookkeeping and both tree writes in one call: an index
+// is valid if 0 <= index < size (invalid ones are dropped); max_priority_out =
+// max(max_priority, raw of the valid, finite entries), raw = |td| + eps as the caller formed
+// it; `words` (the sum tree's encoded priorities) and `min_values` (the min tree's) were formed
+// by the caller from the same raw values. With n_min_levels == 0 there is no min tree
+// (weights="batch").
 template <typename Fmt>
-ffi::Error ReplayUpdateImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer td_buf,
+ffi::Error ReplayUpdateImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer raw_buf,
                             ffi::AnyBuffer words_buf, ffi::AnyBuffer min_values_buf,
                             ffi::AnyBuffer size_buf, ffi::AnyBuffer max_buf,
                             ffi::RemainingArgs levels_in, ffi::Result<ffi::AnyBuffer> max_out,
                             ffi::RemainingRets levels_out, int64_t fanout, int64_t capacity,
-                            float eps, int64_t n_sum_levels) {
+                            int64_t n_sum_levels) {
   using Word = typename Fmt::Word;
   if (auto e = CheckFanout(fanout); e.failure()) return e;
   const int64_t batch = static_cast<int64_t>(indices_buf.element_count());
   if (indices_buf.element_type() != ffi::DataType::S32 ||
-      td_buf.element_type() != ffi::DataType::F32 || words_buf.element_type() != Fmt::kType ||
+      raw_buf.element_type() != ffi::DataType::F32 || words_buf.element_type() != Fmt::kType ||
       min_values_buf.element_type() != ffi::DataType::F32)
-    return ffi::Error::InvalidArgument("indices int32, td and min values float32, words in format");
-  if (static_cast<int64_t>(td_buf.element_count()) != batch ||
+    return ffi::Error::InvalidArgument("indices int32, raw and min values float32, words in format");
+  if (static_cast<int64_t>(raw_buf.element_count()) != batch ||
       static_cast<int64_t>(words_buf.element_count()) != batch)
-    return ffi::Error::InvalidArgument("indices, td and words differ in length");
+    return ffi::Error::InvalidArgument("indices, raw priorities and words differ in length");
   if (size_buf.element_type() != ffi::DataType::S32 || max_buf.element_type() != ffi::DataType::F32 ||
       max_out->element_type() != ffi::DataType::F32)
     return ffi::Error::InvalidArgument("size must be int32 and max_priority float32");
@@ -420,14 +421,13 @@ ffi::Error ReplayUpdateImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer td_buf,
   }
   const int32_t size = *size_buf.typed_data<int32_t>();
   const int32_t* indices = indices_buf.typed_data<int32_t>();
-  const float* td = td_buf.typed_data<float>();
+  const float* raw = raw_buf.typed_data<float>();
   float max_priority = *max_buf.typed_data<float>();
   std::vector<int32_t> kept(batch);
   for (int64_t i = 0; i < batch; ++i) {
     const bool valid = indices[i] >= 0 && indices[i] < size;
     kept[i] = valid ? indices[i] : -1;  // -1: dropped by the tree update
-    const float raw = std::fabs(td[i]) + eps;
-    if (valid && std::isfinite(raw) && raw > max_priority) max_priority = raw;
+    if (valid && std::isfinite(raw[i]) && raw[i] > max_priority) max_priority = raw[i];
   }
   *max_out->typed_data<float>() = max_priority;
   if (auto e = UpdateTree<Fmt>(sum_in, sum_out, kept.data(),
@@ -759,69 +759,14 @@ ffi::Error SampleKeyImpl(ffi::AnyBuffer key_buf, ffi::AnyBuffer size_buf,
 
 // --------------------------------------------------------------------------- row gather
 
-// out_j[i] = array_j[clamp(indices[i], 0, rows_j - 1)] for every array j (rows of any byte
-// width). XLA:CPU's gather costs about 6 us per array at B = 256 from a 2^20-row table; here
-// all arrays are gathered in one pass with software prefetch kGatherAhead rows ahead, so the
-// cache misses of different rows and arrays overlap.
-constexpr int64_t kGatherAhead = 16;
-
-ffi::Error GatherRowsImpl(ffi::AnyBuffer indices_buf, ffi::RemainingArgs arrays,
-                          ffi::RemainingRets outs) {
-  if (indices_buf.element_type() != ffi::DataType::S32)
-    return ffi::Error::InvalidArgument("indices must be int32");
-  if (arrays.size() != outs.size())
-    return ffi::Error::InvalidArgument("one result per gathered array");
-  const int64_t batch = static_cast<int64_t>(indices_buf.element_count());
-  const int32_t* indices = indices_buf.typed_data<int32_t>();
-  const size_t m = arrays.size();
-  std::vector<const char*> src(m);
-  std::vector<char*> dst(m);
-  std::vector<int64_t> rows(m), row_bytes(m);
-  for (size_t j = 0; j < m; ++j) {
-    auto a = arrays.get<ffi::AnyBuffer>(j);
-    if (a.has_error()) return a.error();
-    auto o = outs.get<ffi::AnyBuffer>(j);
-    if (o.has_error()) return o.error();
-    auto dims = a->dimensions();
-    if (dims.size() == 0 || dims[0] < 1)
-      return ffi::Error::InvalidArgument("gathered array " + std::to_string(j) +
-                                         " needs a leading dimension of at least 1");
-    rows[j] = dims[0];
-    row_bytes[j] = static_cast<int64_t>(a->size_bytes()) / rows[j];
-    if (static_cast<int64_t>((*o)->size_bytes()) != row_bytes[j] * batch)
-      return ffi::Error::InvalidArgument("result " + std::to_string(j) + " has the wrong size");
-    src[j] = static_cast<const char*>(a->untyped_data());
-    AdviseHugePages(src[j], a->size_bytes());
-    dst[j] = static_cast<char*>((*o)->untyped_data());
-  }
-  auto row = [&](size_t j, int64_t i) {
-    int64_t r = indices[i];
-    r = r < 0 ? 0 : (r >= rows[j] ? rows[j] - 1 : r);
-    return src[j] + r * row_bytes[j];
-  };
-  for (int64_t i = 0; i < batch && i < kGatherAhead; ++i)
-    for (size_t j = 0; j < m; ++j) __builtin_prefetch(row(j, i));
-  for (int64_t i = 0; i < batch; ++i) {
-    if (i + kGatherAhead < batch)
-      for (size_t j = 0; j < m; ++j) __builtin_prefetch(row(j, i + kGatherAhead));
-    for (size_t j = 0; j < m; ++j) {
-      const char* from = row(j, i);
-      char* to = dst[j] + i * row_bytes[j];
-      switch (row_bytes[j]) {  // fixed sizes compile to plain loads and stores
-        case 4: std::memcpy(to, from, 4); break;
-        case 8: std::memcpy(to, from, 8); break;
-        case 16: std::memcpy(to, from, 16); break;
-        default: std::memcpy(to, from, row_bytes[j]);
-      }
-    }
-  }
-  return ffi::Error::Success();
-}
+constexpr int64_t kGatherAhead = 16;  // rows prefetched ahead of the copy
 
 // out_j[i] = bytes [offsets[j], offsets[j] + sizes[j]) of row clamp(indices[i]) of `table`:
 // the sampled rows of packed transitions (hrl.replay.rows) split straight into their fields,
 // so no XLA slice/bitcast ops follow the gather (outside a fused loop XLA:CPU dispatches such
 // small independent ops to its thread pool, which costs more than the copies themselves).
+// XLA's own gather costs about 6 us per array at B = 256 from a 2^20-row table; here the row
+// loads are prefetched kGatherAhead rows ahead so their cache misses overlap.
 ffi::Error GatherFieldsImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer table,
                             ffi::RemainingRets outs, ffi::Span<const int64_t> offsets,
                             ffi::Span<const int64_t> sizes) {
@@ -921,11 +866,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplaySampleF32, SampleKeyImpl<Float32Format>,
                               HRL_SAMPLE_KEY_BINDING);
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplaySampleU32, SampleKeyImpl<FixedPointFormat>,
                               HRL_SAMPLE_KEY_BINDING);
-XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlGatherRows, GatherRowsImpl,
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::AnyBuffer>() /* indices */
-                                  .RemainingArgs()       /* arrays */
-                                  .RemainingRets());     /* gathered rows */
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlGatherFields, GatherFieldsImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::AnyBuffer>() /* indices */
@@ -937,7 +877,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlGatherFields, GatherFieldsImpl,
 #define HRL_REPLAY_UPDATE_BINDING                      \
   ffi::Ffi::Bind()                                     \
       .Arg<ffi::AnyBuffer>() /* indices */             \
-      .Arg<ffi::AnyBuffer>() /* td errors */           \
+      .Arg<ffi::AnyBuffer>() /* raw priorities */      \
       .Arg<ffi::AnyBuffer>() /* sum-tree words */      \
       .Arg<ffi::AnyBuffer>() /* min-tree values */     \
       .Arg<ffi::AnyBuffer>() /* size */                \
@@ -947,7 +887,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlGatherFields, GatherFieldsImpl,
       .RemainingRets()       /* levels, aliased */     \
       .Attr<int64_t>("fanout")                         \
       .Attr<int64_t>("capacity")                       \
-      .Attr<float>("eps")                              \
       .Attr<int64_t>("n_sum_levels")
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplayUpdateF32, ReplayUpdateImpl<Float32Format>,
