@@ -124,6 +124,46 @@ def timed(call, reps: int, warmup: int) -> np.ndarray:
     return out
 
 
+class Carry:
+    """The donated state threaded from one timed call to the next."""
+
+    def __init__(self, state):
+        self.state = state
+
+
+def step_inputs(rng, b: int, count: int, seed: int):
+    """`count` PRNG keys and `count` TD-error batches of size b, as device arrays."""
+    keys = jax.random.split(jax.random.PRNGKey(seed), count)
+    tds = jnp.asarray(rng.standard_normal((count, b)).astype(np.float32))
+    return keys, tds
+
+
+def time_calls(carry: Carry, step_jit, keys, tds, reps: int, warmup: int) -> np.ndarray:
+    """One jitted `step_jit(state, key, td) -> (state, out)` per timed call (per-call mode).
+    keys and tds are lists of ready device arrays: indexing a jax array per call would add a
+    dispatch of its own to every timed call."""
+
+    def call(i):
+        carry.state, out = step_jit(carry.state, keys[i % len(keys)], tds[i % len(tds)])
+        jax.block_until_ready(out)
+
+    return timed(call, reps, warmup)
+
+
+def time_scan(carry: Carry, step, xs, reps: int, scan_steps: int) -> np.ndarray:
+    """`step(state, *x) -> (state, out)` over the leading axis of xs in one jitted lax.scan
+    (scan mode); returned per step."""
+    loop_jit = jax.jit(
+        lambda state, xs: jax.lax.scan(lambda s, x: step(s, *x), state, xs), donate_argnums=0
+    )
+
+    def call(i):
+        carry.state, out = loop_jit(carry.state, xs)
+        jax.block_until_ready(out)
+
+    return timed(call, max(5, reps // 5), 1) / scan_steps
+
+
 # ----------------------------------------------------------------------------- hrl
 
 
@@ -163,39 +203,24 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
         state = rb.update(state, sample.indices, td)
         return state, (sample.items, sample.weights, sample.indices)
 
+    carry = Carry(state)
+    del state  # from here on the state lives in `carry`, donated call after call
+    keys, tds = (list(x) for x in step_inputs(rng, b, 64, seed=0))
+    skeys, stds = step_inputs(rng, b, scan_steps, seed=1)
     if "sample+update" in want:
         step_jit = jax.jit(step, donate_argnums=0)
-        # Lists of ready device arrays: indexing a jax array per call would add a
-        # dispatch of its own to every timed call.
-        keys = list(jax.random.split(jax.random.PRNGKey(0), 64))
-        tds = list(jnp.asarray(rng.standard_normal((64, b)).astype(np.float32)))
-
-        def one(i):
-            nonlocal state
-            state, out = step_jit(state, keys[i % 64], tds[i % 64])
-            jax.block_until_ready(out)
-
-        rows.append(("per-call", "sample+update", timed(one, reps, warmup)))
-
-        def loop(state, keys, tds):
-            return jax.lax.scan(lambda s, x: step(s, *x), state, (keys, tds))
-
-        loop_jit = jax.jit(loop, donate_argnums=0)
-        skeys = jax.random.split(jax.random.PRNGKey(1), scan_steps)
-        stds = jnp.asarray(rng.standard_normal((scan_steps, b)).astype(np.float32))
-
-        def scanned(i):
-            nonlocal state
-            state, out = loop_jit(state, skeys, stds)
-            jax.block_until_ready(out)
-
-        t = timed(scanned, max(5, reps // 5), 1) / scan_steps
-        rows.append(("scan", "sample+update", t))
+        per_call = time_calls(carry, step_jit, keys, tds, reps, warmup)
+        rows.append(("per-call", "sample+update", per_call))
+        in_scan = time_scan(carry, step, (skeys, stds), reps, scan_steps)
+        rows.append(("scan", "sample+update", in_scan))
 
     if "breakdown" in want:
         # Where the time goes: the sum tree alone (random bits -> indices -> new leaf
-        # priorities; no IS weights, no min tree, no transition gather), and the floor of
-        # a per-call step: a jitted no-op taking and returning the same donated state.
+        # priorities; no IS weights, no min tree, no transition gather), the floor of a
+        # per-call step (a jitted no-op taking and returning the same donated state), and
+        # the two halves of a sample+update step, each alone in a fused loop: the sample
+        # (bits, descent, IS weights, transition gather) and the update (bookkeeping and
+        # both trees) at sorted random indices, as stratified sampling hands them over.
         def tree_step(state, key, td):
             if path == "native":  # the buffer's one-call path: bits drawn in the kernel
                 words = native.threefry_key_words(key)
@@ -205,33 +230,6 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
             indices = sumtree_module.sample_from_bits(state.tree, bits)
             return state.replace(tree=sumtree_module.update(state.tree, indices, td)), indices
 
-        tree_jit = jax.jit(tree_step, donate_argnums=0)
-        noop_jit = jax.jit(lambda state, key, td: (state, td), donate_argnums=0)
-        for name, fn in (("tree-only", tree_jit), ("no-op (dispatch floor)", noop_jit)):
-
-            def one_op(i, fn=fn):
-                nonlocal state
-                state, out = fn(state, keys[i % 64], tds[i % 64])
-                jax.block_until_ready(out)
-
-            rows.append(("per-call", name, timed(one_op, reps, warmup)))
-
-        def tree_loop(state, keys, tds):
-            return jax.lax.scan(lambda s, x: tree_step(s, *x), state, (keys, tds))
-
-        tree_loop_jit = jax.jit(tree_loop, donate_argnums=0)
-
-        def tree_scanned(i):
-            nonlocal state
-            state, out = tree_loop_jit(state, skeys, stds)
-            jax.block_until_ready(out)
-
-        t = timed(tree_scanned, max(5, reps // 5), 1) / scan_steps
-        rows.append(("scan", "tree-only", t))
-
-        # The two halves of a sample+update step, each alone in a fused loop: the sample
-        # (bits, descent, IS weights, transition gather) and the update (bookkeeping and
-        # both trees) at sorted random indices, as stratified sampling hands them over.
         def sample_step(state, key, td):
             sample = rb.sample(state, key, b, BETA)
             return state, (sample.items, sample.weights, sample.indices)
@@ -239,24 +237,20 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
         def update_step(state, indices, td):
             return rb.update(state, indices, td), indices
 
+        def noop(state, key, td):
+            return state, td
+
+        for name, fn in (("tree-only", tree_step), ("no-op (dispatch floor)", noop)):
+            fn_jit = jax.jit(fn, donate_argnums=0)
+            rows.append(("per-call", name, time_calls(carry, fn_jit, keys, tds, reps, warmup)))
         sidx = jnp.asarray(np.sort(rng.integers(0, n, (scan_steps, b)), axis=1), jnp.int32)
         for name, fn, xs in (
+            ("tree-only", tree_step, (skeys, stds)),
             ("sample only", sample_step, (skeys, stds)),
             ("update only", update_step, (sidx, stds)),
         ):
-            part_jit = jax.jit(
-                lambda state, xs, fn=fn: jax.lax.scan(lambda s, x: fn(s, *x), state, xs),
-                donate_argnums=0,
-            )
-
-            def part_scanned(i, part_jit=part_jit, xs=xs):
-                nonlocal state
-                state, out = part_jit(state, xs)
-                jax.block_until_ready(out)
-
-            t = timed(part_scanned, max(5, reps // 5), 1) / scan_steps
-            rows.append(("scan", name, t))
-    del state
+            rows.append(("scan", name, time_scan(carry, fn, xs, reps, scan_steps)))
+    del carry
     return [Row("hrl", path, mode, op, n, b, k, *stats(t)) for mode, op, t in rows]
 
 
@@ -384,31 +378,16 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
             state = fb.set_priorities(state, sample.indices, jnp.abs(td) + EPS)
             return state, (sample.experience, w, sample.indices)
 
-        step_jit = jax.jit(step, donate_argnums=0)
-        keys = list(jax.random.split(jax.random.PRNGKey(0), 64))  # ready arrays, see bench_hrl
-        tds = list(jnp.asarray(rng.standard_normal((64, b)).astype(np.float32)))
-
-        def one(i):
-            nonlocal state
-            state, out = step_jit(state, keys[i % 64], tds[i % 64])
-            jax.block_until_ready(out)
-
-        rows.append(("per-call", "sample+update", timed(one, reps, warmup)))
-
-        def loop(state, keys, tds):
-            return jax.lax.scan(lambda s, x: step(s, *x), state, (keys, tds))
-
-        loop_jit = jax.jit(loop, donate_argnums=0)
-        skeys = jax.random.split(jax.random.PRNGKey(1), scan_steps)
-        stds = jnp.asarray(rng.standard_normal((scan_steps, b)).astype(np.float32))
-
-        def scanned(i):
-            nonlocal state
-            state, out = loop_jit(state, skeys, stds)
-            jax.block_until_ready(out)
-
-        rows.append(("scan", "sample+update", timed(scanned, max(5, reps // 5), 1) / scan_steps))
+        carry = Carry(state)
         del state
+        keys, tds = (list(x) for x in step_inputs(rng, b, 64, seed=0))
+        skeys, stds = step_inputs(rng, b, scan_steps, seed=1)
+        step_jit = jax.jit(step, donate_argnums=0)
+        per_call = time_calls(carry, step_jit, keys, tds, reps, warmup)
+        rows.append(("per-call", "sample+update", per_call))
+        in_scan = time_scan(carry, step, (skeys, stds), reps, scan_steps)
+        rows.append(("scan", "sample+update", in_scan))
+        del carry
     return [Row("flashbax", "jax-cpu", mode, op, n, b, 2, *stats(t)) for mode, op, t in rows]
 
 
