@@ -56,6 +56,9 @@ class ReplayConfig:
     fmt: str = "float32"  # priority format, see hrl.replay.formats.parse_format
     weights: Literal["global", "batch"] = "global"
     n_step: int = 1  # n-step returns (1 = plain one-step transitions)
+    # backend "jax": the sum-tree kernels, "native" (C++ on the CPU), "xla" (jnp) or "auto"
+    # (native where it builds); the results are bit for bit the same
+    impl: Literal["auto", "native", "xla"] = "auto"
 
     def validate(self, path: str) -> None:
         backends = ("jax", "jax_host", "opencl", "rtl")
@@ -94,6 +97,9 @@ class TrainConfig:
     staleness: int = 0  # relaxed: up to s priority updates in flight while sampling goes on
     fused: bool | None = None  # one jitted lax.scan; None = whenever env and replay are JAX
     chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
+    # The task's bar (mean return of the last log.return_window episodes): the summary reports
+    # env steps and wall seconds to reach it, per seed. None: no bar for this task.
+    solved_return: float | None = None
 
     def validate(self, path: str, num_envs: int, capacity: int) -> None:
         _require(
@@ -146,6 +152,10 @@ class TrainConfig:
         _require(
             self.chunk_env_steps >= 1, f"{path}.chunk_env_steps", "must be >= 1",
             self.chunk_env_steps,
+        )
+        _require(
+            self.solved_return is None or math.isfinite(self.solved_return),
+            f"{path}.solved_return", "must be a finite number (or null)", self.solved_return,
         )
         try:
             updates_schedule(self.train_ratio, num_envs * self.rollout_length)
@@ -205,6 +215,7 @@ class RunConfig:
 
     algo: Literal["dqn", "ddpg"] = "dqn"
     seed: int = 0
+    seeds: int = 1  # independent runs with seeds seed, seed+1, ...: vmapped in one jit if fused
     env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
     agent: Any = None
     replay: ReplayConfig = dataclasses.field(default_factory=ReplayConfig)
@@ -213,6 +224,11 @@ class RunConfig:
     name: str = "run"  # used in the default run directory name
 
     def validate(self) -> None:
+        _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
+        _require(
+            0 <= self.seed and self.seed + self.seeds <= 2**31, "seed",
+            f"seeds seed..seed+{self.seeds - 1} must lie in [0, 2**31)", self.seed,
+        )
         self.env.validate("env")
         self.replay.validate("replay")
         self.train.validate("train", self.env.num_envs, self.replay.capacity)

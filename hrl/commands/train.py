@@ -19,6 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="override a config key, e.g. --set train.batch_size=128 (repeatable)",
     )
     parser.add_argument(
+        "--seeds", type=int, metavar="S",
+        help="S independent runs (seeds seed..seed+S-1), vmapped in one jitted program when the "
+        "loop is fused (same as --set seeds=S)",
+    )
+    parser.add_argument(
         "--run-dir", help="where logs, curve and checkpoints go (default runs/<name>-<time>)"
     )
     parser.add_argument(
@@ -38,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from hrl.config import ConfigError, load_config
 
+    if args.seeds is not None:
+        args.overrides = [*args.overrides, f"seeds={args.seeds}"]
     try:
         if args.resume:
             if args.config:
@@ -97,8 +104,38 @@ def _print_summary(console, s: dict) -> None:
         f"mean return of the last {s['return_window']} episodes: {ret}"
     )
     run_dir = s["run_dir"]
-    console.print(
-        f"run directory: {run_dir}  (metrics, episodes.csv, learning_curve.png, checkpoints/)"
-    )
+    seeds = s["seeds"]
+    if len(seeds) > 1:
+        _print_seeds(console, s)
+        console.print(
+            f"run directory: {run_dir}  (seed-<s>/ per seed, aggregate.csv/png, checkpoints/)"
+        )
+    else:
+        console.print(
+            f"run directory: {run_dir}  (metrics, episodes.csv, learning_curve.png, checkpoints/)"
+        )
     if s["interrupted"]:
         console.print(f"resume with: hrl train --resume {run_dir}")
+
+
+def _print_seeds(console, s: dict) -> None:
+    import numpy as np
+
+    per_seed = s["per_seed"]
+    console.print(
+        f"{len(per_seed)} seeds: {s['env_steps_per_s']:,.0f} env steps/s summed over seeds "
+        f"({s['env_steps_per_s_per_seed']:,.0f} per seed)"
+    )
+    final = s.get("final_return")
+    if final:
+        console.print(
+            f"final return (mean of the last {s['return_window']} episodes) over seeds: IQM "
+            f"{final['iqm']:.1f} [95% CI {final['iqm_ci_low']:.1f}, {final['iqm_ci_high']:.1f}], "
+            f"median {final['median']:.1f} (IQR {final['q25']:.1f} to {final['q75']:.1f})"
+        )
+    if s.get("solved_return") is not None:
+        reached = sorted(r["steps_to_solved"] for r in per_seed if r["steps_to_solved"])
+        median = f", median {int(np.median(reached)):,} env steps to it" if reached else ""
+        console.print(
+            f"{s['solved_runs']} of {len(per_seed)} seeds reached {s['solved_return']:g}{median}"
+        )

@@ -112,7 +112,10 @@ def init_train_state(
     prims: Primitives, replay, agent, spec, schedule: Schedule, example_transition, seed: int
 ) -> TrainState:
     """Fresh state: networks, empty buffer, reset envs; n-1 warm-up steps fill the n-step
-    window (they count as env steps; their transitions start the buffer one step later)."""
+    window (they count as env steps; their transitions start the buffer one step later).
+
+    With a JAX env and replay this traces: `seed` may be a traced int32, so the whole
+    function jits (one compilation instead of ~150 eager ones) and vmaps over seeds."""
     root = jax.random.PRNGKey(seed)
     k_agent, k_env, k_warm, k_loop = jax.random.split(root, 4)
     agent_state = agent.init(k_agent)
@@ -162,6 +165,10 @@ class FusedLoop:
         self.prims = prims
         self.schedule = schedule
         self._run = jax.jit(self._run_chunk, static_argnums=1)
+        # Independent seeds: the same scan, vmapped over a leading axis of the state.
+        self._run_seeds = jax.jit(
+            lambda state, n: jax.vmap(lambda s: self._run_chunk(s, n))(state), static_argnums=1
+        )
 
     # --- the learner: U x (sample -> train -> update) -------------------------------
     def _sgd_step(self, carry, key):
@@ -252,6 +259,11 @@ class FusedLoop:
     def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
         """`num_iters` iterations in one jit call (compiled once per distinct chunk length)."""
         state, out = self._run(state, num_iters)
+        return state, jax.device_get(out)
+
+    def run_seeds(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
+        """`run` for a stack of independent states (leading axis: seed), in one jit call."""
+        state, out = self._run_seeds(state, num_iters)
         return state, jax.device_get(out)
 
 

@@ -9,7 +9,9 @@ chunk. Either way `hrl train --resume RUN_DIR` continues the run exactly.
 from __future__ import annotations
 
 import collections
+import csv
 import dataclasses
+import functools
 import json
 import signal
 import threading
@@ -24,6 +26,13 @@ import numpy as np
 
 from hrl.config import RunConfig, dump_config, load_config
 from hrl.replay.buffer import make_prioritized_replay
+from hrl.runtime.aggregate import (
+    aggregate_curve,
+    plot_curves,
+    steps_to_threshold,
+    summarize,
+    write_curve_csv,
+)
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
 from hrl.runtime.loop import FusedLoop, HostLoop, Schedule, TrainState, init_train_state
 from hrl.runtime.metrics import MetricsLog, plot_learning_curve, read_episodes
@@ -65,7 +74,8 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     replay_is_jax = r.backend == "jax"
     if replay_is_jax:
         replay = make_prioritized_replay(
-            r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights
+            r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
+            impl=r.impl,
         )
     else:
         from hrl.runtime.host_replay import make_host_replay
@@ -89,12 +99,29 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     return Built(cfg, env, agent, replay, schedule, loop, envs.example_transition(spec))
 
 
-def initial_state(built: Built) -> TrainState:
-    prims = built.loop.prims
-    return init_train_state(
-        prims, built.replay, built.agent, built.env.spec, built.schedule,
-        built.example_transition, built.cfg.seed,
+def seed_list(cfg: RunConfig) -> list[int]:
+    """The seeds of a run: `seed`, `seed + 1`, ..., `seed + seeds - 1`."""
+    return [cfg.seed + i for i in range(cfg.seeds)]
+
+
+def _init_traces(built: Built) -> bool:
+    return built.env.spec.is_jax and built.cfg.replay.backend == "jax"
+
+
+def initial_state(built: Built, seeds: list[int] | None = None) -> TrainState:
+    """The fresh state of `cfg.seed`; with `seeds`, one state per seed stacked on a leading
+    axis (for `FusedLoop.run_seeds`). Jitted whenever env and replay are JAX."""
+    init = functools.partial(
+        init_train_state, built.loop.prims, built.replay, built.agent, built.env.spec,
+        built.schedule, built.example_transition,
     )
+    if seeds is not None:
+        if not _init_traces(built):
+            raise ValueError("stacked seeds need a JAX environment and replay.backend 'jax'")
+        return jax.jit(jax.vmap(init))(jnp.asarray(seeds, jnp.int32))
+    if _init_traces(built):
+        return jax.jit(init)(jnp.int32(built.cfg.seed))
+    return init(built.cfg.seed)
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
@@ -190,8 +217,13 @@ def train(
 ) -> dict:
     """Train to `cfg.train.total_env_steps` (or stop early at `stop_at_env_steps`, leaving a
     checkpoint: the programmatic twin of Ctrl-C; or at the first chunk end where the mean of
-    the last `log.return_window` episodes reaches `solved_return`). Returns a summary dict
-    (also written to RUN_DIR/summary.json)."""
+    the last `log.return_window` episodes reaches `solved_return` in every seed). Returns a
+    summary dict (also written to RUN_DIR/summary.json).
+
+    `cfg.seeds` > 1 trains that many independent runs (seeds `seed`, `seed + 1`, ...): a fused
+    loop vmaps them in one jitted program, a host loop runs them one after another. Each
+    seed logs into RUN_DIR/seed-<s>/; RUN_DIR/aggregate.{csv,png} hold the median,
+    interquartile band and IQM (with its 95% bootstrap interval) over seeds."""
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
     if not resume and latest_checkpoint(run_dir) is not None:
         raise ValueError(
@@ -202,9 +234,18 @@ def train(
     if checkpoint_every < 0:
         raise ValueError(f"--checkpoint-every must be >= 0, got {checkpoint_every}")
     progress = cfg.log.progress if progress is None else progress
-
+    t_start = time.perf_counter()
     built = build(cfg, placement)
-    state = initial_state(built)
+    if cfg.seeds > 1 and not built.loop.fused:
+        return _train_one_after_another(
+            cfg, run_dir, resume, checkpoint_every, progress, stop_at_env_steps, placement,
+            solved_return,
+        )
+    seeds = seed_list(cfg)
+    batched = len(seeds) > 1
+    state = initial_state(built, seeds if batched else None)
+    jax.block_until_ready(state)
+    init_s = time.perf_counter() - t_start
     run_dir.mkdir(parents=True, exist_ok=True)
     wall_before = 0.0
     if resume:
@@ -222,11 +263,19 @@ def train(
             state = _restart_host_envs(built, state)
     else:
         (run_dir / "config.yaml").write_text(dump_config(cfg))
-    start_steps = int(state.env_steps)
-    log = MetricsLog(run_dir, cfg.log.metrics_format, resume_at=start_steps if resume else None)
-    recent = collections.deque(read_episodes(run_dir)[1].tolist(), maxlen=cfg.log.return_window)
+    seed_dirs = [run_dir / f"seed-{s}" for s in seeds] if batched else [run_dir]
+    for d in seed_dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    start_steps = _count(state.env_steps)
+    logs = [
+        MetricsLog(d, cfg.log.metrics_format, resume_at=start_steps if resume else None)
+        for d in seed_dirs
+    ]
+    window = cfg.log.return_window
+    recents = [collections.deque(read_episodes(d)[1].tolist(), maxlen=window) for d in seed_dirs]
 
     sch = built.schedule
+    run_chunk = built.loop.run_seeds if batched else built.loop.run
     # Every chunk has the same length, so the jitted loop compiles once; the run therefore
     # ends on the first chunk boundary at or past total_env_steps (likewise stops and
     # checkpoints fall on chunk boundaries, which keeps resumed runs on the same chunking).
@@ -236,66 +285,201 @@ def train(
     next_ckpt = (
         (start_steps // checkpoint_every + 1) * checkpoint_every if checkpoint_every else None
     )
-    t_start = time.perf_counter()
-    steps_at_start, updates_at_start = start_steps, int(state.updates)
+    steps_at_start, updates_at_start = start_steps, _count(state.updates)
     interrupted = False
     solved_at = None
+    first_chunk_s = None
     last_saved = start_steps if resume else None
+
+    def wall_now():
+        return wall_before + time.perf_counter() - t_start
 
     def checkpoint(st):
         nonlocal last_saved
         info = {
-            "env_steps": int(st.env_steps),
-            "updates": int(st.updates),
-            "iteration": int(st.iteration),
-            "wall_s": wall_before + time.perf_counter() - t_start,
+            "env_steps": _count(st.env_steps),
+            "updates": _count(st.updates),
+            "iteration": _count(st.iteration),
+            "wall_s": wall_now(),
         }
         save_checkpoint(run_dir, st, info)
-        last_saved = int(st.env_steps)
+        last_saved = _count(st.env_steps)
 
-    title = f"{cfg.algo} {cfg.env.name.split(':')[-1]}"
+    def all_solved():
+        return solved_return is not None and all(
+            len(r) == r.maxlen and float(np.mean(r)) >= solved_return for r in recents
+        )
+
+    title = f"{cfg.algo} {cfg.env.name.split(':')[-1]}" + (f" x{len(seeds)} seeds" * batched)
     with _Interrupt() as stop, _Progress(progress, total, start_steps, title) as bar:
         try:
-            while int(state.env_steps) < target and not stop.requested:
-                steps_now = int(state.env_steps)
+            while _count(state.env_steps) < target and not stop.requested:
+                steps_now = _count(state.env_steps)
                 t0 = time.perf_counter()
-                new_state, out = built.loop.run(state, chunk_iters)
+                new_state, out = run_chunk(state, chunk_iters)
                 jax.block_until_ready(new_state)
                 dt = time.perf_counter() - t0
-                steps, returns = _episodes_of(out, steps_now, sch.num_envs)
+                first_chunk_s = dt if first_chunk_s is None else first_chunk_s
                 state = new_state
-                log.episodes(steps, returns)
-                recent.extend(returns.tolist())
-                _log_chunk(log, state, out, dt, steps_now, recent, t_start, wall_before)
+                counters = (_count(state.env_steps), _count(state.updates))
+                for i, (log, recent) in enumerate(zip(logs, recents, strict=True)):
+                    seed_out = jax.tree.map(lambda x, i=i: x[i], out) if batched else out
+                    steps, returns = _episodes_of(seed_out, steps_now, sch.num_envs)
+                    log.episodes(steps, returns)
+                    recent.extend(returns.tolist())
+                    _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now())
                 elapsed = time.perf_counter() - t_start
+                means = [float(np.mean(r)) for r in recents if r]
                 bar.update(
-                    int(state.env_steps),
-                    (int(state.env_steps) - steps_at_start) / max(elapsed, 1e-9),
-                    (int(state.updates) - updates_at_start) / max(elapsed, 1e-9),
-                    float(np.mean(recent)) if recent else None,
+                    counters[0],
+                    len(seeds) * (counters[0] - steps_at_start) / max(elapsed, 1e-9),
+                    len(seeds) * (counters[1] - updates_at_start) / max(elapsed, 1e-9),
+                    float(np.median(means)) if means else None,
                 )
-                if next_ckpt is not None and int(state.env_steps) >= next_ckpt:
+                if next_ckpt is not None and counters[0] >= next_ckpt:
                     checkpoint(state)
-                    next_ckpt = (int(state.env_steps) // checkpoint_every + 1) * checkpoint_every
-                if (
-                    solved_return is not None
-                    and len(recent) == recent.maxlen
-                    and float(np.mean(recent)) >= solved_return
-                ):
-                    solved_at = int(state.env_steps)
+                    next_ckpt = (counters[0] // checkpoint_every + 1) * checkpoint_every
+                if all_solved():
+                    solved_at = counters[0]
                     break
-            interrupted = solved_at is None and (stop.requested or int(state.env_steps) < total)
+            interrupted = solved_at is None and (stop.requested or _count(state.env_steps) < total)
         except KeyboardInterrupt:
             interrupted = True  # `state` is still the last finished chunk's state
         finally:
-            if last_saved != int(state.env_steps):
+            if last_saved != _count(state.env_steps):
                 checkpoint(state)
     wall = time.perf_counter() - t_start
-    summary = _summary(cfg, run_dir, state, recent, wall, wall_before, steps_at_start,
-                       updates_at_start, interrupted, built.loop)
-    summary["solved_at_env_steps"] = solved_at
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    plot_learning_curve(run_dir, f"{cfg.algo.upper()} + PER, {cfg.env.name}", cfg.log.return_window)
+    env_steps, updates = _count(state.env_steps), _count(state.updates)
+    threshold = solved_return if solved_return is not None else cfg.train.solved_return
+    summary = {
+        "run_dir": str(run_dir),
+        "config": cfg.name,
+        "seeds": seeds,
+        "env_steps": env_steps,  # per seed
+        "updates": updates,  # per seed
+        "iterations": _count(state.iteration),
+        "wall_s_this_session": round(wall, 3),
+        "wall_s_total": round(wall + wall_before, 3),
+        "init_s": round(init_s, 3),  # build + initial state (compilation included)
+        "first_chunk_s": None if first_chunk_s is None else round(first_chunk_s, 3),
+        # Summed over seeds: every env step / SGD step simulated per wall second.
+        "env_steps_per_s": len(seeds) * (env_steps - steps_at_start) / max(wall, 1e-9),
+        "updates_per_s": len(seeds) * (updates - updates_at_start) / max(wall, 1e-9),
+        "env_steps_per_s_per_seed": (env_steps - steps_at_start) / max(wall, 1e-9),
+        "recent_return": float(np.median([np.mean(r) for r in recents])) if all(recents)
+        else None,
+        "return_window": window,
+        "solved_return": threshold,
+        "interrupted": interrupted,
+        "fused": built.loop.fused,
+        "solved_at_env_steps": solved_at,
+    }
+    if not built.loop.fused:
+        summary["primitive_seconds"] = {k: round(v, 4) for k, v in built.loop.timings.items()}
+    per_seed = [_seed_result(s, d, window, threshold, init_s) for s, d in zip(
+        seeds, seed_dirs, strict=True)]
+    for d, row in zip(seed_dirs, per_seed, strict=True):
+        plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {row['seed']}",
+                            window)
+    _finish(summary, per_seed, seed_dirs, run_dir, cfg)
+    return summary
+
+
+def _count(x) -> int:
+    """A counter of the state (equal across stacked seeds: the schedule does not depend on
+    the seed)."""
+    return int(np.asarray(x).reshape(-1)[0])
+
+
+def _seed_result(seed, seed_dir, window, threshold, init_s) -> dict:
+    """One seed's outcome from its logs: final return, and steps / wall seconds to the bar."""
+    steps, returns = read_episodes(seed_dir)
+    row = {
+        "seed": seed,
+        "recent_return": float(np.mean(returns[-window:])) if len(returns) >= window else None,
+        "episodes": len(returns),
+    }
+    if threshold is not None:
+        reached = steps_to_threshold(steps, returns, window, threshold)
+        row["steps_to_solved"] = reached
+        row["wall_s_to_solved"] = None
+        metrics = Path(seed_dir) / "metrics.csv"
+        if reached is not None and metrics.exists():
+            # The wall clock of the chunk whose end first showed the bar reached.
+            rows = list(csv.DictReader(metrics.read_text().splitlines()))
+            done = [float(r["wall_s"]) for r in rows if int(float(r["env_steps"])) >= reached]
+            row["wall_s_to_solved"] = round(done[0], 3) if done else None
+    return row
+
+
+def _finish(summary, per_seed, seed_dirs, run_dir, cfg) -> None:
+    """Per-seed results and, for several seeds, the aggregate curve; summary.json last."""
+    window, threshold = cfg.log.return_window, summary["solved_return"]
+    summary["per_seed"] = per_seed
+    if threshold is not None:
+        summary["solved_runs"] = sum(r["steps_to_solved"] is not None for r in per_seed)
+    if len(seed_dirs) > 1:
+        logs = [read_episodes(d) for d in seed_dirs]
+        finals = [r["recent_return"] for r in per_seed if r["recent_return"] is not None]
+        if len(finals) == len(per_seed):
+            summary["final_return"] = summarize(finals)
+        grid = np.linspace(0, max(summary["env_steps"], 1), 201)[1:].astype(np.int64)
+        if all(len(s) >= window for s, _ in logs):
+            curve = aggregate_curve(logs, window, grid)
+            write_curve_csv(run_dir / "aggregate.csv", curve)
+            plot_curves(
+                run_dir / "aggregate.png", {f"{len(seed_dirs)} seeds": curve},
+                f"{cfg.algo.upper()} + PER, {cfg.env.name}", window, threshold,
+            )
+    (Path(run_dir) / "summary.json").write_text(json.dumps(summary, indent=1))
+
+
+def _train_one_after_another(
+    cfg, run_dir, resume, checkpoint_every, progress, stop_at_env_steps, placement, solved_return
+) -> dict:
+    """Several seeds of a host-loop config: one run per seed, in RUN_DIR/seed-<s>/, then the
+    aggregate. On resume, finished seeds are kept and the interrupted one continues."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        (run_dir / "config.yaml").write_text(dump_config(cfg))
+    summaries, seed_dirs = [], []
+    t_start = time.perf_counter()
+    for seed in seed_list(cfg):
+        one = dataclasses.replace(cfg, seed=seed, seeds=1)
+        seed_dir = run_dir / f"seed-{seed}"
+        seed_dirs.append(seed_dir)
+        done = seed_dir / "summary.json"
+        if resume and done.exists() and not json.loads(done.read_text())["interrupted"]:
+            summaries.append(json.loads(done.read_text()))
+            continue
+        summaries.append(train(
+            one, seed_dir, resume=resume and latest_checkpoint(seed_dir) is not None,
+            checkpoint_every=checkpoint_every, progress=progress,
+            stop_at_env_steps=stop_at_env_steps, placement=placement,
+            solved_return=solved_return,
+        ))
+        if summaries[-1]["interrupted"]:
+            break
+    wall = time.perf_counter() - t_start
+    last = summaries[-1]
+    summary = {
+        **{k: last[k] for k in ("config", "env_steps", "updates", "iterations", "fused",
+                                "return_window", "solved_return")},
+        "run_dir": str(run_dir),
+        "seeds": seed_list(cfg),
+        "wall_s_this_session": round(wall, 3),
+        "wall_s_total": round(sum(s["wall_s_total"] for s in summaries), 3),
+        "env_steps_per_s": sum(s["env_steps_per_s"] for s in summaries) / len(summaries),
+        "updates_per_s": sum(s["updates_per_s"] for s in summaries) / len(summaries),
+        "env_steps_per_s_per_seed": sum(s["env_steps_per_s"] for s in summaries)
+        / len(summaries),
+        "recent_return": float(np.median([s["recent_return"] for s in summaries
+                                          if s["recent_return"] is not None] or [np.nan])),
+        "interrupted": len(summaries) < cfg.seeds or last["interrupted"],
+        "solved_at_env_steps": None,
+    }
+    per_seed = [s["per_seed"][0] for s in summaries]
+    _finish(summary, per_seed, seed_dirs[: len(summaries)], run_dir, cfg)
     return summary
 
 
@@ -309,13 +493,14 @@ def _restart_host_envs(built: Built, state: TrainState) -> TrainState:
     return state.replace(env=env_state, obs=obs, nstep=acc, episode_start=start)
 
 
-def _log_chunk(log, state, out, dt, steps_before, recent, t_start, wall_before) -> None:
+def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s) -> None:
     trained = np.asarray(out.trained)
+    env_steps, updates = counters
     row = {
-        "env_steps": int(state.env_steps),
-        "updates": int(state.updates),
-        "wall_s": round(wall_before + time.perf_counter() - t_start, 3),
-        "env_steps_per_s": (int(state.env_steps) - steps_before) / max(dt, 1e-9),
+        "env_steps": env_steps,
+        "updates": updates,
+        "wall_s": round(wall_s, 3),
+        "env_steps_per_s": (env_steps - steps_before) / max(dt, 1e-9),
         "recent_return": float(np.mean(recent)) if recent else float("nan"),
         "episodes": int(np.asarray(out.completed).sum()),
         "td_abs": float(np.asarray(out.td_abs)[trained].mean()) if trained.any() else float("nan"),
@@ -324,28 +509,6 @@ def _log_chunk(log, state, out, dt, steps_before, recent, t_start, wall_before) 
         values = np.asarray(values)
         row[name] = float(values[trained].mean()) if trained.any() else float("nan")
     log.row(row)
-
-
-def _summary(cfg, run_dir, state, recent, wall, wall_before, steps0, updates0, interrupted, loop):
-    env_steps, updates = int(state.env_steps), int(state.updates)
-    summary = {
-        "run_dir": str(run_dir),
-        "config": cfg.name,
-        "env_steps": env_steps,
-        "updates": updates,
-        "iterations": int(state.iteration),
-        "wall_s_this_session": round(wall, 3),
-        "wall_s_total": round(wall + wall_before, 3),
-        "env_steps_per_s": (env_steps - steps0) / max(wall, 1e-9),
-        "updates_per_s": (updates - updates0) / max(wall, 1e-9),
-        "recent_return": float(np.mean(recent)) if recent else None,
-        "return_window": cfg.log.return_window,
-        "interrupted": interrupted,
-        "fused": loop.fused,
-    }
-    if not loop.fused:
-        summary["primitive_seconds"] = {k: round(v, 4) for k, v in loop.timings.items()}
-    return summary
 
 
 def resume_config(run_dir: str | Path, overrides=()) -> RunConfig:
