@@ -34,8 +34,8 @@ $(STAMP_SYS): Makefile
 $(STAMP_PY): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@test -x $(BIN)/uv || $(BIN)/pip install -q uv
-	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
-	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python --no-deps -e .
 	@$(BIN)/python -m hrl.replay.native >/dev/null || echo "setup: native kernels not built; the jnp tree is used"
 	@touch $@
 

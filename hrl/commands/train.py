@@ -69,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from hrl.compile_cache import enable_compile_cache
     from hrl.runtime.run import train
+
+    enable_compile_cache()
 
     console = Console()
     from hrl.mapping.instantiate import apply_cli, print_comparison
