@@ -11,7 +11,9 @@ What "matches" means, per format:
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -424,3 +426,281 @@ def test_replay_update_equals_the_reference_steps(fmt, weights):
             np.testing.assert_array_equal(g, w)
     else:
         assert got.min_tree is None
+
+
+# ------------------------------------------------------------------ vmap: all instances in one call
+
+
+def stack(items):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *items)
+
+
+def take(tree, *i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def assert_same_words(got, want):
+    for g, w in zip(words(got), words(want), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def filled(rng, capacity, fanout, fmt):
+    """A tree with random priorities and some zero leaves (different per call)."""
+    pri = rng.random(capacity).astype(np.float32)
+    pri[rng.random(capacity) < 0.3] = 0.0
+    return ref.update(ref.init(capacity, fanout, fmt), np.arange(capacity), pri)
+
+
+def random_bits(rng, shape):
+    return rng.integers(0, 2**32, shape, dtype=np.uint64).astype(np.uint32)
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed", "min"])
+def test_vmapped_update_equals_each_unbatched_update(fmt):
+    """3 trees in one call: each equals its own unbatched update (and the reference); a tree
+    shared across the batch (in_axes None) is updated separately for each instance."""
+    rng = np.random.default_rng(4)
+    fmt = MinFloat32() if fmt == "min" else fmt
+    trees = [filled(rng, 700, 4, fmt) for _ in range(3)]
+    idx = rng.integers(-2, 702, (3, 64)).astype(np.int32)  # a few out of range: dropped
+    idx[:, 9] = idx[:, 5]  # duplicates: the last one wins
+    pri = rng.random((3, 64)).astype(np.float32)
+    got = jax.jit(jax.vmap(native.update))(stack(trees), idx, pri)
+    shared = jax.jit(jax.vmap(native.update, in_axes=(None, 0, 0)))(trees[0], idx, pri)
+    for t in range(3):
+        one = nat_update(trees[t], idx[t], pri[t])
+        assert_same_words(take(got, t), one)
+        assert_same_words(take(shared, t), nat_update(trees[0], idx[t], pri[t]))
+        want = ref_update(trees[t], idx[t], pri[t])
+        if fmt == "float32":  # float parents may differ from the reference in the last bits
+            np.testing.assert_array_equal(words(one)[-1], words(want)[-1])
+        else:
+            assert_same_words(one, want)
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+def test_vmapped_sample_equals_each_unbatched_sample(fmt):
+    rng = np.random.default_rng(5)
+    trees = [filled(rng, 1337, 16, fmt) for _ in range(3)]
+    bits = random_bits(rng, (3, 64))
+    for stratified in (True, False):
+        sample = jax.jit(
+            jax.vmap(functools.partial(native.sample_from_bits, stratified=stratified))
+        )
+        got = sample(stack(trees), bits)
+        shared = jax.jit(
+            jax.vmap(
+                functools.partial(native.sample_from_bits, stratified=stratified),
+                in_axes=(None, 0),
+            )
+        )(trees[0], bits)  # one tree, read by every instance (a size-1 vmapped axis)
+        for t in range(3):
+            one = nat_sample(trees[t], bits[t], stratified=stratified)
+            np.testing.assert_array_equal(got[t], one)
+            np.testing.assert_array_equal(one, ref_sample(trees[t], bits[t], stratified=stratified))
+            np.testing.assert_array_equal(
+                shared[t], nat_sample(trees[0], bits[t], stratified=stratified)
+            )
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+def test_vmapped_sample_with_key_equals_each_unbatched_call(fmt):
+    rng = np.random.default_rng(6)
+    capacity, batch = 1337, 64
+    trees = [filled(rng, capacity, 16, fmt) for _ in range(3)]
+    rows = rng.integers(0, 2**32, (3, capacity, 5), dtype=np.uint64).astype(np.uint32)
+    keys = jax.random.split(jax.random.key(7), 3)
+    key_words = jnp.stack([native.threefry_key_words(k) for k in keys])
+    sizes = np.array([capacity, 900, 40], np.int32)
+
+    def call(tree, kw, size, r):
+        return native.sample_with_key(tree, kw, size, batch, rows=r)
+
+    got_idx, got_words = jax.jit(jax.vmap(call))(stack(trees), key_words, sizes, rows)
+    shared = jax.jit(jax.vmap(call, in_axes=(None, 0, 0, None)))(
+        trees[0], key_words, sizes, rows[0]
+    )
+    for t in range(3):
+        idx, w = jax.jit(call)(trees[t], key_words[t], sizes[t], rows[t])
+        np.testing.assert_array_equal(got_idx[t], idx)
+        np.testing.assert_array_equal(got_words[t], w)
+        bits = jax.random.bits(keys[t], (batch,), jnp.uint32)
+        want = jnp.minimum(ref.sample_from_bits(trees[t], bits), sizes[t] - 1)
+        np.testing.assert_array_equal(idx, want)
+        np.testing.assert_array_equal(w, trees[t].levels[-1].reshape(-1)[want])
+        idx0, w0 = jax.jit(call)(trees[0], key_words[t], sizes[t], rows[0])
+        np.testing.assert_array_equal(shared[0][t], idx0)
+        np.testing.assert_array_equal(shared[1][t], w0)
+
+
+def test_vmapped_gather_fields_equals_each_unbatched_gather():
+    from hrl.replay.rows import RowLayout
+
+    rng = np.random.default_rng(7)
+    arrays = {
+        "a": rng.standard_normal((3, 50, 3, 2)).astype(np.float32),
+        "b": rng.integers(0, 255, (3, 50, 11)).astype(np.uint8),  # an odd field width
+        "c": rng.random((3, 50)) < 0.5,
+    }
+    layout = RowLayout.of(jax.tree.map(lambda a: a[0, 0], arrays))
+    tables = jax.vmap(layout.pack)(arrays)
+    indices = rng.integers(-3, 60, (3, 9)).astype(np.int32)  # some clamped at either end
+
+    def gather(table, idx):
+        return native.gather_fields(table, idx, layout)
+
+    got = jax.jit(jax.vmap(gather))(tables, indices)
+    shared = jax.jit(jax.vmap(gather, in_axes=(None, 0)))(tables[0], indices)
+    for t in range(3):
+        one = jax.jit(gather)(tables[t], indices[t])
+        for name, a in arrays.items():
+            np.testing.assert_array_equal(got[name][t], one[name])
+            np.testing.assert_array_equal(one[name], a[t][np.clip(indices[t], 0, 49)])
+            np.testing.assert_array_equal(shared[name][t], a[0][np.clip(indices[t], 0, 49)])
+
+
+def _buffers(fmt, weights, n_states, rng):
+    """The xla and native buffers and `n_states` different filled states of each."""
+    from hrl.replay.buffer import make_prioritized_replay
+
+    buffers = [
+        make_prioritized_replay(500, fanout=4, fmt=fmt, weights=weights, impl=impl)
+        for impl in ("xla", "native")
+    ]
+    item = {"x": np.zeros(2, np.float32)}
+    states = []
+    for rb in buffers:
+        add = jax.jit(rb.add)
+        states.append(
+            [add(rb.init(item), {"x": np.full((300, 2), s, np.float32)}) for s in range(n_states)]
+        )
+    # Different priorities per state, through the reference path (same for both buffers).
+    for s in range(n_states):
+        idx = rng.integers(0, 300, 200).astype(np.int32)
+        td = rng.standard_normal(200).astype(np.float32)
+        new = jax.jit(buffers[0].update)(states[0][s], idx, td)
+        states[0][s] = new
+        states[1][s] = states[1][s].replace(
+            tree=new.tree, min_tree=new.min_tree, max_priority=new.max_priority
+        )
+    return buffers, states
+
+
+def assert_same_state(got, want, fmt):
+    np.testing.assert_array_equal(got.max_priority, want.max_priority)
+    np.testing.assert_array_equal(ref.leaf_words(got.tree), ref.leaf_words(want.tree))
+    if fmt == "fixed":
+        assert_same_words(got.tree, want.tree)
+    if want.min_tree is not None:
+        assert_same_words(got.min_tree, want.min_tree)
+
+
+@pytest.mark.parametrize(("fmt", "weights"), [("float32", "global"), ("fixed", "batch")])
+def test_vmapped_replay_update_equals_each_unbatched_update(fmt, weights):
+    rng = np.random.default_rng(8)
+    (xla, nat), (xla_states, nat_states) = _buffers(fmt, weights, 3, rng)
+    idx = rng.integers(-3, 320, (3, 64)).astype(np.int32)  # some >= size 300, some < 0
+    idx[:, 9] = idx[:, 5]
+    td = (rng.standard_normal((3, 64)) * 3).astype(np.float32)
+    td[:, [2, 40]] = [np.nan, np.inf]
+    got = jax.jit(jax.vmap(nat.update))(stack(nat_states), idx, td)
+    for t in range(3):
+        one = jax.jit(nat.update)(nat_states[t], idx[t], td[t])
+        assert_same_state(take(got, t), one, "fixed")  # same kernel: every word
+        assert_same_state(one, jax.jit(xla.update)(xla_states[t], idx[t], td[t]), fmt)
+
+
+def test_nested_vmap_two_by_two():
+    """A 2x2 grid of buffers through sample, gather and update in one nested vmap, and a tree
+    shared along the inner axis (a size-1 vmapped dimension in the middle)."""
+    rng = np.random.default_rng(9)
+    (xla, nat), (xla_states, nat_states) = _buffers("fixed", "global", 4, rng)
+    keys = jax.random.split(jax.random.key(3), 4)
+    td = (rng.standard_normal((4, 32)) * 2).astype(np.float32)
+
+    def step(rb, state, key, td):
+        sample = rb.sample(state, key, 32)
+        return rb.update(state, sample.indices, td), sample
+
+    def grid(x):
+        return jax.tree.map(lambda a: a.reshape((2, 2) + a.shape[1:]), x)
+
+    nested = jax.jit(jax.vmap(jax.vmap(functools.partial(step, nat))))
+    got_state, got_sample = nested(grid(stack(nat_states)), grid(keys), grid(td))
+    for t in range(4):
+        i, j = divmod(t, 2)
+        one_state, one_sample = jax.jit(functools.partial(step, nat))(nat_states[t], keys[t], td[t])
+        assert_same_state(take(got_state, i, j), one_state, "fixed")
+        for g, w in zip(
+            jax.tree.leaves(take(got_sample, i, j)), jax.tree.leaves(one_sample), strict=True
+        ):
+            np.testing.assert_array_equal(g, w)
+        want_state, want_sample = jax.jit(functools.partial(step, xla))(
+            xla_states[t], keys[t], td[t]
+        )
+        np.testing.assert_array_equal(one_sample.indices, want_sample.indices)
+        assert_same_state(one_state, want_state, "fixed")
+
+    trees = [s.tree for s in nat_states[:2]]
+    bits = random_bits(rng, (2, 2, 16))
+    inner_shared = jax.vmap(native.sample_from_bits, in_axes=(None, 0))
+    got = jax.jit(jax.vmap(inner_shared))(stack(trees), bits)
+    for i, j in np.ndindex(2, 2):
+        np.testing.assert_array_equal(got[i, j], nat_sample(trees[i], bits[i, j]))
+
+
+def _tree_level_copies(hlo: str, level_shape) -> list[str]:
+    """Instructions of compiled HLO that copy or slice out a whole leaf level (batched or one
+    instance's): what the "sequential" vmap of the kernels compiled to inside a loop."""
+    dims = "|".join(",".join(map(str, level_shape[k:])) for k in (0, 1))
+    pattern = rf"= \w+\[(1,)?({dims})\]\S* (copy|dynamic-slice|dynamic-update-slice)\("
+    return [line.strip() for line in hlo.splitlines() if re.search(pattern, line)]
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+def test_vmapped_calls_inside_scan_stay_in_place(fmt):
+    """vmap inside lax.scan with the stacked trees in the carry: each tree equals its own
+    unbatched scan, and the compiled loop neither copies nor slices a leaf level."""
+    rng = np.random.default_rng(10)
+    steps, batch = 6, 32
+    trees = [filled(rng, 3000, 16, fmt) for _ in range(3)]
+    bits = random_bits(rng, (steps, 3, batch))
+    pri = rng.random((steps, 3, batch)).astype(np.float32)
+
+    def loop(stacked, bits, pri):
+        def step(tree, xs):
+            def one(tree, b, p):
+                indices = native.sample_from_bits(tree, b)
+                return native.update(tree, indices, p), indices
+
+            return jax.vmap(one)(tree, *xs)
+
+        return jax.lax.scan(step, stacked, (bits, pri))
+
+    stacked = stack(trees)
+    level_shape = stacked.levels[-1].shape
+    run = jax.jit(loop, donate_argnums=0)
+    assert _tree_level_copies(run.lower(stacked, bits, pri).compile().as_text(), level_shape) == []
+    got_tree, got_idx = run(stacked, bits, pri)
+    one_loop = jax.jit(_sample_update_loop, static_argnums=0)
+    for t in range(3):
+        one_tree, one_idx = one_loop(native, trees[t], bits[:, t], pri[:, t])
+        np.testing.assert_array_equal(got_idx[:, t], one_idx)
+        assert_same_words(take(got_tree, t), one_tree)
+        if fmt == "fixed":
+            ref_tree, ref_idx = one_loop(ref, trees[t], bits[:, t], pri[:, t])
+            np.testing.assert_array_equal(one_idx, ref_idx)
+            assert_same_words(one_tree, ref_tree)
+
+
+def test_vmapped_update_in_place_when_donated():
+    rng = np.random.default_rng(11)
+    stacked = stack([filled(rng, 5000, 16, "float32") for _ in range(3)])
+    update = jax.jit(jax.vmap(lambda t, i, p: native.update(t, i, p)), donate_argnums=0)
+    leaf_ptr = stacked.levels[-1].unsafe_buffer_pointer()
+    stacked = update(
+        stacked,
+        rng.integers(0, 5000, (3, 64)).astype(np.int32),
+        rng.random((3, 64)).astype(np.float32),
+    )
+    assert stacked.levels[-1].unsafe_buffer_pointer() == leaf_ptr

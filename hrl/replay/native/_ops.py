@@ -9,7 +9,11 @@ In place: `update_words` aliases every level of the tree to its output. Under `j
 the tree as a donated argument (`donate_argnums`) or carry it through `lax.scan`; otherwise
 XLA must copy the whole tree (O(N)) to keep the caller's input alive.
 
-vmap: a batch of trees runs the kernel once per tree (`vmap_method="sequential"`).
+vmap (nested too): one custom call takes the whole stack of instances, and the C++ runs the
+single-instance kernel on each one's slice in place ("sequential" would loop in XLA, copying
+every instance's tree out and back in each call). Updates use "broadcast_all": an aliased tree
+must have its result's shape, so a tree shared across the batch is copied once per instance.
+Reads use "expand_dims": an unbatched tree or table stays one copy that every instance reads.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ import numpy as np
 from hrl.replay.formats import FixedPoint, Float32, MinFloat32
 from hrl.replay.native._build import ensure_registered
 from hrl.replay.sumtree import SumTree
+
+# How each kernel batches under vmap (see the module docstring).
+_UPDATE_VMAP = "broadcast_all"
+_READ_VMAP = "expand_dims"
 
 
 def _suffix(tree: SumTree, sampling: bool = False) -> str:
@@ -63,7 +71,7 @@ def update_words(tree: SumTree, indices, words) -> SumTree:
         f"hrl_sumtree_update_{_suffix(tree)}",
         tuple(jax.ShapeDtypeStruct(level.shape, level.dtype) for level in tree.levels),
         input_output_aliases={2 + i: i for i in range(n_levels)},
-        vmap_method="sequential",
+        vmap_method=_UPDATE_VMAP,
     )
     levels = call(
         indices,
@@ -91,7 +99,7 @@ def sample_from_bits(tree: SumTree, bits, stratified: bool = True) -> jax.Array:
     call = jax.ffi.ffi_call(
         f"hrl_sumtree_sample_{_suffix(tree, sampling=True)}",
         jax.ShapeDtypeStruct(bits.shape, jnp.int32),
-        vmap_method="sequential",
+        vmap_method=_READ_VMAP,
     )
     return call(bits, *tree.levels, fanout=np.int64(tree.fanout), stratified=bool(stratified))
 
@@ -145,7 +153,7 @@ def sample_with_key(
             jax.ShapeDtypeStruct((batch_size,), jnp.int32),
             jax.ShapeDtypeStruct((batch_size,), tree.fmt.dtype),
         ),
-        vmap_method="sequential",
+        vmap_method=_READ_VMAP,
     )
     rows = jnp.zeros((0,), jnp.uint32) if rows is None else rows
     indices, words = call(
@@ -172,7 +180,7 @@ def gather_fields(table, indices, layout):
             jax.ShapeDtypeStruct(indices.shape + shape, dtype)
             for shape, dtype in zip(layout.shapes, layout.dtypes, strict=True)
         ),
-        vmap_method="sequential",
+        vmap_method=_READ_VMAP,
     )
     leaves = call(
         indices,
@@ -208,7 +216,7 @@ def replay_update(
         (jax.ShapeDtypeStruct((), jnp.float32),)
         + tuple(jax.ShapeDtypeStruct(level.shape, level.dtype) for level in levels),
         input_output_aliases={first_level + i: 1 + i for i in range(len(levels))},
-        vmap_method="sequential",
+        vmap_method=_UPDATE_VMAP,
     )
     max_priority, *out = call(
         indices,
