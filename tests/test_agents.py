@@ -178,6 +178,24 @@ def test_ddpg_shapes_bounds_and_td():
         )
 
 
+def test_ddpg_twin_critics_target_the_smaller_q():
+    cfg = DDPGConfig(actor_hidden_sizes=(16,), critic_hidden_sizes=(16,), twin_critics=True)
+    agent = make_ddpg(cfg, PENDULUM)
+    state = agent.init(jax.random.key(0))
+    batch = _batch(PENDULUM, 32, jax.random.key(3), discrete=False)
+    q = lambda o, a: np.asarray(agent.critic.apply(state.params["critic"], o, a))
+    next_a = agent.actor.apply(state.params["actor"], batch["next_obs"])
+    q_next, q_now = q(batch["next_obs"], next_a), q(batch["obs"], batch["action"])
+    assert q_next.shape == (2, 32) and not np.array_equal(q_next[0], q_next[1])
+    target = np.asarray(batch["reward"]) + np.asarray(batch["discount"]) * q_next.min(axis=0)
+    new_state, td, _ = jax.jit(agent.train_step)(state, batch, jnp.ones(32))
+    np.testing.assert_allclose(td, target - q_now[0], rtol=1e-5, atol=1e-5)  # first critic's
+    for head in (0, 1):  # both critics learn
+        before = state.params["critic"]["params"][f"MLP_{head}"]
+        after = new_state.params["critic"]["params"][f"MLP_{head}"]
+        assert not np.array_equal(_flat(before), _flat(after))
+
+
 def test_ddpg_random_warmup_and_ou_noise_carry():
     agent = make_ddpg(
         DDPGConfig(

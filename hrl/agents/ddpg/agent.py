@@ -59,6 +59,8 @@ class DDPGConfig:
     ou_theta: float = 0.15
     random_steps: int = 0  # env steps (all envs) of uniform random actions before the actor
     eval_noise_scale: float = 0.0  # Gaussian noise when explore=False
+    # Clipped double Q (TD3's twin critics): two critics, the TD target takes their minimum.
+    twin_critics: bool = False
 
     def __post_init__(self):
         c = "DDPGConfig"
@@ -77,6 +79,8 @@ class DDPGConfig:
         check_range(c, "ou_theta", self.ou_theta, 0.0, 1.0, low_open=True)
         check_nonnegative_int(c, "random_steps", self.random_steps)
         check_range(c, "eval_noise_scale", self.eval_noise_scale, 0.0, float("inf"), high_open=True)
+        if not isinstance(self.twin_critics, bool):
+            raise ValueError(f"{c}.twin_critics must be a bool, got {self.twin_critics!r}")
 
 
 @struct.dataclass
@@ -100,7 +104,8 @@ class DDPG:
 
     @property
     def critic(self) -> Critic:
-        return Critic(self.cfg.critic_hidden_sizes, self.cfg.activation)
+        return Critic(self.cfg.critic_hidden_sizes, self.cfg.activation,
+                      2 if self.cfg.twin_critics else 1)
 
     def _optimizer(self, learning_rate: float) -> optax.GradientTransformation:
         return make_optimizer(self.cfg.optimizer, learning_rate, self.cfg.max_grad_norm)

@@ -30,13 +30,16 @@ class Actor(nn.Module):
 
 
 class Critic(nn.Module):
-    """Q(s, a): an MLP on the concatenated observation and action."""
+    """Q(s, a): an MLP on the concatenated observation and action, (B,); with `heads` > 1,
+    that many independent MLPs, (heads, B) (TD3's twin critics)."""
 
     hidden_sizes: tuple[int, ...]
     activation: str = "relu"
+    heads: int = 1
 
     @nn.compact
     def __call__(self, obs, action):
         b = obs.shape[0]
         x = jnp.concatenate([obs.reshape(b, -1), action.reshape(b, -1)], axis=-1)
-        return MLP(self.hidden_sizes, 1, self.activation)(x)[:, 0]
+        qs = [MLP(self.hidden_sizes, 1, self.activation)(x)[:, 0] for _ in range(self.heads)]
+        return qs[0] if self.heads == 1 else jnp.stack(qs)
