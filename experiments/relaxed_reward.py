@@ -98,12 +98,16 @@ def main() -> int:
                         cfg.train.solved_return)
             statements.append(_rows_and_statement(task, settings, results, rows))
             print(statements[-1], flush=True)
+            _write(rows, statements, args)  # after every task: a long run keeps what it did
+    return 0
+
+
+def _write(rows, statements, args) -> None:
     with (OUT / "relaxed_reward.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
     _write_md(rows, statements, args)
-    return 0
 
 
 def _rows_and_statement(task, settings, results, rows) -> str:

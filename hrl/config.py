@@ -57,7 +57,8 @@ class ReplayConfig:
     weights: Literal["global", "batch"] = "global"
     n_step: int = 1  # n-step returns (1 = plain one-step transitions)
     # backend "jax": the sum-tree kernels, "native" (C++ on the CPU), "xla" (jnp) or "auto"
-    # (native where it builds); the results are bit for bit the same
+    # (native where it builds); same semantics (hrl.replay.native states its float32 caveat),
+    # so whole training runs may differ in the last bits between the two
     impl: Literal["auto", "native", "xla"] = "auto"
 
     def validate(self, path: str) -> None:
