@@ -6,8 +6,7 @@ For every M the fused loop (`hrl.runtime.FusedLoop`, one jitted lax.scan per chu
 run past `learning_starts` (untimed), then timed over whole chunks for at least `--seconds`.
 Two settings per M, both with the 64x64 MLP and a 50k prioritized replay (K=16, alpha 0.6):
 
-* `sgd_per_step`: one SGD step of batch 32 per env step (the RLlib comparison setting of
-  DESIGN.md §7, train ratio 1);
+* `sgd_per_step`: one SGD step of batch 32 per env step (train ratio 1);
 * `sgd_per_iter`: one SGD step of batch 256 per vector step of all M envs (train ratio 1/M,
   the setting of the 64-env flashbax reference).
 

@@ -1,5 +1,5 @@
 """Mapping framework: profile the primitives, predict their latency on every device, explore
-every primitive -> device mapping, report, and instantiate the chosen one (DESIGN.md §6).
+every primitive -> device mapping, report, and instantiate the chosen one.
 
     hrl profile CONFIG            -> profile.csv / profile.json      (hrl.mapping.profile)
     hrl map CONFIG --profile DIR  -> report.md / .html / PNGs        (plan, dse, report)

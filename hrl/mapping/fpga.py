@@ -1,9 +1,9 @@
 """FPGA performance model: the replay manager (RMM) from cycle counts, board budgets, an
 architecture exploration over (K, lanes, depth), and a modelled MLP learner bounded by DSPs.
 
-Timing of the RMM (DESIGN.md §4, the RTL in fpga_rtl/): one tree level per pipeline stage, one
-operation per cycle per lane once the pipeline is full, so a batch of B operations on P lanes
-takes
+Timing of the RMM (the RTL in fpga_rtl/, cycles measured by sim/report_cycles.py): one tree
+level per pipeline stage, one operation per cycle per lane once the pipeline is full, so a batch
+of B operations on P lanes takes
 
     cycles(B) = fill + ceil(B / P) / throughput,   fill = io_cycles + stage_cycles * D
 

@@ -1,4 +1,5 @@
-"""The five primitives of DESIGN.md §1 as separate pure functions with explicit inputs/outputs.
+"""The five primitives of the training loop (env, infer, sample, update, train; the iteration
+is spelled out in hrl/runtime/loop.py) as separate pure functions with explicit inputs/outputs.
 
 | primitive | function                                               | state it owns       |
 | --------- | ------------------------------------------------------ | ------------------- |

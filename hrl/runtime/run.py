@@ -376,12 +376,9 @@ def train(
     }
     if not built.loop.fused:
         summary["primitive_seconds"] = {k: round(v, 4) for k, v in built.loop.timings.items()}
-    per_seed = [_seed_result(s, d, window, threshold, init_s) for s, d in zip(
-        seeds, seed_dirs, strict=True)]
-    for d, row in zip(seed_dirs, per_seed, strict=True):
-        plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {row['seed']}",
-                            window)
-    _finish(summary, per_seed, seed_dirs, run_dir, cfg)
+    for seed, d in zip(seeds, seed_dirs, strict=True):
+        plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {seed}", window)
+    _finish(summary, seed_dirs, run_dir, cfg)
     return summary
 
 
@@ -391,9 +388,9 @@ def _count(x) -> int:
     return int(np.asarray(x).reshape(-1)[0])
 
 
-def _seed_result(seed, seed_dir, window, threshold, init_s) -> dict:
-    """One seed's outcome from its logs: final return, and steps / wall seconds to the bar."""
-    steps, returns = read_episodes(seed_dir)
+def _seed_result(seed, seed_dir, episodes, window, threshold) -> dict:
+    """One seed's outcome from its episodes: final return, and steps / wall seconds to the bar."""
+    steps, returns = episodes
     row = {
         "seed": seed,
         "recent_return": float(np.mean(returns[-window:])) if len(returns) >= window else None,
@@ -412,14 +409,20 @@ def _seed_result(seed, seed_dir, window, threshold, init_s) -> dict:
     return row
 
 
-def _finish(summary, per_seed, seed_dirs, run_dir, cfg) -> None:
-    """Per-seed results and, for several seeds, the aggregate curve; summary.json last."""
+def _finish(summary, seed_dirs, run_dir, cfg) -> None:
+    """Per-seed results from each seed's episodes and, for several seeds, the aggregate
+    curve; summary.json last."""
     window, threshold = cfg.log.return_window, summary["solved_return"]
+    logs = [read_episodes(d) for d in seed_dirs]
+    seeds = summary["seeds"][: len(seed_dirs)]  # an interrupted host run stops early
+    per_seed = [
+        _seed_result(seed, d, episodes, window, threshold)
+        for seed, d, episodes in zip(seeds, seed_dirs, logs, strict=True)
+    ]
     summary["per_seed"] = per_seed
     if threshold is not None:
         summary["solved_runs"] = sum(r["steps_to_solved"] is not None for r in per_seed)
     if len(seed_dirs) > 1:
-        logs = [read_episodes(d) for d in seed_dirs]
         finals = [r["recent_return"] for r in per_seed if r["recent_return"] is not None]
         if len(finals) == len(per_seed):
             summary["final_return"] = summarize(finals)
@@ -462,6 +465,8 @@ def _train_one_after_another(
             break
     wall = time.perf_counter() - t_start
     last = summaries[-1]
+    # One seed at a time: the rate over all seeds is the mean of the seeds' own rates.
+    env_rate = sum(s["env_steps_per_s"] for s in summaries) / len(summaries)
     summary = {
         **{k: last[k] for k in ("config", "env_steps", "updates", "iterations", "fused",
                                 "return_window", "solved_return")},
@@ -469,17 +474,15 @@ def _train_one_after_another(
         "seeds": seed_list(cfg),
         "wall_s_this_session": round(wall, 3),
         "wall_s_total": round(sum(s["wall_s_total"] for s in summaries), 3),
-        "env_steps_per_s": sum(s["env_steps_per_s"] for s in summaries) / len(summaries),
+        "env_steps_per_s": env_rate,
         "updates_per_s": sum(s["updates_per_s"] for s in summaries) / len(summaries),
-        "env_steps_per_s_per_seed": sum(s["env_steps_per_s"] for s in summaries)
-        / len(summaries),
+        "env_steps_per_s_per_seed": env_rate,
         "recent_return": float(np.median([s["recent_return"] for s in summaries
                                           if s["recent_return"] is not None] or [np.nan])),
         "interrupted": len(summaries) < cfg.seeds or last["interrupted"],
         "solved_at_env_steps": None,
     }
-    per_seed = [s["per_seed"][0] for s in summaries]
-    _finish(summary, per_seed, seed_dirs[: len(summaries)], run_dir, cfg)
+    _finish(summary, seed_dirs, run_dir, cfg)
     return summary
 
 
