@@ -16,13 +16,15 @@ What one timed call does:
   - hrl: `PrioritizedReplay.sample` + `.update` in ONE jitted call, state donated (updated in
     place). IS weights normalised by the buffer-wide minimum priority (hrl keeps a min tree,
     updated in the same call). Transitions are stored as packed rows (`hrl.replay.rows`).
-    Paths: `xla` (pure-JAX sum tree, XLA gathers) and `native` (C++ FFI kernels: one call
+    Paths: `xla` (pure-JAX sum tree, XLA gathers), `native` (C++ FFI kernels, CPU: one call
     draws the Threefry bits, descends and reads the sampled leaves, one gathers the rows,
-    one updates each tree in place).
+    one updates each tree in place) and `pallas` (Pallas kernels, GPU: one kernel descends,
+    one writes the leaves and one per level recomputes the parents; `--libraries hrl-pallas`).
   - cpprb: `PrioritizedReplayBuffer.sample(B, beta)` then `.update_priorities(idx, p)`: two
     Python calls into C++; IS weights normalised by its min segment tree.
   - flashbax: `sample` + `set_priorities` of the prioritised flat buffer in ONE jitted call,
-    state donated, its CPU (scan) path; flashbax returns probabilities, the IS weights are
+    state donated, its path for the device JAX runs on (`device=` the default backend);
+    flashbax returns probabilities, the IS weights are
     computed in the same call and normalised by the batch maximum (flashbax keeps no min tree).
 * insert: add B transitions at the ring position with the max priority seen.
   hrl: `PrioritizedReplay.add`, jitted, donated; cpprb: `add(**batch)`; flashbax: `add`, jitted,
@@ -37,7 +39,8 @@ Statistics: warm-up calls first, then R timed calls; the median (and quartiles) 
 The machine may be shared: the load average at start is written next to the results; ratios
 are taken between libraries measured back to back in the same run.
 Outputs (experiments/results/replay/): replay_bench.{csv,md,png} (replay_quick.* with --quick,
-headline.{csv,md} and headline_raw.csv with --headline; a `_sync` suffix with --sync-dispatch).
+headline.{csv,md} and headline_raw.csv with --headline; a `_sync` suffix with --sync-dispatch,
+a `_gpu` suffix when JAX runs on a GPU).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hrl.replay import native
+from hrl.replay import native, pallas_kernels
 from hrl.replay import sumtree as sumtree_module
 from hrl.replay.buffer import make_prioritized_replay
 
@@ -67,6 +70,9 @@ OBS = 4
 OUT_DIR = Path(__file__).resolve().parent / "results" / "replay"
 console = Console()
 
+HRL_PATHS = ("native", "xla", "pallas")
+# flashbax runs on whatever device JAX has (its scan path on a CPU, its GPU path on a GPU).
+FLASHBAX_PATH = f"jax-{jax.default_backend()}"
 FULL_GRID = dict(n=[2**14, 2**17, 2**20, 2**23], b=[32, 256, 4096], k=[2, 4, 16, 64])
 QUICK_GRID = dict(n=[2**14, 2**20], b=[256], k=[16])
 
@@ -198,7 +204,7 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
 
     def step(state, key, td):
         sample = rb.sample(state, key, b, BETA)
-        if path == "xla":  # the native sample reads the trees inside its one call
+        if path != "native":  # the native sample reads the trees inside its one call
             td = ordered_after(td, sample.probabilities, sample.weights)
         state = rb.update(state, sample.indices, td)
         return state, (sample.items, sample.weights, sample.indices)
@@ -226,9 +232,10 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
                 words = native.threefry_key_words(key)
                 indices, _ = native.sample_with_key(state.tree, words, state.size, b)
                 return state.replace(tree=native.update(state.tree, indices, td)), indices
+            kernels = pallas_kernels if path == "pallas" else sumtree_module
             bits = jax.random.bits(key, (b,), jnp.uint32)
-            indices = sumtree_module.sample_from_bits(state.tree, bits)
-            return state.replace(tree=sumtree_module.update(state.tree, indices, td)), indices
+            indices = kernels.sample_from_bits(state.tree, bits)
+            return state.replace(tree=kernels.update(state.tree, indices, td)), indices
 
         def sample_step(state, key, td):
             sample = rb.sample(state, key, b, BETA)
@@ -329,7 +336,7 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
             sample_batch_size=b,
             add_batch_size=b,
             priority_exponent=ALPHA,
-            device="cpu",
+            device=jax.default_backend(),
         )
         state = fb.init(item)
         add = jax.jit(fb.add, donate_argnums=0)
@@ -353,7 +360,7 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
             sample_batch_size=b,
             add_batch_size=rows_added,
             priority_exponent=ALPHA,
-            device="cpu",
+            device=jax.default_backend(),
         )
         state = fb.init(item)
         tree = state.sum_tree_state
@@ -388,7 +395,7 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
         in_scan = time_scan(carry, step, (skeys, stds), reps, scan_steps)
         rows.append(("scan", "sample+update", in_scan))
         del carry
-    return [Row("flashbax", "jax-cpu", mode, op, n, b, 2, *stats(t)) for mode, op, t in rows]
+    return [Row("flashbax", FLASHBAX_PATH, mode, op, n, b, 2, *stats(t)) for mode, op, t in rows]
 
 
 # ----------------------------------------------------------------------------- report
@@ -398,8 +405,10 @@ COLUMNS = [
     ("hrl", "native", "scan"),
     ("hrl", "xla", "per-call"),
     ("hrl", "xla", "scan"),
-    ("flashbax", "jax-cpu", "per-call"),
-    ("flashbax", "jax-cpu", "scan"),
+    ("hrl", "pallas", "per-call"),
+    ("hrl", "pallas", "scan"),
+    ("flashbax", FLASHBAX_PATH, "per-call"),
+    ("flashbax", FLASHBAX_PATH, "scan"),
     ("cpprb", "c++", "per-call"),
 ]
 
@@ -584,7 +593,7 @@ def run_grid(grid, libraries, reps, warmup, scan_steps, want, progress, task):
                 rows += bench_flashbax(n, b, reps, warmup, scan_steps, rng, want)
                 progress.advance(task)
             for k in grid["k"]:
-                for path in ("native", "xla"):
+                for path in HRL_PATHS:
                     if f"hrl-{path}" not in libraries:
                         continue
                     progress.update(
@@ -634,7 +643,7 @@ def main(argv=None):
         console.print(f"wrote {args.replot.with_suffix('.png')}")
         return
     libraries = set(args.libraries.split(","))
-    unknown = libraries - {"hrl-native", "hrl-xla", "cpprb", "flashbax"}
+    unknown = libraries - {f"hrl-{p}" for p in HRL_PATHS} - {"cpprb", "flashbax"}
     if unknown:
         parser.error(f"unknown --libraries entries {sorted(unknown)}")
     if "hrl-native" in libraries and not native.available():
@@ -661,11 +670,13 @@ def main(argv=None):
         stem, rounds = ("replay_quick" if args.quick else "replay_bench"), 1
     if args.sync_dispatch:
         stem += "_sync"
+    if jax.default_backend() != "cpu":  # GPU results sit beside the CPU ones, not over them
+        stem += f"_{jax.default_backend()}"
     cells = sum(1 for n in grid["n"] for b in grid["b"] if b <= n)
     per_cell = (
         ("cpprb" in libraries)
         + ("flashbax" in libraries)
-        + len(grid["k"]) * (("hrl-native" in libraries) + ("hrl-xla" in libraries))
+        + len(grid["k"]) * sum(f"hrl-{p}" in libraries for p in HRL_PATHS)
     )
     rows = []
     with Progress(

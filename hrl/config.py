@@ -56,10 +56,11 @@ class ReplayConfig:
     fmt: str = "float32"  # priority format, see hrl.replay.formats.parse_format
     weights: Literal["global", "batch"] = "global"
     n_step: int = 1  # n-step returns (1 = plain one-step transitions)
-    # backend "jax": the sum-tree kernels, "native" (C++ on the CPU), "xla" (jnp) or "auto"
-    # (native where it builds); same semantics (hrl.replay.native states its float32 caveat),
-    # so whole training runs may differ in the last bits between the two
-    impl: Literal["auto", "native", "xla"] = "auto"
+    # backend "jax": the sum-tree kernels, "native" (C++ on the CPU), "pallas" (GPU kernels;
+    # interpret mode on a CPU, slow), "xla" (jnp) or "auto" (native on a CPU where it builds,
+    # pallas on a GPU); same semantics (hrl.replay.native and hrl.replay.pallas_kernels state
+    # their float32 caveats), so whole training runs may differ in the last bits between them
+    impl: Literal["auto", "native", "pallas", "xla"] = "auto"
 
     def validate(self, path: str) -> None:
         backends = ("jax", "jax_host", "opencl", "rtl")

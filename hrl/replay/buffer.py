@@ -41,6 +41,8 @@ from hrl.replay import sumtree
 from hrl.replay.formats import MinFloat32, PriorityFormat, parse_format
 from hrl.replay.rows import RowLayout
 
+IMPLS = ("auto", "xla", "native", "pallas")
+
 
 @struct.dataclass
 class ReplayState:
@@ -81,7 +83,9 @@ class PrioritizedReplay:
     fanout: int = 16
     fmt: PriorityFormat = dataclasses.field(default_factory=lambda: parse_format("float32"))
     weights: str = "global"
-    impl: str = "auto"  # sum-tree kernels: "xla" (pure jnp), "native" (C++ FFI, CPU), "auto"
+    # Sum-tree kernels: "xla" (pure jnp, the reference), "native" (C++ FFI, CPU), "pallas"
+    # (GPU; interpret mode elsewhere), "auto" (native on a CPU, pallas on a GPU, else xla).
+    impl: str = "auto"
 
     def __post_init__(self):
         if not isinstance(self.capacity, int) or self.capacity < 1:
@@ -92,8 +96,8 @@ class PrioritizedReplay:
             raise ValueError(f"replay eps must be > 0, got {self.eps}")
         if self.weights not in ("global", "batch"):
             raise ValueError(f"replay weights must be 'global' or 'batch', got {self.weights!r}")
-        if self.impl not in ("auto", "xla", "native"):
-            raise ValueError(f"replay impl must be 'auto', 'xla' or 'native', got {self.impl!r}")
+        if self.impl not in IMPLS:
+            raise ValueError(f"replay impl must be one of {', '.join(IMPLS)}; got {self.impl!r}")
         if self.impl == "native":
             from hrl.replay import native
 
@@ -103,10 +107,18 @@ class PrioritizedReplay:
 
     @property
     def _kernels(self):
-        """The module whose `update` / `sample_from_bits` run the tree: the C++ kernels on a
-        CPU where they build ("auto" falls back to the jnp reference silently), else jnp."""
+        """The module whose `update` / `sample_from_bits` run the tree. "auto": the C++ kernels
+        on a CPU where they build, the Pallas kernels on a GPU, else the jnp reference.
+
+        A kernel module may also offer the buffer's one-call fast paths (`sample_with_key`,
+        `gather_fields`, `replay_update`, as `native` does); without them the buffer composes
+        the same steps from `update` and `sample_from_bits`."""
         if self.impl == "xla":
             return sumtree
+        if self.impl == "pallas" or (self.impl == "auto" and jax.default_backend() == "gpu"):
+            from hrl.replay import pallas_kernels
+
+            return pallas_kernels
         from hrl.replay import native
 
         return native if native.available() else sumtree
@@ -217,7 +229,8 @@ class PrioritizedReplay:
             if batch_size > size:
                 raise ValueError(f"batch_size {batch_size} exceeds the {size} items in the buffer")
         tree, kernels = state.tree, self._kernels
-        key_words = kernels.threefry_key_words(key) if kernels is not sumtree else None
+        fast = hasattr(kernels, "sample_with_key")
+        key_words = kernels.threefry_key_words(key) if fast else None
         if key_words is not None:
             # One custom call: the same bits, descent, clamp and leaf reads as below.
             indices, words = kernels.sample_with_key(
@@ -246,10 +259,10 @@ class PrioritizedReplay:
             # `indices` is, so only the two 1-word roots are read outside it.)
             ordering = (jnp.sum(probs) + jnp.sum(weights)) * jnp.float32(0.0)
             indices = jnp.where(ordering == 0.0, indices, 0)
-        if kernels is sumtree:
-            items = state.layout.unpack(jnp.take(state.rows, indices, axis=0, mode="clip"))
-        else:
+        if hasattr(kernels, "gather_fields"):
             items = kernels.gather_fields(state.rows, indices, state.layout)
+        else:
+            items = state.layout.unpack(jnp.take(state.rows, indices, axis=0, mode="clip"))
         return Sample(items=items, indices=indices, weights=weights, probabilities=probs)
 
     def update(self, state: ReplayState, indices, td_errors) -> ReplayState:
@@ -278,7 +291,7 @@ class PrioritizedReplay:
         # Non-finite TD errors take the largest priority seen before this update.
         stored = self._priority(jnp.where(finite, raw, state.max_priority))
         kernels = self._kernels
-        if kernels is not sumtree:  # the same steps below, in one call (no XLA bookkeeping ops)
+        if hasattr(kernels, "replay_update"):  # the steps below in one call (no XLA bookkeeping)
             tree, min_tree, max_priority = kernels.replay_update(
                 state.tree, state.min_tree, indices, raw, stored, state.size, state.max_priority
             )

@@ -1,0 +1,314 @@
+"""The sum-tree operations of `hrl.replay.sumtree` as Pallas kernels (GPU; interpreted elsewhere).
+
+Same signatures, same `SumTree` pytree, same semantics as the reference, so the buffer
+switches with `impl="pallas"` (the default on a GPU):
+
+* `sample_from_bits`: one kernel; each program descends a block of samples from the root to the
+  leaves, reading a node's K children as K gathers and keeping the prefix sum in registers.
+  Indices equal the reference's on the same tree, in both formats: fixed point is integer
+  arithmetic, and the float32 prefix is summed left to right as XLA's `cumsum` does (and the
+  chosen child's exclusive prefix is formed as `inclusive - child`, as the reference does).
+* `update_words`: the reference's last-wins mask (a stable argsort of the B indices, in XLA),
+  then one kernel writes the winning leaves and one kernel per level rewrites every touched
+  parent from its K children, bottom up. Parents are recomputed, never incremented: O(B K D)
+  reads, no O(N) pass. Duplicate parents in a batch are written with the same value by
+  whichever program gets there, so the order of writes cannot matter. Each kernel aliases its
+  level to its output (in place under jit with the tree donated or carried by `lax.scan`).
+  Fixed point and the min tree are bit-exact with the reference; a float32 parent is the
+  left-to-right sum of its children, which can differ from XLA's reduction order by float
+  rounding: |parent - reference| <= (K - 1) * 2**-24 * parent per level (tested).
+
+The kernels compile through Pallas' Triton backend on a GPU. Anywhere else they run in
+Pallas' interpret mode (the same kernel bodies as JAX ops): that is how the CPU tests check
+them, and it is slow, so on a CPU `impl="auto"` never picks them. `HRL_PALLAS_INTERPRET=1`
+forces interpret mode on a GPU too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plt
+
+from hrl.replay import sumtree
+from hrl.replay.formats import FixedPoint, Float32, MinFloat32, log2_exact, mulhi_u32
+from hrl.replay.sumtree import SumTree
+
+# Samples (or batch entries) per program. A power of two (Triton's rule for block shapes);
+# 128 keeps K=64 children of a block (64 x 128 words) in registers on a GPU.
+BLOCK = 128
+
+
+def interpret_mode() -> bool:
+    """True where the kernels run as JAX ops (no GPU, or forced by HRL_PALLAS_INTERPRET=1)."""
+    return jax.default_backend() != "gpu" or os.environ.get("HRL_PALLAS_INTERPRET") == "1"
+
+
+def _compiler_params():
+    return None if interpret_mode() else plt.CompilerParams(num_warps=4)
+
+
+def _kind(fmt) -> str:
+    if isinstance(fmt, Float32):
+        return "f32"
+    if isinstance(fmt, FixedPoint):
+        return "fixed"
+    if isinstance(fmt, MinFloat32):
+        return "min"
+    raise ValueError(f"the Pallas kernels do not support a tree of format {fmt!r}")
+
+
+def _padded(x: jax.Array, fill) -> tuple[jax.Array, int]:
+    """Pad a 1-D batch to a whole number of blocks (at least one)."""
+    n = x.shape[0]
+    full = max(BLOCK, -(-n // BLOCK) * BLOCK)
+    return jnp.pad(x, (0, full - n), constant_values=fill), full
+
+
+def _whole(shape):
+    """Block spec giving every program the whole array (gathers and scatters index into it)."""
+    return pl.BlockSpec(shape, lambda i: (0,) * len(shape))
+
+
+def _blocked():
+    return pl.BlockSpec((BLOCK,), lambda i: (i,))
+
+
+def _flat_levels(tree: SumTree) -> list[jax.Array]:
+    """Level l >= 1 as one flat row-major array: node j's children are j*K .. j*K + K-1.
+    (A reshape of a contiguous array: no copy.)"""
+    return [level.reshape(-1) for level in tree.levels]
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def _descend_float_block(levels, fractions, k: int):
+    root = levels[0][0]
+    target = fractions.astype(jnp.float32) * jnp.float32(2.0**-32) * root
+    node = jnp.zeros(fractions.shape, jnp.int32)
+    for level in levels[1:]:
+        base = node * k
+        inclusive = jnp.zeros(fractions.shape, jnp.float32)
+        found = jnp.zeros(fractions.shape, jnp.bool_)
+        child = jnp.zeros(fractions.shape, jnp.int32)
+        picked = jnp.zeros(fractions.shape, jnp.float32)
+        last_nonzero = jnp.zeros(fractions.shape, jnp.int32)
+        last_nonzero_excl = jnp.zeros(fractions.shape, jnp.float32)
+        for c in range(k):
+            value = level[base + c]
+            # Left to right, as XLA's cumsum; the prefix is monotone (children >= 0), so the
+            # first child whose inclusive prefix exceeds the target is the reference's count.
+            inclusive = value if c == 0 else inclusive + value
+            exclusive = inclusive - value
+            hit = jnp.logical_not(found) & (inclusive > target)
+            child = jnp.where(hit, c, child)
+            picked = jnp.where(hit, exclusive, picked)
+            found = found | hit
+            nonzero = value > 0
+            last_nonzero = jnp.where(nonzero, c, last_nonzero)
+            last_nonzero_excl = jnp.where(nonzero, exclusive, last_nonzero_excl)
+        # Past the end only through float rounding: the last non-zero child.
+        child = jnp.where(found, child, last_nonzero)
+        picked = jnp.where(found, picked, last_nonzero_excl)
+        target = jnp.maximum(target - picked, jnp.float32(0.0))
+        node = base + child
+    return node
+
+
+def _descend_fixed_block(levels, fractions, k: int):
+    s = log2_exact(k)
+    mask = jnp.uint32(k - 1)
+    root = levels[0][0]
+    t = mulhi_u32(fractions, jnp.broadcast_to(root, fractions.shape))
+    low = fractions * root  # the low word of the 64-bit product (uint32 wraps)
+    node = jnp.zeros(fractions.shape, jnp.int32)
+    for depth_index, level in enumerate(levels[1:], start=1):
+        shift = 32 - depth_index * s
+        digit = (low >> jnp.uint32(shift)) & mask if shift >= 0 else jnp.zeros_like(low)
+        base = node * k
+        zeros_u = jnp.zeros(fractions.shape, jnp.uint32)
+        lo_cum, hi_sum, wrapped = zeros_u, zeros_u, zeros_u
+        found = jnp.zeros(fractions.shape, jnp.bool_)
+        child = jnp.zeros(fractions.shape, jnp.int32)
+        picked = zeros_u
+        p_excl = zeros_u
+        last_nonzero = jnp.zeros(fractions.shape, jnp.int32)
+        last_nonzero_value = zeros_u
+        for c in range(k):
+            value = level[base + c]
+            exclusive = wrapped  # sum of the children before c, mod 2**32
+            wrapped = wrapped + value
+            # Inclusive prefix P = hi * K + lo, split at log2(K) so nothing overflows.
+            lo_cum = lo_cum + (value & mask)
+            hi_sum = hi_sum + (value >> jnp.uint32(s))
+            hi = hi_sum + (lo_cum >> jnp.uint32(s))
+            lo = lo_cum & mask
+            le = (hi < t) | ((hi == t) & (lo <= digit))  # P_incl <= T, T = t*K + d
+            hit = jnp.logical_not(found) & jnp.logical_not(le)
+            child = jnp.where(hit, c, child)
+            picked = jnp.where(hit, value, picked)
+            p_excl = jnp.where(hit, exclusive, p_excl)
+            found = found | hit
+            nonzero = value > 0
+            last_nonzero = jnp.where(nonzero, c, last_nonzero)
+            last_nonzero_value = jnp.where(nonzero, value, last_nonzero_value)
+        remainder = ((t << jnp.uint32(s)) | digit) - p_excl
+        t = jnp.where(found, remainder, last_nonzero_value - jnp.uint32(1))
+        node = base + jnp.where(found, child, last_nonzero)
+    return node
+
+
+def _sample_kernel(fractions_ref, *refs, depth: int, k: int, fixed: bool):
+    level_refs, (indices_ref,) = refs[: depth + 1], refs[depth + 1 :]
+    fractions = fractions_ref[...]
+    descend = _descend_fixed_block if fixed else _descend_float_block
+    indices_ref[...] = descend(level_refs, fractions, k)
+
+
+def sample_fractions(tree: SumTree, fractions: jax.Array) -> jax.Array:
+    """Leaf indices for B 32-bit fractions of the total (already stratified or not)."""
+    kind = _kind(tree.fmt)
+    if kind == "min":
+        raise ValueError("a min tree cannot be sampled")
+    fractions = jnp.asarray(fractions, jnp.uint32)
+    n = fractions.shape[0]
+    fractions, full = _padded(fractions, 0)
+    levels = _flat_levels(tree)
+    call = pl.pallas_call(
+        functools.partial(
+            _sample_kernel, depth=tree.depth, k=tree.fanout, fixed=kind == "fixed"
+        ),
+        out_shape=jax.ShapeDtypeStruct((full,), jnp.int32),
+        grid=(full // BLOCK,),
+        in_specs=[_blocked()] + [_whole(level.shape) for level in levels],
+        out_specs=_blocked(),
+        interpret=interpret_mode(),
+        compiler_params=_compiler_params(),
+        name="hrl_sumtree_sample",
+    )
+    return call(fractions, *levels)[:n]
+
+
+def sample_from_bits(tree: SumTree, bits, stratified: bool = True) -> jax.Array:
+    """As `sumtree.sample_from_bits`: indices for B uniform 32-bit words."""
+    bits = jnp.asarray(bits, jnp.uint32)
+    if bits.ndim != 1:
+        raise ValueError(f"bits must be 1-D, got shape {bits.shape}")
+    from hrl.replay.formats import stratify_bits
+
+    fractions = stratify_bits(bits, bits.shape[0]) if stratified else bits
+    return sample_fractions(tree, fractions)
+
+
+@functools.partial(jax.jit, static_argnames=("batch_size", "stratified"))
+def sample(tree: SumTree, key: jax.Array, batch_size: int, stratified: bool = True):
+    """As `sumtree.sample`."""
+    bits = jax.random.bits(key, (batch_size,), jnp.uint32)
+    return sample_from_bits(tree, bits, stratified)
+
+
+# --------------------------------------------------------------------------- update
+
+
+def _combine_children(level_ref, base, k: int, kind: str):
+    """A parent word from its K children, in the format's own rule (see `formats`)."""
+    s = jnp.uint32(log2_exact(k))
+    total = hi = lo = None
+    for c in range(k):
+        value = level_ref[base + c]
+        if kind == "fixed":  # ceil(sum / K), split at log2(K) so nothing overflows
+            hi = value >> s if hi is None else hi + (value >> s)
+            lo = value & jnp.uint32(k - 1) if lo is None else lo + (value & jnp.uint32(k - 1))
+        elif total is None:
+            total = value
+        elif kind == "min":
+            total = jnp.minimum(total, value)
+        else:
+            total = total + value
+    if kind == "fixed":
+        return hi + ((lo + jnp.uint32(k - 1)) >> s)
+    return total
+
+
+def _nowhere(ref) -> int:
+    """The address of a masked-off lane in a scatter: one past the end. A GPU never touches it
+    (the store is masked); interpret mode's scatter drops it. (An in-range address would not
+    do: interpret mode writes masked lanes back with their old value, racing the real write.)"""
+    return ref.shape[0]
+
+
+def _write_leaves_kernel(target_ref, words_ref, leaves_in_ref, leaves_ref, *, size: int):
+    del leaves_in_ref  # the same buffer as leaves_ref (aliased)
+    target = target_ref[...]
+    keep = (target >= 0) & (target < size)
+    plt.store(leaves_ref.at[jnp.where(keep, target, _nowhere(leaves_ref))], words_ref[...],
+              mask=keep)
+
+
+def _recompute_kernel(nodes_ref, children_ref, parents_in_ref, parents_ref, *, k: int,
+                      kind: str, rows: int):
+    del parents_in_ref  # the same buffer as parents_ref (aliased)
+    node = nodes_ref[...]
+    live = (node >= 0) & (node < rows)
+    parent = _combine_children(children_ref, jnp.where(live, node, 0) * k, k, kind)
+    plt.store(parents_ref.at[jnp.where(live, node, _nowhere(parents_ref))], parent, mask=live)
+
+
+def _aliased_call(kernel, out: jax.Array, *operands: jax.Array):
+    """One program per block of the batch (operands[0]); `out` is updated in place."""
+    batch = operands[0].shape[0]
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(out.shape, out.dtype),
+        grid=(batch // BLOCK,),
+        in_specs=[_blocked() if x.ndim == 1 and x.shape[0] == batch and i < 2 else _whole(x.shape)
+                  for i, x in enumerate(operands)] + [_whole(out.shape)],
+        out_specs=_whole(out.shape),
+        input_output_aliases={len(operands): 0},
+        interpret=interpret_mode(),
+        compiler_params=_compiler_params(),
+        name="hrl_sumtree_update",
+    )(*operands, out)
+
+
+def update_words(tree: SumTree, indices, words) -> SumTree:
+    """Set raw leaf words (already in the tree's format) and fix every ancestor, in place.
+
+    Duplicates: last in batch order wins. Out-of-range indices are dropped, never wrapped.
+    """
+    kind = _kind(tree.fmt)
+    indices = sumtree._check_indices(tree, indices)
+    words = jnp.asarray(words, tree.fmt.dtype)
+    if words.shape != indices.shape:
+        raise ValueError(f"priorities shape {words.shape} != indices shape {indices.shape}")
+    k = tree.fanout
+    keep = sumtree.last_occurrence_mask(indices)
+    in_range = (indices >= 0) & (indices < tree.capacity)
+    target, _ = _padded(jnp.where(keep & in_range, indices, -1), -1)
+    words, _ = _padded(words, 0)
+    node, _ = _padded(jnp.where(in_range, indices, -1), -1)
+    levels = _flat_levels(tree)
+    levels[-1] = _aliased_call(
+        functools.partial(_write_leaves_kernel, size=tree.capacity), levels[-1], target, words
+    )
+    for level in range(tree.depth - 1, -1, -1):
+        node = jnp.where(node >= 0, node // k, -1)  # the ancestor at `level`
+        rows = tree.levels[level + 1].shape[0]
+        levels[level] = _aliased_call(
+            functools.partial(_recompute_kernel, k=k, kind=kind, rows=rows),
+            levels[level],
+            node,
+            levels[level + 1],
+        )
+    shaped = tuple(flat.reshape(old.shape) for flat, old in zip(levels, tree.levels, strict=True))
+    return tree.replace(levels=shaped)
+
+
+def update(tree: SumTree, indices, priorities) -> SumTree:
+    """As `sumtree.update`: set leaf priorities (encoded by the tree's format)."""
+    return update_words(tree, indices, tree.fmt.encode(priorities))
