@@ -1,6 +1,7 @@
 """Training throughput of DQN + PER on CartPole-v1: env steps/s and SGD updates/s vs actors M.
 
     .venv/bin/python experiments/bench_train.py [--envs 1 8 64 1024] [--seconds 10]
+    .venv/bin/python experiments/bench_train.py --config experiments/configs/ddpg_pendulum.yaml
 
 For every M the fused loop (`hrl.runtime.FusedLoop`, one jitted lax.scan per chunk) is compiled,
 run past `learning_starts` (untimed), then timed over whole chunks for at least `--seconds`.
@@ -10,7 +11,13 @@ Two settings per M, both with the 64x64 MLP and a 50k prioritized replay (K=16, 
 * `sgd_per_iter`: one SGD step of batch 256 per vector step of all M envs (train ratio 1/M,
   the setting of the 64-env flashbax reference).
 
-Writes experiments/results/train/bench_train.{csv,md,png} with the full config of each row.
+With `--config`, that config's env, agent, replay and batch are used instead (DDPG on brax,
+say), with `num_envs` = M; `sgd_per_step` keeps the config's train ratio, `sgd_per_iter` makes it
+1/M. JAX runs on its default device (a GPU where there is one); the replay's kernels are the
+config's `replay.impl` ("auto": native C++ on a CPU, Pallas on a GPU).
+
+Writes experiments/results/train/bench_train[_<config>][_<device>].{csv,md,png} (no device
+suffix on a CPU) with the full config of each row.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import csv
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -32,13 +40,29 @@ from hrl.runtime import build, initial_state
 OUT = Path(__file__).resolve().parent / "results" / "train"
 
 
-def bench_config(num_envs: int, setting: str) -> dict:
+def config_file_variant(path: Path, num_envs: int, setting: str, min_chunk_iters: int) -> dict:
+    from hrl.config import load_config
+
+    cfg = to_dict(load_config(path))
+    cfg["env"]["num_envs"] = num_envs
+    cfg["train"]["total_env_steps"] = 10**9
+    cfg["train"]["learning_starts"] = max(1000, cfg["train"]["batch_size"])
+    if setting == "sgd_per_iter":
+        cfg["train"]["train_ratio"] = 1.0 / num_envs
+    per_iter = num_envs * cfg["train"]["rollout_length"]
+    cfg["train"]["chunk_env_steps"] = max(min_chunk_iters, 4096 // num_envs) * per_iter
+    cfg["log"] = {"progress": False}
+    cfg["seeds"] = 1
+    return cfg
+
+
+def bench_config(num_envs: int, setting: str, min_chunk_iters: int = 8) -> dict:
     if setting == "sgd_per_step":
         batch, ratio = 32, 1.0
     else:
         batch, ratio = 256, 1.0 / num_envs
     rollout = 1
-    chunk_iters = max(8, 4096 // num_envs)
+    chunk_iters = max(min_chunk_iters, 4096 // num_envs)
     return {
         "algo": "dqn",
         "seed": 0,
@@ -59,8 +83,9 @@ def bench_config(num_envs: int, setting: str) -> dict:
     }
 
 
-def measure(num_envs: int, setting: str, seconds: float) -> dict:
-    cfg = config_from_dict(bench_config(num_envs, setting))
+def measure(cfg_dict: dict, setting: str, seconds: float) -> dict:
+    cfg = config_from_dict(cfg_dict)
+    num_envs = cfg.env.num_envs
     built = build(cfg)
     loop = built.loop
     chunk = max(1, cfg.train.chunk_env_steps // cfg.env_steps_per_iter)
@@ -101,23 +126,24 @@ def measure(num_envs: int, setting: str, seconds: float) -> dict:
     }
 
 
-def write_outputs(rows: list[dict]) -> None:
+def write_outputs(rows: list[dict], stem: str, title: str, command: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    with (OUT / "bench_train.csv").open("w", newline="") as f:
+    with (OUT / f"{stem}.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                f"jax {jax.__version__} on {jax.devices()[0].platform}")
     lines = [
-        "# DQN + PER training throughput on CartPole-v1 (fused loop)",
+        f"# {title} training throughput (fused loop)",
         "",
-        f"Machine: {machine}. Command: `.venv/bin/python experiments/bench_train.py`.",
-        "64x64 MLP, replay 50k (K=16, alpha 0.6), float32 tree; timed after learning_starts.",
+        f"Machine: {machine}. Command: `{command}`.",
+        "Network, replay and batch: see the `config` column of the CSV; timed after "
+        "learning_starts.",
         f"1-minute load average during the points: {min(r['load_avg_1min'] for r in rows):.1f}"
         f" to {max(r['load_avg_1min'] for r in rows):.1f} (other jobs on the machine lower the"
         " figures).",
-        "Full configs in bench_train.csv (column `config`).",
+        f"Full configs in {stem}.csv (column `config`).",
         "",
         "| M envs | setting | batch | SGD steps / env step | env steps/s | SGD updates/s |",
         "| ---: | --- | ---: | ---: | ---: | ---: |",
@@ -127,7 +153,7 @@ def write_outputs(rows: list[dict]) -> None:
             f"| {r['num_envs']} | {r['setting']} | {r['batch_size']} | {r['train_ratio']:.4g} | "
             f"{r['env_steps_per_s']:,.0f} | {r['sgd_updates_per_s']:,.0f} |"
         )
-    (OUT / "bench_train.md").write_text("\n".join(lines) + "\n")
+    (OUT / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
     import matplotlib
 
@@ -147,9 +173,9 @@ def write_outputs(rows: list[dict]) -> None:
         a.set_title(title)
         a.grid(alpha=0.3, which="both")
         a.legend()
-    fig.suptitle("DQN + PER on CartPole-v1, fused JAX loop (measured)")
+    fig.suptitle(f"{title}, fused JAX loop on {jax.devices()[0].platform} (measured)")
     fig.tight_layout()
-    fig.savefig(OUT / "bench_train.png")
+    fig.savefig(OUT / f"{stem}.png")
     plt.close(fig)
 
 
@@ -159,7 +185,21 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=["sgd_per_step", "sgd_per_iter"],
                         choices=["sgd_per_step", "sgd_per_iter"])
     parser.add_argument("--seconds", type=float, default=10.0, help="timed seconds per point")
+    parser.add_argument("--config", type=Path, help="a run config instead of DQN CartPole")
+    parser.add_argument("--min-chunk-iters", type=int, default=8,
+                        help="iterations per jitted chunk at least (larger on a GPU, where a "
+                        "chunk of a few iterations is dominated by the host round trip)")
     args = parser.parse_args()
+    stem, title = "bench_train", "DQN + PER on CartPole-v1"
+    if args.config:
+        stem, title = f"bench_train_{args.config.stem}", args.config.stem
+    if jax.default_backend() != "cpu":
+        stem += f"_{jax.default_backend()}"
+
+    def variant(m, setting):
+        if args.config:
+            return config_file_variant(args.config, m, setting, args.min_chunk_iters)
+        return bench_config(m, setting, args.min_chunk_iters)
 
     from rich.progress import Progress
 
@@ -169,15 +209,16 @@ def main() -> None:
         task = progress.add_task("bench_train", total=len(points))
         for m, setting in points:
             progress.update(task, description=f"M={m} {setting}")
-            row = measure(m, setting, args.seconds)
+            row = measure(variant(m, setting), setting, args.seconds)
             rows.append(row)
             progress.console.print(
                 f"M={m:5d} {setting:13s} env steps/s {row['env_steps_per_s']:12,.0f}   "
                 f"SGD updates/s {row['sgd_updates_per_s']:9,.0f}"
             )
             progress.advance(task)
-    write_outputs(rows)
-    print(f"wrote {OUT / 'bench_train.csv'}, .md and .png")
+    command = " ".join(["python experiments/bench_train.py", *sys.argv[1:]])
+    write_outputs(rows, stem, title, command)
+    print(f"wrote {OUT / stem}.csv, .md and .png")
 
 
 if __name__ == "__main__":
