@@ -189,6 +189,9 @@ def main() -> None:
     parser.add_argument("--min-chunk-iters", type=int, default=8,
                         help="iterations per jitted chunk at least (larger on a GPU, where a "
                         "chunk of a few iterations is dominated by the host round trip)")
+    parser.add_argument("--max-sgd-per-iter", type=float, default=None,
+                        help="skip points with more SGD steps per iteration than this (they "
+                        "measure only the SGD rate, at great length)")
     args = parser.parse_args()
     stem, title = "bench_train", "DQN + PER on CartPole-v1"
     if args.config:
@@ -205,6 +208,15 @@ def main() -> None:
 
     rows = []
     points = [(m, s) for m in args.envs for s in args.settings]
+    if args.max_sgd_per_iter is not None:
+        def sgd_per_iter(m, s):
+            t = variant(m, s)["train"]
+            return t["train_ratio"] * m * t["rollout_length"]
+
+        skipped = [p for p in points if sgd_per_iter(*p) > args.max_sgd_per_iter]
+        points = [p for p in points if p not in skipped]
+        for m, s in skipped:
+            print(f"skip M={m} {s}: more than {args.max_sgd_per_iter:g} SGD steps per iteration")
     with Progress() as progress:
         task = progress.add_task("bench_train", total=len(points))
         for m, setting in points:

@@ -48,8 +48,8 @@ for stage in "${STAGES[@]}"; do
 print(jax.__version__, jaxlib.__version__, flax.__version__, optax.__version__); \
 print(jax.devices())'" ;;
     tests)
-      run tests 300 $PY -m pytest -q -p no:cacheprovider \
-        tests/test_pallas_sumtree.py tests/test_buffer.py tests/test_sumtree.py ;;
+      run tests 300 $PY -m pytest -q -p no:cacheprovider -rfE \
+        tests/test_pallas_sumtree.py tests/test_buffer.py ;;
     replay)
       run replay 200 $PY experiments/bench_replay.py --libraries hrl-pallas,hrl-xla,flashbax \
         --log2-n 20 --b 256 --k 16 --reps 200 ;;
@@ -58,10 +58,10 @@ print(jax.devices())'" ;;
         --log2-n 20,24 --b 32,256,4096 --k 4,16,64 --reps 50 ;;
     train)
       run train 300 $PY experiments/bench_train.py --envs 1 64 1024 4096 --seconds 3 \
-        --min-chunk-iters 256 ;;
+        --min-chunk-iters 256 --max-sgd-per-iter 64 ;;
     brax)
       run brax 420 $PY experiments/bench_train.py --config $configs/ddpg_brax_inverted_pendulum.yaml \
-        --envs 1 64 1024 4096 --seconds 3 --min-chunk-iters 64 ;;
+        --envs 1 64 1024 4096 --seconds 3 --min-chunk-iters 64 --max-sgd-per-iter 64 ;;
     profile)
       for c in dqn_cartpole ddpg_pendulum; do
         run "profile_$c" 280 $PY -m hrl.cli profile $configs/$c.yaml --backends jax --grid full \

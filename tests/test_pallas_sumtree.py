@@ -93,6 +93,18 @@ def test_duplicates_last_wins_and_out_of_range_dropped(fmt):
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("batch", [300, 1500])  # several blocks in one program; per level
+def test_both_update_paths_match_reference(batch, monkeypatch):
+    """Batches above ONE_PROGRAM_MAX_BATCH take the per-level path (sort, then one launch per
+    level); the rest one program. Both give the reference's words (fixed point)."""
+    monkeypatch.setattr(pk, "ONE_PROGRAM_MAX_BATCH", 1024)
+    tree = filled(700, 4, "fixed")
+    idx, pri = update_batch(700, 8, batch=batch)
+    for g, w in zip(words(pk.update(tree, idx, pri)), words(ref.update(tree, idx, pri)),
+                    strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
 def test_min_tree_matches_reference():
     tree_ref = tree_pk = ref.init(1337, 16, MinFloat32())
     for seed in (4, 5):
@@ -128,10 +140,11 @@ def test_vmapped_instances_equal_one_at_a_time():
             np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.parametrize("fmt", ["fixed", "float32"])
+@pytest.mark.parametrize("fmt", ["fixed", "fixed:16:6"])
 def test_buffer_impl_pallas_equals_xla(fmt):
     """The buffer on the Pallas kernels: the same samples, weights and trees as on the jnp
-    tree, step after step (in float32 the trees are compared at the leaves and the root)."""
+    tree, step after step. (Fixed point only: float32 parents follow each backend's summation
+    order, so float32 runs may part after a rounding difference; see the bound tests above.)"""
     example = {"obs": jnp.zeros(3), "action": jnp.int32(0)}
     runs = []
     for impl in ("xla", "pallas"):
@@ -155,9 +168,9 @@ def test_buffer_impl_pallas_equals_xla(fmt):
     for a, b in zip(o_xla, o_pk, strict=True):
         for x, y in zip(a, b, strict=True):
             np.testing.assert_array_equal(x, y)
-    levels = range(len(s_xla.tree.levels)) if fmt == "fixed" else (0, -1)
-    for level in levels:
-        np.testing.assert_array_equal(s_pk.tree.levels[level], s_xla.tree.levels[level])
+    for tree_pk, tree_xla in ((s_pk.tree, s_xla.tree), (s_pk.min_tree, s_xla.min_tree)):
+        for got, want in zip(words(tree_pk), words(tree_xla), strict=True):
+            np.testing.assert_array_equal(got, want)
 
 
 def test_config_accepts_pallas_and_names_bad_impl():

@@ -172,8 +172,13 @@ class PrioritizedReplay:
     def _set_priorities(self, state: ReplayState, indices, stored) -> ReplayState:
         """Write priorities already raised to alpha into the sum tree and the min tree."""
         kernels = self._kernels
-        tree = kernels.update(state.tree, indices, stored)
         min_tree = state.min_tree
+        if min_tree is not None and hasattr(kernels, "update_trees_words"):  # one launch
+            trees = (state.tree, min_tree)
+            words = tuple(t.fmt.encode(stored) for t in trees)
+            tree, min_tree = kernels.update_trees_words(trees, indices, words)
+            return state.replace(tree=tree, min_tree=min_tree)
+        tree = kernels.update(state.tree, indices, stored)
         if min_tree is not None:
             min_tree = kernels.update(min_tree, indices, stored)
         return state.replace(tree=tree, min_tree=min_tree)

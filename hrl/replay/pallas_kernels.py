@@ -276,16 +276,140 @@ def _aliased_call(kernel, out: jax.Array, *operands: jax.Array):
     )(*operands, out)
 
 
+# Batches up to this size are updated by ONE program: duplicates resolved in the kernel
+# (O(B^2) compares, no sort), leaves written, then every level recomputed bottom up with a
+# barrier between levels; one launch per update instead of a sort and D + 1 launches. Larger
+# batches spread each level over many programs (one launch per level) instead.
+ONE_PROGRAM_MAX_BATCH = 1024
+
+
+def _barrier():
+    """All threads of the program see each other's stores (interpret mode runs in order)."""
+    if not interpret_mode():
+        plt.debug_barrier()
+
+
+def _one_program_kernel(idx_ref, *refs, kinds, depths, k: int, capacity: int, blocks: int):
+    """Update T trees (the sum tree and the buffer's min tree, say) sharing the indices."""
+    n_trees = len(kinds)
+    word_refs = refs[:n_trees]
+    level_refs = []
+    pos = n_trees
+    for depth in depths:  # the inputs (aliased, unused), then the outputs
+        pos += depth + 1
+    for depth in depths:
+        level_refs.append(refs[pos : pos + depth + 1])
+        pos += depth + 1
+    lanes = jnp.arange(BLOCK, dtype=jnp.int32)
+
+    def keep_block(b):
+        """Lanes of block b whose index is in range and not written again later in the batch."""
+        mine = idx_ref[pl.ds(b * BLOCK, BLOCK)]
+        me = b * BLOCK + lanes
+
+        def later(c, dup):
+            theirs = idx_ref[pl.ds(c * BLOCK, BLOCK)]
+            them = c * BLOCK + lanes
+            same = (theirs[None, :] == mine[:, None]) & (them[None, :] > me[:, None])
+            return dup | (jnp.max(same.astype(jnp.int32), axis=1) > 0)
+
+        dup = jax.lax.fori_loop(b, blocks, later, jnp.zeros((BLOCK,), jnp.bool_))
+        keep = (mine >= 0) & (mine < capacity) & jnp.logical_not(dup)
+        return mine, keep
+
+    def write_leaves(b, carry):
+        mine, keep = keep_block(b)
+        for t in range(n_trees):
+            leaves = level_refs[t][-1]
+            words = word_refs[t][pl.ds(b * BLOCK, BLOCK)]
+            plt.store(leaves.at[jnp.where(keep, mine, _nowhere(leaves))], words, mask=keep)
+        return carry
+
+    jax.lax.fori_loop(0, blocks, write_leaves, 0)
+    _barrier()
+    for height in range(1, max(depths) + 1):  # parents one level up from the leaves, and so on
+        def recompute(b, carry, height=height):
+            mine = idx_ref[pl.ds(b * BLOCK, BLOCK)]
+            live = (mine >= 0) & (mine < capacity)
+            for t in range(n_trees):
+                if height > depths[t]:
+                    continue
+                levels = level_refs[t]
+                level = depths[t] - height
+                node = jnp.where(live, mine, 0) // (k**height)
+                rows = levels[level + 1].shape[0] // k
+                ok = live & (node < rows)
+                parent = _combine_children(levels[level + 1], node * k, k, kinds[t])
+                target = jnp.where(ok, node, _nowhere(levels[level]))
+                plt.store(levels[level].at[target], parent, mask=ok)
+            return carry
+
+        jax.lax.fori_loop(0, blocks, recompute, 0)
+        _barrier()
+
+
+def update_trees_words(trees: tuple[SumTree, ...], indices, words: tuple) -> tuple[SumTree, ...]:
+    """`update_words` on several trees of the same capacity and fanout at the same indices
+    (the buffer's sum tree and min tree): one launch for all of them when the batch is small
+    enough for one program, else each tree on its own."""
+    indices = sumtree._check_indices(trees[0], indices)
+    words = tuple(jnp.asarray(w, t.fmt.dtype) for t, w in zip(trees, words, strict=True))
+    for w in words:
+        if w.shape != indices.shape:
+            raise ValueError(f"priorities shape {w.shape} != indices shape {indices.shape}")
+    if indices.shape[0] > ONE_PROGRAM_MAX_BATCH:
+        return tuple(_update_per_level(t, indices, w) for t, w in zip(trees, words, strict=True))
+    t0 = trees[0]
+    for t in trees[1:]:
+        if (t.capacity, t.fanout) != (t0.capacity, t0.fanout):
+            raise ValueError("trees updated together must share capacity and fanout")
+    idx, full = _padded(indices, -1)
+    padded_words = [_padded(w, 0)[0] for w in words]
+    flat = [_flat_levels(t) for t in trees]
+    levels_in = [x for levels in flat for x in levels]
+    n_in = 1 + len(trees) + len(levels_in)
+    out = pl.pallas_call(
+        functools.partial(
+            _one_program_kernel,
+            kinds=tuple(_kind(t.fmt) for t in trees),
+            depths=tuple(t.depth for t in trees),
+            k=t0.fanout,
+            capacity=t0.capacity,
+            blocks=full // BLOCK,
+        ),
+        out_shape=[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in levels_in],
+        grid=(1,),
+        in_specs=[_whole(x.shape) for x in (idx, *padded_words, *levels_in)],
+        out_specs=[_whole(x.shape) for x in levels_in],
+        input_output_aliases={1 + len(trees) + i: i for i in range(len(levels_in))},
+        interpret=interpret_mode(),
+        compiler_params=_compiler_params(),
+        name="hrl_sumtree_update_one_program",
+    )(idx, *padded_words, *levels_in)
+    assert len(out) == n_in - 1 - len(trees)
+    result, pos = [], 0
+    for t in trees:
+        n = t.depth + 1
+        shaped = tuple(x.reshape(old.shape) for x, old in zip(out[pos : pos + n], t.levels,
+                                                              strict=True))
+        result.append(t.replace(levels=shaped))
+        pos += n
+    return tuple(result)
+
+
 def update_words(tree: SumTree, indices, words) -> SumTree:
     """Set raw leaf words (already in the tree's format) and fix every ancestor, in place.
 
     Duplicates: last in batch order wins. Out-of-range indices are dropped, never wrapped.
     """
+    _kind(tree.fmt)
+    return update_trees_words((tree,), indices, (words,))[0]
+
+
+def _update_per_level(tree: SumTree, indices: jax.Array, words: jax.Array) -> SumTree:
+    """Large batches: the last-wins mask by a stable sort (XLA), one launch writes the leaves
+    and one launch per level recomputes the touched parents, each over many programs."""
     kind = _kind(tree.fmt)
-    indices = sumtree._check_indices(tree, indices)
-    words = jnp.asarray(words, tree.fmt.dtype)
-    if words.shape != indices.shape:
-        raise ValueError(f"priorities shape {words.shape} != indices shape {indices.shape}")
     k = tree.fanout
     keep = sumtree.last_occurrence_mask(indices)
     in_range = (indices >= 0) & (indices < tree.capacity)
