@@ -11,6 +11,7 @@
 #   train     bench_train: fused DQN CartPole, M = 1 .. 4096 actors
 #   brax      bench_train --config ddpg_brax_inverted_pendulum: fused DDPG on brax, M = 1 .. 4096
 #   profile   hrl profile (jax backend) of the DQN and DDPG configs: cpu and gpu placements
+#             (PROFILE_GRID=quick|full, default full; PROFILE_LIMIT seconds per config)
 #
 # PY picks the interpreter (default python3; a machine set up with `make setup` has .venv/bin/python
 # with the CPU jaxlib, so install jax[cuda] there or point PY at a CUDA-enabled Python).
@@ -64,7 +65,8 @@ print(jax.devices())'" ;;
         --envs 1 64 1024 4096 --seconds 3 --min-chunk-iters 64 --max-sgd-per-iter 64 ;;
     profile)
       for c in dqn_cartpole ddpg_pendulum; do
-        run "profile_$c" 280 $PY -m hrl.cli profile $configs/$c.yaml --backends jax --grid full \
+        run "profile_$c" ${PROFILE_LIMIT:-900} $PY -m hrl.cli profile $configs/$c.yaml \
+          --backends jax --grid "${PROFILE_GRID:-full}" \
           --no-progress --run-dir experiments/results/mapping/profile_gpu_$c
       done ;;
     *) echo "unknown stage $stage"; exit 2 ;;

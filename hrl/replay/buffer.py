@@ -115,10 +115,14 @@ class PrioritizedReplay:
         the same steps from `update` and `sample_from_bits`."""
         if self.impl == "xla":
             return sumtree
-        if self.impl == "pallas" or (self.impl == "auto" and jax.default_backend() == "gpu"):
+        if self.impl == "pallas":
             from hrl.replay import pallas_kernels
 
             return pallas_kernels
+        if self.impl == "auto" and jax.default_backend() == "gpu":
+            from hrl.replay import pallas_kernels  # Pallas on the GPU, jnp where placed on a CPU
+
+            return pallas_kernels.GpuOrReference
         from hrl.replay import native
 
         return native if native.available() else sumtree

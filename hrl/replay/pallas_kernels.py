@@ -436,3 +436,31 @@ def _update_per_level(tree: SumTree, indices: jax.Array, words: jax.Array) -> Su
 def update(tree: SumTree, indices, priorities) -> SumTree:
     """As `sumtree.update`: set leaf priorities (encoded by the tree's format)."""
     return update_words(tree, indices, tree.fmt.encode(priorities))
+
+
+class GpuOrReference:
+    """The kernel set `impl="auto"` uses where JAX's default backend is a GPU: the Pallas
+    kernels in computations placed on the GPU, the jnp reference in those placed on a CPU
+    (`lax.platform_dependent` lowers only the branch of the device a computation runs on)."""
+
+    @staticmethod
+    def sample_from_bits(tree: SumTree, bits, stratified: bool = True) -> jax.Array:
+        return jax.lax.platform_dependent(
+            tree, bits,
+            cuda=functools.partial(sample_from_bits, stratified=stratified),
+            default=functools.partial(sumtree.sample_from_bits, stratified=stratified),
+        )
+
+    @staticmethod
+    def update(tree: SumTree, indices, priorities) -> SumTree:
+        return jax.lax.platform_dependent(tree, indices, priorities, cuda=update,
+                                          default=sumtree.update)
+
+    @staticmethod
+    def update_trees_words(trees, indices, words):
+        def reference(trees, indices, words):
+            return tuple(sumtree.update_words(t, indices, w)
+                         for t, w in zip(trees, words, strict=True))
+
+        return jax.lax.platform_dependent(trees, indices, words, cuda=update_trees_words,
+                                          default=reference)
