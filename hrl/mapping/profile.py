@@ -317,9 +317,9 @@ class Profiler:
         return out
 
     def _profile_backend(self, name, backend, s: Setting, repeats: int, batches, num_envs):
-        """sample / update / insert of the runtime's host replay (`hrl.runtime.host_replay`)
+        """sample / update / insert of the runtime's host replay (`hrl.replay.host_buffer`)
         on `backend`, through the same primitive functions the host loop calls."""
-        from hrl.runtime.host_replay import make_host_replay
+        from hrl.replay.host_buffer import make_host_replay
 
         rng = np.random.default_rng(0)
         rcfg = dataclasses.replace(self.cfg.replay, backend=backend, capacity=s.capacity,

@@ -39,7 +39,7 @@ def runnable_mappings(backends=("jax", "opencl", "rtl")) -> list[RunnableMapping
         RunnableMapping("cpu", {p: "cpu" for p in PRIMITIVES},
                         ("train.fused=false", "replay.backend=jax")),
     ]
-    host_replay = importlib.util.find_spec("hrl.runtime.host_replay") is not None
+    host_replay = importlib.util.find_spec("hrl.replay.host_buffer") is not None
     for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
         if backend in backends and host_replay:
             m = {p: "cpu" for p in PRIMITIVES}

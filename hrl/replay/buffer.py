@@ -69,6 +69,22 @@ class Sample(NamedTuple):
     probabilities: jax.Array  # float32 P(i)
 
 
+def importance_weights(leaf, total, min_total, size, beta):
+    """(P(i), IS weight) of sampled leaves: P(i) = leaf / total and the weight
+    (N P_i)^-b / max_j (N P_j)^-b, the max over the buffer through the min tree's root
+    `min_total`, or over the batch when it is None. Shared by every buffer, so that they agree
+    to the bit."""
+    # One reciprocal, then products: XLA rewrites x / broadcast(t) as x * (1 / t) in some
+    # programs and not in others, so a plain division would round differently by context.
+    inv_total = jnp.float32(1.0) / jnp.maximum(total, jnp.float32(1e-30))
+    probs = leaf * inv_total
+    p_min = jnp.min(probs) if min_total is None else min_total * inv_total
+    # (N P_i)^-b / (N P_min)^-b = (P_min / P_i)^b; computed as a ratio for range.
+    weights = jnp.power(p_min / jnp.maximum(probs, jnp.float32(1e-30)), jnp.float32(beta))
+    weights = jnp.where((size > 0) & (probs > 0), jnp.minimum(weights, 1.0), 0.0)
+    return probs, weights
+
+
 def _is_concrete(*xs) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(xs))
 
@@ -251,15 +267,8 @@ class PrioritizedReplay:
             indices = kernels.sample_from_bits(tree, bits, True)
             indices = jnp.minimum(indices, jnp.maximum(state.size - 1, 0))
             leaf = sumtree.leaf_values(tree, indices)
-        total = sumtree.total(tree)
-        probs = leaf / jnp.maximum(total, jnp.float32(1e-30))
-        if state.min_tree is not None:
-            p_min = sumtree.total(state.min_tree) / jnp.maximum(total, jnp.float32(1e-30))
-        else:
-            p_min = jnp.min(probs)
-        # (N P_i)^-b / (N P_min)^-b = (P_min / P_i)^b; computed as a ratio for range.
-        weights = jnp.power(p_min / jnp.maximum(probs, jnp.float32(1e-30)), jnp.float32(beta))
-        weights = jnp.where((state.size > 0) & (probs > 0), jnp.minimum(weights, 1.0), 0.0)
+        min_total = None if state.min_tree is None else sumtree.total(state.min_tree)
+        probs, weights = importance_weights(leaf, sumtree.total(tree), min_total, state.size, beta)
         if key_words is None:
             # Make every read of the trees above feed `indices` (0 * x is not folded for
             # floats), so that XLA orders those reads before the in-place `update` of the

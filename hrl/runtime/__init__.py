@@ -5,8 +5,13 @@
     summary = train(load_config("experiments/configs/dqn_cartpole.yaml"), run_dir="runs/x")
 """
 
+from hrl.replay.host_buffer import (
+    HOST_BACKENDS,
+    HostPrioritizedReplay,
+    HostReplayState,
+    make_host_replay,
+)
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
-from hrl.runtime.host_replay import HOST_BACKENDS, HostReplay, HostReplayState, make_host_replay
 from hrl.runtime.loop import (
     ChunkOut,
     FusedLoop,
@@ -26,7 +31,7 @@ __all__ = [
     "ChunkOut",
     "FusedLoop",
     "HostLoop",
-    "HostReplay",
+    "HostPrioritizedReplay",
     "HostReplayState",
     "PendingUpdates",
     "Primitives",

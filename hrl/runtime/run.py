@@ -78,7 +78,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
             impl=r.impl,
         )
     else:
-        from hrl.runtime.host_replay import make_host_replay
+        from hrl.replay.host_buffer import make_host_replay
 
         replay = make_host_replay(r)
     schedule = Schedule.from_config(cfg)
