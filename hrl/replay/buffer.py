@@ -30,7 +30,7 @@ Bad input, the policy:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -67,6 +67,24 @@ class Sample(NamedTuple):
     indices: jax.Array  # int32 (batch_size,)
     weights: jax.Array  # float32 importance weights, max 1
     probabilities: jax.Array  # float32 P(i)
+
+
+class TreeKernels(Protocol):
+    """What the buffer needs from a set of sum-tree kernels (`hrl.replay.sumtree`, the
+    reference; `hrl.replay.native`; `hrl.replay.pallas_kernels`), all with the reference's
+    semantics over the same `SumTree` pytree:
+
+    * `update(tree, indices, priorities) -> tree` and `sample_from_bits(tree, bits, stratified)
+      -> indices` (required);
+    * optional fast paths, used when present: `update_trees_words(trees, indices, words)` (the
+      sum and min trees in one launch), `threefry_key_words` + `sample_with_key` (bits, descent
+      and leaf reads in one call), `gather_fields` (sampled rows straight into fields),
+      `replay_update` (the whole `update` bookkeeping and both trees in one call).
+    """
+
+    def update(self, tree: sumtree.SumTree, indices, priorities) -> sumtree.SumTree: ...
+
+    def sample_from_bits(self, tree: sumtree.SumTree, bits, stratified: bool = True): ...
 
 
 def importance_weights(leaf, total, min_total, size, beta):
@@ -126,9 +144,8 @@ class PrioritizedReplay:
         """The module whose `update` / `sample_from_bits` run the tree. "auto": the C++ kernels
         on a CPU where they build, the Pallas kernels on a GPU, else the jnp reference.
 
-        A kernel module may also offer the buffer's one-call fast paths (`sample_with_key`,
-        `gather_fields`, `replay_update`, as `native` does); without them the buffer composes
-        the same steps from `update` and `sample_from_bits`."""
+        See `TreeKernels` for what a kernel set provides; without the optional fast paths the
+        buffer composes the same steps from `update` and `sample_from_bits`."""
         if self.impl == "xla":
             return sumtree
         if self.impl == "pallas":
