@@ -211,6 +211,14 @@ class LogConfig:
         )
 
 
+# The five primitives of the training loop (hrl.runtime.primitives), by name.
+PRIMITIVES = ("env", "infer", "sample", "update", "train")
+# A placement value: `host` (the Python process: gymnasium envs, host replay backends) or a JAX
+# device, `cpu`/`gpu` with an optional index (`cpu:1` needs two CPU devices, e.g. from
+# XLA_FLAGS=--xla_force_host_platform_device_count=2).
+PLACEMENT_VALUE = re.compile(r"^(host|cpu|gpu)(:\d+)?$")
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """The whole run. `agent` is the algorithm's config dataclass (see `agent_config_class`)."""
@@ -224,8 +232,16 @@ class RunConfig:
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
     log: LogConfig = dataclasses.field(default_factory=LogConfig)
     name: str = "run"  # used in the default run directory name
+    # Where each primitive runs, e.g. {infer: cpu:0, train: cpu:1, env: host}; a JAX device
+    # placement runs the host loop (each primitive its own call on its device). Empty: default.
+    placement: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def validate(self) -> None:
+        for name, where in self.placement.items():
+            _require(name in PRIMITIVES, f"placement.{name}",
+                     f"is not a primitive; use one of {', '.join(PRIMITIVES)}", name)
+            _require(isinstance(where, str) and PLACEMENT_VALUE.match(where) is not None,
+                     f"placement.{name}", "must be host, cpu, gpu, cpu:<i> or gpu:<i>", where)
         _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
         _require(
             0 <= self.seed and self.seed + self.seeds <= 2**31, "seed",

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -317,3 +318,68 @@ def test_public_names_import():
 
     for name in hrl.runtime.__all__:
         assert getattr(hrl.runtime, name) is not None, name
+
+
+# ----------------------------------------------------------------------------- placement
+
+PLACEMENT_SMALL = [
+    "env.num_envs=4", "agent.hidden_sizes=[16,16]", "train.batch_size=16",
+    "replay.capacity=512", "train.learning_starts=32", "train.train_ratio=0.25",
+    "train.total_env_steps=2000", "train.fused=false",
+]
+
+
+def _host_run(overrides, iterations=40):
+    from hrl.config import load_config
+    from hrl.runtime import build, initial_state
+
+    cfg = load_config(ROOT / "experiments" / "configs" / "dqn_cartpole.yaml",
+                      PLACEMENT_SMALL + list(overrides))
+    built = build(cfg)
+    state, _ = built.loop.run(initial_state(built), iterations)
+    return built, state
+
+
+def test_config_placement_runs_each_primitive_on_its_device_with_the_same_result():
+    """`placement:` in the config reaches the host loop; on the same device it changes nothing."""
+    placed = [f"placement.{p}=cpu:0" for p in ("env", "infer", "sample", "update", "train")]
+    built, state = _host_run(placed)
+    assert set(built.loop.placement) == {"env", "infer", "sample", "update", "train"}
+    _, plain = _host_run([])
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(plain), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("override,message", [
+    ("placement.learner=cpu:0", "placement.learner.*not a primitive"),
+    ("placement.infer=tpu", "placement.infer.*host, cpu, gpu"),
+    ("placement.infer=cpu:7", "placement.infer.*'cpu:7'.*1 cpu device"),
+    ("placement.env=host", "placement.env.*only for a host primitive"),
+])
+def test_bad_placement_names_the_key(override, message):
+    with pytest.raises(ValueError, match=message):
+        _host_run([override], iterations=1)
+
+
+def test_placement_on_two_cpu_devices_equals_one(tmp_path):
+    """infer on cpu:0 and train/sample/update on cpu:1 (two XLA CPU devices in one process):
+    bit for bit the run with everything on one device."""
+    script = tmp_path / "two_devices.py"
+    script.write_text(textwrap.dedent(f"""
+        import jax, numpy as np, sys
+        sys.path.insert(0, {str(ROOT / "tests")!r})
+        from test_runtime import _host_run
+        assert len(jax.devices("cpu")) == 2
+        _, placed = _host_run(["placement.infer=cpu:0", "placement.env=cpu:0",
+                               "placement.sample=cpu:1", "placement.update=cpu:1",
+                               "placement.train=cpu:1"])
+        _, plain = _host_run([])
+        for a, b in zip(jax.tree.leaves(placed), jax.tree.leaves(plain), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        print("equal")
+    """))
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "equal" in proc.stdout

@@ -25,9 +25,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from hrl.config import PRIMITIVES  # noqa: F401  (re-exported: the one definition)
 from hrl.replay.formats import log2_exact, tree_depth
 
-PRIMITIVES = ("env", "infer", "sample", "update", "train")
 # The calls one iteration makes; `insert` is performed by the device that runs `update`
 # (it writes the same tree), with its own work term.
 CALLS = ("env", "infer", "insert", "sample", "train", "update")

@@ -28,7 +28,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-PRIMITIVES = ("env", "infer", "sample", "update", "train")
+from hrl.config import PRIMITIVES  # noqa: F401  (re-exported: the one definition)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,8 +52,41 @@ class Built:
     example_transition: dict
 
 
+def resolve_placement(cfg: RunConfig, env_is_jax: bool, replay_is_jax: bool) -> dict:
+    """`cfg.placement` as JAX devices (primitive -> `jax.Device`); `host` entries are checked
+    and dropped (a host primitive runs in this process anyway). Errors name the key."""
+    devices = {}
+    for name, where in cfg.placement.items():
+        kind, _, index = where.partition(":")
+        if kind == "host":
+            host_side = (name == "env" and not env_is_jax) or (
+                name in ("sample", "update") and not replay_is_jax)
+            if not host_side:
+                raise ValueError(
+                    f"config key 'placement.{name}': 'host' is only for a host primitive "
+                    "(a gymnasium env, or sample/update on a host replay backend); "
+                    f"{name} runs in JAX here, so give it a device such as cpu:0"
+                )
+            continue
+        try:
+            available = jax.devices(kind)
+        except RuntimeError:
+            available = []
+        i = int(index or 0)
+        if i >= len(available):
+            hint = (" (more CPU devices: XLA_FLAGS=--xla_force_host_platform_device_count=N "
+                    "before JAX starts)") if kind == "cpu" else ""
+            raise ValueError(
+                f"config key 'placement.{name}': {where!r}, but this process has "
+                f"{len(available)} {kind} device(s){hint}"
+            )
+        devices[name] = available[i]
+    return devices
+
+
 def build(cfg: RunConfig, placement: dict | None = None) -> Built:
-    """Environment, agent, replay buffer and the loop (fused when everything is JAX)."""
+    """Environment, agent, replay buffer and the loop (fused when everything is JAX).
+    `placement` (primitive -> `jax.Device`) adds to the config's `placement`."""
     from hrl import agents, envs
 
     env = envs.make_env(cfg.env.name, cfg.env.num_envs, **cfg.env.kwargs)
@@ -83,10 +116,16 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
         replay = make_host_replay(r)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, cfg.train.batch_size)
+    placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
     fused = cfg.train.fused
     can_fuse = spec.is_jax and replay_is_jax and not placement
     if fused is None:
         fused = can_fuse
+    if fused and placement:
+        raise ValueError(
+            "config key 'train.fused': a placement of primitives on devices runs the host loop "
+            f"(placement {sorted(placement)}); set train.fused: false or drop the placement"
+        )
     if fused and not can_fuse:
         raise ValueError(
             "config key 'train.fused': the fused loop needs a JAX environment and replay.backend "
