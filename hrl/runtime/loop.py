@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +54,32 @@ class TrainState:
     iteration: jax.Array  # int32 iterations done
     env_steps: jax.Array  # int32 environment steps done (all actors)
     updates: jax.Array  # int32 SGD steps done
+
+
+class ActorState(NamedTuple):
+    """The part of `TrainState` the actors' program owns."""
+
+    env: Any
+    obs: Any
+    episode_start: Any
+    actor_carry: Any
+    nstep: Any
+
+
+class IterationInputs(NamedTuple):
+    """An iteration's keys and scalars on the host (`HostLoop._inputs`)."""
+
+    key: Any  # the state's key after this iteration
+    act_env: Any  # (L, 2) keys: infer and env step of each actor step
+    learn_keys: Any  # (U,) keys of the SGD steps
+    beta: Any
+    env_steps: int
+    iteration: int
+    updates: int
+
+
+def actor_of(state: TrainState) -> ActorState:
+    return ActorState(state.env, state.obs, state.episode_start, state.actor_carry, state.nstep)
 
 
 @struct.dataclass
@@ -362,21 +388,27 @@ class HostLoop:
         self.timings[name] += time.perf_counter() - start
         return result
 
-    def _iteration(self, state: TrainState):
-        sch = self.schedule
+    # An iteration is two programs, written once: the actors' (infer -> env step -> n-step)
+    # and the learner's (insert -> U x (sample -> train -> relaxed queue -> update)). This class
+    # runs them one after the other; `PipelinedLoop` runs them at the same time.
+    def _inputs(self, state: TrainState) -> IterationInputs:
+        """Every key and scalar of the iteration after `state`, on the host in one transfer."""
         key, act_env, learn_keys, beta = self._iteration_inputs(state.key, state.env_steps)
-        # One device->host transfer for every key and scalar the iteration's host logic needs.
         act_env, learn_keys, beta, env_steps, iteration, updates = jax.device_get(
             (act_env, learn_keys, beta, state.env_steps, state.iteration, state.updates)
         )
-        env_steps = int(env_steps)
-        env_state, obs, acc = state.env, state.obs, state.nstep
-        start, actor_carry = state.episode_start, state.actor_carry
+        return IterationInputs(key, act_env, learn_keys, beta, int(env_steps), int(iteration),
+                               int(updates))
+
+    def _act(self, agent, actor: ActorState, act_env, env_steps: int):
+        """The actors' program: L x (infer -> env step -> n-step window) with `agent`'s weights.
+        Returns the actors' new state, the L*M transitions as one batch, the episode ends."""
+        sch = self.schedule
+        env_state, obs, start, actor_carry, acc = actor
         transitions, completed, returns = [], [], []
         for k_act, k_env in act_env:
             actor_carry, actions = self._timed(
-                "infer", self._infer, state.agent, actor_carry, obs, k_act, np.int32(env_steps),
-                start,
+                "infer", self._infer, agent, actor_carry, obs, k_act, np.int32(env_steps), start,
             )
             if not self.env_is_jax:
                 actions = np.asarray(actions)
@@ -387,10 +419,14 @@ class HostLoop:
             transitions.append(transition)
             completed.append(out.completed)
             returns.append(out.completed_return)
-        batch = self._concat(transitions)
-        replay = self._timed("update", self._insert, state.replay, batch)
+        actor = ActorState(env_state, obs, start, actor_carry, acc)
+        return actor, self._concat(transitions), completed, returns, env_steps
 
-        agent, pending = state.agent, state.pending
+    def _learn(self, agent, replay, pending, batch, learn_keys, beta, iteration: int):
+        """The learner's program: insert the batch, then (on a learning iteration) U x
+        (sample -> train -> relaxed queue -> update). Returns what it changed and its logs."""
+        sch = self.schedule
+        replay = self._timed("update", self._insert, replay, batch)
         do_learn = (
             int(replay.size) >= sch.learning_starts and (int(iteration) + 1) % sch.period == 0
         )
@@ -410,6 +446,14 @@ class HostLoop:
                     replay = self._timed("update", self._update, replay, indices, td_out)
                 td_abs.append(td_mean)
                 metric_rows.append(metrics)
+        return agent, replay, pending, do_learn, td_abs, metric_rows
+
+    def _finish(self, state: TrainState, inputs: IterationInputs, actor: ActorState, agent,
+                replay, pending, env_steps: int, do_learn: bool, completed, returns, td_abs,
+                metric_rows):
+        """The iteration's new state and its log row (host values, one transfer each way)."""
+        sch = self.schedule
+        iteration, updates, key = inputs.iteration, inputs.updates, inputs.key
         completed, returns, td_abs, metric_rows = jax.device_get(
             (completed, returns, td_abs, metric_rows)
         )
@@ -419,6 +463,7 @@ class HostLoop:
             np.int32(env_steps),
             np.int32(updates + (sch.updates_per_round if do_learn else 0)),
         ))
+        env_state, obs, start, actor_carry, acc = actor
         new_state = state.replace(
             agent=agent,
             replay=replay,
@@ -448,6 +493,18 @@ class HostLoop:
             np.float32(np.mean(td_abs)) if td_abs else np.float32(0),
             metrics,
         )
+
+    def _iteration(self, state: TrainState):
+        inputs = self._inputs(state)
+        actor, batch, completed, returns, env_steps = self._act(
+            state.agent, actor_of(state), inputs.act_env, inputs.env_steps
+        )
+        agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
+            state.agent, state.replay, state.pending, batch, inputs.learn_keys, inputs.beta,
+            inputs.iteration,
+        )
+        return self._finish(state, inputs, actor, agent, replay, pending, env_steps, do_learn,
+                            completed, returns, td_abs, metric_rows)
 
     def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
         rows = []
