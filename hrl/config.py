@@ -98,6 +98,13 @@ class TrainConfig:
     dependency: Literal["strict", "relaxed"] = "strict"
     staleness: int = 0  # relaxed: up to s priority updates in flight while sampling goes on
     fused: bool | None = None  # one jitted lax.scan; None = whenever env and replay are JAX
+    # How the iteration's two programs (actors, learner) are scheduled: "fused" (one lax.scan),
+    # "sequential" (the host loop: one primitive call after another), "pipelined" (actors in a
+    # thread beside the learner, `pipeline_depth` iterations ahead at most, weights to the
+    # actors every `weight_sync_period` iterations), "auto" (fused when it can, else sequential)
+    executor: Literal["auto", "fused", "sequential", "pipelined"] = "auto"
+    pipeline_depth: int = 1
+    weight_sync_period: int = 1
     chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
     # The task's bar (mean return of the last log.return_window episodes): the summary reports
     # env steps and wall seconds to reach it, per seed. None: no bar for this task.
@@ -145,6 +152,13 @@ class TrainConfig:
             self.learning_starts,
         )
         _require(self.staleness >= 0, f"{path}.staleness", "must be >= 0", self.staleness)
+        _require(self.pipeline_depth >= 0, f"{path}.pipeline_depth", "must be >= 0",
+                 self.pipeline_depth)
+        _require(self.weight_sync_period >= 1, f"{path}.weight_sync_period", "must be >= 1",
+                 self.weight_sync_period)
+        _require(self.fused is None or self.executor == "auto"
+                 or self.fused == (self.executor == "fused"), f"{path}.fused",
+                 f"contradicts train.executor={self.executor!r}; set one of them", self.fused)
         _require(
             self.dependency == "relaxed" or self.staleness == 0,
             f"{path}.staleness",

@@ -511,6 +511,10 @@ class HostLoop:
         for _ in range(num_iters):
             state, row = self._iteration(state)
             rows.append(row)
+        return state, self._stack(rows)
+
+    @staticmethod
+    def _stack(rows) -> ChunkOut:
         completed, returns, env_steps, trained, td_abs, metrics = zip(*rows, strict=True)
         template = next((m for m in metrics if m is not None), None)
         if template is None:
@@ -521,7 +525,7 @@ class HostLoop:
                 lambda *xs: np.asarray(xs, np.float32),
                 *[m if m is not None else zero for m in metrics],
             )
-        return state, ChunkOut(
+        return ChunkOut(
             completed=np.stack(completed),
             completed_return=np.stack(returns),
             env_steps=np.asarray(env_steps, np.int32),
@@ -529,3 +533,109 @@ class HostLoop:
             td_abs=np.asarray(td_abs, np.float32),
             metrics=stacked,
         )
+
+
+class PipelinedLoop(HostLoop):
+    """The host loop's two programs at the same time: the actors in a worker thread, the
+    learner in the calling thread, joined by a queue of iterations.
+
+    Which weights the actors use is fixed by the schedule, never by timing, so a run is
+    reproducible: actor iteration t acts with the learner's agent after learner iteration
+    j*(t) = the last j <= t - 1 - `depth` with (j + 1) % `weight_sync_period` == 0 (or the
+    chunk's first agent if there is none in this chunk). The actors therefore run at most
+    `depth` iterations ahead of the learner (the queue is that deep), and wait for j*(t)
+    otherwise. depth 0 and period 1 is the host loop exactly (tested bit for bit); larger
+    values let the env and inference of the next iterations overlap the learner's insert,
+    sample, train and update. Each chunk starts from the learner's latest agent, so a result
+    depends on (depth, period, chunk length), and on nothing else.
+
+    JAX releases the GIL while a compiled call runs, so the two threads overlap on a JAX
+    learner; a host env (gymnasium, numpy) holds the GIL while it steps.
+    """
+
+    def __init__(self, *args, depth: int = 1, weight_sync_period: int = 1, **kwargs):
+        super().__init__(*args, **kwargs)
+        if depth < 0 or weight_sync_period < 1:
+            raise ValueError(f"pipelined loop: depth {depth} must be >= 0 and "
+                             f"weight_sync_period {weight_sync_period} >= 1")
+        self.depth = depth
+        self.weight_sync_period = weight_sync_period
+
+    def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
+        import queue
+        import threading
+
+        first = int(jax.device_get(state.iteration))
+        published = {first - 1: state.agent}  # learner iteration -> agent after it
+        learned = [first - 1]  # the last learner iteration done
+        ready = threading.Condition()
+        stop = threading.Event()
+        acted: queue.Queue = queue.Queue()
+        period = self.weight_sync_period
+
+        def agent_for(t: int):
+            """The agent actor iteration t acts with (waits for the learner until it exists)."""
+            need = t - 1 - self.depth
+            with ready:
+                ready.wait_for(lambda: learned[0] >= need or stop.is_set())
+                usable = [j for j in published if j <= need]
+                return published[max(usable)] if usable else published[first - 1]
+
+        def actors(actor: ActorState, key, env_steps: int):
+            try:
+                for i in range(num_iters):
+                    inputs = self._inputs_from(key, env_steps, first + i)
+                    agent = agent_for(first + i)
+                    if stop.is_set():
+                        return
+                    actor, batch, completed, returns, env_steps = self._act(
+                        agent, actor, inputs.act_env, env_steps
+                    )
+                    key = inputs.key
+                    acted.put((inputs, actor, batch, completed, returns, env_steps))
+            except BaseException as err:  # surfaces in the learner's thread
+                acted.put(err)
+
+        env_steps0 = int(jax.device_get(state.env_steps))
+        worker = threading.Thread(target=actors, args=(actor_of(state), state.key, env_steps0),
+                                  name="hrl-actors", daemon=True)
+        worker.start()
+        rows = []
+        agent, replay, pending = state.agent, state.replay, state.pending
+        updates = int(jax.device_get(state.updates))
+        try:
+            for i in range(num_iters):
+                item = acted.get()
+                if isinstance(item, BaseException):
+                    raise item
+                inputs, actor, batch, completed, returns, env_steps = item
+                agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
+                    agent, replay, pending, batch, inputs.learn_keys, inputs.beta,
+                    first + i,
+                )
+                with ready:
+                    if (first + i + 1) % period == 0:
+                        published[first + i] = agent
+                    # Drop agents no actor iteration can ask for any more.
+                    for j in [j for j in published if j < first + i - self.depth - period]:
+                        if j != max(published):
+                            del published[j]
+                    learned[0] = first + i
+                    ready.notify_all()
+                state, row = self._finish(state, inputs._replace(updates=updates), actor, agent,
+                                          replay, pending, env_steps, do_learn, completed,
+                                          returns, td_abs, metric_rows)
+                updates += self.schedule.updates_per_round if do_learn else 0
+                rows.append(row)
+        finally:
+            stop.set()
+            with ready:
+                ready.notify_all()
+            worker.join()
+        return state, self._stack(rows)
+
+    def _inputs_from(self, key, env_steps: int, iteration: int) -> IterationInputs:
+        """`_inputs` from the key chain alone (the actors' thread has no TrainState)."""
+        key, act_env, learn_keys, beta = self._iteration_inputs(key, np.int32(env_steps))
+        act_env, learn_keys, beta = jax.device_get((act_env, learn_keys, beta))
+        return IterationInputs(key, act_env, learn_keys, beta, env_steps, iteration, 0)

@@ -34,7 +34,14 @@ from hrl.runtime.aggregate import (
     write_curve_csv,
 )
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
-from hrl.runtime.loop import FusedLoop, HostLoop, Schedule, TrainState, init_train_state
+from hrl.runtime.loop import (
+    FusedLoop,
+    HostLoop,
+    PipelinedLoop,
+    Schedule,
+    TrainState,
+    init_train_state,
+)
 from hrl.runtime.metrics import MetricsLog, plot_learning_curve, read_episodes
 from hrl.runtime.primitives import make_primitives
 
@@ -48,7 +55,7 @@ class Built:
     agent: Any
     replay: Any
     schedule: Schedule
-    loop: FusedLoop | HostLoop
+    loop: FusedLoop | HostLoop  # or PipelinedLoop, a HostLoop
     example_transition: dict
 
 
@@ -117,7 +124,8 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, cfg.train.batch_size)
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
-    fused = cfg.train.fused
+    executor = cfg.train.executor
+    fused = cfg.train.fused if executor == "auto" else executor == "fused"
     can_fuse = spec.is_jax and replay_is_jax and not placement
     if fused is None:
         fused = can_fuse
@@ -133,6 +141,10 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
         )
     if fused:
         loop = FusedLoop(prims, schedule)
+    elif executor == "pipelined":
+        loop = PipelinedLoop(prims, schedule, spec.is_jax, replay_is_jax, placement,
+                             depth=cfg.train.pipeline_depth,
+                             weight_sync_period=cfg.train.weight_sync_period)
     else:
         loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement)
     return Built(cfg, env, agent, replay, schedule, loop, envs.example_transition(spec))
