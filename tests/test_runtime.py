@@ -445,3 +445,22 @@ def test_pipelined_with_lagging_weights_is_reproducible():
 def test_bad_executor_settings_name_the_key(overrides, message):
     with pytest.raises(ValueError, match=message):
         _executor_run("dqn_cartpole_gymnasium", overrides, iterations=1)
+
+
+def test_pending_head_then_join_is_pending_push():
+    """The host loop reads the update leaving the relaxed queue before td(t) joins it (so it
+    need not wait for train(t)); that is pending_push's output and queue, step after step."""
+    loop = build(tiny_config(**{"train.dependency": "relaxed", "train.staleness": 3,
+                                "train.fused": False})).loop
+    pending = pending_init(3, 4)
+    split = pending
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        idx = jnp.asarray(rng.integers(0, 100, 4), jnp.int32)
+        td = jnp.asarray(rng.normal(size=4), jnp.float32)
+        pending, want = pending_push(pending, idx, td)
+        got = loop._pending_head(split)
+        split = loop._pending_join(split, idx, td)
+        assert_trees_equal(got, want)
+        assert_trees_equal(split, pending)
+

@@ -374,17 +374,20 @@ class HostLoop:
             lambda steps: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *steps)
         )
         self._train = jax.jit(train)
-        self._pending = jax.jit(pending_push)
+        self._pending_head = jax.jit(lambda p: (p.indices[p.head], p.td_errors[p.head],
+                                                p.valid[p.head]))
+        self._pending_join = jax.jit(lambda p, indices, td: pending_push(p, indices, td)[0])
         self.timings = {name: 0.0 for name in PRIMITIVES}  # seconds spent per primitive
 
     def _put(self, name, tree):
         device = self.placement.get(name)
         return tree if device is None else jax.device_put(tree, device)
 
-    def _timed(self, name, fn, *args):
+    def _timed(self, name, fn, *args, wait: bool = True):
         start = time.perf_counter()
         result = fn(*self._put(name, args))
-        jax.block_until_ready(result)
+        if wait:
+            jax.block_until_ready(result)
         self.timings[name] += time.perf_counter() - start
         return result
 
@@ -434,13 +437,24 @@ class HostLoop:
         if do_learn:
             for k in learn_keys:
                 sample = self._timed("sample", self._sample, replay, k, beta)
-                agent, td, metrics, td_mean = self._timed(
-                    "train", self._train, agent, sample.items, sample.weights
-                )
                 if self._relaxed:
-                    pending, (indices, td_out, valid) = self._pending(pending, sample.indices, td)
+                    # Not waited for: train(t) runs on its device while the host goes on to
+                    # write update(t-s) and draw sample(t+1), which need nothing from it. (The
+                    # timings then count train's dispatch, not its run.)
+                    agent, td, metrics, td_mean = self._timed(
+                        "train", self._train, agent, sample.items, sample.weights, wait=False
+                    )
+                    # The update leaving the queue, read before td(t) joins it: it waits for
+                    # td(t-1) at most. Same values as pending_push's output (tested).
+                    indices, td_out, valid = self._pending_head(pending)
+                    # The queue lives with the tree (the update's device); td(t) travels there.
+                    pending = self._pending_join(*self._put("update", (pending, sample.indices,
+                                                                       td)))
                     write = bool(valid)
                 else:  # depth 0: pending_push passes the update straight through
+                    agent, td, metrics, td_mean = self._timed(
+                        "train", self._train, agent, sample.items, sample.weights
+                    )
                     indices, td_out, write = sample.indices, td, True
                 if write:
                     replay = self._timed("update", self._update, replay, indices, td_out)

@@ -1,0 +1,113 @@
+"""Does the relaxed dependency hide the replay's latency? Strict vs relaxed, the tree on another
+device than the learner.
+
+    .venv/bin/python experiments/bench_relaxed.py [--staleness 1 4] [--rounds 3] [--iters 60]
+
+DQN + PER on gymnax CartPole-v1 (M=8, 64x64, batch 64, one SGD step per 2 env steps; an
+iteration is 4 vector steps, 32 env steps, then 16 SGD steps), the sequential host loop, with
+the sum tree in two places other than the learner's device:
+* `opencl`: the host buffer over the OpenCL tree (PoCL on this CPU, or any OpenCL device);
+* `cpu:1`: the JAX buffer on a second XLA CPU device (sample and update placed on cpu:1, the
+  env, inference and training on cpu:0).
+Strict: sample(t+1) waits for update(t), which waits for train(t). Relaxed with staleness s:
+update(t-s) and sample(t+1) need nothing from train(t), so the host issues them while train(t)
+runs (`HostLoop._learn`). Interleaved rounds; speed-up = strict wall / relaxed wall within a
+round, median over rounds. Writes experiments/results/relaxed/speed.{csv,md}.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Two XLA CPU devices (before JAX starts): the learner on cpu:0, the JAX tree on cpu:1.
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                           + " --xla_force_host_platform_device_count=2").strip()
+
+import argparse  # noqa: E402
+import csv  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import jax  # noqa: E402
+
+from hrl.config import load_config  # noqa: E402
+from hrl.runtime import build, initial_state  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+OUT = ROOT / "results" / "relaxed"
+BASE = ["env.num_envs=8", "agent.hidden_sizes=[64,64]", "train.batch_size=64",
+        "replay.capacity=50000", "train.learning_starts=256", "train.train_ratio=0.5",
+        "train.rollout_length=4", "train.total_env_steps=10000000", "train.executor=sequential",
+        "log.progress=false"]
+TREES = {
+    "opencl": ["replay.backend=opencl"],
+    "cpu:1": ["placement.env=cpu:0", "placement.infer=cpu:0", "placement.train=cpu:0",
+              "placement.sample=cpu:1", "placement.update=cpu:1"],
+}
+
+
+def measure(overrides: list[str], iters: int) -> tuple[float, int]:
+    cfg = load_config(ROOT / "configs" / "dqn_cartpole.yaml", BASE + overrides)
+    built = build(cfg)
+    state, _ = built.loop.run(initial_state(built), 12)  # compile, fill past learning_starts
+    jax.block_until_ready(state)
+    start = time.perf_counter()
+    state, _ = built.loop.run(state, iters)
+    jax.block_until_ready(state)
+    return time.perf_counter() - start, iters * cfg.env_steps_per_iter
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--staleness", nargs="+", type=int, default=[1, 4])
+    p.add_argument("--trees", nargs="+", default=list(TREES), choices=list(TREES))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--iters", type=int, default=60)
+    args = p.parse_args()
+    from rich.progress import Progress
+
+    settings = [("strict", [])] + [
+        (f"relaxed s={s}", ["train.dependency=relaxed", f"train.staleness={s}"])
+        for s in args.staleness]
+    rows = []
+    with Progress() as progress:
+        task = progress.add_task("relaxed", total=args.rounds * len(args.trees) * len(settings))
+        for r in range(args.rounds):
+            for tree in args.trees:
+                for name, deps in settings:
+                    progress.update(task, description=f"round {r + 1} tree {tree} {name}")
+                    wall, steps = measure(TREES[tree] + deps, args.iters)
+                    rows.append({"round": r + 1, "tree": tree, "setting": name, "wall_s": wall,
+                                 "env_steps_per_s": steps / wall})
+                    progress.advance(task)
+    OUT.mkdir(parents=True, exist_ok=True)
+    with (OUT / "speed.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [
+        "# Strict vs relaxed: iteration speed with the tree off the learner's device", "",
+        f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, load average "
+        f"{os.getloadavg()[0]:.1f} at the end. Regenerate: `python experiments/bench_relaxed.py"
+        f" {' '.join(sys.argv[1:])}`.".rstrip(),
+        "Speed-up: strict wall / relaxed wall within a round, median over rounds.", "",
+        "| tree | setting | env steps/s (median) | speed-up vs strict |", "|---|---|---|---|",
+    ]
+    for tree in args.trees:
+        strict = [x["wall_s"] for x in rows if x["tree"] == tree and x["setting"] == "strict"]
+        for name, _ in settings:
+            walls = [x["wall_s"] for x in rows if x["tree"] == tree and x["setting"] == name]
+            rate = statistics.median(x["env_steps_per_s"] for x in rows
+                                     if x["tree"] == tree and x["setting"] == name)
+            speed = statistics.median(a / b for a, b in zip(strict, walls, strict=True))
+            lines.append(f"| {tree} | {name} | {rate:,.0f} | {speed:.2f}x |")
+    (OUT / "speed.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
