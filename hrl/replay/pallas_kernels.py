@@ -135,7 +135,6 @@ def _descend_fixed_block(levels, fractions, k: int):
         lo_cum, hi_sum, wrapped = zeros_u, zeros_u, zeros_u
         found = jnp.zeros(fractions.shape, jnp.bool_)
         child = jnp.zeros(fractions.shape, jnp.int32)
-        picked = zeros_u
         p_excl = zeros_u
         last_nonzero = jnp.zeros(fractions.shape, jnp.int32)
         last_nonzero_value = zeros_u
@@ -151,7 +150,6 @@ def _descend_fixed_block(levels, fractions, k: int):
             le = (hi < t) | ((hi == t) & (lo <= digit))  # P_incl <= T, T = t*K + d
             hit = jnp.logical_not(found) & jnp.logical_not(le)
             child = jnp.where(hit, c, child)
-            picked = jnp.where(hit, value, picked)
             p_excl = jnp.where(hit, exclusive, p_excl)
             found = found | hit
             nonzero = value > 0
