@@ -464,3 +464,14 @@ def test_pending_head_then_join_is_pending_push():
         assert_trees_equal(got, want)
         assert_trees_equal(split, pending)
 
+
+
+def test_metrics_report_samples_per_insert(tmp_path):
+    """The data producer's throughput control, as logged: samples drawn per transition inserted
+    approaches train_ratio x batch_size (0.25 x 16 = 4) once learning has started."""
+    train(tiny_config(), run_dir=tmp_path, progress=False)
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
+    last = float(rows[-1]["samples_per_insert"])
+    assert 0.8 * 4 <= last <= 4.0, last
+    assert float(rows[-1]["updates"]) * 16 / float(rows[-1]["env_steps"]) == pytest.approx(last,
+                                                                                       abs=1e-3)

@@ -234,10 +234,14 @@ class _Progress:
             self.bar.__enter__()
         return self
 
-    def update(self, done: int, env_rate: float, sgd_rate: float, recent: float | None):
+    def update(self, done: int, env_rate: float, sgd_rate: float, recent: float | None,
+               samples_per_insert: float):
         if self.enabled:
             ret = "-" if recent is None else f"{recent:.1f}"
-            rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s"
+            # Samples drawn per transition inserted: the data producer's throughput control
+            # (train_ratio x batch_size by the schedule, in every executor).
+            rates = (f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s "
+                     f"{samples_per_insert:.2f} samples/insert")
             self.bar.update(self.task, completed=done, rates=rates, ret=ret)
 
     def __exit__(self, *exc):
@@ -378,7 +382,8 @@ def train(
                     steps, returns = _episodes_of(seed_out, steps_now, sch.num_envs)
                     log.episodes(steps, returns)
                     recent.extend(returns.tolist())
-                    _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now())
+                    _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now(),
+                               cfg.train.batch_size)
                 elapsed = time.perf_counter() - t_start
                 means = [float(np.mean(r)) for r in recents if r]
                 bar.update(
@@ -386,6 +391,7 @@ def train(
                     len(seeds) * (counters[0] - steps_at_start) / max(elapsed, 1e-9),
                     len(seeds) * (counters[1] - updates_at_start) / max(elapsed, 1e-9),
                     float(np.median(means)) if means else None,
+                    _samples_per_insert(counters, cfg.train.batch_size),
                 )
                 if next_ckpt is not None and counters[0] >= next_ckpt:
                     checkpoint(state)
@@ -547,12 +553,19 @@ def _restart_host_envs(built: Built, state: TrainState) -> TrainState:
     return state.replace(env=env_state, obs=obs, nstep=acc, episode_start=start)
 
 
-def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s) -> None:
+def _samples_per_insert(counters, batch_size: int) -> float:
+    """Transitions sampled per transition inserted, over the run so far."""
+    env_steps, updates = counters
+    return updates * batch_size / max(env_steps, 1)
+
+
+def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, batch_size: int) -> None:
     trained = np.asarray(out.trained)
     env_steps, updates = counters
     row = {
         "env_steps": env_steps,
         "updates": updates,
+        "samples_per_insert": round(_samples_per_insert(counters, batch_size), 4),
         "wall_s": round(wall_s, 3),
         "env_steps_per_s": (env_steps - steps_before) / max(dt, 1e-9),
         "recent_return": float(np.mean(recent)) if recent else float("nan"),
