@@ -97,6 +97,32 @@ def test_jitted_policies_for_values_that_cannot_be_checked(impl):
     assert float(jnp.sum(empty.weights)) == 0.0
 
 
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+@pytest.mark.parametrize("impl", ["xla", "auto", "pallas"])
+def test_jitted_add_with_bad_priorities_keeps_the_tree_valid(impl, fmt):
+    """Inside jit, NaN, inf and negative priorities on `add` take the maximum priority seen
+    (they cannot raise there); the root stays finite and later clean adds stay clean."""
+    rb = make_prioritized_replay(16, fanout=4, fmt=fmt, impl=impl)
+    add = jax.jit(rb.add)
+    state = add(rb.init(EXAMPLE), _items(0, 2), jnp.array([3.0, 0.5]))
+    state = add(state, _items(2, 4), jnp.array([jnp.nan, jnp.inf, -1.0, 0.25]))
+    state = add(state, _items(6, 2), jnp.array([1.0, 1.0]))
+    leaves = np.asarray(sumtree.leaves(state.tree))
+    stored_max = float(rb.fmt.decode(rb.fmt.encode(3.0**0.6), 0, 0, 4))
+    np.testing.assert_allclose(leaves[2:5], stored_max, rtol=1e-6)  # the three bad ones
+    assert np.isfinite(float(sumtree.total(state.tree)))
+    # (fixed point rounds parents up, a few LSB of the root's coarser grid)
+    assert float(sumtree.total(state.tree)) == pytest.approx(leaves.sum(), rel=1e-3)
+    assert float(state.max_priority) == pytest.approx(3.0)
+    assert np.isfinite(float(sumtree.total(state.min_tree)))
+
+
+def test_sumtree_clamps_negative_priorities_to_zero():
+    tree = sumtree.update(sumtree.init(8, 2), jnp.array([0, 1]), jnp.array([-1.0, 2.0]))
+    assert float(sumtree.leaves(tree)[0]) == 0.0
+    assert float(sumtree.total(tree)) == 2.0
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

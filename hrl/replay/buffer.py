@@ -24,7 +24,8 @@ Bad input, the policy:
   priority seen before that update (the item is revisited soon rather than lost or
   poisoning the tree),
   out-of-range indices are ignored, an empty buffer yields zero weights, and a batch larger
-  than the filled part samples with replacement (as it always does).
+  than the filled part samples with replacement (as it always does); `add` with NaN, inf or
+  negative priorities gives those items the maximum priority seen (the tree stays valid).
 """
 
 from __future__ import annotations
@@ -234,6 +235,10 @@ class PrioritizedReplay:
             raw = jnp.full((m,), state.max_priority, jnp.float32)
         else:
             raw = self._check_priorities(priorities, (m,), "add")
+            # Inside jit (outside, bad values raised above): a NaN, inf or negative priority
+            # would poison the root for good; the item gets the largest priority seen instead.
+            bad = jnp.logical_not(jnp.isfinite(raw)) | (raw < 0)
+            raw = jnp.where(bad, state.max_priority, raw)
         state = state.replace(
             rows=new_rows,
             insert_pos=(state.insert_pos + m) % self.capacity,

@@ -61,7 +61,12 @@ class Float32:
         del fanout, depth
 
     def encode(self, priorities):
-        return jnp.asarray(priorities, jnp.float32)
+        """Negative priorities are clamped to 0 (as fixed point saturates them): a sum tree
+        never holds a negative word, so no subtree can cancel another. Subnormal priorities
+        may read as 0, as on every device that flushes them (XLA:CPU does)."""
+        p = jnp.asarray(priorities, jnp.float32)
+        # A select, not max(p, 0): other values keep their bits (max would flush subnormals).
+        return jnp.where(p < 0, jnp.float32(0.0), p)
 
     def decode(self, words, level: int, depth: int, fanout: int):
         del level, depth, fanout
