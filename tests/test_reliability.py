@@ -122,8 +122,8 @@ def test_damaged_newest_checkpoint_falls_back_and_period_is_kept(tmp_path, capsy
                  checkpoint_every=256)
     assert part["interrupted"] and part["env_steps"] == 768
     assert load_config(run_dir / "config.yaml").log.checkpoint_every == 256
-    kept = [p.name for p, _ in checkpoints_newest_first(run_dir)]
-    assert kept == ["step_000000000768", "step_000000000512"]
+    kept = [(p.name, info["env_steps"]) for p, info in checkpoints_newest_first(run_dir)]
+    assert kept == [("step_000000000768", 768), ("step_000000000512", 512)]
 
     # Edited config.yaml: the float32 sum tree is not cast to fixed point.
     original = (run_dir / "config.yaml").read_text()

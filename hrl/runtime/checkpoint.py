@@ -3,7 +3,7 @@
 priority updates, PRNG key and counters. Restoring into the structure of a freshly built state
 gives back every array bit for bit, so a resumed run continues exactly where it stopped.
 
-Layout: RUN_DIR/checkpoints/step_<env_steps>/ (orbax), beside it step_<env_steps>.json (its
+Layout: RUN_DIR/checkpoints/step_<env_steps>/ (orbax), beside it info_step_<env_steps>.json (its
 counters and wall time), plus RUN_DIR/checkpoints/latest.json, written last, so a checkpoint is
 only ever announced once it is complete. At least two checkpoints are kept: when the newest one
 cannot be read (a truncated copy, a full disk), `restore_newest` falls back to the one before.
@@ -54,13 +54,13 @@ def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2) -> Pa
     ckpt.save(path, jax.device_get(state))
     ckpt.wait_until_finished()
     record = json.dumps({"name": name, **info}, indent=1)
-    (root / f"{name}.json").write_text(record)
+    (root / f"info_{name}.json").write_text(record)
     (root / "latest.json.tmp").write_text(record)
     (root / "latest.json.tmp").replace(root / "latest.json")
     old = sorted(p for p in root.glob("step_*") if p.is_dir() and p.name != name)
     for stale in old[: max(len(old) - (keep - 1), 0)]:
         shutil.rmtree(stale, ignore_errors=True)
-        (root / f"{stale.name}.json").unlink(missing_ok=True)
+        (root / f"info_{stale.name}.json").unlink(missing_ok=True)
     return path
 
 
@@ -84,7 +84,7 @@ def checkpoints_newest_first(run_dir: str | Path) -> list[tuple[Path, dict]]:
     order = [p for p in dirs if p.name == announced] + [p for p in dirs if p.name != announced]
     found = []
     for path in order:
-        info = latest if path.name == announced else _read_json(root / f"{path.name}.json")
+        info = latest if path.name == announced else _read_json(root / f"info_{path.name}.json")
         found.append((path, info or {"name": path.name}))
     return found
 
