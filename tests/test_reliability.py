@@ -161,3 +161,25 @@ def test_accepted_resume_changes_are_recorded(tmp_path):
         "train.total_env_steps": {"from": 1536, "to": 2048},
         "log.checkpoint_every": {"from": 0, "to": 1024},
     }
+
+
+def test_checkpoints_are_found_without_a_readable_latest_json(tmp_path):
+    root = tmp_path / "checkpoints"
+    for name in ("step_000000000256", "step_000000000512"):
+        (root / name).mkdir(parents=True)
+    (root / "info_step_000000000256.json").write_text(json.dumps({"env_steps": 256}))
+    (root / "latest.json").write_text('{"name": "step_0000')  # cut short
+    found = checkpoints_newest_first(tmp_path)
+    assert [(p.name, info.get("env_steps")) for p, info in found] == [
+        ("step_000000000512", None), ("step_000000000256", 256)]
+
+
+def test_all_checkpoints_unreadable_is_one_line(tmp_path, capsys):
+    run_dir = write_run_dir(tmp_path / "run", tiny_config())
+    for name in ("step_000000000256", "step_000000000512"):
+        (run_dir / "checkpoints" / name).mkdir(parents=True)
+        (run_dir / "checkpoints" / name / "_METADATA").write_text("{garbage")
+    assert cli.main(["train", "--resume", str(run_dir), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "step_000000000512 is unreadable, falling back" in err
+    assert "no readable checkpoint in" in err and "Traceback" not in err
