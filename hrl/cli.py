@@ -41,8 +41,24 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand. A user's mistake or a Ctrl-C is one line on stderr and an exit
+    status, never a traceback: 2 for a bad config or path (as argparse for bad arguments),
+    1 for a file that cannot be read or written, 130 for Ctrl-C (before a subcommand installs
+    its own handling, e.g. while `hrl train` compiles)."""
     args = make_parser().parse_args(argv)
-    return int(args._run(args) or 0)
+    from hrl.config import ConfigError
+
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print(f"hrl {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"hrl {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"hrl {args.command}: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -446,8 +446,16 @@ _Loader.add_implicit_resolver(
 )
 
 
-def parse_yaml(text: str):
-    return yaml.load(text, Loader=_Loader)
+def parse_yaml(text: str, where: str = "config"):
+    """The YAML document `text`; `ConfigError` naming `where` and the line for a syntax
+    error (a config file, or a --set value)."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML{at}: {problem}") from None
 
 
 def apply_override(data: dict, assignment: str) -> None:
@@ -469,7 +477,7 @@ def apply_override(data: dict, assignment: str) -> None:
                 f"config key '{'.'.join(parts[: i + 1])}': is a value, cannot set {key!r}"
             )
         node = child
-    node[parts[-1]] = parse_yaml(raw) if raw.strip() else ""
+    node[parts[-1]] = parse_yaml(raw, f"--set {assignment!r}") if raw.strip() else ""
 
 
 def config_from_dict(data: dict) -> RunConfig:
@@ -492,7 +500,11 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
-    data = parse_yaml(path.read_text()) or {}
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"config file {str(path)!r}: cannot be read ({err})") from None
+    data = parse_yaml(text, f"config file {str(path)!r}") or {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r}: expected a mapping at the top")
     data.setdefault("name", path.stem)

@@ -1,0 +1,185 @@
+"""Nothing lost, nothing silent: a resume refuses config changes that would corrupt the
+checkpointed state or not apply, never casts a checkpoint into another format, falls back to
+the previous checkpoint when the newest is damaged, keeps its checkpoint period; a user's
+mistake or Ctrl-C at start-up is one line and an exit status, not a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_runtime import tiny_config
+
+from hrl import cli
+from hrl.config import ConfigError, dump_config, load_config
+from hrl.runtime.checkpoint import CheckpointMismatch, checkpoints_newest_first
+from hrl.runtime.run import resume_changes, resume_config, train
+
+
+def write_run_dir(path, cfg):
+    """A run directory as a fresh run leaves it before its first checkpoint."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.yaml").write_text(dump_config(cfg))
+    return path
+
+
+@pytest.mark.parametrize(
+    "key, value, fragment",
+    [
+        ("replay.fmt", "fixed", "the run was started with 'float32'; the checkpoint holds that"),
+        ("seed", 5, "the run was started with 3"),
+        ("seeds", 2, "the run was started with 1"),
+        ("replay.capacity", 2000, "the run was started with 1000"),
+        ("agent.hidden_sizes", [32], "the run was started with [16, 16]"),
+        ("train.chunk_env_steps", 512, "the run was started with 256"),
+        ("log.metrics_format", "jsonl", "the run was started with 'csv'"),
+    ],
+)
+def test_resume_refuses_keys_the_checkpoint_fixes(key, value, fragment):
+    saved = tiny_config()
+    with pytest.raises(ConfigError) as err:
+        resume_changes(saved, tiny_config(**{key: value}))
+    message = str(err.value)
+    assert message.startswith(f"config key '{key}': cannot change at resume"), message
+    assert fragment in message and "\n" not in message, message
+
+
+def test_resume_accepts_and_reports_progress_keys():
+    saved = tiny_config()
+    changed = resume_changes(saved, tiny_config(**{"train.total_env_steps": 4096,
+                                                   "log.checkpoint_every": 512}))
+    assert changed == {"train.total_env_steps": (1536, 4096), "log.checkpoint_every": (0, 512)}
+    assert resume_changes(saved, tiny_config()) == {}
+
+
+def test_cli_resume_refusals_before_anything_compiles(tmp_path, capsys):
+    run_dir = write_run_dir(tmp_path / "run", tiny_config())
+    before = (run_dir / "config.yaml").read_text()
+    for override, key in (("replay.fmt=fixed", "replay.fmt"), ("seed=5", "seed")):
+        assert cli.main(["train", "--resume", str(run_dir), "--set", override]) == 2
+        err = capsys.readouterr().err
+        assert f"config key '{key}': cannot change at resume" in err, err
+        assert "Traceback" not in err
+    assert cli.main(["train", "--resume", str(run_dir), "--seeds", "4"]) == 2
+    assert "config key 'seeds'" in capsys.readouterr().err
+    # No checkpoint yet: a one-line error, not a traceback after compiling.
+    assert cli.main(["train", "--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "no checkpoint in" in err and "Traceback" not in err
+    assert (run_dir / "config.yaml").read_text() == before  # nothing was rewritten
+
+
+def test_yaml_syntax_errors_name_the_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("algo: dqn\ntrain: {batch_size: 64\nseed: 1\n")
+    assert cli.main(["train", str(bad), "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.yaml" in err and "not valid YAML (line" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match=r"--set 'agent.hidden_sizes=\[16,': not valid YAML"):
+        load_config(write_run_dir(tmp_path / "ok", tiny_config()) / "config.yaml",
+                    ["agent.hidden_sizes=[16,"])
+    # An edited run directory's config.yaml, at resume.
+    run_dir = write_run_dir(tmp_path / "edited", tiny_config())
+    (run_dir / "config.yaml").write_text("algo: dqn\nreplay: [capacity: 3\n")
+    assert cli.main(["train", "--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "config.yaml" in err and "not valid YAML" in err and "Traceback" not in err
+
+
+def test_ctrl_c_during_start_up_exits_130_without_traceback(tmp_path, capsys, monkeypatch):
+    import hrl.runtime.run as run
+
+    def interrupted_build(*args, **kwargs):  # as if Ctrl-C came while the loop compiles
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "build", interrupted_build)
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(dump_config(tiny_config()))
+    rc = cli.main(["train", str(cfg), "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert rc == 130
+    err = capsys.readouterr().err
+    assert "hrl train: interrupted" in err and "Traceback" not in err
+
+
+def _damage(checkpoint_dir):
+    """Truncate every file of a checkpoint to half its length (a copy cut short)."""
+    files = [f for f in checkpoint_dir.rglob("*") if f.is_file()]
+    assert files
+    for f in files:
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+
+
+def test_damaged_newest_checkpoint_falls_back_and_period_is_kept(tmp_path, capsys):
+    """A run stopped at 768 env steps, checkpointing every 256 (kept: 512 and 768). An edited
+    config.yaml that changes the priority format is refused by the checkpoint's dtypes; with
+    the newest checkpoint truncated, the resume warns, continues from 512, keeps checkpointing
+    every 256 steps, and ends where an uninterrupted run ends."""
+    cfg = tiny_config()
+    full = train(cfg, run_dir=tmp_path / "full", progress=False)
+    run_dir = tmp_path / "run"
+    part = train(cfg, run_dir=run_dir, progress=False, stop_at_env_steps=768,
+                 checkpoint_every=256)
+    assert part["interrupted"] and part["env_steps"] == 768
+    assert load_config(run_dir / "config.yaml").log.checkpoint_every == 256
+    kept = [(p.name, info["env_steps"]) for p, info in checkpoints_newest_first(run_dir)]
+    assert kept == [("step_000000000768", 768), ("step_000000000512", 512)]
+
+    # Edited config.yaml: the float32 sum tree is not cast to fixed point.
+    original = (run_dir / "config.yaml").read_text()
+    (run_dir / "config.yaml").write_text(original.replace("fmt: float32", "fmt: fixed"))
+    with pytest.raises(CheckpointMismatch, match=r"'replay\..*float32.*uint32"):
+        train(resume_config(run_dir), run_dir=run_dir, resume=True, progress=False)
+    (run_dir / "config.yaml").write_text(original)
+
+    _damage(run_dir / "checkpoints" / "step_000000000768")
+    capsys.readouterr()
+    resumed = train(resume_config(run_dir), run_dir=run_dir, resume=True, progress=False)
+    err = capsys.readouterr().err
+    assert "step_000000000768 is unreadable, falling back" in err, err
+    assert not resumed["interrupted"] and resumed["env_steps"] == full["env_steps"]
+    assert resumed["updates"] == full["updates"]
+    episodes = (run_dir / "episodes.csv").read_text()
+    assert episodes == (tmp_path / "full" / "episodes.csv").read_text()
+    kept = [p.name for p, _ in checkpoints_newest_first(run_dir)]
+    assert kept == ["step_000000001536", "step_000000001280"]  # still every 256 steps
+    log = [json.loads(line) for line in (run_dir / "resumes.jsonl").read_text().splitlines()]
+    assert [(r["checkpoint"], r["env_steps"]) for r in log] == [("step_000000000512", 512)]
+
+
+def test_accepted_resume_changes_are_recorded(tmp_path):
+    cfg = tiny_config()
+    run_dir = tmp_path / "run"
+    train(cfg, run_dir=run_dir, progress=False, stop_at_env_steps=512)
+    more = resume_config(run_dir, ["train.total_env_steps=2048"])
+    resumed = train(more, run_dir=run_dir, resume=True, progress=False, checkpoint_every=1024)
+    assert resumed["env_steps"] == 2048 and not resumed["interrupted"]
+    saved = load_config(run_dir / "config.yaml")
+    assert saved.train.total_env_steps == 2048 and saved.log.checkpoint_every == 1024
+    (record,) = [json.loads(line) for line in (run_dir / "resumes.jsonl").read_text().splitlines()]
+    assert record["changed"] == {
+        "train.total_env_steps": {"from": 1536, "to": 2048},
+        "log.checkpoint_every": {"from": 0, "to": 1024},
+    }
+
+
+def test_checkpoints_are_found_without_a_readable_latest_json(tmp_path):
+    root = tmp_path / "checkpoints"
+    for name in ("step_000000000256", "step_000000000512"):
+        (root / name).mkdir(parents=True)
+    (root / "info_step_000000000256.json").write_text(json.dumps({"env_steps": 256}))
+    (root / "latest.json").write_text('{"name": "step_0000')  # cut short
+    found = checkpoints_newest_first(tmp_path)
+    assert [(p.name, info.get("env_steps")) for p, info in found] == [
+        ("step_000000000512", None), ("step_000000000256", 256)]
+
+
+def test_all_checkpoints_unreadable_is_one_line(tmp_path, capsys):
+    run_dir = write_run_dir(tmp_path / "run", tiny_config())
+    for name in ("step_000000000256", "step_000000000512"):
+        (run_dir / "checkpoints" / name).mkdir(parents=True)
+        (run_dir / "checkpoints" / name / "_METADATA").write_text("{garbage")
+    assert cli.main(["train", "--resume", str(run_dir), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "step_000000000512 is unreadable, falling back" in err
+    assert "no readable checkpoint in" in err and "Traceback" not in err
