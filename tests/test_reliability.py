@@ -6,6 +6,7 @@ mistake or Ctrl-C at start-up is one line and an exit status, not a traceback.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from test_runtime import tiny_config
@@ -183,3 +184,19 @@ def test_all_checkpoints_unreadable_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "step_000000000512 is unreadable, falling back" in err
     assert "no readable checkpoint in" in err and "Traceback" not in err
+
+
+def test_a_replay_beyond_available_memory_is_refused_up_front(monkeypatch):
+    """Checked against available memory before anything is allocated, naming the key."""
+    from hrl.config import load_config
+    from hrl.runtime import run as run_module
+
+    monkeypatch.setattr(run_module, "_available_memory_bytes", lambda: 2**30)  # 1 GiB free
+    config = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "dqn_cartpole.yaml"
+    cfg = load_config(config,
+                      ["replay.capacity=50000000"])
+    with pytest.raises(ValueError, match=r"replay.capacity.*50,000,000 items.*GiB.*lower"):
+        run_module.build(cfg)
+    small = load_config(config,
+                        ["replay.capacity=1000"])
+    assert run_module.build(small).replay.capacity == 1000

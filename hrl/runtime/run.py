@@ -148,7 +148,48 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                              weight_sync_period=cfg.train.weight_sync_period)
     else:
         loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement)
-    return Built(cfg, env, agent, replay, schedule, loop, envs.example_transition(spec))
+    example = envs.example_transition(spec)
+    check_replay_fits_in_memory(cfg, example)
+    return Built(cfg, env, agent, replay, schedule, loop, example)
+
+
+def _available_memory_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), or None where it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def replay_bytes(cfg: RunConfig, example_transition) -> int:
+    """Host/CPU memory the replay buffers of a run take: packed rows plus the sum tree (and the
+    min tree for global IS weights), times the seeds trained at once."""
+    from hrl.replay.formats import level_sizes
+    from hrl.replay.rows import RowLayout
+
+    r = cfg.replay
+    rows = r.capacity * RowLayout.of(example_transition).row_words * 4
+    trees = sum(level_sizes(r.capacity, r.fanout)) * 4 * (2 if r.weights == "global" else 1)
+    return (rows + trees) * cfg.seeds
+
+
+def check_replay_fits_in_memory(cfg: RunConfig, example_transition) -> None:
+    """Refuse, before anything is allocated, a replay that cannot fit in this machine's
+    available memory (a JAX CPU device or the host; a GPU's memory is not checked here)."""
+    if jax.default_backend() != "cpu" and cfg.replay.backend == "jax":
+        return
+    available = _available_memory_bytes()
+    need = replay_bytes(cfg, example_transition)
+    if available is not None and need > 0.9 * available:
+        seeds = f" x {cfg.seeds} seeds" if cfg.seeds > 1 else ""
+        raise ValueError(
+            f"config key 'replay.capacity': {cfg.replay.capacity:,} items{seeds} need about "
+            f"{need / 2**30:.1f} GiB for the replay, but this machine has "
+            f"{available / 2**30:.1f} GiB available; lower replay.capacity"
+        )
 
 
 def seed_list(cfg: RunConfig) -> list[int]:
