@@ -111,6 +111,8 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                 f"config key 'algo': ddpg needs continuous actions; {cfg.env.name} is discrete"
             )
         agent = agents.make_ddpg(cfg.agent, spec)
+    example = envs.example_transition(spec)
+    check_replay_fits_in_memory(cfg, example)  # before any backend allocates its tree
     r = cfg.replay
     replay_is_jax = r.backend == "jax"
     if replay_is_jax:
@@ -148,8 +150,6 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                              weight_sync_period=cfg.train.weight_sync_period)
     else:
         loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement)
-    example = envs.example_transition(spec)
-    check_replay_fits_in_memory(cfg, example)
     return Built(cfg, env, agent, replay, schedule, loop, example)
 
 
