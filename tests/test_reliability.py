@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_runtime import tiny_config
 
 from hrl import cli
@@ -200,3 +202,53 @@ def test_a_replay_beyond_available_memory_is_refused_up_front(monkeypatch):
     small = load_config(config,
                         ["replay.capacity=1000"])
     assert run_module.build(small).replay.capacity == 1000
+
+
+# A config that is valid as it stands, and the values a careless edit might put anywhere in it.
+_VALID = {
+    "algo": "dqn", "seed": 0, "name": "fuzz",
+    "env": {"name": "gymnax:CartPole-v1", "num_envs": 4},
+    "agent": {"hidden_sizes": [16, 16], "learning_rate": 1e-3},
+    "replay": {"capacity": 1000, "fanout": 4, "alpha": 0.6, "fmt": "float32"},
+    "train": {"total_env_steps": 1000, "batch_size": 16, "train_ratio": 0.25,
+              "learning_starts": 64, "staleness": 0},
+    "log": {"progress": False},
+}
+_JUNK = st.one_of(
+    st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
+    st.text(max_size=8), st.lists(st.integers(-3, 3), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+
+
+def _paths(tree, prefix=()):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _paths(value, prefix + (key,))
+        yield prefix + (key,)
+
+
+@settings(max_examples=150, deadline=None)
+@given(path=st.sampled_from(sorted(_paths(_VALID))), junk=_JUNK,
+       unknown=st.booleans(), name=st.text(min_size=1, max_size=6))
+def test_malformed_configs_are_accepted_or_name_a_key(path, junk, unknown, name):
+    """Random damage to a valid config: it is accepted, or refused with a ConfigError whose one
+    line names a key of the config; never another exception (a traceback for the user)."""
+    import copy
+
+    from hrl.config import config_from_dict
+
+    data = copy.deepcopy(_VALID)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if unknown:
+        node[name] = junk
+    else:
+        node[path[-1]] = junk
+    try:
+        config_from_dict(data)
+    except ConfigError as err:
+        message = str(err)
+        assert "\n" not in message, message
+        assert message.startswith("config key '"), message
