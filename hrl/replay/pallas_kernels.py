@@ -35,7 +35,14 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
 from hrl.replay import sumtree
-from hrl.replay.formats import FixedPoint, Float32, MinFloat32, log2_exact, mulhi_u32
+from hrl.replay.formats import (
+    FixedPoint,
+    Float32,
+    MinFloat32,
+    log2_exact,
+    mulhi_u32,
+    stratify_bits,
+)
 from hrl.replay.sumtree import SumTree
 
 # Samples (or batch entries) per program. A power of two (Triton's rule for block shapes);
@@ -197,8 +204,6 @@ def sample_from_bits(tree: SumTree, bits, stratified: bool = True) -> jax.Array:
     bits = jnp.asarray(bits, jnp.uint32)
     if bits.ndim != 1:
         raise ValueError(f"bits must be 1-D, got shape {bits.shape}")
-    from hrl.replay.formats import stratify_bits
-
     fractions = stratify_bits(bits, bits.shape[0]) if stratified else bits
     return sample_fractions(tree, fractions)
 
@@ -365,7 +370,6 @@ def update_trees_words(trees: tuple[SumTree, ...], indices, words: tuple) -> tup
     padded_words = [_padded(w, 0)[0] for w in words]
     flat = [_flat_levels(t) for t in trees]
     levels_in = [x for levels in flat for x in levels]
-    n_in = 1 + len(trees) + len(levels_in)
     out = pl.pallas_call(
         functools.partial(
             _one_program_kernel,
@@ -384,7 +388,6 @@ def update_trees_words(trees: tuple[SumTree, ...], indices, words: tuple) -> tup
         compiler_params=_compiler_params(),
         name="hrl_sumtree_update_one_program",
     )(idx, *padded_words, *levels_in)
-    assert len(out) == n_in - 1 - len(trees)
     result, pos = [], 0
     for t in trees:
         n = t.depth + 1
@@ -400,7 +403,6 @@ def update_words(tree: SumTree, indices, words) -> SumTree:
 
     Duplicates: last in batch order wins. Out-of-range indices are dropped, never wrapped.
     """
-    _kind(tree.fmt)
     return update_trees_words((tree,), indices, (words,))[0]
 
 
