@@ -322,21 +322,26 @@ def test_public_names_import():
 
 # ----------------------------------------------------------------------------- placement
 
-PLACEMENT_SMALL = [
+SMALL = [
     "env.num_envs=4", "agent.hidden_sizes=[16,16]", "train.batch_size=16",
     "replay.capacity=512", "train.learning_starts=32", "train.train_ratio=0.25",
-    "train.total_env_steps=2000", "train.fused=false",
+    "train.total_env_steps=2000",
 ]
 
 
-def _host_run(overrides, iterations=40):
+def _small_run(config, overrides, iterations=30):
+    """A shipped config shrunk to seconds, `iterations` iterations from a fresh state."""
     from hrl.config import load_config
-    from hrl.runtime import build, initial_state
 
-    cfg = load_config(ROOT / "experiments" / "configs" / "dqn_cartpole.yaml",
-                      PLACEMENT_SMALL + list(overrides))
+    cfg = load_config(CONFIGS / f"{config}.yaml", SMALL + list(overrides))
     built = build(cfg)
-    state, _ = built.loop.run(initial_state(built), iterations)
+    state, out = built.loop.run(initial_state(built), iterations)
+    return built, jax.device_get(state), out
+
+
+def _host_run(overrides, iterations=40):
+    """DQN CartPole on the host loop (the loop a placement runs)."""
+    built, state, _ = _small_run("dqn_cartpole", ["train.fused=false", *overrides], iterations)
     return built, state
 
 
@@ -346,8 +351,7 @@ def test_config_placement_runs_each_primitive_on_its_device_with_the_same_result
     built, state = _host_run(placed)
     assert set(built.loop.placement) == {"env", "infer", "sample", "update", "train"}
     _, plain = _host_run([])
-    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(plain), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert_trees_equal(state, plain)
 
 
 @pytest.mark.parametrize("override,message", [
@@ -366,16 +370,15 @@ def test_placement_on_two_cpu_devices_equals_one(tmp_path):
     bit for bit the run with everything on one device."""
     script = tmp_path / "two_devices.py"
     script.write_text(textwrap.dedent(f"""
-        import jax, numpy as np, sys
+        import jax, sys
         sys.path.insert(0, {str(ROOT / "tests")!r})
-        from test_runtime import _host_run
+        from test_runtime import _host_run, assert_trees_equal
         assert len(jax.devices("cpu")) == 2
         _, placed = _host_run(["placement.infer=cpu:0", "placement.env=cpu:0",
                                "placement.sample=cpu:1", "placement.update=cpu:1",
                                "placement.train=cpu:1"])
         _, plain = _host_run([])
-        for a, b in zip(jax.tree.leaves(placed), jax.tree.leaves(plain), strict=True):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert_trees_equal(placed, plain)
         print("equal")
     """))
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
@@ -387,33 +390,17 @@ def test_placement_on_two_cpu_devices_equals_one(tmp_path):
 
 # ----------------------------------------------------------------------------- executors
 
-def _executor_run(config, overrides, iterations=30):
-    from hrl.config import load_config
-    from hrl.runtime import build, initial_state
-
-    cfg = load_config(ROOT / "experiments" / "configs" / f"{config}.yaml",
-                      PLACEMENT_SMALL[:-1] + list(overrides))
-    built = build(cfg)
-    state, out = built.loop.run(initial_state(built), iterations)
-    return built, jax.device_get(state), out
-
-
-def _assert_same_state(a, b):
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-
-
 @pytest.mark.parametrize("config", ["dqn_cartpole_gymnasium", "dqn_cartpole"])
 def test_pipelined_depth_0_equals_sequential_bit_for_bit(config):
     """Strict, depth 0, weights every iteration: the pipelined executor (actors in a thread) is
     the sequential host loop exactly, with a host env and with a JAX env."""
-    seq_built, seq, seq_out = _executor_run(config, ["train.executor=sequential"])
-    pip_built, pip, pip_out = _executor_run(
+    seq_built, seq, seq_out = _small_run(config, ["train.executor=sequential"])
+    pip_built, pip, pip_out = _small_run(
         config, ["train.executor=pipelined", "train.pipeline_depth=0"])
     assert type(seq_built.loop).__name__ == "HostLoop"
     assert type(pip_built.loop).__name__ == "PipelinedLoop"
     assert int(seq.updates) > 0
-    _assert_same_state(seq, pip)
+    assert_trees_equal(seq, pip)
     np.testing.assert_array_equal(seq_out.completed_return, pip_out.completed_return)
 
 
@@ -423,10 +410,10 @@ def test_pipelined_with_lagging_weights_is_reproducible():
     that state differs from the sequential run's (the actors did act with older weights)."""
     lag = ["train.executor=pipelined", "train.pipeline_depth=2", "train.weight_sync_period=3",
            "train.dependency=relaxed", "train.staleness=2"]
-    _, first, _ = _executor_run("dqn_cartpole_gymnasium", lag)
-    _, again, _ = _executor_run("dqn_cartpole_gymnasium", lag)
-    _assert_same_state(first, again)
-    _, seq, _ = _executor_run("dqn_cartpole_gymnasium", ["train.executor=sequential",
+    _, first, _ = _small_run("dqn_cartpole_gymnasium", lag)
+    _, again, _ = _small_run("dqn_cartpole_gymnasium", lag)
+    assert_trees_equal(first, again)
+    _, seq, _ = _small_run("dqn_cartpole_gymnasium", ["train.executor=sequential",
                                                          "train.dependency=relaxed",
                                                          "train.staleness=2"])
     assert int(first.updates) == int(seq.updates) > 0
@@ -444,7 +431,7 @@ def test_pipelined_with_lagging_weights_is_reproducible():
 ])
 def test_bad_executor_settings_name_the_key(overrides, message):
     with pytest.raises(ValueError, match=message):
-        _executor_run("dqn_cartpole_gymnasium", overrides, iterations=1)
+        _small_run("dqn_cartpole_gymnasium", overrides, iterations=1)
 
 
 def test_pending_head_then_join_is_pending_push():
