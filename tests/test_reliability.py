@@ -5,18 +5,30 @@ mistake or Ctrl-C at start-up is one line and an exit status, not a traceback.""
 
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import jax
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_runtime import tiny_config
+from test_runtime import CONFIGS, ROOT, SUBPROCESS_ENV, assert_trees_equal, tiny_config
 
 from hrl import cli
 from hrl.config import ConfigError, dump_config, load_config
-from hrl.runtime.checkpoint import CheckpointMismatch, checkpoints_newest_first
-from hrl.runtime.run import resume_changes, resume_config, train
+from hrl.envs.gymnasium_env import GymnasiumVecEnv, HostEnvStateError
+from hrl.runtime.checkpoint import (
+    CheckpointMismatch,
+    checkpoints_newest_first,
+    latest_checkpoint,
+    restore_checkpoint,
+)
+from hrl.runtime.run import build, initial_state, resume_changes, resume_config, train
 
 
 def write_run_dir(path, cfg):
@@ -252,3 +264,97 @@ def test_malformed_configs_are_accepted_or_name_a_key(path, junk, unknown, name)
         message = str(err)
         assert "\n" not in message, message
         assert message.startswith("config key '"), message
+
+
+# ----------------------------------------------------------------------------- host envs
+
+KILL_RUN = ["--set", "train.total_env_steps=8192", "--set", "train.chunk_env_steps=256",
+            "--set", "train.rollout_length=4", "--set", "train.batch_size=16",
+            "--set", "agent.hidden_sizes=[16]", "--set", "replay.capacity=2000",
+            "--set", "train.learning_starts=64", "--checkpoint-every", "512", "--no-progress"]
+
+
+def _hrl_train(*args) -> list[str]:
+    return [sys.executable, "-m", "hrl.cli", "train", *map(str, args)]
+
+
+def test_kill_9_of_a_host_loop_run_resumes_bit_for_bit(tmp_path):
+    """`kill -9` of `hrl train` on gymnasium CartPole (host loop, host envs) just after a
+    checkpoint; `--resume` finishes the run equal, array for array and episode for episode, to
+    one that was never interrupted (the host simulators' state travels with the checkpoint)."""
+    config = CONFIGS / "dqn_cartpole_gymnasium.yaml"
+    full = subprocess.run(_hrl_train(config, "--run-dir", tmp_path / "full", *KILL_RUN),
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=SUBPROCESS_ENV)
+    assert full.returncode == 0, full.stdout + full.stderr
+
+    run_dir = tmp_path / "killed"
+    proc = subprocess.Popen(_hrl_train(config, "--run-dir", run_dir, *KILL_RUN), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=SUBPROCESS_ENV)
+    deadline = time.monotonic() + 240
+    announced = run_dir / "checkpoints" / "latest.json"  # written once a checkpoint is whole
+    while not announced.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "no checkpoint in time"
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert proc.returncode == -9
+    assert json.loads(announced.read_text())["env_steps"] < 8192
+
+    resumed = subprocess.run(_hrl_train("--resume", run_dir, "--no-progress"), cwd=ROOT,
+                             capture_output=True, text=True, timeout=300, env=SUBPROCESS_ENV)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "restart" not in resumed.stderr, resumed.stderr
+    like = initial_state(build(load_config(run_dir / "config.yaml")))
+    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
+                       restore_checkpoint(latest_checkpoint(run_dir)[0], like))
+    episodes = (tmp_path / "full" / "episodes.csv").read_text()
+    assert episodes == (run_dir / "episodes.csv").read_text()
+    def logged_steps(d):
+        return [r["env_steps"] for r in csv.DictReader((d / "metrics.csv").read_text().splitlines())]
+    assert logged_steps(run_dir) == logged_steps(tmp_path / "full")  # no chunk twice or lost
+
+
+def _steps(env, actions):
+    state, _ = env.reset(jax.random.key(0))
+    for a in actions[:30]:
+        state, _ = env.step(state, a)
+    return state
+
+
+@pytest.mark.parametrize("env_id, draw", [
+    ("CartPole-v1", lambda rng: rng.integers(0, 2, 3)),
+    ("Pendulum-v1", lambda rng: rng.uniform(-2, 2, (3, 1)).astype(np.float32)),
+])
+def test_host_env_state_round_trips_and_refuses_another_env(env_id, draw):
+    """A host env's saved state, put into a fresh env reset with another seed, continues with
+    the very same observations; a state of another env id or env count is refused by name, and
+    an env holding something pickle cannot copy says so instead of saving half of it."""
+    rng = np.random.default_rng(0)
+    actions = [draw(rng) for _ in range(200)]
+    env = GymnasiumVecEnv(env_id, 3)
+    state = _steps(env, actions)
+    blob = env.save_state()
+    later, state_a = [], state
+    for a in actions[30:]:
+        state_a, out = env.step(state_a, a)
+        later.append(out.obs)
+    again = GymnasiumVecEnv(env_id, 3)
+    again.reset(jax.random.key(7))
+    again.load_state(blob)
+    state_b = state
+    for a, want in zip(actions[30:], later, strict=True):
+        state_b, out = again.step(state_b, a)
+        np.testing.assert_array_equal(out.obs, want)
+
+    with pytest.raises(HostEnvStateError, match=f"gymnasium:{env_id} x2.*{env_id} x3"):
+        GymnasiumVecEnv(env_id, 2).load_state(blob)
+    other = "Pendulum-v1" if env_id == "CartPole-v1" else "CartPole-v1"
+    with pytest.raises(HostEnvStateError, match=f"saved env state is of {env_id}"):
+        GymnasiumVecEnv(other, 3).load_state(blob)
+    env._vec.envs[0].unwrapped.window = lambda: None  # pickle cannot copy a lambda
+    with pytest.raises(HostEnvStateError, match=f"gymnasium:{env_id}: the env state cannot"):
+        env.save_state()

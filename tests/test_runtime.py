@@ -295,22 +295,33 @@ def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
 
 
 def test_host_loop_with_gymnasium_env_and_host_replay_backend(tmp_path):
-    """gymnasium actors on the host + the sum tree on a host-driven backend: trains, and a
-    resume rebuilds the backend tree word for word from the checkpointed leaves."""
+    """gymnasium actors on the host + the sum tree on a host-driven backend: trains; a resume
+    rebuilds the backend tree word for word from the checkpointed leaves and puts the host
+    simulators' saved state back, so the resumed run equals the uninterrupted one bit for bit."""
     cfg = tiny_config(**{"env.name": "gymnasium:CartPole-v1", "replay.backend": "jax_host",
                          "train.total_env_steps": 512})
-    summary = train(cfg, run_dir=tmp_path, progress=False, stop_at_env_steps=256)
+    full = train(cfg, run_dir=tmp_path / "full", progress=False)
+    summary = train(cfg, run_dir=tmp_path / "split", progress=False, stop_at_env_steps=256)
     assert summary["interrupted"] and not summary["fused"]
     assert summary["updates"] > 0 and all(v > 0 for v in summary["primitive_seconds"].values())
+    found = latest_checkpoint(tmp_path / "split")[0]
+    assert (found.parent / f"host_envs_{found.name}.pkl").is_file()
     built = build(cfg)
-    state = restore_checkpoint(latest_checkpoint(tmp_path)[0], initial_state(built))
+    state = restore_checkpoint(found, initial_state(built))
     state = state.replace(replay=jax.tree.map(np.array, state.replay))
     built.replay.sync_backend(state.replay)
     leaves = np.asarray(built.replay.backend.level_words()[-1]).reshape(-1)[: cfg.replay.capacity]
     np.testing.assert_array_equal(leaves, state.replay.leaves)
     assert int(state.replay.size) == 256
-    resumed = train(cfg, run_dir=tmp_path, resume=True, progress=False)
+    resumed = train(cfg, run_dir=tmp_path / "split", resume=True, progress=False)
     assert resumed["env_steps"] == 512 and not resumed["interrupted"]
+    assert resumed["updates"] == full["updates"]
+    like = initial_state(build(cfg))
+    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
+                       restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like))
+    episodes = (tmp_path / "full" / "episodes.csv").read_text()
+    assert episodes == (tmp_path / "split" / "episodes.csv").read_text()
+    assert episodes.count("\n") > 5
 
 
 def test_public_names_import():

@@ -12,10 +12,16 @@ Same method names and outputs as `JaxVecEnv`, but:
 Auto-reset is gymnasium's SAME_STEP mode, so the conventions match the JAX envs exactly:
 `out.obs` is the first observation of the next episode and `out.next_obs_true` the real final
 observation of the one that ended.
+
+Checkpoints: `save_state()` pickles what the M simulators hold (every wrapper layer's own
+attributes: physics state, seeded generators, step counters), and `load_state()` puts it back,
+so a resumed host-loop run continues bit for bit. Envs holding something pickle cannot copy (a
+render window, a handle into a C library) raise `HostEnvStateError` and are restarted instead.
 """
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import jax
@@ -30,6 +36,23 @@ from hrl.envs.spec import (
     book_step,
     init_bookkeeping,
 )
+
+
+class HostEnvStateError(RuntimeError):
+    """A host env's state cannot be saved or put back (unpicklable, or another env's)."""
+
+
+def _layers(env) -> list:
+    """The wrapper chain of one gymnasium env, outermost first, down to the unwrapped env."""
+    layers = [env]
+    while hasattr(layers[-1], "env"):
+        layers.append(layers[-1].env)
+    return layers
+
+
+def _own_attributes(layer) -> dict:
+    """A layer's attributes without the layer it wraps (saved as its own entry)."""
+    return {k: v for k, v in vars(layer).items() if k != "env"}
 
 
 class GymnasiumVecEnv:
@@ -120,6 +143,46 @@ class GymnasiumVecEnv:
             **fields,
         )
         return EnvState(None, ret, length), out
+
+    def save_state(self) -> bytes:
+        """The M simulators' whole state as bytes (see the module docstring)."""
+        snapshot = {
+            "env_id": self._env_id,
+            "layers": [
+                [(type(layer).__qualname__, _own_attributes(layer)) for layer in _layers(env)]
+                for env in self._vec.envs
+            ],
+            "autoreset": self._vec._autoreset_envs,
+        }
+        try:
+            return pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as err:  # pickle raises TypeError, AttributeError, PicklingError
+            raise HostEnvStateError(
+                f"{self.spec.name}: the env state cannot be saved ({type(err).__name__}: {err})"
+            ) from err
+
+    def load_state(self, blob: bytes) -> None:
+        """Put back a state from `save_state()` of an env with the same id and count."""
+        try:
+            snapshot = pickle.loads(blob)
+        except Exception as err:
+            raise HostEnvStateError(f"{self.spec.name}: saved env state is unreadable "
+                                    f"({type(err).__name__}: {err})") from err
+        saved_layers = snapshot.get("layers", []) if isinstance(snapshot, dict) else []
+        if snapshot.get("env_id") != self._env_id or len(saved_layers) != len(self._vec.envs):
+            raise HostEnvStateError(
+                f"{self.spec.name} x{self.spec.num_envs}: saved env state is of "
+                f"{snapshot.get('env_id')} x{len(saved_layers)}"
+            )
+        for env, saved in zip(self._vec.envs, saved_layers, strict=True):
+            layers = _layers(env)
+            kinds = [type(layer).__qualname__ for layer in layers]
+            if kinds != [kind for kind, _ in saved]:
+                raise HostEnvStateError(f"{self.spec.name}: saved wrapper chain "
+                                        f"{[k for k, _ in saved]} differs from {kinds}")
+            for layer, (_, attributes) in zip(layers, saved, strict=True):
+                vars(layer).update(attributes)
+        self._vec._autoreset_envs = snapshot["autoreset"]
 
     def close(self) -> None:
         self._vec.close()

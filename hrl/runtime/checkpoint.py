@@ -4,7 +4,9 @@ priority updates, PRNG key and counters. Restoring into the structure of a fresh
 gives back every array bit for bit, so a resumed run continues exactly where it stopped.
 
 Layout: RUN_DIR/checkpoints/step_<env_steps>/ (orbax), beside it info_step_<env_steps>.json (its
-counters and wall time), plus RUN_DIR/checkpoints/latest.json, written last, so a checkpoint is
+counters and wall time) and, for host (gymnasium) envs, host_envs_step_<env_steps>.pkl (their
+simulators' state, which lives outside the pytree; a pickle, so resume only run directories you
+trust), plus RUN_DIR/checkpoints/latest.json, written last, so a checkpoint is
 only ever announced once it is complete. At least two checkpoints are kept: when the newest one
 cannot be read (a truncated copy, a full disk), `restore_newest` falls back to the one before.
 
@@ -40,9 +42,25 @@ class CheckpointUnreadable(OSError):
     """The checkpoint's files cannot be read (truncated, garbled, missing)."""
 
 
-def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2) -> Path:
-    """Write `state` (a pytree) and `info` (JSON: counters, wall time); keep the newest `keep`
-    (at least two, so a newest checkpoint that turns out unreadable leaves one to fall back to)."""
+def host_state_file(path: str | Path) -> Path:
+    """Where the host envs' state of checkpoint `path` (a step_* directory) is kept."""
+    path = Path(path)
+    return path.parent / f"host_envs_{path.name}.pkl"
+
+
+def read_host_state(path: str | Path) -> bytes | None:
+    """The host envs' state saved with checkpoint `path`, or None if it has none."""
+    try:
+        return host_state_file(path).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2,
+                    host_state: bytes | None = None) -> Path:
+    """Write `state` (a pytree), `info` (JSON: counters, wall time) and `host_state` (bytes
+    from a host env's `save_state()`, if any); keep the newest `keep` (at least two, so a newest
+    checkpoint that turns out unreadable leaves one to fall back to)."""
     keep = max(keep, 2)
     root = Path(run_dir).resolve() / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
@@ -53,6 +71,8 @@ def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2) -> Pa
     ckpt = _get_checkpointer()
     ckpt.save(path, jax.device_get(state))
     ckpt.wait_until_finished()
+    if host_state is not None:
+        host_state_file(path).write_bytes(host_state)
     record = json.dumps({"name": name, **info}, indent=1)
     (root / f"info_{name}.json").write_text(record)
     (root / "latest.json.tmp").write_text(record)
@@ -61,6 +81,7 @@ def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2) -> Pa
     for stale in old[: max(len(old) - (keep - 1), 0)]:
         shutil.rmtree(stale, ignore_errors=True)
         (root / f"info_{stale.name}.json").unlink(missing_ok=True)
+        host_state_file(stale).unlink(missing_ok=True)
     return path
 
 

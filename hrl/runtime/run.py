@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hrl.config import ConfigError, RunConfig, dump_config, load_config, to_dict
+from hrl.envs.gymnasium_env import HostEnvStateError
 from hrl.replay.buffer import make_prioritized_replay
 from hrl.runtime.aggregate import (
     aggregate_curve,
@@ -34,7 +35,12 @@ from hrl.runtime.aggregate import (
     summarize,
     write_curve_csv,
 )
-from hrl.runtime.checkpoint import latest_checkpoint, restore_newest, save_checkpoint
+from hrl.runtime.checkpoint import (
+    latest_checkpoint,
+    read_host_state,
+    restore_newest,
+    save_checkpoint,
+)
 from hrl.runtime.loop import (
     FusedLoop,
     HostLoop,
@@ -358,7 +364,7 @@ def train(
             state = state.replace(replay=jax.tree.map(np.array, state.replay))
             built.replay.sync_backend(state.replay)
         if not built.env.spec.is_jax:
-            state = _restart_host_envs(built, state)
+            state = _resume_host_envs(built, state, path)
     else:
         (run_dir / "config.yaml").write_text(dump_config(_with_checkpoint_every(cfg,
                                                                               checkpoint_every)))
@@ -401,7 +407,7 @@ def train(
             "iteration": _count(st.iteration),
             "wall_s": wall_now(),
         }
-        save_checkpoint(run_dir, st, info)
+        save_checkpoint(run_dir, st, info, host_state=_host_env_state(built))
         last_saved = _count(st.env_steps)
 
     def all_solved():
@@ -591,9 +597,36 @@ def _train_one_after_another(
     return summary
 
 
+def _host_env_state(built: Built) -> bytes | None:
+    """The host envs' simulator state for a checkpoint; None for JAX envs (their state is in
+    the pytree) and, with a warning, for host envs whose state cannot be saved."""
+    if built.env.spec.is_jax:
+        return None
+    try:
+        return built.env.save_state()
+    except HostEnvStateError as err:
+        print(f"warning: {err}; a resume restarts these envs' episodes", file=sys.stderr)
+        return None
+
+
+def _resume_host_envs(built: Built, state: TrainState, checkpoint: Path) -> TrainState:
+    """Put the host envs' saved state back, so the run continues bit for bit; restart their
+    episodes when the checkpoint holds none (or one that cannot be put back)."""
+    blob = read_host_state(checkpoint)
+    if blob is not None:
+        try:
+            built.env.load_state(blob)
+            return state
+        except HostEnvStateError as err:
+            print(f"warning: {err}", file=sys.stderr)
+    print(f"warning: checkpoint {checkpoint.name} holds no usable host env state; "
+          "the envs restart their episodes", file=sys.stderr)
+    return _restart_host_envs(built, state)
+
+
 def _restart_host_envs(built: Built, state: TrainState) -> TrainState:
-    """Host (gymnasium) simulators cannot be checkpointed: restart their episodes, and mark
-    the newest n-step entry as a (bootstrapping) episode end so no return spans the restart."""
+    """Host simulators without a saved state: restart their episodes, and mark the newest
+    n-step entry as a (bootstrapping) episode end so no return spans the restart."""
     env_state, obs = built.env.reset(state.key)
     acc = state.nstep
     acc = acc.replace(done=acc.done.at[-1].set(True))
