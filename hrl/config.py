@@ -105,6 +105,9 @@ class TrainConfig:
     executor: Literal["auto", "fused", "sequential", "pipelined"] = "auto"
     pipeline_depth: int = 1
     weight_sync_period: int = 1
+    # Where the pipelined executor's actors run: "thread" (beside the learner, sharing its
+    # GIL) or "process" (their own interpreter and XLA runtime; same results bit for bit).
+    actors: Literal["thread", "process"] = "thread"
     chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
     # The task's bar (mean return of the last log.return_window episodes): the summary reports
     # env steps and wall seconds to reach it, per seed. None: no bar for this task.
@@ -156,6 +159,9 @@ class TrainConfig:
                  self.pipeline_depth)
         _require(self.weight_sync_period >= 1, f"{path}.weight_sync_period", "must be >= 1",
                  self.weight_sync_period)
+        _require(self.actors == "thread" or self.executor == "pipelined", f"{path}.actors",
+                 "'process' runs the pipelined executor's actors; set train.executor: pipelined",
+                 self.actors)
         _require(self.fused is None or self.executor == "auto"
                  or self.fused == (self.executor == "fused"), f"{path}.fused",
                  f"contradicts train.executor={self.executor!r}; set one of them", self.fused)

@@ -434,8 +434,36 @@ def test_pipelined_with_lagging_weights_is_reproducible():
     assert any(differs)
 
 
+def test_process_actors_equal_thread_actors_bit_for_bit():
+    """Lagging weights (depth 2, weights every 3 iterations, relaxed s=2) over two chunks with
+    gymnasium envs: actors in their own process give the thread actors' state exactly (the
+    process is kept across chunks; the host envs' state crosses at each chunk's ends)."""
+    lag = ["train.executor=pipelined", "train.pipeline_depth=2", "train.weight_sync_period=3",
+           "train.dependency=relaxed", "train.staleness=2"]
+    finals = {}
+    for actors in ("thread", "process"):
+        from hrl.config import load_config
+
+        cfg = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml",
+                          SMALL + lag + [f"train.actors={actors}"])
+        built = build(cfg)
+        state = initial_state(built)
+        for _ in range(2):
+            state, out = built.loop.run(state, 14)
+        built.loop.close()
+        sims = [(e.unwrapped.state.tolist(), e.unwrapped.np_random.bit_generator.state,
+                 e._elapsed_steps) for e in built.env._vec.envs]
+        finals[actors] = (jax.device_get(state), out, sims)
+    (thread, thread_out, thread_env), (process, process_out, process_env) = finals.values()
+    assert int(thread.updates) > 0
+    assert_trees_equal(thread, process)
+    np.testing.assert_array_equal(thread_out.completed_return, process_out.completed_return)
+    assert thread_env == process_env  # the envs' simulators came back to this process
+
+
 @pytest.mark.parametrize("overrides,message", [
     (["train.executor=fused"], "train.fused.*(contradicts|needs a JAX environment)"),
+    (["train.actors=process"], "train.actors.*set train.executor: pipelined"),
     (["train.fused=true", "train.executor=sequential"], "train.fused.*contradicts"),
     (["train.pipeline_depth=-1"], "train.pipeline_depth.*>= 0"),
     (["train.weight_sync_period=0"], "train.weight_sync_period.*>= 1"),

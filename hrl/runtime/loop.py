@@ -403,6 +403,12 @@ class HostLoop:
         return IterationInputs(key, act_env, learn_keys, beta, int(env_steps), int(iteration),
                                int(updates))
 
+    def _inputs_from(self, key, env_steps: int, iteration: int) -> IterationInputs:
+        """`_inputs` from the key chain alone (the actors' side has no TrainState)."""
+        key, act_env, learn_keys, beta = self._iteration_inputs(key, np.int32(env_steps))
+        act_env, learn_keys, beta = jax.device_get((act_env, learn_keys, beta))
+        return IterationInputs(key, act_env, learn_keys, beta, env_steps, iteration, 0)
+
     def _act(self, agent, actor: ActorState, act_env, env_steps: int):
         """The actors' program: L x (infer -> env step -> n-step window) with `agent`'s weights.
         Returns the actors' new state, the L*M transitions as one batch, the episode ends."""
@@ -550,109 +556,77 @@ class HostLoop:
 
 
 class PipelinedLoop(HostLoop):
-    """The host loop's two programs at the same time: the actors in a worker thread, the
-    learner in the calling thread, joined by a queue of iterations.
+    """The host loop's two programs at the same time: the actors (in a thread, or in a process
+    of their own: `actors`) beside the learner in the calling thread, joined by a queue of
+    iterations. The schedule of weights is in `hrl.runtime.actors`; it is fixed, never timed,
+    so a run is reproducible and depends on (depth, period, chunk length) and nothing else.
+    depth 0 and period 1 is the host loop exactly (tested bit for bit), and the thread and
+    process actors give the same results (tested); larger depths let the env and inference of
+    the next iterations overlap the learner's insert, sample, train and update.
 
-    Which weights the actors use is fixed by the schedule, never by timing, so a run is
-    reproducible: actor iteration t acts with the learner's agent after learner iteration
-    j*(t) = the last j <= t - 1 - `depth` with (j + 1) % `weight_sync_period` == 0 (or the
-    chunk's first agent if there is none in this chunk). The actors therefore run at most
-    `depth` iterations ahead of the learner (the queue is that deep), and wait for j*(t)
-    otherwise. depth 0 and period 1 is the host loop exactly (tested bit for bit); larger
-    values let the env and inference of the next iterations overlap the learner's insert,
-    sample, train and update. Each chunk starts from the learner's latest agent, so a result
-    depends on (depth, period, chunk length), and on nothing else.
-
-    JAX releases the GIL while a compiled call runs, so the threads can overlap there; a host
-    env (gymnasium, numpy) holds the GIL while it steps, and every primitive call is a Python
-    dispatch. Measured on 2 cores (experiments/bench_executors.py): about 1.0x over the
-    sequential loop on gymnasium CartPole, against an ideal overlap bound of 1.6-1.7x; actors in
-    their own process are the way past the GIL.
+    JAX releases the GIL while a compiled call runs, but a host env (gymnasium, numpy) holds it
+    while it steps and every primitive call is a Python dispatch, so thread actors barely
+    overlap the learner (measured in experiments/bench_executors.py); process actors do not
+    share the GIL, at the price of moving weights and transitions between processes.
     """
 
-    def __init__(self, *args, depth: int = 1, weight_sync_period: int = 1, **kwargs):
+    def __init__(self, *args, depth: int = 1, weight_sync_period: int = 1,
+                 actors: str = "thread", config=None, host_env=None, **kwargs):
         super().__init__(*args, **kwargs)
         if depth < 0 or weight_sync_period < 1:
             raise ValueError(f"pipelined loop: depth {depth} must be >= 0 and "
                              f"weight_sync_period {weight_sync_period} >= 1")
+        if actors not in ("thread", "process"):
+            raise ValueError(f"pipelined loop: actors {actors!r} must be 'thread' or 'process'")
+        if actors == "process" and config is None:
+            raise ValueError("pipelined loop: process actors are built from the run's config")
         self.depth = depth
         self.weight_sync_period = weight_sync_period
+        self.actors = actors
+        self._config, self._host_env = config, host_env
+        self._process = None  # ProcessActors, started with the first chunk
 
     def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
-        import queue
-        import threading
+        from hrl.runtime.actors import ProcessActors, ThreadActors
 
         first = int(jax.device_get(state.iteration))
-        published = {first - 1: state.agent}  # learner iteration -> agent after it
-        learned = [first - 1]  # the last learner iteration done
-        ready = threading.Condition()
-        stop = threading.Event()
-        acted: queue.Queue = queue.Queue()
-        period = self.weight_sync_period
-
-        def agent_for(t: int):
-            """The agent actor iteration t acts with (waits for the learner until it exists)."""
-            need = t - 1 - self.depth
-            with ready:
-                ready.wait_for(lambda: learned[0] >= need or stop.is_set())
-                usable = [j for j in published if j <= need]
-                return published[max(usable)] if usable else published[first - 1]
-
-        def actors(actor: ActorState, key, env_steps: int):
-            try:
-                for i in range(num_iters):
-                    inputs = self._inputs_from(key, env_steps, first + i)
-                    agent = agent_for(first + i)
-                    if stop.is_set():
-                        return
-                    actor, batch, completed, returns, env_steps = self._act(
-                        agent, actor, inputs.act_env, env_steps
-                    )
-                    key = inputs.key
-                    acted.put((inputs, actor, batch, completed, returns, env_steps))
-            except BaseException as err:  # surfaces in the learner's thread
-                acted.put(err)
-
-        env_steps0 = int(jax.device_get(state.env_steps))
-        worker = threading.Thread(target=actors, args=(actor_of(state), state.key, env_steps0),
-                                  name="hrl-actors", daemon=True)
-        worker.start()
+        if self.actors == "process":
+            if self._process is None or not self._process.alive:
+                self._process = ProcessActors(self._config, self._host_env)
+            source = self._process
+            source.start_chunk(self, state, first, num_iters)
+        else:
+            source = ThreadActors(self, state, first, num_iters)
         rows = []
         agent, replay, pending = state.agent, state.replay, state.pending
         updates = int(jax.device_get(state.updates))
+        finished = False
         try:
             for i in range(num_iters):
-                item = acted.get()
-                if isinstance(item, BaseException):
-                    raise item
-                inputs, actor, batch, completed, returns, env_steps = item
+                inputs, actor, batch, completed, returns, env_steps = source.get()
                 agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
                     agent, replay, pending, batch, inputs.learn_keys, inputs.beta,
                     first + i,
                 )
-                with ready:
-                    if (first + i + 1) % period == 0:
-                        published[first + i] = agent
-                    # Drop agents no actor iteration can ask for any more.
-                    for j in [j for j in published if j < first + i - self.depth - period]:
-                        if j != max(published):
-                            del published[j]
-                    learned[0] = first + i
-                    ready.notify_all()
+                if (first + i + 1) % self.weight_sync_period == 0:
+                    source.publish(first + i, agent)
                 state, row = self._finish(state, inputs._replace(updates=updates), actor, agent,
                                           replay, pending, env_steps, do_learn, completed,
                                           returns, td_abs, metric_rows)
                 updates += self.schedule.updates_per_round if do_learn else 0
                 rows.append(row)
+            finished = True
         finally:
-            stop.set()
-            with ready:
-                ready.notify_all()
-            worker.join()
+            if self.actors == "thread":
+                source.finish()
+            elif finished:
+                for name, seconds in source.finish().items():
+                    self.timings[name] += seconds
+            else:
+                source.abandon()  # mid-chunk: the process's queues cannot be resynchronised
         return state, self._stack(rows)
 
-    def _inputs_from(self, key, env_steps: int, iteration: int) -> IterationInputs:
-        """`_inputs` from the key chain alone (the actors' thread has no TrainState)."""
-        key, act_env, learn_keys, beta = self._iteration_inputs(key, np.int32(env_steps))
-        act_env, learn_keys, beta = jax.device_get((act_env, learn_keys, beta))
-        return IterationInputs(key, act_env, learn_keys, beta, env_steps, iteration, 0)
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.close()
+            self._process = None

@@ -153,7 +153,9 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     elif executor == "pipelined":
         loop = PipelinedLoop(prims, schedule, spec.is_jax, replay_is_jax, placement,
                              depth=cfg.train.pipeline_depth,
-                             weight_sync_period=cfg.train.weight_sync_period)
+                             weight_sync_period=cfg.train.weight_sync_period,
+                             actors=cfg.train.actors, config=cfg,
+                             host_env=None if spec.is_jax else env)
     else:
         loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement)
     return Built(cfg, env, agent, replay, schedule, loop, example)
@@ -665,6 +667,7 @@ def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, batch_size:
 # state or silently not apply.
 RESUMABLE_KEYS = (
     "train.total_env_steps",
+    "train.actors",  # thread and process actors give the same results bit for bit
     "train.solved_return",
     "log.checkpoint_every",
     "log.progress",

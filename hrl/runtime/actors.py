@@ -1,0 +1,250 @@
+"""Where the pipelined executor's actors run: a thread beside the learner, or a process of their
+own. Both follow one schedule, so they give the same results bit for bit.
+
+The actors' program (infer -> env step -> n-step window, `HostLoop._act`) is the same code in
+either place. Which weights actor iteration t uses is fixed by the schedule, never by timing:
+the learner's agent after learner iteration
+
+    j*(t) = the last j <= t - 1 - depth with (j + 1) % weight_sync_period == 0,
+
+or the chunk's first agent if this chunk has no such j. The actors therefore run at most
+`depth` iterations ahead of the learner and wait for j*(t) otherwise.
+
+A thread shares the learner's interpreter: a host env (gymnasium, numpy) and every primitive
+call hold the GIL, so on a small machine the two sides barely overlap. A process has its own
+interpreter and its own XLA runtime: the actors' weights cross to it as numpy arrays at each
+sync point, their transitions come back the same way, and a host env's simulator state
+travels with the chunk (out at its start, back at its end), so the learner's process keeps
+the copy that checkpoints save.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import queue
+import threading
+import traceback
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def agent_iteration(t: int, first: int, depth: int, period: int) -> int:
+    """j*(t) of the module docstring; `first - 1` stands for the chunk's first agent."""
+    need = t - 1 - depth
+    j = need - (need + 1) % period  # the last j <= need with (j + 1) % period == 0
+    return j if j >= first else first - 1
+
+
+class ThreadActors:
+    """The actors' program in a worker thread of this process, for one chunk."""
+
+    def __init__(self, loop, state, first: int, num_iters: int):
+        from hrl.runtime.loop import actor_of
+
+        self._first, self._loop = first, loop
+        self._published = {first - 1: state.agent}  # learner iteration -> agent after it
+        self._ready = threading.Condition()
+        self._stop = threading.Event()
+        self._acted: queue.Queue = queue.Queue()
+        env_steps = int(jax.device_get(state.env_steps))
+        self._worker = threading.Thread(
+            target=self._act_all, args=(actor_of(state), state.key, env_steps, num_iters),
+            name="hrl-actors", daemon=True,
+        )
+        self._worker.start()
+
+    def _agent_for(self, t: int):
+        loop = self._loop
+        j = agent_iteration(t, self._first, loop.depth, loop.weight_sync_period)
+        with self._ready:
+            self._ready.wait_for(lambda: j in self._published or self._stop.is_set())
+            # j*(t) never decreases with t: older agents are never asked for again.
+            for old in [k for k in self._published if k < j]:
+                del self._published[old]
+            return self._published.get(j)
+
+    def _act_all(self, actor, key, env_steps: int, num_iters: int):
+        try:
+            for i in range(num_iters):
+                inputs = self._loop._inputs_from(key, env_steps, self._first + i)
+                agent = self._agent_for(self._first + i)
+                if self._stop.is_set():
+                    return
+                actor, batch, completed, returns, env_steps = self._loop._act(
+                    agent, actor, inputs.act_env, env_steps
+                )
+                key = inputs.key
+                self._acted.put((inputs, actor, batch, completed, returns, env_steps))
+        except BaseException as err:  # surfaces in the learner's thread
+            self._acted.put(err)
+
+    def get(self):
+        item = self._acted.get()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def publish(self, j: int, agent) -> None:
+        """The learner's agent after iteration j (a sync point)."""
+        with self._ready:
+            self._published[j] = agent
+            self._ready.notify_all()
+
+    def finish(self) -> None:
+        self._stop.set()
+        with self._ready:
+            self._ready.notify_all()
+        self._worker.join()
+
+
+class ProcessActors:
+    """The actors' program in a process of its own (spawned once, kept across chunks).
+
+    The process builds the run's env and agent from the config (the replay stays here) and
+    then serves chunks: for each it receives the actors' state, key, counters and the first
+    agent, acts, and streams each iteration back; the weights of every sync point follow as
+    the learner produces them. Queues, not a pipe: their feeder threads never block the
+    sender, so neither side can deadlock on a full buffer."""
+
+    def __init__(self, cfg, host_env=None):
+        from hrl.config import to_dict
+
+        ctx = multiprocessing.get_context("spawn")  # fork would copy XLA's threads
+        self._to_actors = ctx.Queue()
+        self._from_actors = ctx.Queue()
+        self._host_env = host_env
+        self._process = ctx.Process(
+            target=_serve, args=(to_dict(cfg), self._to_actors, self._from_actors),
+            name="hrl-actors", daemon=True,
+        )
+        self._process.start()
+        atexit.register(self.close)
+        self._receive("ready")
+
+    def start_chunk(self, loop, state, first: int, num_iters: int) -> None:
+        from hrl.runtime.loop import actor_of
+
+        host_env_state = None if self._host_env is None else self._host_env.save_state()
+        self._to_actors.put(("chunk", jax.device_get((
+            actor_of(state), state.key, state.env_steps, state.agent,
+        )), first, num_iters, loop.depth, loop.weight_sync_period, host_env_state))
+
+    def get(self):
+        """The next iteration's (inputs, actors' state, transitions, episode ends, returns,
+        env steps)."""
+        return self._receive("acted")
+
+    def publish(self, j: int, agent) -> None:
+        self._to_actors.put(("agent", j, jax.device_get(agent)))
+
+    def finish(self) -> dict[str, float]:
+        """End of a chunk: the host env's state back into this process's copy; the actors'
+        primitive seconds of the chunk."""
+        host_env_state, timings = self._receive("chunk_done")
+        if self._host_env is not None:
+            self._host_env.load_state(host_env_state)
+        return timings
+
+    def abandon(self) -> None:
+        """A chunk that failed on the learner's side: the process cannot be resynchronised."""
+        self.close()
+
+    def _receive(self, kind: str):
+        while True:
+            try:
+                message = self._from_actors.get(timeout=1.0)
+            except queue.Empty:
+                if not self._process.is_alive():
+                    raise RuntimeError(
+                        f"the actors' process exited (code {self._process.exitcode})"
+                    ) from None
+                continue
+            if message[0] == "error":
+                self.close()
+                raise RuntimeError(f"the actors' process failed:\n{message[1]}")
+            if message[0] != kind:
+                raise RuntimeError(f"actors' process: expected {kind!r}, got {message[0]!r}")
+            return message[1]
+
+    @property
+    def alive(self) -> bool:
+        return self._process.is_alive()
+
+    def close(self) -> None:
+        if self._process.is_alive():
+            self._to_actors.put(("stop",))
+            self._process.join(timeout=10)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join()
+
+
+def _serve(cfg_dict: dict, inbox, outbox) -> None:
+    """The actors' process: build once, then act chunk by chunk until told to stop."""
+    try:
+        loop, env = _build_actors(cfg_dict)
+        outbox.put(("ready", None))
+        while True:
+            message = inbox.get()
+            if message[0] == "stop":
+                return
+            _act_chunk(loop, env, inbox, outbox, *message[1:])
+    except BaseException:
+        outbox.put(("error", traceback.format_exc()))
+
+
+def _build_actors(cfg_dict: dict):
+    """The run's env and agent inside a sequential loop; the replay is not used here (it
+    stays in the learner's process), so a JAX one is built whatever the run's backend."""
+    from hrl.config import config_from_dict
+    from hrl.runtime.run import build
+
+    cfg_dict = {**cfg_dict, "replay": {**cfg_dict["replay"], "backend": "jax"},
+                "train": {**cfg_dict["train"], "executor": "sequential", "fused": False,
+                          "actors": "thread"},
+                "placement": {k: v for k, v in cfg_dict.get("placement", {}).items()
+                              if k in ("env", "infer")}}
+    built = build(config_from_dict(cfg_dict))
+    return built.loop, built.env
+
+
+def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
+               host_env_state) -> None:
+    actor, key, env_steps, agent = start
+    if host_env_state is not None:
+        env.load_state(host_env_state)
+    agents: dict[int, Any] = {first - 1: agent}
+    received = set()  # sync points whose agent has arrived
+
+    def receive_agent():
+        kind, j, weights = inbox.get()
+        assert kind == "agent", kind
+        agents[j] = weights
+        received.add(j)
+
+    env_steps = int(env_steps)
+    loop.timings = dict.fromkeys(loop.timings, 0.0)
+    for i in range(num_iters):
+        t = first + i
+        inputs = loop._inputs_from(key, env_steps, t)
+        j = agent_iteration(t, first, depth, period)
+        while j not in agents:
+            receive_agent()
+        for old in [k for k in agents if k < j]:  # j*(t) never decreases with t
+            del agents[old]
+        actor, batch, completed, returns, env_steps = loop._act(
+            agents[j], actor, inputs.act_env, env_steps
+        )
+        key = inputs.key
+        outbox.put(("acted", (*jax.device_get((inputs, actor, batch, completed, returns)),
+                              env_steps)))
+    # The learner publishes every sync point of the chunk, also those no actor iteration of
+    # this chunk needed: take them off the queue so the next chunk starts clean.
+    sync_points = [j for j in range(first, first + num_iters) if (j + 1) % period == 0]
+    while not received.issuperset(sync_points):
+        receive_agent()
+    host_state = None if env.spec.is_jax else env.save_state()
+    outbox.put(("chunk_done", (host_state, dict(loop.timings))))
