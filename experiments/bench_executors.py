@@ -1,12 +1,15 @@
 """Pipelined vs sequential executor: env steps/s, speed-up, and the ideal overlap bound.
 
     .venv/bin/python experiments/bench_executors.py [--envs 8 16] [--depths 1 2 4] [--rounds 3]
+        [--actors thread process]
 
 DQN + PER on gymnasium CartPole-v1 (host numpy envs, JAX learner on this CPU), M envs, one
 SGD step (batch 32, 64x64) per 4 env steps. Per M and round, interleaved so that the machine's
 drift hits all alike: the sequential host loop, then the pipelined executor at each depth
-(actors at most `depth` iterations ahead of the learner, weights every iteration). Each point
-compiles and warms up for 10 iterations, then times `--iters` iterations.
+(actors at most `depth` iterations ahead of the learner, weights every iteration), with the
+actors in a thread of the learner's process and in a process of their own. Each point
+compiles (and starts its actors' process) and warms up for 10 iterations, then times `--iters`
+iterations.
 
 The ideal overlap bound of a setting is T_sequential / max(T_actors, T_learner), with T_actors
 the sequential run's time in infer + env and T_learner its time in insert + sample + train +
@@ -48,6 +51,8 @@ def measure(num_envs: int, executor: list[str], iters: int) -> dict:
     state, _ = built.loop.run(state, iters)
     jax.block_until_ready(state)
     wall = time.perf_counter() - start
+    if hasattr(built.loop, "close"):
+        built.loop.close()
     t = built.loop.timings
     return {"wall_s": wall, "env_steps_per_s": iters * cfg.env_steps_per_iter / wall,
             "actors_s": t["infer"] + t["env"],
@@ -60,12 +65,15 @@ def main() -> int:
     p.add_argument("--depths", nargs="+", type=int, default=[1, 2, 4])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--iters", type=int, default=150)
+    p.add_argument("--actors", nargs="+", default=["thread", "process"],
+                   choices=["thread", "process"])
     args = p.parse_args()
     from rich.progress import Progress
 
     settings = [("sequential", ["train.executor=sequential"])] + [
-        (f"pipelined d={d}", ["train.executor=pipelined", f"train.pipeline_depth={d}"])
-        for d in args.depths]
+        (f"pipelined {a} d={d}", ["train.executor=pipelined", f"train.pipeline_depth={d}",
+                                  f"train.actors={a}"])
+        for a in args.actors for d in args.depths]
     rows = []
     with Progress() as progress:
         task = progress.add_task("executors", total=args.rounds * len(args.envs) * len(settings))
@@ -123,7 +131,8 @@ def main() -> int:
     for i, m in enumerate(args.envs):
         ax.bar([j + i * width for j in range(len(names))], [summary[(m, n)] for n in names],
                width, label=f"M={m}")
-    ax.set_xticks([j + width * (len(args.envs) - 1) / 2 for j in range(len(names))], names)
+    ax.set_xticks([j + width * (len(args.envs) - 1) / 2 for j in range(len(names))], names,
+                  rotation=30, ha="right")
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_ylabel("speed-up over sequential")
     ax.set_title("Pipelined executor, gymnasium CartPole (measured)")

@@ -313,8 +313,11 @@ def test_kill_9_of_a_host_loop_run_resumes_bit_for_bit(tmp_path):
                        restore_checkpoint(latest_checkpoint(run_dir)[0], like))
     episodes = (tmp_path / "full" / "episodes.csv").read_text()
     assert episodes == (run_dir / "episodes.csv").read_text()
+
     def logged_steps(d):
-        return [r["env_steps"] for r in csv.DictReader((d / "metrics.csv").read_text().splitlines())]
+        rows = csv.DictReader((d / "metrics.csv").read_text().splitlines())
+        return [r["env_steps"] for r in rows]
+
     assert logged_steps(run_dir) == logged_steps(tmp_path / "full")  # no chunk twice or lost
 
 

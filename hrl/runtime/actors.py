@@ -28,7 +28,6 @@ import traceback
 from typing import Any
 
 import jax
-import numpy as np
 
 
 def agent_iteration(t: int, first: int, depth: int, period: int) -> int:
