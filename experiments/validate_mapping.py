@@ -107,7 +107,7 @@ def main(argv=None) -> int:
                     for metric in ("cpu", "wall"):
                         e = plan(w, profile, devices, staleness=max(st, 1),
                                  metric=metric).exploration
-                        pred[metric] = float(e.times(mode)[e.row_of(m.mapping)])
+                        pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
                     meas = measure_iteration(cfg, args.iterations)
                     results.append({
                         "setting": label, "mapping": m.label, "mode": mode, "staleness": st,

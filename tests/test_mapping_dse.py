@@ -1,5 +1,6 @@
 """Design-space exploration: hand-computed iteration times, completeness, infeasibility."""
 
+import dataclasses
 import itertools
 import math
 
@@ -75,8 +76,9 @@ def test_staleness_bounds_the_learner_chain():
         assert exp.relaxed[row] == pytest.approx(max(busy_cpu, chain / (s + 1)), rel=1e-5)
 
 
-def naive_times(exp, w, staleness, link):
-    """Per-mapping reference computed with Python loops, straight from the definitions."""
+def naive_times(exp, w, staleness, link, overhead=0.0, overhead_actor=0.0, ipc=0.0, cores=1):
+    """Per-mapping reference computed with Python loops, straight from the definitions:
+    (strict, relaxed, pipelined strict, pipelined relaxed)."""
     prob = exp.problem
     names = prob.placements
     lat = {c: dict(zip(names, prob.latency[i], strict=True)) for i, c in enumerate(CALLS)}
@@ -87,7 +89,7 @@ def naive_times(exp, w, staleness, link):
         m = dict(zip(PRIMITIVES, assign, strict=True))
         calls = {c: lat[c][m[CALL_PRIMITIVE[c]]] * counts[c] for c in CALLS}
         if any(math.isnan(v) for v in calls.values()) or m["sample"] != m["update"]:
-            out[assign] = (math.inf, math.inf)
+            out[assign] = (math.inf,) * 4
             continue
         busy = {}
         for c, t in calls.items():
@@ -104,11 +106,35 @@ def naive_times(exp, w, staleness, link):
                     total += h
                     busy["link:" + end] = busy.get("link:" + end, 0.0) + h
             edge_t[(src, dst)] = total
-        strict = sum(calls.values()) + sum(edge_t.values())
-        actor = calls["env"] + calls["infer"] + edge_t[("env", "infer")] + edge_t[("infer", "env")]
+        busy["cpu"] = busy.get("cpu", 0.0) + overhead
+        strict = sum(calls.values()) + sum(edge_t.values()) + overhead
+        actor_edges = (("env", "infer"), ("infer", "env"))
+        actor = calls["env"] + calls["infer"] + sum(edge_t[e] for e in actor_edges)
         learner = (calls["sample"] + calls["train"] + calls["update"]
                    + edge_t[("sample", "train")] + edge_t[("train", "update")])
-        out[assign] = (strict, max(max(busy.values()), actor, learner / (staleness + 1)))
+        relaxed = max(max(busy.values()), actor, learner / (staleness + 1))
+        # pipelined: the two sides at once, the host CPU shared by `cores`
+        learner_calls = ("insert", "sample", "train", "update")
+        learner_busy = {}
+        for c in learner_calls:
+            where = m[CALL_PRIMITIVE[c]]
+            learner_busy[where] = learner_busy.get(where, 0.0) + calls[c]
+        for src, dst, nbytes, cnt in w.edges():
+            if (src, dst) in actor_edges or m[src] == m[dst] or cnt == 0:
+                continue
+            for end in (m[src], m[dst]):
+                if end not in hop_of:
+                    h = (link.latency + nbytes / link.bandwidth) * cnt
+                    learner_busy["link:" + end] = learner_busy.get("link:" + end, 0.0) + h
+        fixed = overhead - overhead_actor + ipc
+        learner_edges = sum(t for e, t in edge_t.items() if e not in actor_edges)
+        side_strict = sum(calls[c] for c in learner_calls) + learner_edges + fixed
+        side_relaxed = max(max(learner_busy.values()),
+                           calls["insert"] + learner / (staleness + 1)) + fixed
+        shared = dict(busy)
+        shared["cpu"] = (shared["cpu"] + 2 * ipc) / cores
+        bound = max(actor + overhead_actor + ipc, max(shared.values()))
+        out[assign] = (strict, relaxed, max(bound, side_strict), max(bound, side_relaxed))
     return out
 
 
@@ -124,16 +150,24 @@ def test_vectorized_matches_naive_reference_on_every_mapping():
               fixed_placement("b", tables[2], link="testlink")]
     w = Workload(num_envs=16, obs_dim=3, act_dim=1, algo="ddpg", hidden=(32, 32),
                  batch_size=64, sgd_steps=4, weight_sync_period=2)
-    exp = dse.explore(places, w, staleness=2, link_overrides=LINK)
-    ref = naive_times(exp, w, 2, LINK["testlink"])
+    ipc = Link("process", bandwidth=2e9, latency=40e-6)
+    exp = dse.explore(places, w, staleness=2, link_overrides=LINK, process_link=ipc,
+                      host_cores=2, loop_overhead={"host": 0.7 * MS, "host_actor": 0.3 * MS})
+    ipc_s = dse._ipc_seconds(w, ipc)
+    assert ipc_s > 0
+    ref = naive_times(exp, w, 2, LINK["testlink"], 0.7 * MS, 0.3 * MS, ipc_s, 2)
     for row in range(len(exp.assignments)):
         key = tuple(exp.problem.placements[i] for i in exp.assignments[row])
-        strict, relaxed = ref[key]
+        strict, relaxed, pip_strict, pip_relaxed = ref[key]
         if math.isinf(strict):
             assert not exp.feasible[row] and math.isinf(exp.strict[row])
+            assert math.isinf(exp.times("relaxed", "pipelined")[row])
         else:
             assert exp.strict[row] == pytest.approx(strict, rel=1e-5)
             assert exp.relaxed[row] == pytest.approx(relaxed, rel=1e-5)
+            assert exp.times("strict", "pipelined")[row] == pytest.approx(pip_strict, rel=1e-5)
+            assert exp.times("relaxed", "pipelined")[row] == pytest.approx(pip_relaxed,
+                                                                          rel=1e-5)
 
 
 def test_enumeration_is_complete_and_counts_feasible_choices():
@@ -209,3 +243,42 @@ def test_exclusive_placement_takes_all_or_nothing_and_loop_overhead_is_charged()
     row = exp.row_of({p: "cpu" for p in PRIMITIVES})
     assert exp.strict[row] == pytest.approx(11.5 * MS + 2 * MS, rel=1e-5)
     assert exp.relaxed[row] == pytest.approx(13.5 * MS, rel=1e-5)  # the host CPU does both
+
+
+def test_pipelined_executor_hand_computed():
+    """All on the CPU, two cores, the actors in their own process: the actor side (env + infer
+    + its bookkeeping + the process link) and the learner side (insert, sample, train, update +
+    the rest of the bookkeeping + the link) run at the same time; the shared CPU's busy time
+    over its two cores bounds them too. One core: no gain over the sequential loop."""
+    ipc = Link("process", bandwidth=1e9, latency=50e-6)
+    overhead = {"host": 0.6 * MS, "host_actor": 0.2 * MS}
+    places = [fixed_placement("cpu", CPU), fixed_placement("acc", ACC, link="testlink")]
+    all_cpu = {p: "cpu" for p in PRIMITIVES}
+    edges = {(s, d): (b, c) for s, d, b, c in WORK.edges()}
+    link_s = ipc.time(edges[("env", "update")][0]) + ipc.time(
+        edges[("train", "infer")][0] * dse.AGENT_STATE_PER_PARAM)
+    actor = (1 + 2 + 0.2) * MS + link_s
+    learner = (0.5 + 3 + 4 + 1 + 0.4) * MS + link_s
+    sequential = 11.5 * MS + 0.6 * MS
+    for cores, want in ((2, max(actor, learner, (sequential + 2 * link_s) / 2)),
+                        (1, sequential + 2 * link_s)):
+        exp = dse.explore(places, WORK, link_overrides=LINK, loop_overhead=overhead,
+                          process_link=ipc, host_cores=cores)
+        row = exp.row_of(all_cpu)
+        assert exp.times("strict", "pipelined")[row] == pytest.approx(want, rel=1e-5), cores
+        assert exp.times("strict")[row] == pytest.approx(sequential, rel=1e-5)
+    # The learner on the accelerator: the learner side shrinks, the actors' side bounds it.
+    split = {**all_cpu, "sample": "acc", "update": "acc", "train": "acc"}
+    exp = dse.explore(places, WORK, link_overrides=LINK, loop_overhead=overhead,
+                      process_link=ipc, host_cores=2)
+    t = exp.times("strict", "pipelined")[exp.row_of(split)]
+    assert t == pytest.approx(actor, rel=1e-5)
+    # A fused (exclusive) placement has no pipelined form.
+    fused = dataclasses.replace(fixed_placement("cpu-fused", CPU, resource="cpu"),
+                                exclusive=True)
+    exp = dse.explore([fixed_placement("cpu", CPU), fused], WORK, process_link=ipc,
+                      host_cores=2)
+    assert math.isinf(exp.times("relaxed", "pipelined")[exp.row_of(
+        {p: "cpu-fused" for p in PRIMITIVES})])
+    with pytest.raises(ValueError, match="executor must be"):
+        exp.times("strict", "threads")

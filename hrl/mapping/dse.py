@@ -19,6 +19,16 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   still bound it: the actors' env -> infer -> env loop (every iteration) and the learner's
   sample -> train -> update chain, of which s + 1 may overlap.
   relaxed = max(busiest resource, actor cycle, sgd_steps * learner chain / (s + 1)).
+* the pipelined executor (actors in a process of their own beside the learner's, both driven
+  by host loops): the two sides run at the same time, so an iteration is bounded by the slower
+  side and by what the shared host CPU can do on its cores:
+  pipelined = max(actor side, learner side, host CPU busy / cores, any other resource's busy),
+  actor side = env and infer calls + their links + the host loop's per-actor-step bookkeeping
+  + the process link for the transitions and the weights (sent by one side, read by the other:
+  both pay); learner side = insert, sample, train, update + their links + the rest of the
+  bookkeeping + the same process link; strict: the learner side in sequence; relaxed: its
+  chain overlapped s + 1 deep, bounded by its busiest resource. Fused mappings have no
+  pipelined form (infinite).
 
 Feasible mappings: an exclusive placement (the fused loop) hosts all primitives or none; every
 call has a finite latency on its placement (a gymnasium env cannot
@@ -68,11 +78,15 @@ class Problem:
     overhead_host: float  # seconds per iteration of the host loop's own bookkeeping
     overhead_fused: float  # the same for the fused loop (exclusive placements)
     tree_shared: bool = True
+    overhead_actor: float = 0.0  # the host loop's bookkeeping that belongs to the actors
+    ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
+    host_cores: int = 1
 
 
 def build_problem(placements: list[Placement], workload: Workload,
                   link_overrides: dict[str, Link] | None = None,
-                  tree_shared: bool = True, loop_overhead: dict | None = None) -> Problem:
+                  tree_shared: bool = True, loop_overhead: dict | None = None,
+                  process_link: Link | None = None, host_cores: int = 1) -> Problem:
     if not placements:
         raise ValueError("no placements to map onto")
     names = [p.name for p in placements]
@@ -117,7 +131,27 @@ def build_problem(placements: list[Placement], workload: Workload,
         sgd_steps=float(workload.sgd_steps), host_resource=host,
         overhead_host=float(overhead.get("host", 0.0)),
         overhead_fused=float(overhead.get("fused", 0.0)), tree_shared=tree_shared,
+        overhead_actor=float(overhead.get("host_actor", 0.0)),
+        ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
     )
+
+
+# What the pipelined executor's process actors send per iteration besides the transitions:
+# the whole agent state (the actors' copy of it), not only the policy's weights; for DQN with
+# Adam that is parameters, target parameters and two moments.
+AGENT_STATE_PER_PARAM = 4
+
+
+def _ipc_seconds(workload: Workload, link: Link | None) -> float:
+    """Seconds per iteration the process link costs one side: the transitions every
+    iteration, the agent state every weight_sync_period iterations."""
+    if link is None:
+        return 0.0
+    edges = {(src, dst): (nbytes, count) for src, dst, nbytes, count in workload.edges()}
+    t_bytes, t_count = edges[("env", "update")]
+    w_bytes, w_count = edges[("train", "infer")]
+    return (t_count * link.time(t_bytes)
+            + w_count * link.time(w_bytes * AGENT_STATE_PER_PARAM))
 
 
 def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)) -> jax.Array:
@@ -132,8 +166,8 @@ def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)
 @functools.partial(jax.jit, static_argnames=("n_placements", "n_resources", "tree_shared"))
 def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
-              staleness, overhead_host, overhead_fused, host_resource, n_placements,
-              n_resources, tree_shared):
+              staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
+              ipc_seconds, host_cores, n_placements, n_resources, tree_shared):
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
     n_calls = latency.shape[0]
@@ -182,9 +216,37 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     learner_chain = learner_calls + jnp.where(learner_edges[None, :], edge_time, 0.0).sum(1)
     relaxed = jnp.maximum(jnp.max(busy, axis=1),
                           jnp.maximum(actor_cycle, learner_chain / (staleness + 1.0)))
+
+    # Pipelined: the actors' process and the learner's, side by side (module docstring).
+    host_cpu = jax.nn.one_hot(host_resource, n_resources)
+    actor_side = actor_cycle + overhead_actor + ipc_seconds
+    learner_only = lambda t, names: jnp.where(call_is(names)[None, :], t, 0.0)  # noqa: E731
+    learner_names = ("insert",) + LEARNER_CALLS
+    learner_edge = ~actor_edges
+    learner_fixed = overhead_host - overhead_actor + ipc_seconds
+    learner_strict = (learner_only(call_time, learner_names).sum(1)
+                      + jnp.where(learner_edge[None, :], edge_time, 0.0).sum(1) + learner_fixed)
+    learner_onehot = res_onehot * call_is(learner_names)[None, :, None]
+    learner_busy = jnp.einsum("mc,mcr->mr", call_time, learner_onehot)
+    learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_src, 0.0),
+                               jax.nn.one_hot(hop_resource[src], n_resources))
+    learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_dst, 0.0),
+                               jax.nn.one_hot(hop_resource[dst], n_resources))
+    learner_relaxed = jnp.maximum(
+        jnp.max(learner_busy, axis=1),
+        learner_only(call_time, ("insert",)).sum(1) + learner_chain / (staleness + 1.0),
+    ) + learner_fixed
+    # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
+    shared = busy + (2.0 * ipc_seconds)[None] * host_cpu[None, :]
+    capacity = jnp.where(host_cpu > 0, host_cores, 1.0)
+    shared_bound = jnp.max(shared / capacity[None, :], axis=1)
+    pipelined_ok = feasible & ~uses_exclusive
+    pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound)
+    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side, learner_relaxed), shared_bound)
     inf = jnp.float32(jnp.inf)
     return (assign, feasible, jnp.where(feasible, strict, inf), jnp.where(feasible, relaxed, inf),
-            busy)
+            busy, jnp.where(pipelined_ok, pipelined_strict, inf),
+            jnp.where(pipelined_ok, pipelined_relaxed, inf))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,10 +260,20 @@ class Exploration:
     relaxed: np.ndarray
     busy: np.ndarray  # (M, R) relaxed-mode busy seconds per resource
     staleness: int
+    pipelined_strict: np.ndarray | None = None  # (M,) the pipelined executor, inf if it
+    pipelined_relaxed: np.ndarray | None = None  # cannot run the mapping
 
-    def times(self, mode: str) -> np.ndarray:
+    def times(self, mode: str, executor: str = "auto") -> np.ndarray:
+        """Seconds per iteration of every mapping in dependency `mode`, run by `executor`
+        ("auto": the fused loop or the sequential host loop, as the mapping implies;
+        "pipelined": actors in their own process beside the learner)."""
         if mode not in ("strict", "relaxed"):
             raise ValueError(f"dependency mode must be 'strict' or 'relaxed', got {mode!r}")
+        if executor == "pipelined":
+            return self.pipelined_strict if mode == "strict" else self.pipelined_relaxed
+        if executor not in ("auto", "sequential", "fused"):
+            raise ValueError(f"executor must be auto, sequential, fused or pipelined, "
+                             f"got {executor!r}")
         return self.strict if mode == "strict" else self.relaxed
 
     def mapping(self, row: int) -> dict[str, str]:
@@ -235,30 +307,37 @@ class Exploration:
 
 def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
             link_overrides: dict[str, Link] | None = None,
-            tree_shared: bool = True, loop_overhead: dict | None = None) -> Exploration:
+            tree_shared: bool = True, loop_overhead: dict | None = None,
+            process_link: Link | None = None, host_cores: int = 1) -> Exploration:
     """Evaluate every mapping (see the module docstring). O(P**5 * (calls + edges)).
 
     `loop_overhead`: {"host": s, "fused": s} seconds per iteration of the runtime loop's own
-    bookkeeping (see `plan.loop_overheads`), added to every mapping driven by that loop."""
+    bookkeeping (see `plan.loop_overheads`), added to every mapping driven by that loop;
+    "host_actor": the part of the host loop's that the actors' side pays when pipelined.
+    `process_link`: the link between the pipelined executor's two processes (measured by the
+    profiler); `host_cores`: the cores the two processes share."""
     if not isinstance(staleness, int) or staleness < 0:
         raise ValueError(f"staleness must be an int >= 0, got {staleness!r}")
-    prob = build_problem(placements, workload, link_overrides, tree_shared, loop_overhead)
+    prob = build_problem(placements, workload, link_overrides, tree_shared, loop_overhead,
+                         process_link, host_cores)
     if len(prob.placements) ** len(PRIMITIVES) > 2**24:
         raise ValueError(f"{len(prob.placements)} placements give too many mappings to "
                          "enumerate at once; pass fewer --devices")
     f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
     i32 = lambda a: jnp.asarray(a, jnp.int32)  # noqa: E731
-    assign, feasible, strict, relaxed, busy = _evaluate(
+    assign, feasible, strict, relaxed, busy, pip_strict, pip_relaxed = _evaluate(
         f32(prob.latency), f32(prob.counts), i32(prob.call_prim), i32(prob.edge_src),
         i32(prob.edge_dst), f32(prob.edge_bytes), f32(prob.edge_count), f32(prob.hop_latency),
         f32(prob.hop_bandwidth), i32(prob.hop_resource), i32(prob.compute_resource),
         jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
+        f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
         n_placements=len(prob.placements), n_resources=len(prob.resources),
         tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),
                        np.asarray(strict, float), np.asarray(relaxed, float),
-                       np.asarray(busy, float), staleness)
+                       np.asarray(busy, float), staleness, np.asarray(pip_strict, float),
+                       np.asarray(pip_relaxed, float))
 
 
 def baselines(exp: Exploration, workload: Workload) -> dict[str, dict[str, str]]:

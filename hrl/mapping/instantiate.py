@@ -50,9 +50,8 @@ def choose(cfg, profile: dict, metric: str = "wall") -> Choice:
     devices = sorted({p.removesuffix("-fused") for m in candidates for p in m.mapping.values()})
     result = plan(workload, profile, devices, staleness=staleness, metric=metric)
     e = result.exploration
-    times = e.times(mode)
-    ranking = sorted(((m.label, float(times[e.row_of(m.mapping)])) for m in candidates),
-                     key=lambda x: x[1])
+    ranking = sorted(((m.label, float(e.times(mode, m.executor)[e.row_of(m.mapping)]))
+                      for m in candidates), key=lambda x: x[1])
     best = next(m for m in candidates if m.label == ranking[0][0])
     return Choice(best, ranking[0][1], workload.num_envs * workload.rollout_length,
                   workload.sgd_steps, ranking, result)

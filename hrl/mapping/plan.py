@@ -58,19 +58,23 @@ class Plan:
 
 def models_from_profile(profile: dict, metric: str = "wall") -> dict[tuple, LinearModel]:
     rows = [r for r in profile["rows"]
-            if r["call"] != "link:host" and not r["call"].startswith(("loop:", "rtl-"))]
+            if not r["call"].startswith(("link:", "loop:", "rtl-"))]
     return fit_models(rows, metric=metric)
 
 
-def host_link_from_profile(profile: dict, metric: str = "wall") -> Link | None:
-    rows = [r for r in profile["rows"] if r["call"] == "link:host"]
+def host_link_from_profile(profile: dict, metric: str = "wall",
+                           call: str = "link:host") -> Link | None:
+    """The host memory copy (`link:host`) or the process link of the pipelined executor
+    (`link:process`) fitted on the profile's rows; None when the profile lacks them."""
+    rows = [r for r in profile["rows"] if r["call"] == call]
     if len(rows) < 2:
         return None
-    m = fit_models(rows, metric=metric)[("link:host", "host")]
+    m = fit_models(rows, metric=metric)[(call, "host")]
     if m.slope <= 0:
         return None
-    return Link("host", 1.0 / m.slope, m.intercept,
-                f"measured host memory copy ({m.n_points} sizes, median rel. error "
+    what = "host memory copy" if call == "link:host" else "process link (queues, pickle)"
+    return Link(call.removeprefix("link:"), 1.0 / m.slope, m.intercept,
+                f"measured {what} ({m.n_points} sizes, median rel. error "
                 f"{m.rel_err_median:.0%})")
 
 
@@ -86,6 +90,10 @@ class LoopOverhead:
 
     def __call__(self, workload: Workload) -> float:
         return self.c0 + self.c_step * workload.rollout_length + self.c_sgd * workload.sgd_steps
+
+    def actor_part(self, workload: Workload) -> float:
+        """The per-actor-step share, which the actors' side pays when pipelined."""
+        return self.c_step * workload.rollout_length
 
 
 def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> dict:
@@ -201,8 +209,17 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     if host is not None:
         links["host"] = host
     overheads = loop_overheads(profile, models, metric)
+    process = host_link_from_profile(profile, metric, "link:process") if profile else None
+    cores = int(((profile or {}).get("machine") or {}).get("cpus") or 1)
+    loop_overhead = {k: v(workload) for k, v in overheads.items()}
+    loop_overhead["host_actor"] = overheads["host"].actor_part(workload)
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,
-                      loop_overhead={k: v(workload) for k, v in overheads.items()})
+                      loop_overhead=loop_overhead, process_link=process, host_cores=cores)
+    if process is None:
+        notes.append("pipelined executor: no process link in the profile (re-profile); its "
+                     "transfers are not costed")
+    else:
+        notes.append(f"pipelined executor: {cores} host cores shared; {process.source}")
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
     for k, v in overheads.items():

@@ -364,6 +364,35 @@ class Profiler:
                               "capacity": 0, "fanout": 0, "depth": 0, "work": float(nbytes),
                               **t, "repeats": repeats})
 
+    def _profile_process_link(self, repeats: int):
+        """One way between two processes through the multiprocessing queues the pipelined
+        executor's process actors use (pickle, pipe, unpickle), 1 KiB .. 4 MiB of numpy: half
+        a round trip to a spawned echo process."""
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        there, back = ctx.Queue(), ctx.Queue()
+        echo = ctx.Process(target=_echo, args=(there, back), daemon=True)
+        echo.start()
+        try:
+            for nbytes in (1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22):
+                x = np.ones((nbytes // 4,), np.float32)
+
+                def round_trip(x=x):
+                    there.put(x)
+                    return back.get(timeout=60)
+
+                round_trip()  # the echo process starts (imports numpy) on the first message
+                t = _median_time(round_trip, repeats)
+                self.rows.append({"call": "link:process", "placement": "host", "mode": "host",
+                                  "env": "", "algo": "", "num_envs": 0, "width": 0,
+                                  "batch": 0, "capacity": 0, "fanout": 0, "depth": 0,
+                                  "work": float(nbytes), "repeats": repeats,
+                                  **{k: v / 2 for k, v in t.items()}})
+        finally:
+            there.put(None)
+            echo.join(timeout=10)
+
     def _profile_loops(self, repeats: int):
         """The runtime's own loops at three small settings (L actor steps, U SGD steps per
         iteration): their time beyond the primitives is the loop's bookkeeping (n-step window,
@@ -438,6 +467,7 @@ class Profiler:
                                 name, b, s, reps, g["batch"],
                                 [m for m in g["num_envs"] if m <= s.capacity])))
         out.append(("host memory copy", lambda: self._profile_host_link(rep)))
+        out.append(("process link", lambda: self._profile_process_link(rep)))
         if self.loops:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
         return out
@@ -462,6 +492,12 @@ class Profiler:
                 bar.advance(job)
         self.rows.extend(rtl_cycle_rows())
         return self.rows
+
+
+def _echo(inbox, outbox) -> None:
+    """The far end of `_profile_process_link`: send every message back until None."""
+    while (item := inbox.get()) is not None:
+        outbox.put(item)
 
 
 # ----------------------------------------------------------------------------- RTL cycles

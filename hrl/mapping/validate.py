@@ -10,7 +10,9 @@ Runnable here (what the runtime can instantiate on a CPU-only machine):
 * `cpu-fused`: everything in the fused jitted loop (replay.backend=jax, train.fused=true);
 * `cpu`: the host loop, every primitive its own jitted call on the CPU (train.fused=false);
 * `pocl` / `rtl`: the host loop with the replay tree on the OpenCL backend (PoCL) or the RTL
-  in simulation (replay.backend=opencl / rtl), when the runtime supports host replay backends.
+  in simulation (replay.backend=opencl / rtl), when the runtime supports host replay backends;
+* `... pipelined`: the host-loop mappings again, run by the pipelined executor with its actors
+  in a process of their own (train.executor=pipelined, train.actors=process, depth 1).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class RunnableMapping:
     label: str
     mapping: dict  # primitive -> placement name (as in the exploration)
     overrides: tuple[str, ...]  # config overrides that make the runtime run it
+    executor: str = "auto"  # the exploration's executor for it (`dse.Exploration.times`)
 
 
 def runnable_mappings(backends=("jax", "opencl", "rtl")) -> list[RunnableMapping]:
@@ -46,6 +49,11 @@ def runnable_mappings(backends=("jax", "opencl", "rtl")) -> list[RunnableMapping
             m.update(sample=place, update=place)
             out.append(RunnableMapping(f"replay-on-{place}", m,
                                        ("train.fused=false", f"replay.backend={backend}")))
+    pipelined = ("train.fused=false", "train.executor=pipelined", "train.actors=process",
+                 "train.pipeline_depth=1")
+    out += [RunnableMapping(f"{m.label} pipelined", m.mapping,
+                            (*pipelined, *m.overrides[1:]), "pipelined")
+            for m in list(out) if m.label != "cpu-fused"]
     return out
 
 
@@ -58,10 +66,20 @@ def mode_overrides(mode: str, staleness: int) -> tuple[str, ...]:
 def measure_iteration(cfg, iterations: int, repeats: int = 3) -> dict:
     """Median wall and CPU seconds per iteration of the runtime's loop for `cfg` (after
     warm-up), and the env steps and SGD steps of one iteration."""
-    from hrl.runtime.run import build, initial_state
+    from hrl.runtime.run import build
 
     built = build(cfg)
     loop = built.loop
+    try:
+        return _measure(built, loop, iterations, repeats)
+    finally:
+        if hasattr(loop, "close"):
+            loop.close()  # the pipelined executor's actors' process
+
+
+def _measure(built, loop, iterations: int, repeats: int) -> dict:
+    from hrl.runtime.run import initial_state
+
     sch = built.schedule
     state = initial_state(built)
     # Warm-up: fill the buffer past learning_starts, compile every path (incl. the n-iter scan).
