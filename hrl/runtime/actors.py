@@ -215,13 +215,14 @@ def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
     actor, key, env_steps, agent = start
     if host_env_state is not None:
         env.load_state(host_env_state)
-    agents: dict[int, Any] = {first - 1: agent}
+    # On the device once per sync point, not at every inference call.
+    agents: dict[int, Any] = {first - 1: jax.device_put(agent)}
     received = set()  # sync points whose agent has arrived
 
     def receive_agent():
         kind, j, weights = inbox.get()
         assert kind == "agent", kind
-        agents[j] = weights
+        agents[j] = jax.device_put(weights)
         received.add(j)
 
     env_steps = int(env_steps)
