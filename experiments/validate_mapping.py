@@ -1,16 +1,19 @@
 """Validate the mapping model: predicted against measured iteration time, every runnable mapping.
 
     .venv/bin/python experiments/validate_mapping.py            # profile, then validate
-    .venv/bin/python experiments/validate_mapping.py --profile experiments/results/mapping/profile
+    .venv/bin/python experiments/validate_mapping.py --profile experiments/results/mapping
 
-Step 1 (unless --profile is given) profiles the primitives on a grid that brackets the settings
-below (`hrl profile` with VALIDATION_GRID) into experiments/results/mapping/profile/. Step 2 runs
-every mapping the runtime can instantiate here (hrl.mapping.validate.runnable_mappings), in strict
-and relaxed mode, for each setting, and compares the measured seconds per iteration with the
-prediction of `hrl map` for that mapping. Writes validation.csv, validation.md and
-validation.png into experiments/results/mapping/. The targets (issue 6 §5): median absolute
-error <= 15%, and per setting and mode the predicted-best mapping measures within 5% of the
-measured best.
+Step 1 (unless --profile is given) profiles the primitives of each base config on a grid that
+brackets the settings below (`hrl profile` with VALIDATION_GRID) into
+experiments/results/mapping/profile/ (gymnax CartPole) and profile-gymnasium/ (gymnasium
+CartPole, host envs). Step 2 runs every mapping the runtime can instantiate here
+(hrl.mapping.validate.runnable_mappings: the fused loop, the sequential host loop, the replay
+tree on PoCL, and the pipelined executor with process actors over the host-loop mappings), in
+strict and relaxed mode, for each setting, and compares the measured seconds per iteration with
+the prediction of `hrl map` for that mapping and executor. Writes validation.csv, validation.md
+and validation.png into experiments/results/mapping/. Targets (issue 11 §4): median absolute
+error <= 10% of wall time, and per setting and mode the predicted-best mapping measures within
+5% of the measured best; the report says how close each contest was.
 """
 
 from __future__ import annotations
@@ -23,20 +26,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "experiments" / "results" / "mapping"
-BASE_CONFIG = ROOT / "experiments" / "configs" / "dqn_cartpole.yaml"
+CONFIGS = {"gymnax": ROOT / "experiments" / "configs" / "dqn_cartpole.yaml",
+           "gymnasium": ROOT / "experiments" / "configs" / "dqn_cartpole_gymnasium.yaml"}
+PROFILE_DIRS = {"gymnax": "profile", "gymnasium": "profile-gymnasium"}
 
-# (label, overrides): small CartPole DQN runs with the learner active every iteration.
+# (label, base config, overrides): small CartPole DQN runs with the learner active every
+# iteration. The gymnax settings can run fused (which wins by far); the gymnasium ones cannot,
+# so there the host-loop mappings (sequential, pipelined, tree on PoCL) compete closely.
 SETTINGS = [
-    ("M8-B32-w64", dict(num_envs=8, rollout=1, batch=32, width=64, ratio=0.25)),
-    ("M8x4-B128-w64", dict(num_envs=8, rollout=4, batch=128, width=64, ratio=0.125)),
-    ("M64-B256-w256", dict(num_envs=64, rollout=1, batch=256, width=256, ratio=0.0625)),
+    ("M8-B32-w64", "gymnax", dict(num_envs=8, rollout=1, batch=32, width=64, ratio=0.25)),
+    ("M64-B256-w256", "gymnax", dict(num_envs=64, rollout=1, batch=256, width=256,
+                                     ratio=0.0625)),
+    ("gym-M8x16-B32-w64", "gymnasium", dict(num_envs=8, rollout=16, batch=32, width=64,
+                                            ratio=0.25)),
+    ("gym-M16x4-B64-w64", "gymnasium", dict(num_envs=16, rollout=4, batch=64, width=64,
+                                            ratio=0.125)),
 ]
 CAPACITY = 8192
-# Brackets the settings (M 8..64, B 32..256, width 64..256) with the fewest compilations: the
-# shared machine this was written on gives a process a fraction of a core.
+# Brackets the settings (M 8..64, B 32..256, width 64..256) with the fewest compilations.
 VALIDATION_GRID = {"num_envs": (8, 64), "width": (64, 256), "batch": (32, 256),
                    "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20}
-QUICK_SETTINGS = SETTINGS[:1]
+QUICK_SETTINGS = [SETTINGS[0], SETTINGS[2]]
 
 
 def overrides_for(s: dict) -> list[str]:
@@ -48,15 +58,17 @@ def overrides_for(s: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", help="existing profile directory (skip step 1)")
+    ap.add_argument("--profile", help="directory holding existing profile/ and "
+                    "profile-gymnasium/ (skip step 1)")
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
     ap.add_argument("--quick", action="store_true", help="one setting, few iterations")
     ap.add_argument("--iterations", type=int, default=40)
     ap.add_argument("--staleness", type=int, default=1)
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--metric", default="cpu", choices=["cpu", "wall"],
-                    help="the figure compared (default cpu: CPU seconds per iteration, which a "
-                         "shared machine's load does not distort; wall is reported beside it)")
+    ap.add_argument("--metric", default="wall", choices=["cpu", "wall"],
+                    help="the figure compared (default wall: the pipelined executor's actors "
+                         "run in a second process, whose CPU time this process does not see; "
+                         "cpu is reported beside it)")
     args = ap.parse_args(argv)
 
     from rich.console import Console
@@ -71,55 +83,59 @@ def main(argv=None) -> int:
     console = Console()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.profile:
-        profile = load_profile(args.profile)
-    else:
-        cfg = load_config(BASE_CONFIG)
-        prof = Profiler(cfg, grid=VALIDATION_GRID, backends=("jax", "opencl", "rtl"))
-        rows = prof.run()
-        write_profile(rows, out / "profile", to_dict(cfg), prof.skipped)
-        profile = load_profile(out / "profile")
-        console.print(f"profile: {out / 'profile'}")
+    settings = QUICK_SETTINGS if args.quick else SETTINGS
+    kinds = sorted({kind for _, kind, _ in settings})
+    profiles = {}
+    for kind in kinds:
+        where = Path(args.profile or out) / PROFILE_DIRS[kind]
+        if not args.profile:
+            cfg = load_config(CONFIGS[kind])
+            prof = Profiler(cfg, grid=VALIDATION_GRID, backends=("jax", "opencl"))
+            rows = prof.run()
+            write_profile(rows, where, to_dict(cfg), prof.skipped)
+            console.print(f"profile: {where}")
+        profiles[kind] = load_profile(where)
     if args.profile_only:
         return 0
 
-    settings = QUICK_SETTINGS if args.quick else SETTINGS
-    profiled = {r["placement"] for r in profile["rows"]}
-    mappings, not_profiled = [], []
-    for m in runnable_mappings():
-        (mappings if set(m.mapping.values()) <= profiled else not_profiled).append(m)
-    for m in not_profiled:
-        console.print(f"[yellow]skip {m.label}[/yellow]: not in the profile "
-                      f"(profile notes: {profile.get('skipped')})")
     modes = [("strict", 0), ("relaxed", args.staleness)]
+    jobs = []
+    for label, kind, s in settings:
+        profiled = {r["placement"] for r in profiles[kind]["rows"]}
+        for m in runnable_mappings(backends=("jax", "opencl")):
+            if kind == "gymnasium" and m.label == "cpu-fused":
+                continue  # a host env cannot run inside the fused loop
+            if not set(m.mapping.values()) <= profiled:
+                console.print(f"[yellow]skip {m.label}[/yellow] for {label}: not in the "
+                              f"profile (notes: {profiles[kind].get('skipped')})")
+                continue
+            jobs += [(label, kind, s, m, mode, st) for mode, st in modes]
     results = []
     with Progress(console=console) as bar:
-        job = bar.add_task("validate", total=len(settings) * len(mappings) * len(modes))
-        for label, s in settings:
-            for m in mappings:
-                for mode, st in modes:
-                    bar.update(job, description=f"{label} {m.label} {mode}")
-                    cfg = load_config(BASE_CONFIG, [*overrides_for(s), *m.overrides,
-                                                    *mode_overrides(mode, st)])
-                    w = workload_from_config(cfg)
-                    devices = sorted({p.removesuffix("-fused") for p in m.mapping.values()})
-                    pred = {}
-                    for metric in ("cpu", "wall"):
-                        e = plan(w, profile, devices, staleness=max(st, 1),
-                                 metric=metric).exploration
-                        pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
-                    meas = measure_iteration(cfg, args.iterations)
-                    results.append({
-                        "setting": label, "mapping": m.label, "mode": mode, "staleness": st,
-                        "env_steps_per_iter": meas["env_steps_per_iter"],
-                        "sgd_per_iter": meas["sgd_per_iter"],
-                        "predicted_s": pred[args.metric],
-                        "measured_s": meas[f"{args.metric}_s"],
-                        "error": pred[args.metric] / meas[f"{args.metric}_s"] - 1.0,
-                        "predicted_cpu_s": pred["cpu"], "measured_cpu_s": meas["cpu_s"],
-                        "predicted_wall_s": pred["wall"], "measured_wall_s": meas["wall_s"],
-                        "error_wall": pred["wall"] / meas["wall_s"] - 1.0})
-                    bar.advance(job)
+        job = bar.add_task("validate", total=len(jobs))
+        for label, kind, s, m, mode, st in jobs:
+            bar.update(job, description=f"{label} {m.label} {mode}")
+            cfg = load_config(CONFIGS[kind], [*overrides_for(s), *m.overrides,
+                                              *mode_overrides(mode, st)])
+            w = workload_from_config(cfg)
+            devices = sorted({p.removesuffix("-fused") for p in m.mapping.values()})
+            pred = {}
+            for metric in ("cpu", "wall"):
+                e = plan(w, profiles[kind], devices, staleness=max(st, 1),
+                         metric=metric).exploration
+                pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
+            meas = measure_iteration(cfg, args.iterations)
+            results.append({
+                "setting": label, "mapping": m.label, "mode": mode, "staleness": st,
+                "env_steps_per_iter": meas["env_steps_per_iter"],
+                "sgd_per_iter": meas["sgd_per_iter"],
+                "predicted_s": pred[args.metric],
+                "measured_s": meas[f"{args.metric}_s"],
+                "error": pred[args.metric] / meas[f"{args.metric}_s"] - 1.0,
+                "predicted_cpu_s": pred["cpu"], "measured_cpu_s": meas["cpu_s"],
+                "predicted_wall_s": pred["wall"], "measured_wall_s": meas["wall_s"],
+                "error_wall": pred["wall"] / meas["wall_s"] - 1.0})
+            bar.advance(job)
 
     with open(out / "validation.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(results[0]))
@@ -138,20 +154,28 @@ def main(argv=None) -> int:
                      f"{r['error']:+.1%} | {r['predicted_wall_s'] * 1e3:.3f} | "
                      f"{r['measured_wall_s'] * 1e3:.3f} | {r['error_wall']:+.1%} |")
     picks = ["", "| setting | mode | predicted best | measured best | predicted best's "
-             "measured time / measured best |", "|---|---|---|---|---|"]
-    worst_pick = 1.0
-    for label, _ in settings:
+             "measured time / measured best | contest: measured runner-up / best |",
+             "|---|---|---|---|---|---|"]
+    worst_pick, close = 1.0, 0
+    for label, _, _ in settings:
         for mode, _ in modes:
             rs = [r for r in results if r["setting"] == label and r["mode"] == mode]
+            if not rs:
+                continue
             pb = min(rs, key=lambda r: r["predicted_s"])
-            mb = min(rs, key=lambda r: r["measured_s"])
+            ranked = sorted(rs, key=lambda r: r["measured_s"])
+            mb = ranked[0]
             ratio = pb["measured_s"] / mb["measured_s"]
+            contest = ranked[1]["measured_s"] / mb["measured_s"] if len(ranked) > 1 else None
+            close += contest is not None and contest <= 1.3
             worst_pick = max(worst_pick, ratio)
             picks.append(f"| {label} | {mode} | {pb['mapping']} | {mb['mapping']} | "
-                         f"{ratio:.3f} |")
+                         f"{ratio:.3f} | " + (f"{contest:.2f} ({ranked[1]['mapping']})"
+                                              if contest else "-") + " |")
     summary = (f"\nMedian absolute error ({args.metric}) {med:.1%} over {len(results)} runs "
-               f"(target <= 15%); wall-time median absolute error {med_wall:.1%}; worst "
-               f"predicted-best / measured-best {worst_pick:.3f} (target <= 1.05).\n")
+               f"(target <= 10% of wall time); wall-time median absolute error {med_wall:.1%}; "
+               f"worst predicted-best / measured-best {worst_pick:.3f} (target <= 1.05); "
+               f"{close} contests with the runner-up within 30% of the best.\n")
     text = "\n".join(lines + picks) + "\n" + summary
     (out / "validation.md").write_text(
         "# Mapping model validation\n\nRegenerate: `.venv/bin/python "
@@ -180,13 +204,13 @@ def _plot(results, path: Path) -> None:
     lo = min(min(r["measured_s"], r["predicted_s"]) for r in results) * 1e3 * 0.8
     hi = max(max(r["measured_s"], r["predicted_s"]) for r in results) * 1e3 * 1.25
     ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-    ax.fill_between([lo, hi], [lo * 0.85, hi * 0.85], [lo * 1.15, hi * 1.15], color="0.9")
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.9")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("measured [ms / iteration]")
     ax.set_ylabel("predicted [ms / iteration]")
     ax.legend(fontsize=7)
-    ax.set_title("mapping model: predicted vs measured (band: +-15%)")
+    ax.set_title("mapping model: predicted vs measured (band: +-10%)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -102,12 +102,19 @@ def test_mapping_auto_chooses_a_runnable_mapping(tiny_profile):
     from hrl.config import load_config
     from hrl.mapping.instantiate import choose, overrides_for
     from hrl.mapping.profile import load_profile
+    from hrl.mapping.validate import runnable_mappings
 
     cfg = load_config(CONFIG, ["train.batch_size=8", "env.num_envs=4"])
     choice = choose(cfg, load_profile(tiny_profile[0]))
     labels = [label for label, _ in choice.ranking]
-    assert {"cpu-fused", "cpu"} <= set(labels)
+    assert {"cpu-fused", "cpu", "cpu pipelined"} <= set(labels)
     assert choice.ranking == sorted(choice.ranking, key=lambda x: x[1])
+    # The profile measured the process link, so the pipelined executor's transfers are costed.
+    assert any(r["call"] == "link:process" for r in load_profile(tiny_profile[0])["rows"])
+    assert any("pipelined executor: " in n and "process link" in n for n in choice.plan.notes)
+    pipelined = next(m for m in runnable_mappings() if m.label == "cpu pipelined")
+    piped = load_config(CONFIG, ["train.batch_size=8", *pipelined.overrides])
+    assert (piped.train.executor, piped.train.actors) == ("pipelined", "process")
     assert choice.mapping.label == labels[0] and choice.predicted_s > 0
     new = load_config(CONFIG, ["train.batch_size=8", "env.num_envs=4",
                                *overrides_for(choice, cfg)])

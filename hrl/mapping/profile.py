@@ -402,7 +402,9 @@ class Profiler:
         from hrl.mapping.validate import measure_iteration
 
         base = to_dict(self.cfg)
-        for (steps, sgd), fused in itertools.product(LOOP_SETTINGS, (True, False)):
+        # A host env (gymnasium) cannot run inside the fused loop.
+        loops = (True, False) if self.spec.is_jax else (False,)
+        for (steps, sgd), fused in itertools.product(LOOP_SETTINGS, loops):
             data = to_dict(self.cfg)
             data["env"].update(num_envs=1)
             width = LOOP_WIDTH
