@@ -255,8 +255,7 @@ def test_pipelined_executor_hand_computed():
     places = [fixed_placement("cpu", CPU), fixed_placement("acc", ACC, link="testlink")]
     all_cpu = {p: "cpu" for p in PRIMITIVES}
     edges = {(s, d): (b, c) for s, d, b, c in WORK.edges()}
-    link_s = ipc.time(edges[("env", "update")][0]) + ipc.time(
-        edges[("train", "infer")][0] * dse.AGENT_STATE_PER_PARAM)
+    link_s = ipc.time(edges[("env", "update")][0]) + ipc.time(edges[("train", "infer")][0])
     actor = (1 + 2 + 0.2) * MS + link_s
     learner = (0.5 + 3 + 4 + 1 + 0.4) * MS + link_s
     sequential = 11.5 * MS + 0.6 * MS

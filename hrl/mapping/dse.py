@@ -136,22 +136,17 @@ def build_problem(placements: list[Placement], workload: Workload,
     )
 
 
-# What the pipelined executor's process actors send per iteration besides the transitions:
-# the whole agent state (the actors' copy of it), not only the policy's weights; for DQN with
-# Adam that is parameters, target parameters and two moments.
-AGENT_STATE_PER_PARAM = 4
-
-
 def _ipc_seconds(workload: Workload, link: Link | None) -> float:
     """Seconds per iteration the process link costs one side: the transitions every
-    iteration, the agent state every weight_sync_period iterations."""
+    iteration, the policy's weights every weight_sync_period iterations (only the leaves
+    inference reads cross, `hrl.runtime.actors.policy_leaves`)."""
     if link is None:
         return 0.0
     edges = {(src, dst): (nbytes, count) for src, dst, nbytes, count in workload.edges()}
     t_bytes, t_count = edges[("env", "update")]
     w_bytes, w_count = edges[("train", "infer")]
     return (t_count * link.time(t_bytes)
-            + w_count * link.time(w_bytes * AGENT_STATE_PER_PARAM))
+            + w_count * link.time(w_bytes))
 
 
 def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)) -> jax.Array:

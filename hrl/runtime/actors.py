@@ -99,6 +99,23 @@ class ThreadActors:
         self._worker.join()
 
 
+def policy_leaves(infer, state) -> list[bool]:
+    """For each leaf of `state.agent`: does `infer` read it? Found on infer's jaxpr (a leaf
+    no equation uses cannot change an action), so the actors' process is sent only those."""
+    from jax.extend.core import Var
+
+    from hrl.runtime.loop import actor_of
+
+    actor = actor_of(state)
+    closed = jax.make_jaxpr(infer)(state.agent, actor.actor_carry, actor.obs, state.key,
+                                   state.env_steps, actor.episode_start)
+    jaxpr = closed.jaxpr
+    used = {v for eqn in jaxpr.eqns for v in eqn.invars if isinstance(v, Var)}
+    used |= {v for v in jaxpr.outvars if isinstance(v, Var)}
+    n_agent = len(jax.tree.leaves(state.agent))
+    return [v in used for v in jaxpr.invars[:n_agent]]
+
+
 class ProcessActors:
     """The actors' program in a process of its own (spawned once, kept across chunks).
 
@@ -115,6 +132,7 @@ class ProcessActors:
         self._to_actors = ctx.Queue()
         self._from_actors = ctx.Queue()
         self._host_env = host_env
+        self._policy_leaves = None  # which agent leaves inference reads (found once)
         self._process = ctx.Process(
             target=_serve, args=(to_dict(cfg), self._to_actors, self._from_actors),
             name="hrl-actors", daemon=True,
@@ -126,6 +144,8 @@ class ProcessActors:
     def start_chunk(self, loop, state, first: int, num_iters: int) -> None:
         from hrl.runtime.loop import actor_of
 
+        if self._policy_leaves is None:
+            self._policy_leaves = policy_leaves(loop.prims.infer, state)
         host_env_state = None if self._host_env is None else self._host_env.save_state()
         self._to_actors.put(("chunk", jax.device_get((
             actor_of(state), state.key, state.env_steps, state.agent,
@@ -137,7 +157,12 @@ class ProcessActors:
         return self._receive("acted")
 
     def publish(self, j: int, agent) -> None:
-        self._to_actors.put(("agent", j, jax.device_get(agent)))
+        """The leaves inference reads cross (the parameters, not the optimizer's moments or
+        the target networks); the actors keep the chunk's first agent for the rest."""
+        leaves = jax.tree.leaves(agent)
+        self._to_actors.put(("agent", j, jax.device_get(
+            [leaf if used else None for leaf, used in zip(leaves, self._policy_leaves,
+                                                          strict=True)])))
 
     def finish(self) -> dict[str, float]:
         """End of a chunk: the host env's state back into this process's copy; the actors'
@@ -219,10 +244,17 @@ def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
     agents: dict[int, Any] = {first - 1: jax.device_put(agent)}
     received = set()  # sync points whose agent has arrived
 
+    template = jax.tree.structure(agent)
+    full = jax.tree.leaves(agents[first - 1])
+
     def receive_agent():
-        kind, j, weights = inbox.get()
+        """An agent of a sync point: the leaves inference reads, the chunk's first agent's
+        for the others (which no action depends on)."""
+        kind, j, leaves = inbox.get()
         assert kind == "agent", kind
-        agents[j] = jax.device_put(weights)
+        leaves = [old if new is None else jax.device_put(new)
+                  for new, old in zip(leaves, full, strict=True)]
+        agents[j] = jax.tree.unflatten(template, leaves)
         received.add(j)
 
     env_steps = int(env_steps)
