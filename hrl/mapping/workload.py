@@ -174,7 +174,9 @@ class Workload:
             # batch + IS weights to the learner
             ("sample", "train", float(b * (self.transition_bytes + BYTES_F32)), n),
             ("train", "update", float(b * BYTES_F32), n),  # TD errors -> new priorities
-            ("train", "infer", float(self.params * BYTES_F32), 1.0 / self.weight_sync_period),
+            # the policy's weights to the actors (DDPG: the actor network, not the critic)
+            ("train", "infer", float(self.n_params(self.policy_layers()) * BYTES_F32),
+             1.0 / self.weight_sync_period),
         ]
 
     def describe(self) -> dict[str, Any]:
