@@ -25,7 +25,12 @@ import yaml
 
 
 class ConfigError(ValueError):
-    """A configuration problem; the message names the offending key."""
+    """A configuration problem; the message names the offending key, on one line (a key or
+    value holding a newline or another control character is shown escaped)."""
+
+    def __init__(self, message: str):
+        super().__init__("".join(c if c.isprintable() else c.encode("unicode_escape").decode()
+                                 for c in str(message)))
 
 
 # --------------------------------------------------------------------------- sections
