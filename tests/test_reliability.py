@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -323,6 +324,48 @@ def test_kill_9_of_a_host_loop_run_resumes_bit_for_bit(tmp_path):
         return [r["env_steps"] for r in rows]
 
     assert logged_steps(run_dir) == logged_steps(tmp_path / "full")  # no chunk twice or lost
+
+
+def test_ctrl_c_of_process_actors_stops_cleanly_and_resumes_exactly(tmp_path):
+    """Ctrl-C reaches the actors' process too: the run still stops at a chunk's end with a
+    checkpoint (exit 130, no traceback), and a resume with thread actors (the same schedule)
+    ends equal, array for array, to an uninterrupted run with process actors."""
+    config = CONFIGS / "dqn_cartpole_gymnasium.yaml"
+    pipelined = ["--set", "train.executor=pipelined", "--set", "train.pipeline_depth=2",
+                 "--set", "train.actors=process"]
+    full = subprocess.run(_hrl_train(config, "--run-dir", tmp_path / "full", *KILL_RUN,
+                                     *pipelined),
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=SUBPROCESS_ENV)
+    assert full.returncode == 0, full.stdout + full.stderr
+
+    run_dir = tmp_path / "stopped"
+    # Its own process group, which a terminal's Ctrl-C signals as a whole.
+    proc = subprocess.Popen(_hrl_train(config, "--run-dir", run_dir, *KILL_RUN, *pipelined),
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=SUBPROCESS_ENV, start_new_session=True)
+    metrics = run_dir / "metrics.csv"
+    deadline = time.monotonic() + 240
+    while not (metrics.exists() and metrics.read_text().count("\n") >= 3):
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "no chunk finished in time"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert "resume with" in output and "Traceback" not in output, output
+    assert json.loads((run_dir / "checkpoints" / "latest.json").read_text())["env_steps"] < 8192
+
+    resumed = subprocess.run(_hrl_train("--resume", run_dir, "--no-progress", "--set",
+                                        "train.actors=thread"),
+                             cwd=ROOT, capture_output=True, text=True, timeout=300,
+                             env=SUBPROCESS_ENV)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    like = initial_state(build(load_config(run_dir / "config.yaml")))
+    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
+                       restore_checkpoint(latest_checkpoint(run_dir)[0], like))
+    assert (run_dir / "episodes.csv").read_text() == (tmp_path / "full" / "episodes.csv"
+                                                      ).read_text()
 
 
 def _steps(env, actions):

@@ -208,6 +208,11 @@ class ProcessActors:
 
 def _serve(cfg_dict: dict, inbox, outbox) -> None:
     """The actors' process: build once, then act chunk by chunk until told to stop."""
+    import signal
+
+    # Ctrl-C reaches the whole process group: the learner's process handles it (it stops at
+    # the chunk's end and checkpoints), so the actors must finish their chunk, not die.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         loop, env = _build_actors(cfg_dict)
         outbox.put(("ready", None))

@@ -457,6 +457,8 @@ def train(
         finally:
             if last_saved != _count(state.env_steps):
                 checkpoint(state)
+            if hasattr(built.loop, "close"):
+                built.loop.close()  # the pipelined executor's actors' process
     wall = time.perf_counter() - t_start
     env_steps, updates = _count(state.env_steps), _count(state.updates)
     threshold = solved_return if solved_return is not None else cfg.train.solved_return
