@@ -29,9 +29,8 @@ from hrl.replay.backends._rtl_cocotb import (
     AP_READY,
     AP_START,
     KernelDriver,
-    lane_seed,
-    xorshift32,
 )
+from hrl.replay.backends.rtl_model import lane_seed, xorshift32
 
 PAD_SIZES = (16, 64, 256, 1024)  # reference calls are padded to these sizes: few jit shapes
 
