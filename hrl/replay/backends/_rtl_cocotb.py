@@ -58,20 +58,33 @@ class KernelDriver:
                  misalign: int = 0, start_clock: bool = True):
         import cocotb
         from cocotb.clock import Clock
-        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+        from cocotbext.axi import (
+            AxiBus,
+            AxiLiteBus,
+            AxiLiteMaster,
+            AxiRam,
+            AxiRamRead,
+            AxiReadBus,
+        )
 
         self.dut = dut
         if start_clock:
             cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns").start())
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
                                   dut.ap_rst_n, reset_active_level=False)
-        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_gmem"), dut.ap_clk, dut.ap_rst_n,
+        # The card's memory, seen through the kernel's two masters: gmem0 (indices in,
+        # results out) and gmem1 (words / randoms in, read only), one array.
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_gmem0"), dut.ap_clk, dut.ap_rst_n,
                           reset_active_level=False, size=mem_size)
+        self.ram1 = AxiRamRead(AxiReadBus.from_prefix(dut, "m_axi_gmem1"), dut.ap_clk,
+                               dut.ap_rst_n, reset_active_level=False, size=mem_size,
+                               mem=self.ram.mem)
         # Per-transaction INFO logs of the bus models would dominate the run time.
         self.axil.write_if.log.setLevel(logging.WARNING)
         self.axil.read_if.log.setLevel(logging.WARNING)
         self.ram.write_if.log.setLevel(logging.WARNING)
         self.ram.read_if.log.setLevel(logging.WARNING)
+        self.ram1.log.setLevel(logging.WARNING)
         dut.ap_rst_n.value = 0
         self.mem_size, self.base, self.misalign = mem_size, base, misalign
         self.config = None
@@ -88,7 +101,7 @@ class KernelDriver:
         (None: no pauses)."""
         chans = [self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                  self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
-                 self.ram.read_if.r_channel]
+                 self.ram.read_if.r_channel, self.ram1.ar_channel, self.ram1.r_channel]
         for ch in chans:
             ch.set_pause_generator(generator_factory() if generator_factory else None)
 
