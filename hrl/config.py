@@ -66,11 +66,22 @@ class ReplayConfig:
     # pallas on a GPU); same semantics (hrl.replay.native and hrl.replay.pallas_kernels state
     # their float32 caveats), so whole training runs may differ in the last bits between them
     impl: Literal["auto", "native", "pallas", "xla"] = "auto"
+    # backend "opencl": the device (None: the first GPU, else accelerator, else any; a
+    # substring of the device name; or "rtl-sim": the RTL replay kernel in a Verilog
+    # simulation, driven by the same OpenCL host driver as on a card; fixed point only)
+    opencl_device: str | None = None
 
     def validate(self, path: str) -> None:
         backends = ("jax", "jax_host", "opencl", "rtl")
         _require(self.backend in backends, f"{path}.backend", f"must be one of {backends}",
                  self.backend)
+        if self.opencl_device is not None:
+            _require(self.backend == "opencl", f"{path}.opencl_device",
+                     f"applies only to {path}.backend=opencl (backend is {self.backend!r})",
+                     self.opencl_device)
+            _require(isinstance(self.opencl_device, str) and self.opencl_device.strip() != "",
+                     f"{path}.opencl_device", "must be a non-empty device name or 'rtl-sim'",
+                     self.opencl_device)
         _require(self.capacity >= 1, f"{path}.capacity", "must be >= 1", self.capacity)
         _require(0.0 <= self.alpha <= 1.0, f"{path}.alpha", "must be in [0, 1]", self.alpha)
         for name in ("beta_start", "beta_end"):

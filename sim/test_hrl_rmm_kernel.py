@@ -29,9 +29,8 @@ from hrl.replay.backends._rtl_cocotb import (
     AP_READY,
     AP_START,
     KernelDriver,
-    lane_seed,
-    xorshift32,
 )
+from hrl.replay.backends.rtl_model import lane_seed, xorshift32
 
 PAD_SIZES = (16, 64, 256, 1024)  # reference calls are padded to these sizes: few jit shapes
 
@@ -84,9 +83,9 @@ class TB:
         want = self.drv.base >> 32
         while True:
             await RisingEdge(dut.ap_clk)
-            for prefix in ("ar", "aw"):
-                if int(getattr(dut, f"m_axi_gmem_{prefix}valid").value):
-                    a = getattr(dut, f"m_axi_gmem_{prefix}addr").value.to_unsigned()
+            for prefix in ("m_axi_gmem0_ar", "m_axi_gmem0_aw", "m_axi_gmem1_ar"):
+                if int(getattr(dut, f"{prefix}valid").value):
+                    a = getattr(dut, f"{prefix}addr").value.to_unsigned()
                     assert a >> 32 == want, f"{prefix}addr 0x{a:x} lost the high address word"
 
     async def reset(self):

@@ -33,8 +33,12 @@ def require(tool: str) -> None:
     pytest.skip(reason)
 
 
-def params(k, d, p, w):
-    return {"K": k, "D": d, "P": p, "W": w}
+def params(k, d, p, w, dw=None):
+    """HDL parameters; dw: the AXI data width (None: the RTL's default, 512)."""
+    out = {"K": k, "D": d, "P": p, "W": w}
+    if dw is not None:
+        out["C_M_AXI_GMEM_DATA_WIDTH"] = dw
+    return out
 
 
 ALL_TESTS = ["test_control_interface", "test_random_commands", "test_cycles"]
@@ -46,16 +50,17 @@ VERILATOR_SETS = [
     pytest.param(params(4, 3, 1, 32), 64, {"KRN_CMDS": "60"}, id="K4-D3-P1-W32"),
     pytest.param(params(4, 5, 1, 32), 1000, {"KRN_CMDS": "200", "KRN_MAX_BATCH": "700"},
                  id="K4-D5-P1-W32-N1000", marks=pytest.mark.slow),
-    pytest.param(params(8, 3, 3, 16), 512, {"KRN_CMDS": "150", "KRN_STALL": "1"},
-                 id="K8-D3-P3-W16-stall", marks=pytest.mark.slow),
+    pytest.param(params(8, 3, 3, 16, dw=32), 512, {"KRN_CMDS": "150", "KRN_STALL": "1"},
+                 id="K8-D3-P3-W16-DW32-stall", marks=pytest.mark.slow),
     pytest.param(params(2, 9, 1, 8), 300, {"KRN_CMDS": "150"}, id="K2-D9-P1-W8-N300",
                  marks=pytest.mark.slow),
     pytest.param(params(64, 2, 1, 32), 4096, {"KRN_CMDS": "80", "KRN_FULL_EVERY": "40"},
                  id="K64-D2-P1-W32", marks=pytest.mark.slow),
 ]
 ICARUS_SETS = [
-    pytest.param(params(16, 2, 2, 24), 200, {"KRN_CMDS": "40", "KRN_STALL": "1"},
-                 id="K16-D2-P2-W24-N200-stall"),
+    # 64-bit beats: two words each, so runs of odd length end in a half beat.
+    pytest.param(params(16, 2, 2, 24, dw=64), 200, {"KRN_CMDS": "40", "KRN_STALL": "1"},
+                 id="K16-D2-P2-W24-DW64-N200-stall"),
     pytest.param(params(4, 4, 4, 32), 256, {"KRN_CMDS": "80", "KRN_STALL": "1"},
                  id="K4-D4-P4-W32-stall", marks=pytest.mark.slow),
 ]
@@ -77,8 +82,8 @@ def test_kernel_icarus(prm, capacity, env):
     _simulate("icarus", prm, capacity, env)
 
 
-LINT_SETS = [params(2, 1, 1, 8), params(4, 3, 1, 32), params(16, 2, 2, 24),
-             params(8, 3, 3, 16), params(4, 8, 4, 32)]
+LINT_SETS = [params(2, 1, 1, 8), params(4, 3, 1, 32), params(16, 2, 2, 24, dw=64),
+             params(8, 3, 3, 16, dw=32), params(4, 8, 4, 32, dw=128)]
 
 
 @pytest.mark.parametrize("prm", LINT_SETS, ids=lambda p: rmm_runner.case_name("lint", p))
@@ -100,7 +105,9 @@ def test_filelist_matches_rtl():
     rmm = (ROOT / "fpga_rtl/rtl/hrl_rmm.f").read_text().split()
     kernel = (ROOT / "fpga_rtl/rtl/hrl_rmm_kernel.f").read_text().split()
     assert kernel[: len(rmm)] == rmm
-    assert kernel[len(rmm):] == ["rtl/hrl_axi_rd.v", "rtl/hrl_axi_wr.v", "rtl/hrl_rmm_kernel.v"]
+    assert kernel[len(rmm):] == ["rtl/hrl_axi_rd.v", "rtl/hrl_axi_wr.v",
+                                 "rtl/hrl_beats_to_words.v", "rtl/hrl_words_to_beats.v",
+                                 "rtl/hrl_rmm_kernel.v"]
     for path in kernel:
         assert (ROOT / "fpga_rtl" / path).is_file(), path
 
@@ -117,13 +124,18 @@ def test_vitis_files_agree_with_rtl_and_driver():
     ports = set(re.findall(r"^\s*(?:input|output)\s+(?:wire|reg)\s+(?:\[[^\]]+\]\s*)?(\w+)",
                            rtl, re.M))
     for name in ("ap_clk", "ap_rst_n", "interrupt", "s_axi_control_awaddr",
-                 "m_axi_gmem_araddr", "m_axi_gmem_wlast", "m_axi_gmem_rlast"):
+                 "m_axi_gmem0_araddr", "m_axi_gmem0_wlast", "m_axi_gmem0_rlast",
+                 "m_axi_gmem1_araddr", "m_axi_gmem1_rlast"):
         assert name in ports, name
     kernel = ET.parse(ROOT / "fpga_rtl/vitis/kernel.xml").getroot().find("kernel")
     assert kernel.get("name") == "hrl_rmm_kernel" == kernel_runner.TOP
     assert kernel.get("hwControlProtocol") == "ap_ctrl_hs"
     port_names = {p.get("name") for p in kernel.iter("port")}
-    assert port_names == {"s_axi_control", "m_axi_gmem"}
+    assert port_names == {"s_axi_control", "m_axi_gmem0", "m_axi_gmem1"}
+    # The data width the RTL is packaged with (its default) is the one kernel.xml declares.
+    width = int(re.search(r"parameter C_M_AXI_GMEM_DATA_WIDTH = (\d+)", rtl).group(1))
+    assert {p.get("dataWidth") for p in kernel.iter("port")
+            if p.get("name").startswith("m_axi")} == {str(width)}
     for p in port_names:
         assert any(n.startswith(p + "_") for n in ports), p
     args = {a.get("name"): a for a in kernel.iter("arg")}
@@ -137,6 +149,8 @@ def test_vitis_files_agree_with_rtl_and_driver():
         assert re.search(rf"5'h{offset // 4:02x}:\s*\w+_reg(\[31:0\])?\s*<=\s*merge", rtl), name
         pointer = arg.get("addressQualifier") == "1"
         assert arg.get("size") == ("0x8" if pointer else "0x4"), name
-        assert re.search(rf"\b{name} 0x{offset:02x} {64 if pointer else 32}\b", tcl), name
+        assert re.search(rf"\b{name} 0x{offset:02x} {64 if pointer else 32}"
+                         rf"{' ' + arg.get('port') if pointer else ''}\b", tcl), name
     link = (ROOT / "fpga_rtl/vitis/link.cfg").read_text()
-    assert "nk=hrl_rmm_kernel:1:" in link and ".m_axi_gmem:" in link
+    assert "nk=hrl_rmm_kernel:1:" in link
+    assert ".m_axi_gmem0:" in link and ".m_axi_gmem1:" in link

@@ -1,15 +1,18 @@
-// hrl_axi_rd: AXI4 read engine -- streams `count` consecutive 32-bit words from `addr`.
+// hrl_axi_rd: AXI4 read engine -- streams `count` consecutive data beats of DW bits from
+// `addr`.
 //
-// A `start` pulse loads the job (addr must be 4-byte aligned; count may be 0). The engine
-// issues INCR bursts of up to 256 beats that never cross a 4 KiB boundary (AXI4 rule) as
-// fast as the interconnect accepts them (no outstanding limit: R is back-pressured by the
-// consumer, so nothing is ever dropped) and hands the data beats, in order, to the m_*
-// stream. `busy` is high from the cycle after `start` until the last word left on m_*.
+// A `start` pulse loads the job (addr aligned to DW/8 bytes; count in beats, may be 0). The
+// engine issues INCR bursts of up to 256 beats that never cross a 4 KiB boundary (AXI4
+// rule) as fast as the interconnect accepts them (no outstanding limit: R is back-pressured
+// by the consumer, so nothing is ever dropped) and hands the data beats, in order, to the
+// m_* stream. `busy` is high from the cycle after `start` until the last beat left on m_*.
 `default_nettype none
 
 module hrl_axi_rd #(
     // Address bits of the AXI4 master (Vitis: 64).
-    parameter ADDR_W = 64
+    parameter ADDR_W = 64,
+    // Data bits per beat (32..512, a power of two).
+    parameter DW = 32
 ) (
     input  wire              clk,
     input  wire              rst,
@@ -19,7 +22,7 @@ module hrl_axi_rd #(
     input  wire [31:0]       count,
     output wire              busy,
 
-    output wire [31:0]       m_data,
+    output wire [DW-1:0]     m_data,
     output wire              m_valid,
     input  wire              m_ready,
 
@@ -33,35 +36,41 @@ module hrl_axi_rd #(
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [0:0]        m_axi_rid,     // one ID: responses come back in order
     input  wire [1:0]        m_axi_rresp,   // errors are not reported to the host
-    input  wire              m_axi_rlast,   // the word count, not rlast, ends the job
+    input  wire              m_axi_rlast,   // the beat count, not rlast, ends the job
     /* verilator lint_on UNUSEDSIGNAL */
-    input  wire [31:0]       m_axi_rdata,
+    input  wire [DW-1:0]     m_axi_rdata,
     input  wire              m_axi_rvalid,
     output wire              m_axi_rready
 );
 
+    localparam LOG_BS = $clog2(DW / 8);   // log2 bytes per beat
+
     initial begin
         if (ADDR_W < 13 || ADDR_W > 64) $fatal(1, "%m: ADDR_W=%0d must be in [13, 64]", ADDR_W);
+        if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
+            $fatal(1, "%m: DW=%0d must be a power of two in [32, 512]", DW);
     end
 
     reg [ADDR_W-1:0] ar_addr_reg;
-    reg [31:0] ar_left_reg;   // words not yet requested
-    reg [31:0] r_left_reg;    // words not yet delivered
+    reg [31:0] ar_left_reg;   // beats not yet requested
+    reg [31:0] r_left_reg;    // beats not yet delivered
 
-    // Beats of the next burst: min(words left, 256, words to the next 4 KiB boundary).
-    wire [10:0] to_4k = 11'd1024 - {1'b0, ar_addr_reg[11:2]};
+    // Beats of the next burst: min(beats left, 256, beats to the next 4 KiB boundary).
+    /* verilator lint_off WIDTHTRUNC */
+    wire [12:0] to_4k = (13'd4096 - {1'b0, ar_addr_reg[11:0]}) >> LOG_BS;
+    /* verilator lint_on WIDTHTRUNC */
     reg [8:0] beats;
     always @* begin
         beats = 9'd256;
-        if ({21'd0, to_4k} < {23'd0, beats}) beats = to_4k[8:0];
+        if ({19'd0, to_4k} < {23'd0, beats}) beats = to_4k[8:0];
         if (ar_left_reg < {23'd0, beats}) beats = ar_left_reg[8:0];
     end
 
     assign m_axi_arid = 1'b0;
     assign m_axi_araddr = ar_addr_reg;
     assign m_axi_arlen = beats[7:0] - 8'd1;
-    assign m_axi_arsize = 3'd2;      // 4 bytes per beat
-    assign m_axi_arburst = 2'b01;    // INCR
+    assign m_axi_arsize = LOG_BS[2:0];   // DW/8 bytes per beat
+    assign m_axi_arburst = 2'b01;        // INCR
     assign m_axi_arvalid = ar_left_reg != 32'd0;
     wire ar_fire = m_axi_arvalid && m_axi_arready;
 
@@ -73,7 +82,7 @@ module hrl_axi_rd #(
 
     always @(posedge clk) begin
         if (ar_fire) begin
-            ar_addr_reg <= ar_addr_reg + {{(ADDR_W-11){1'b0}}, beats, 2'b00};
+            ar_addr_reg <= ar_addr_reg + ({{(ADDR_W-9){1'b0}}, beats} << LOG_BS);
             ar_left_reg <= ar_left_reg - {23'd0, beats};
         end
         if (r_fire) r_left_reg <= r_left_reg - 32'd1;

@@ -1,16 +1,18 @@
-// hrl_axi_wr: AXI4 write engine -- writes `count` consecutive 32-bit words to `addr` from
-// the s_* stream.
+// hrl_axi_wr: AXI4 write engine -- writes `count` consecutive data beats of DW bits (with
+// byte strobes) to `addr` from the s_* stream.
 //
-// A `start` pulse loads the job (addr 4-byte aligned; count may be 0). Bursts are INCR, up
-// to 256 beats, never across a 4 KiB boundary. Addresses run ahead of data; a burst's data
-// beats are sent only after its address was accepted (some interconnects require it). `busy`
-// is high from the cycle after `start` until the last write response came back, so when it
-// falls every word is in memory.
+// A `start` pulse loads the job (addr aligned to DW/8 bytes; count in beats, may be 0).
+// Bursts are INCR, up to 256 beats, never across a 4 KiB boundary. Addresses run ahead of
+// data; a burst's data beats are sent only after its address was accepted (some
+// interconnects require it). `busy` is high from the cycle after `start` until the last
+// write response came back, so when it falls every word is in memory.
 `default_nettype none
 
 module hrl_axi_wr #(
     // Address bits of the AXI4 master (Vitis: 64).
-    parameter ADDR_W = 64
+    parameter ADDR_W = 64,
+    // Data bits per beat (32..512, a power of two).
+    parameter DW = 32
 ) (
     input  wire              clk,
     input  wire              rst,
@@ -20,7 +22,8 @@ module hrl_axi_wr #(
     input  wire [31:0]       count,
     output wire              busy,
 
-    input  wire [31:0]       s_data,
+    input  wire [DW-1:0]     s_data,
+    input  wire [DW/8-1:0]   s_strb,
     input  wire              s_valid,
     output wire              s_ready,
 
@@ -31,8 +34,8 @@ module hrl_axi_wr #(
     output wire [1:0]        m_axi_awburst,
     output wire              m_axi_awvalid,
     input  wire              m_axi_awready,
-    output wire [31:0]       m_axi_wdata,
-    output wire [3:0]        m_axi_wstrb,
+    output wire [DW-1:0]     m_axi_wdata,
+    output wire [DW/8-1:0]   m_axi_wstrb,
     output wire              m_axi_wlast,
     output wire              m_axi_wvalid,
     input  wire              m_axi_wready,
@@ -44,32 +47,36 @@ module hrl_axi_wr #(
     output wire              m_axi_bready
 );
 
+    localparam LOG_BS = $clog2(DW / 8);   // log2 bytes per beat
+
     initial begin
         if (ADDR_W < 13 || ADDR_W > 64) $fatal(1, "%m: ADDR_W=%0d must be in [13, 64]", ADDR_W);
+        if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
+            $fatal(1, "%m: DW=%0d must be a power of two in [32, 512]", DW);
     end
 
     reg [ADDR_W-1:0] aw_addr_reg, w_addr_reg;
-    reg [31:0] aw_left_reg, w_left_reg;   // words whose address / data is not yet sent
+    reg [31:0] aw_left_reg, w_left_reg;   // beats whose address / data is not yet sent
     reg [8:0] w_beats_reg;                // beats left in the current data burst (0: none)
     reg [31:0] aw_ahead_reg;              // bursts whose address went out, data not started
     reg [31:0] b_wait_reg;                // bursts whose response has not come back
 
-    // Burst length from an address and a word count: min(left, 256, words to 4 KiB).
-    function [8:0] burst_beats(input [9:0] word_in_4k, input [31:0] left);
-        reg [10:0] to_4k;
+    // Burst length from an address and a beat count: min(left, 256, beats to 4 KiB).
+    function [8:0] burst_beats(input [11:0] byte_in_4k, input [31:0] left);
+        reg [12:0] to_4k;
         begin
-            to_4k = 11'd1024 - {1'b0, word_in_4k};
+            to_4k = (13'd4096 - {1'b0, byte_in_4k}) >> LOG_BS;
             burst_beats = 9'd256;
-            if ({21'd0, to_4k} < 32'd256) burst_beats = to_4k[8:0];
+            if ({19'd0, to_4k} < 32'd256) burst_beats = to_4k[8:0];
             if (left < {23'd0, burst_beats}) burst_beats = left[8:0];
         end
     endfunction
 
-    wire [8:0] aw_beats = burst_beats(aw_addr_reg[11:2], aw_left_reg);
+    wire [8:0] aw_beats = burst_beats(aw_addr_reg[11:0], aw_left_reg);
     assign m_axi_awid = 1'b0;
     assign m_axi_awaddr = aw_addr_reg;
     assign m_axi_awlen = aw_beats[7:0] - 8'd1;
-    assign m_axi_awsize = 3'd2;
+    assign m_axi_awsize = LOG_BS[2:0];
     assign m_axi_awburst = 2'b01;
     assign m_axi_awvalid = aw_left_reg != 32'd0;
     wire aw_fire = m_axi_awvalid && m_axi_awready;
@@ -77,10 +84,10 @@ module hrl_axi_wr #(
     // The beat on W opens a new burst when w_beats_reg is 0; it may only do so once that
     // burst's address went out (aw_ahead_reg > 0).
     wire w_open = w_beats_reg == 9'd0;
-    wire [8:0] w_cur = w_open ? burst_beats(w_addr_reg[11:2], w_left_reg) : w_beats_reg;
+    wire [8:0] w_cur = w_open ? burst_beats(w_addr_reg[11:0], w_left_reg) : w_beats_reg;
     wire w_can = w_left_reg != 32'd0 && (!w_open || aw_ahead_reg != 32'd0);
     assign m_axi_wdata = s_data;
-    assign m_axi_wstrb = 4'hF;
+    assign m_axi_wstrb = s_strb;
     assign m_axi_wlast = w_cur == 9'd1;
     assign m_axi_wvalid = w_can && s_valid;
     assign s_ready = w_can && m_axi_wready;
@@ -92,13 +99,13 @@ module hrl_axi_wr #(
 
     always @(posedge clk) begin
         if (aw_fire) begin
-            aw_addr_reg <= aw_addr_reg + {{(ADDR_W-11){1'b0}}, aw_beats, 2'b00};
+            aw_addr_reg <= aw_addr_reg + ({{(ADDR_W-9){1'b0}}, aw_beats} << LOG_BS);
             aw_left_reg <= aw_left_reg - {23'd0, aw_beats};
         end
         aw_ahead_reg <= aw_ahead_reg + {31'd0, aw_fire} - {31'd0, w_fire && w_open};
         b_wait_reg <= b_wait_reg + {31'd0, aw_fire} - {31'd0, b_fire};
         if (w_fire) begin
-            w_addr_reg <= w_addr_reg + {{(ADDR_W-3){1'b0}}, 3'd4};
+            w_addr_reg <= w_addr_reg + ({{(ADDR_W-1){1'b0}}, 1'b1} << LOG_BS);
             w_left_reg <= w_left_reg - 32'd1;
             w_beats_reg <= w_cur - 9'd1;
         end

@@ -6,6 +6,11 @@
 //   t_next = that child's word - 1.
 // Prefix sums are kept exact in W+log2(K) bits, so no carry splitting is needed; the
 // reference's uint32 split arithmetic computes the same values.
+//
+// Depth: the K prefix sums come from a Kogge-Stone network (log2(K) adder levels, not a
+// chain of K - 1 adders); the K comparisons with T and the K candidate remainders
+// T - P_{j-1} are formed in parallel, and the first P_j > T selects among them (a
+// one-hot mux). So the path is log2(K) + 1 adders plus a priority select.
 `default_nettype none
 
 module hrl_descend_step #(
@@ -29,36 +34,46 @@ module hrl_descend_step #(
 
     wire [SW-1:0] target = {t, digit};
 
-    reg [SW-1:0] incl;      // running inclusive prefix sum
+    reg [K*SW-1:0] incl;     // inclusive prefix sums P_j (Kogge-Stone, log2(K) levels)
+    reg [K*SW-1:0] next;
+    reg [K-1:0]    above;    // P_j > T (monotone in j: a thermometer code)
+    reg [K-1:0]    first;    // one-hot: the first j with P_j > T
     /* verilator lint_off UNUSEDSIGNAL */
-    reg [SW-1:0] excl_sel;  // exclusive prefix of the chosen child (T - it < 2**W: low bits)
+    reg [SW-1:0]   rem;      // T - P_{j-1} of the chosen child (< 2**W: low bits)
+    reg [SW-1:0]   excl;
     /* verilator lint_on UNUSEDSIGNAL */
-    reg [S:0]    count;     // prefix sums <= target (0..K)
-    reg [S-1:0]  last_nz;   // last non-zero child, 0 if none
-    reg [W-1:0]  word;
-    integer j;
+    reg [S-1:0]    last_nz;  // last non-zero child, 0 if none
+    integer j, d;
 
     always @* begin
-        incl = {SW{1'b0}};
-        excl_sel = {SW{1'b0}};
-        count = {(S+1){1'b0}};
+        for (j = 0; j < K; j = j + 1)
+            incl[j*SW +: SW] = {{S{1'b0}}, row[j*W +: W]};
+        for (d = 1; d < K; d = d * 2) begin
+            next = incl;
+            for (j = d; j < K; j = j + 1)
+                next[j*SW +: SW] = incl[j*SW +: SW] + incl[(j-d)*SW +: SW];
+            incl = next;
+        end
+
+        child = {S{1'b0}};
+        rem = {SW{1'b0}};
         last_nz = {S{1'b0}};
         for (j = 0; j < K; j = j + 1) begin
-            word = row[j*W +: W];
-            // The exclusive prefix of the first child whose inclusive sum passes the target.
-            if (incl + {{S{1'b0}}, word} > target && count == j[S:0])
-                excl_sel = incl;
-            incl = incl + {{S{1'b0}}, word};
-            if (incl <= target) count = count + 1'b1;
-            if (word != {W{1'b0}}) last_nz = j[S-1:0];
+            above[j] = incl[j*SW +: SW] > target;
+            first[j] = above[j] && (j == 0 || !above[(j == 0) ? 0 : j - 1]);
+            excl = (j == 0) ? {SW{1'b0}} : incl[((j == 0) ? 0 : j - 1)*SW +: SW];
+            if (first[j]) begin
+                child = child | j[S-1:0];
+                rem = rem | (target - excl);
+            end
+            if (row[j*W +: W] != {W{1'b0}}) last_nz = j[S-1:0];
         end
-        if (count[S]) begin
-            // count == K: past the end through round-up slack.
+        if (!above[K-1]) begin
+            // Every prefix sum <= T: past the end through round-up slack.
             child = last_nz;
             t_next = row[last_nz*W +: W] - 1'b1;
         end else begin
-            child = count[S-1:0];
-            t_next = target[W-1:0] - excl_sel[W-1:0];
+            t_next = rem[W-1:0];
         end
     end
 

@@ -5,4 +5,6 @@ rtl/hrl_update_step.v
 rtl/hrl_rmm.v
 rtl/hrl_axi_rd.v
 rtl/hrl_axi_wr.v
+rtl/hrl_beats_to_words.v
+rtl/hrl_words_to_beats.v
 rtl/hrl_rmm_kernel.v

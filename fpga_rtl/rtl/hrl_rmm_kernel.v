@@ -26,9 +26,8 @@
 //
 // Commands (one per ap_start; each ends with every effect visible: updates committed,
 // results written and acknowledged by the memory, the root latched at 0x64):
-//   UPDATE          reads indices and words in chunks of 256 (the indices of a chunk into
-//                   a local buffer, then the words streamed into the tree) and issues
-//                   `count` updates in order: the last of duplicate indices wins.
+//   UPDATE          streams indices (m_axi_gmem0) and words (m_axi_gmem1) at once and
+//                   issues `count` updates in order: the last of duplicate indices wins.
 //   SAMPLE          streams `count` host fractions (formats.stratify_bits already applied
 //                   by the host when stratified) into the tree.
 //   SAMPLE_LFSR     `count` stratified samples from the lanes' generators:
@@ -40,8 +39,16 @@
 // Items are packed P per group (lane order = batch order), so a P-lane tree sees exactly
 // the host's order; result words go to memory in the same order.
 //
+// Memory: two AXI4 masters of C_M_AXI_GMEM_DATA_WIDTH bits (default 512, what Alveo memory
+// controllers offer): m_axi_gmem0 reads the indices and writes the results, m_axi_gmem1
+// reads the words and the randoms. Beats are cut into groups of P words (and result words
+// packed into beats) by hrl_beats_to_words / hrl_words_to_beats, so one group of P items
+// enters the tree per cycle for P <= DW/32 (UPDATE, SAMPLE) and results leave at full rate
+// for P <= DW/64.
+//
 // The host must not change the argument registers while the kernel runs; count must be
-// < 2**31 (SAMPLE*) and count*K < 2**32 (READ_TREE); addresses 4-byte aligned.
+// < 2**31 (SAMPLE*) and count*K < 2**32 (READ_TREE); buffer addresses must be aligned to
+// DW/8 bytes (XRT aligns buffers to 4 KiB).
 `default_nettype none
 
 module hrl_rmm_kernel #(
@@ -56,7 +63,9 @@ module hrl_rmm_kernel #(
     // AXI4-Lite control address bits (Vitis: large enough for the register map).
     parameter C_S_AXI_CONTROL_ADDR_WIDTH = 7,
     // AXI4 master address bits (Vitis: 64).
-    parameter C_M_AXI_GMEM_ADDR_WIDTH = 64
+    parameter C_M_AXI_GMEM_ADDR_WIDTH = 64,
+    // AXI4 master data bits of both ports (32..512; Alveo memory controllers: 512).
+    parameter C_M_AXI_GMEM_DATA_WIDTH = 512
 ) (
     input  wire        ap_clk,
     input  wire        ap_rst_n,
@@ -82,35 +91,50 @@ module hrl_rmm_kernel #(
     output reg         s_axi_control_rvalid,
     input  wire        s_axi_control_rready,
 
-    output wire [0:0]  m_axi_gmem_awid,
-    output wire [C_M_AXI_GMEM_ADDR_WIDTH-1:0] m_axi_gmem_awaddr,
-    output wire [7:0]  m_axi_gmem_awlen,
-    output wire [2:0]  m_axi_gmem_awsize,
-    output wire [1:0]  m_axi_gmem_awburst,
-    output wire        m_axi_gmem_awvalid,
-    input  wire        m_axi_gmem_awready,
-    output wire [31:0] m_axi_gmem_wdata,
-    output wire [3:0]  m_axi_gmem_wstrb,
-    output wire        m_axi_gmem_wlast,
-    output wire        m_axi_gmem_wvalid,
-    input  wire        m_axi_gmem_wready,
-    input  wire [0:0]  m_axi_gmem_bid,
-    input  wire [1:0]  m_axi_gmem_bresp,
-    input  wire        m_axi_gmem_bvalid,
-    output wire        m_axi_gmem_bready,
-    output wire [0:0]  m_axi_gmem_arid,
-    output wire [C_M_AXI_GMEM_ADDR_WIDTH-1:0] m_axi_gmem_araddr,
-    output wire [7:0]  m_axi_gmem_arlen,
-    output wire [2:0]  m_axi_gmem_arsize,
-    output wire [1:0]  m_axi_gmem_arburst,
-    output wire        m_axi_gmem_arvalid,
-    input  wire        m_axi_gmem_arready,
-    input  wire [0:0]  m_axi_gmem_rid,
-    input  wire [31:0] m_axi_gmem_rdata,
-    input  wire [1:0]  m_axi_gmem_rresp,
-    input  wire        m_axi_gmem_rlast,
-    input  wire        m_axi_gmem_rvalid,
-    output wire        m_axi_gmem_rready
+    // m_axi_gmem0: indices in (R), results out (W).
+    output wire [0:0]  m_axi_gmem0_awid,
+    output wire [C_M_AXI_GMEM_ADDR_WIDTH-1:0] m_axi_gmem0_awaddr,
+    output wire [7:0]  m_axi_gmem0_awlen,
+    output wire [2:0]  m_axi_gmem0_awsize,
+    output wire [1:0]  m_axi_gmem0_awburst,
+    output wire        m_axi_gmem0_awvalid,
+    input  wire        m_axi_gmem0_awready,
+    output wire [C_M_AXI_GMEM_DATA_WIDTH-1:0] m_axi_gmem0_wdata,
+    output wire [C_M_AXI_GMEM_DATA_WIDTH/8-1:0] m_axi_gmem0_wstrb,
+    output wire        m_axi_gmem0_wlast,
+    output wire        m_axi_gmem0_wvalid,
+    input  wire        m_axi_gmem0_wready,
+    input  wire [0:0]  m_axi_gmem0_bid,
+    input  wire [1:0]  m_axi_gmem0_bresp,
+    input  wire        m_axi_gmem0_bvalid,
+    output wire        m_axi_gmem0_bready,
+    output wire [0:0]  m_axi_gmem0_arid,
+    output wire [C_M_AXI_GMEM_ADDR_WIDTH-1:0] m_axi_gmem0_araddr,
+    output wire [7:0]  m_axi_gmem0_arlen,
+    output wire [2:0]  m_axi_gmem0_arsize,
+    output wire [1:0]  m_axi_gmem0_arburst,
+    output wire        m_axi_gmem0_arvalid,
+    input  wire        m_axi_gmem0_arready,
+    input  wire [0:0]  m_axi_gmem0_rid,
+    input  wire [C_M_AXI_GMEM_DATA_WIDTH-1:0] m_axi_gmem0_rdata,
+    input  wire [1:0]  m_axi_gmem0_rresp,
+    input  wire        m_axi_gmem0_rlast,
+    input  wire        m_axi_gmem0_rvalid,
+    output wire        m_axi_gmem0_rready,
+    // m_axi_gmem1: words / randoms in (R); read only.
+    output wire [0:0]  m_axi_gmem1_arid,
+    output wire [C_M_AXI_GMEM_ADDR_WIDTH-1:0] m_axi_gmem1_araddr,
+    output wire [7:0]  m_axi_gmem1_arlen,
+    output wire [2:0]  m_axi_gmem1_arsize,
+    output wire [1:0]  m_axi_gmem1_arburst,
+    output wire        m_axi_gmem1_arvalid,
+    input  wire        m_axi_gmem1_arready,
+    input  wire [0:0]  m_axi_gmem1_rid,
+    input  wire [C_M_AXI_GMEM_DATA_WIDTH-1:0] m_axi_gmem1_rdata,
+    input  wire [1:0]  m_axi_gmem1_rresp,
+    input  wire        m_axi_gmem1_rlast,
+    input  wire        m_axi_gmem1_rvalid,
+    output wire        m_axi_gmem1_rready
 );
 
     localparam AA = C_S_AXI_CONTROL_ADDR_WIDTH;
@@ -118,8 +142,12 @@ module hrl_rmm_kernel #(
     localparam [2:0] CMD_UPDATE = 3'd0, CMD_SAMPLE = 3'd1, CMD_SAMPLE_LFSR = 3'd2,
         CMD_SAMPLE_LFSR_IID = 3'd3, CMD_READ_TREE = 3'd4, CMD_CLEAR = 3'd5;
     localparam [1:0] OP_UPDATE = 2'd1, OP_SAMPLE = 2'd2, OP_SAMPLE_LFSR = 2'd3;
-    localparam CHUNK = 256;     // UPDATE indices buffered per chunk
-    localparam LANE_W = (P > 1) ? $clog2(P) : 1;
+    localparam DW = C_M_AXI_GMEM_DATA_WIDTH;
+    localparam NW = DW / 32;                 // words per beat
+    localparam LOG_NW = $clog2(NW);
+    localparam PW = $clog2(P + 1);           // bits of a lane count 0..P
+    localparam GW = 2 * P;                   // result words per group (index, random word)
+    localparam GWW = $clog2(GW + 1);
     localparam KW = (K > 1) ? $clog2(K) : 1;
 
     initial begin
@@ -127,6 +155,9 @@ module hrl_rmm_kernel #(
             $fatal(1, "%m: C_S_AXI_CONTROL_ADDR_WIDTH=%0d must be in [7, 16]", AA);
         if (GA < 32 || GA > 64)
             $fatal(1, "%m: C_M_AXI_GMEM_ADDR_WIDTH=%0d must be in [32, 64]", GA);
+        if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
+            $fatal(1, "%m: C_M_AXI_GMEM_DATA_WIDTH=%0d must be a power of two in [32, 512]",
+                   DW);
     end
 
     wire rst = !ap_rst_n;
@@ -323,136 +354,148 @@ module hrl_rmm_kernel #(
         .clearing(rmm_clearing)
     );
 
-    // ------------------------------------------------------------------ AXI4 master
-    reg rd_start, wr_start;
-    reg [63:0] rd_addr, wr_addr;
-    reg [31:0] rd_count, wr_count;
-    wire rd_busy, wr_busy;
-    wire [31:0] rd_data;
-    wire rd_valid;
-    reg rd_ready;
-    reg [31:0] wr_data;
-    reg wr_valid;
-    wire wr_ready;
+    // ------------------------------------------------------------------ AXI4 masters
+    // Two ports so that UPDATE reads its two streams (indices on gmem0, words on gmem1) at
+    // once, each DW bits wide: P lanes take P items per cycle, and a beat carries DW/32, so
+    // the memory side feeds the tree at full rate for P <= DW/32 (results: 2 words per item
+    // on gmem0's write channel, full rate for P <= DW/64). Buffers must be DW/8-byte aligned.
+    reg rd0_start, rd1_start, wr0_start;
+    reg [63:0] rd0_addr, rd1_addr, wr0_addr;
+    reg [31:0] rd0_beats, rd1_beats, wr0_beats;
+    wire rd0_busy, rd1_busy, wr0_busy;
+    wire [DW-1:0] rd0_data, rd1_data, wr0_data;
+    wire [DW/8-1:0] wr0_strb;
+    wire rd0_valid, rd0_ready, rd1_valid, rd1_ready, wr0_valid, wr0_ready;
 
-    hrl_axi_rd #(.ADDR_W(GA)) rd_inst (
+    hrl_axi_rd #(.ADDR_W(GA), .DW(DW)) rd0_inst (
         .clk(ap_clk), .rst(rst),
-        .start(rd_start), .addr(rd_addr[GA-1:0]), .count(rd_count), .busy(rd_busy),
-        .m_data(rd_data), .m_valid(rd_valid), .m_ready(rd_ready),
-        .m_axi_arid(m_axi_gmem_arid), .m_axi_araddr(m_axi_gmem_araddr),
-        .m_axi_arlen(m_axi_gmem_arlen), .m_axi_arsize(m_axi_gmem_arsize),
-        .m_axi_arburst(m_axi_gmem_arburst), .m_axi_arvalid(m_axi_gmem_arvalid),
-        .m_axi_arready(m_axi_gmem_arready), .m_axi_rid(m_axi_gmem_rid),
-        .m_axi_rdata(m_axi_gmem_rdata), .m_axi_rresp(m_axi_gmem_rresp),
-        .m_axi_rlast(m_axi_gmem_rlast), .m_axi_rvalid(m_axi_gmem_rvalid),
-        .m_axi_rready(m_axi_gmem_rready)
+        .start(rd0_start), .addr(rd0_addr[GA-1:0]), .count(rd0_beats), .busy(rd0_busy),
+        .m_data(rd0_data), .m_valid(rd0_valid), .m_ready(rd0_ready),
+        .m_axi_arid(m_axi_gmem0_arid), .m_axi_araddr(m_axi_gmem0_araddr),
+        .m_axi_arlen(m_axi_gmem0_arlen), .m_axi_arsize(m_axi_gmem0_arsize),
+        .m_axi_arburst(m_axi_gmem0_arburst), .m_axi_arvalid(m_axi_gmem0_arvalid),
+        .m_axi_arready(m_axi_gmem0_arready), .m_axi_rid(m_axi_gmem0_rid),
+        .m_axi_rdata(m_axi_gmem0_rdata), .m_axi_rresp(m_axi_gmem0_rresp),
+        .m_axi_rlast(m_axi_gmem0_rlast), .m_axi_rvalid(m_axi_gmem0_rvalid),
+        .m_axi_rready(m_axi_gmem0_rready)
     );
 
-    hrl_axi_wr #(.ADDR_W(GA)) wr_inst (
+    hrl_axi_rd #(.ADDR_W(GA), .DW(DW)) rd1_inst (
         .clk(ap_clk), .rst(rst),
-        .start(wr_start), .addr(wr_addr[GA-1:0]), .count(wr_count), .busy(wr_busy),
-        .s_data(wr_data), .s_valid(wr_valid), .s_ready(wr_ready),
-        .m_axi_awid(m_axi_gmem_awid), .m_axi_awaddr(m_axi_gmem_awaddr),
-        .m_axi_awlen(m_axi_gmem_awlen), .m_axi_awsize(m_axi_gmem_awsize),
-        .m_axi_awburst(m_axi_gmem_awburst), .m_axi_awvalid(m_axi_gmem_awvalid),
-        .m_axi_awready(m_axi_gmem_awready), .m_axi_wdata(m_axi_gmem_wdata),
-        .m_axi_wstrb(m_axi_gmem_wstrb), .m_axi_wlast(m_axi_gmem_wlast),
-        .m_axi_wvalid(m_axi_gmem_wvalid), .m_axi_wready(m_axi_gmem_wready),
-        .m_axi_bid(m_axi_gmem_bid), .m_axi_bresp(m_axi_gmem_bresp),
-        .m_axi_bvalid(m_axi_gmem_bvalid), .m_axi_bready(m_axi_gmem_bready)
+        .start(rd1_start), .addr(rd1_addr[GA-1:0]), .count(rd1_beats), .busy(rd1_busy),
+        .m_data(rd1_data), .m_valid(rd1_valid), .m_ready(rd1_ready),
+        .m_axi_arid(m_axi_gmem1_arid), .m_axi_araddr(m_axi_gmem1_araddr),
+        .m_axi_arlen(m_axi_gmem1_arlen), .m_axi_arsize(m_axi_gmem1_arsize),
+        .m_axi_arburst(m_axi_gmem1_arburst), .m_axi_arvalid(m_axi_gmem1_arvalid),
+        .m_axi_arready(m_axi_gmem1_arready), .m_axi_rid(m_axi_gmem1_rid),
+        .m_axi_rdata(m_axi_gmem1_rdata), .m_axi_rresp(m_axi_gmem1_rresp),
+        .m_axi_rlast(m_axi_gmem1_rlast), .m_axi_rvalid(m_axi_gmem1_rvalid),
+        .m_axi_rready(m_axi_gmem1_rready)
     );
 
-    // ------------------------------------------------------------------ group packer
-    // Items (one lane operation each, in batch order) fill lanes 0..P-1 of a group; a full
-    // group, or the last item of a batch or chunk, is offered to the tree.
-    reg item_valid, item_last;
-    reg [1:0] item_op;
-    reg [31:0] item_index, item_data;
+    hrl_axi_wr #(.ADDR_W(GA), .DW(DW)) wr0_inst (
+        .clk(ap_clk), .rst(rst),
+        .start(wr0_start), .addr(wr0_addr[GA-1:0]), .count(wr0_beats), .busy(wr0_busy),
+        .s_data(wr0_data), .s_strb(wr0_strb), .s_valid(wr0_valid), .s_ready(wr0_ready),
+        .m_axi_awid(m_axi_gmem0_awid), .m_axi_awaddr(m_axi_gmem0_awaddr),
+        .m_axi_awlen(m_axi_gmem0_awlen), .m_axi_awsize(m_axi_gmem0_awsize),
+        .m_axi_awburst(m_axi_gmem0_awburst), .m_axi_awvalid(m_axi_gmem0_awvalid),
+        .m_axi_awready(m_axi_gmem0_awready), .m_axi_wdata(m_axi_gmem0_wdata),
+        .m_axi_wstrb(m_axi_gmem0_wstrb), .m_axi_wlast(m_axi_gmem0_wlast),
+        .m_axi_wvalid(m_axi_gmem0_wvalid), .m_axi_wready(m_axi_gmem0_wready),
+        .m_axi_bid(m_axi_gmem0_bid), .m_axi_bresp(m_axi_gmem0_bresp),
+        .m_axi_bvalid(m_axi_gmem0_bvalid), .m_axi_bready(m_axi_gmem0_bready)
+    );
+
+    // Beats for a number of words (the last beat may be partial).
+    /* verilator lint_off UNUSEDSIGNAL */
+    localparam [31:0] NW_M1_32 = NW - 1;
+    localparam [39:0] NW_M1 = {8'd0, NW_M1_32};
+    function [31:0] beats_for(input [32:0] words);
+        reg [39:0] up;
+        begin
+            up = ({7'd0, words} + NW_M1) >> LOG_NW;
+            beats_for = up[31:0];
+        end
+    endfunction
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    // ------------------------------------------------------------------ width converters
+    // Beats to groups of up to P words: indices (gmem0) and words / randoms (gmem1). Fed
+    // the same count, the two give the same group sizes, so an UPDATE group pairs them.
+    wire [32*P-1:0] idx_words, dat_words;
+    wire [PW-1:0] idx_count, dat_count;
+    wire idx_valid, dat_valid;
+    reg idx_take, dat_take;
+    reg idx_start, dat_start;
+    reg [31:0] idx_total, dat_total;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire idx_busy, dat_busy;   // the item counts end the runs instead
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    hrl_beats_to_words #(.DW(DW), .G(P), .CW(PW)) idx_conv (
+        .clk(ap_clk), .rst(rst), .start(idx_start), .count(idx_total), .busy(idx_busy),
+        .s_data(rd0_data), .s_valid(rd0_valid), .s_ready(rd0_ready),
+        .m_words(idx_words), .m_count(idx_count), .m_valid(idx_valid), .m_ready(idx_take)
+    );
+
+    hrl_beats_to_words #(.DW(DW), .G(P), .CW(PW)) dat_conv (
+        .clk(ap_clk), .rst(rst), .start(dat_start), .count(dat_total), .busy(dat_busy),
+        .s_data(rd1_data), .s_valid(rd1_valid), .s_ready(rd1_ready),
+        .m_words(dat_words), .m_count(dat_count), .m_valid(dat_valid), .m_ready(dat_take)
+    );
+
+    // Result words (two per sample, or a piece of a READ_TREE row) to beats on gmem0.
+    reg [32*GW-1:0] res_words;
+    reg [GWW-1:0] res_count;
+    reg res_valid;
+    wire res_ready;
+    reg res_start;
+    reg [31:0] res_total;
+
+    hrl_words_to_beats #(.DW(DW), .G(GW), .CW(GWW)) res_conv (
+        .clk(ap_clk), .rst(rst), .start(res_start), .count(res_total),
+        .s_words(res_words), .s_count(res_count), .s_valid(res_valid), .s_ready(res_ready),
+        .m_data(wr0_data), .m_strb(wr0_strb), .m_valid(wr0_valid), .m_ready(wr0_ready)
+    );
+
+    // ------------------------------------------------------------------ group source
+    // One group of up to P items per cycle, lanes in batch order: UPDATE pairs an index
+    // group with a word group, SAMPLE takes a fraction group, SAMPLE_LFSR* make strata
+    // done_items .. done_items + n - 1. Lanes past n are NOP.
+    reg src_valid;
+    reg [PW-1:0] src_n;
+    reg [1:0] src_op;
+    reg [32*P-1:0] src_index, src_data;
     reg grp_valid;
-    reg [LANE_W-1:0] grp_lane;
-    wire item_ready = !grp_valid || rmm_s_ready;
-    wire item_fire = item_valid && item_ready;
+    wire grp_load = src_valid && (!grp_valid || rmm_s_ready);
     assign rmm_s_valid = grp_valid;
-    wire grp_fire = rmm_s_valid && rmm_s_ready;
 
     always @(posedge ap_clk) begin
-        if (grp_fire) begin
-            grp_valid <= 1'b0;
-            grp_op <= {2*P{1'b0}};
-        end
-        if (item_fire) begin
-            // A group just accepted leaves every lane NOP (above); this item opens lane 0
-            // or continues the partial group.
-            grp_op[2*grp_lane +: 2] <= item_op;
-            grp_index[32*grp_lane +: 32] <= item_index;
-            grp_data[32*grp_lane +: 32] <= item_data;
-            if (item_last || {{(32-LANE_W){1'b0}}, grp_lane} == P - 1) begin
-                grp_valid <= 1'b1;
-                grp_lane <= {LANE_W{1'b0}};
-            end else begin
-                grp_lane <= grp_lane + 1'b1;
+        if (rmm_s_valid && rmm_s_ready) grp_valid <= 1'b0;
+        if (grp_load) begin : load
+            integer l;
+            grp_valid <= 1'b1;
+            for (l = 0; l < P; l = l + 1) begin
+                grp_op[2*l +: 2] <= (l < src_n) ? src_op : 2'd0;
+                grp_index[32*l +: 32] <= src_index[32*l +: 32];
+                grp_data[32*l +: 32] <= src_data[32*l +: 32];
             end
         end
         if (rst) begin
             grp_valid <= 1'b0;
-            grp_lane <= {LANE_W{1'b0}};
             grp_op <= {2*P{1'b0}};
             grp_index <= {32*P{1'b0}};
             grp_data <= {32*P{1'b0}};
         end
     end
 
-    // ------------------------------------------------------------------ result unpacker
-    // A result group is held while its lanes leave as two words each: index, random word.
-    reg [P-1:0] unp_lanes;
-    reg [32*P-1:0] unp_index, unp_rand;
-    reg unp_phase;   // 0: index word, 1: random word
-    reg [LANE_W-1:0] unp_lane;
-    reg [P-1:0] unp_lane_bit;
-    integer ul;
-    always @* begin
-        // The lowest lane still to send.
-        unp_lane = {LANE_W{1'b0}};
-        unp_lane_bit = {P{1'b0}};
-        for (ul = P - 1; ul >= 0; ul = ul - 1)
-            if (unp_lanes[ul]) begin
-                unp_lane = ul[LANE_W-1:0];
-                unp_lane_bit = {P{1'b0}};
-                unp_lane_bit[ul] = 1'b1;
-            end
-    end
-    wire unp_valid = |unp_lanes;
-    wire [31:0] unp_word = unp_phase ? unp_rand[32*unp_lane +: 32] : unp_index[32*unp_lane +: 32];
-    reg unp_take;   // the writer takes an unpacker word this cycle (from the FSM mux)
-    wire unp_last = unp_take && unp_phase && unp_lanes == unp_lane_bit;
-    assign rmm_m_ready = !unp_valid || unp_last;
-
-    always @(posedge ap_clk) begin
-        if (unp_take) begin
-            unp_phase <= !unp_phase;
-            if (unp_phase) unp_lanes <= unp_lanes & ~unp_lane_bit;
-        end
-        if (rmm_m_valid && rmm_m_ready) begin
-            unp_lanes <= rmm_m_lane_valid;
-            unp_index <= rmm_m_index;
-            unp_rand <= rmm_m_rand;
-        end
-        if (rst) begin
-            unp_lanes <= {P{1'b0}};
-            unp_phase <= 1'b0;
-        end
-    end
-
     // ------------------------------------------------------------------ control FSM
-    localparam [3:0] S_IDLE = 4'd0, S_WAIT = 4'd1, S_UPD_IDX = 4'd2, S_UPD_WORD = 4'd3,
-        S_DIV = 4'd4, S_SMP = 4'd5, S_ROW_REQ = 4'd6, S_ROW_WAIT = 4'd7, S_ROW_EMIT = 4'd8,
-        S_CLEAR = 4'd9, S_DRAIN = 4'd10, S_ROOT_REQ = 4'd11, S_ROOT_WAIT = 4'd12,
-        S_UPD_NEXT = 4'd13;
+    localparam [3:0] S_IDLE = 4'd0, S_WAIT = 4'd1, S_UPD = 4'd2, S_DIV = 4'd4, S_SMP = 4'd5,
+        S_ROW_REQ = 4'd6, S_ROW_WAIT = 4'd7, S_ROW_EMIT = 4'd8, S_CLEAR = 4'd9,
+        S_DRAIN = 4'd10, S_ROOT_REQ = 4'd11, S_ROOT_WAIT = 4'd12;
     reg [3:0] state;
-    reg [31:0] done_items;   // UPDATE: items of earlier chunks; SAMPLE_LFSR*: items issued
-    reg [8:0] chunk_n;       // UPDATE: items in this chunk (1..256)
-    reg [8:0] chunk_i;       // position in the chunk
-    reg [31:0] idx_buf [0:CHUNK-1];
+    reg [31:0] done_items;   // items issued to the tree in this run
     reg [31:0] stride;       // SAMPLE_LFSR: (2**32-1) // count; SAMPLE_LFSR_IID: 0
     reg [31:0] div_rem;
     reg [5:0] div_step;
@@ -462,68 +505,89 @@ module hrl_rmm_kernel #(
     wire [31:0] items_left = count_reg - done_items;
     wire [2:0] cmd = cmd_reg[2:0];
     wire cmd_ok = cmd_reg <= 32'd5;
-    wire [31:0] idx_buf_q = idx_buf[chunk_i[7:0]];
     wire [32:0] div_try = {div_rem, 1'b1};   // the dividend's bits are all ones
+    wire [PW-1:0] lfsr_n = (items_left < P) ? items_left[PW-1:0] : P[PW-1:0];
+    wire [KW+1:0] row_rest = K[KW+1:0] - {1'b0, row_word};   // row words still to send
+    wire [31:0] row_rest32 = {{(30-KW){1'b0}}, row_rest};
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [31:0] row_piece32 = (row_rest32 < GW) ? row_rest32 : GW;   // <= min(K, 2P)
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [GWW-1:0] row_piece = row_piece32[GWW-1:0];
+    wire [31:0] row_word32 = {{(31-KW){1'b0}}, row_word};
+    integer sl, rl, nres;
 
-    // Source of the items and of the written words, per state.
+    // Sources of the items and of the result words, per state.
     always @* begin
-        item_valid = 1'b0;
-        item_last = 1'b0;
-        item_op = OP_UPDATE;
-        item_index = 32'd0;
-        item_data = 32'd0;
-        rd_ready = 1'b0;
-        wr_valid = 1'b0;
-        wr_data = 32'd0;
-        unp_take = 1'b0;
+        src_valid = 1'b0;
+        src_n = {PW{1'b0}};
+        src_op = OP_UPDATE;
+        src_index = idx_words;
+        src_data = dat_words;
+        idx_take = 1'b0;
+        dat_take = 1'b0;
         case (state)
-            S_UPD_IDX: rd_ready = 1'b1;
-            S_UPD_WORD: begin
-                item_valid = rd_valid;
-                item_last = chunk_i == chunk_n - 9'd1;
-                item_index = idx_buf_q;
-                item_data = rd_data;
-                rd_ready = item_ready;
+            S_UPD: begin
+                src_valid = idx_valid && dat_valid;
+                src_n = idx_count;
+                idx_take = src_valid && (!grp_valid || rmm_s_ready);
+                dat_take = idx_take;
             end
             S_SMP: begin
                 if (cmd == CMD_SAMPLE) begin
-                    item_valid = rd_valid;
-                    item_op = OP_SAMPLE;
-                    item_data = rd_data;
-                    rd_ready = item_ready;
-                    item_last = done_items == count_reg - 32'd1;
+                    src_valid = dat_valid;
+                    src_n = dat_count;
+                    src_op = OP_SAMPLE;
+                    dat_take = src_valid && (!grp_valid || rmm_s_ready);
                 end else begin
-                    item_valid = done_items != count_reg;
-                    item_op = OP_SAMPLE_LFSR;
-                    item_index = done_items;
-                    item_data = stride;
-                    item_last = done_items == count_reg - 32'd1;
+                    src_valid = done_items != count_reg;
+                    src_n = lfsr_n;
+                    src_op = OP_SAMPLE_LFSR;
+                    for (sl = 0; sl < P; sl = sl + 1) begin
+                        src_index[32*sl +: 32] = done_items + sl;
+                        src_data[32*sl +: 32] = stride;
+                    end
                 end
             end
             default: ;
         endcase
+
+        res_words = {32*GW{1'b0}};
+        res_count = {GWW{1'b0}};
+        res_valid = 1'b0;
         if (state == S_ROW_EMIT) begin
-            wr_valid = 1'b1;
-            wr_data = {32{1'b0}};
-            wr_data[W-1:0] = row_buf[W*row_word[KW-1:0] +: W];
+            res_valid = 1'b1;
+            res_count = row_piece;
+            for (rl = 0; rl < GW; rl = rl + 1)
+                if (rl < K) res_words[32*rl +: W] = row_buf[W*((row_word32 + rl) % K) +: W];
         end else begin
-            wr_valid = unp_valid;
-            wr_data = unp_word;
-            unp_take = unp_valid && wr_ready;
+            // A result group's valid lanes are a prefix (groups are issued as prefixes).
+            res_valid = rmm_m_valid;
+            nres = 0;
+            for (rl = 0; rl < P; rl = rl + 1) begin
+                res_words[64*rl +: 32] = rmm_m_index[32*rl +: 32];
+                res_words[64*rl + 32 +: 32] = rmm_m_rand[32*rl +: 32];
+                if (rmm_m_lane_valid[rl]) nres = nres + 2;
+            end
+            res_count = nres[GWW-1:0];
         end
     end
+    assign rmm_m_ready = state != S_ROW_EMIT && res_ready;
 
-    wire rd_fire = rd_valid && rd_ready;
-    wire wr_fire = wr_valid && wr_ready;
+    wire res_fire = res_valid && res_ready;
 
     always @(posedge ap_clk) begin
-        rd_start <= 1'b0;
-        wr_start <= 1'b0;
+        rd0_start <= 1'b0;
+        rd1_start <= 1'b0;
+        wr0_start <= 1'b0;
+        idx_start <= 1'b0;
+        dat_start <= 1'b0;
+        res_start <= 1'b0;
         rmm_clear <= 1'b0;
         dbg_valid <= 1'b0;
         finish <= 1'b0;
         if (state != S_IDLE) cycles_reg <= cycles_reg + 32'd1;
         if (finish) ap_idle_reg <= 1'b1;   // with ap_done, not a cycle before
+        if (grp_load) done_items <= done_items + {{(32-PW){1'b0}}, src_n};
         case (state)
             S_IDLE: if (ap_start_reg && !finish) begin
                 ap_idle_reg <= 1'b0;
@@ -536,14 +600,28 @@ module hrl_rmm_kernel #(
                 if (!cmd_ok || (count_reg == 32'd0 && cmd != CMD_CLEAR)) begin
                     state <= S_ROOT_REQ;
                 end else if (cmd == CMD_UPDATE) begin
-                    state <= S_UPD_NEXT;
+                    rd0_start <= 1'b1;
+                    rd0_addr <= idx_addr_reg;
+                    rd0_beats <= beats_for({1'b0, count_reg});
+                    idx_start <= 1'b1;
+                    idx_total <= count_reg;
+                    rd1_start <= 1'b1;
+                    rd1_addr <= word_addr_reg;
+                    rd1_beats <= beats_for({1'b0, count_reg});
+                    dat_start <= 1'b1;
+                    dat_total <= count_reg;
+                    state <= S_UPD;
                 end else if (cmd == CMD_SAMPLE) begin
-                    rd_start <= 1'b1;
-                    rd_addr <= rand_addr_reg;
-                    rd_count <= count_reg;
-                    wr_start <= 1'b1;
-                    wr_addr <= res_addr_reg;
-                    wr_count <= {count_reg[30:0], 1'b0};
+                    rd1_start <= 1'b1;
+                    rd1_addr <= rand_addr_reg;
+                    rd1_beats <= beats_for({1'b0, count_reg});
+                    dat_start <= 1'b1;
+                    dat_total <= count_reg;
+                    wr0_start <= 1'b1;
+                    wr0_addr <= res_addr_reg;
+                    wr0_beats <= beats_for({count_reg, 1'b0});
+                    res_start <= 1'b1;
+                    res_total <= {count_reg[30:0], 1'b0};
                     state <= S_SMP;
                 end else if (cmd == CMD_SAMPLE_LFSR) begin
                     div_rem <= 32'd0;
@@ -552,14 +630,18 @@ module hrl_rmm_kernel #(
                     state <= S_DIV;
                 end else if (cmd == CMD_SAMPLE_LFSR_IID) begin
                     stride <= 32'd0;
-                    wr_start <= 1'b1;
-                    wr_addr <= res_addr_reg;
-                    wr_count <= {count_reg[30:0], 1'b0};
+                    wr0_start <= 1'b1;
+                    wr0_addr <= res_addr_reg;
+                    wr0_beats <= beats_for({count_reg, 1'b0});
+                    res_start <= 1'b1;
+                    res_total <= {count_reg[30:0], 1'b0};
                     state <= S_SMP;
                 end else if (cmd == CMD_READ_TREE) begin
-                    wr_start <= 1'b1;
-                    wr_addr <= res_addr_reg;
-                    wr_count <= count_reg * K;
+                    wr0_start <= 1'b1;
+                    wr0_addr <= res_addr_reg;
+                    wr0_beats <= beats_for({1'b0, count_reg * K});
+                    res_start <= 1'b1;
+                    res_total <= count_reg * K;
                     rows_left <= count_reg;
                     row_cur <= row_reg;
                     state <= S_ROW_REQ;
@@ -568,35 +650,7 @@ module hrl_rmm_kernel #(
                     state <= S_CLEAR;
                 end
             end
-            // UPDATE: per chunk, the indices into idx_buf, then the words with them.
-            S_UPD_NEXT: begin
-                chunk_i <= 9'd0;
-                chunk_n <= (items_left > CHUNK) ? CHUNK[8:0] : items_left[8:0];
-                rd_start <= 1'b1;
-                rd_addr <= idx_addr_reg + {32'd0, done_items[29:0], 2'b00};
-                rd_count <= (items_left > CHUNK) ? CHUNK : items_left;
-                state <= S_UPD_IDX;
-            end
-            S_UPD_IDX: begin
-                if (rd_fire) begin
-                    idx_buf[chunk_i[7:0]] <= rd_data;
-                    chunk_i <= chunk_i + 9'd1;
-                    if (chunk_i == chunk_n - 9'd1) begin
-                        chunk_i <= 9'd0;
-                        rd_start <= 1'b1;
-                        rd_addr <= word_addr_reg + {32'd0, done_items[29:0], 2'b00};
-                        rd_count <= {23'd0, chunk_n};
-                        state <= S_UPD_WORD;
-                    end
-                end
-            end
-            S_UPD_WORD: if (rd_fire) begin
-                chunk_i <= chunk_i + 9'd1;
-                if (chunk_i == chunk_n - 9'd1) begin
-                    done_items <= done_items + {23'd0, chunk_n};
-                    state <= (items_left == {23'd0, chunk_n}) ? S_DRAIN : S_UPD_NEXT;
-                end
-            end
+            S_UPD: if (grp_load && items_left == {{(32-PW){1'b0}}, src_n}) state <= S_DRAIN;
             // Restoring division of 2**32-1 by count, one quotient bit per cycle.
             S_DIV: begin
                 if (div_try >= {1'b0, count_reg}) begin
@@ -608,17 +662,17 @@ module hrl_rmm_kernel #(
                 end
                 div_step <= div_step + 6'd1;
                 if (div_step == 6'd31) begin
-                    wr_start <= 1'b1;
-                    wr_addr <= res_addr_reg;
-                    wr_count <= {count_reg[30:0], 1'b0};
+                    wr0_start <= 1'b1;
+                    wr0_addr <= res_addr_reg;
+                    wr0_beats <= beats_for({count_reg, 1'b0});
+                    res_start <= 1'b1;
+                    res_total <= {count_reg[30:0], 1'b0};
                     state <= S_SMP;
                 end
             end
-            S_SMP: begin
-                if (item_fire) done_items <= done_items + 32'd1;
-                if (item_fire && item_last) state <= S_DRAIN;
-            end
-            // READ_TREE: one row per request through the debug port, K words out.
+            S_SMP: if (grp_load && items_left == {{(32-PW){1'b0}}, src_n}) state <= S_DRAIN;
+            // READ_TREE: one row per request through the debug port, K words out in pieces
+            // of up to 2P per cycle.
             S_ROW_REQ: if (rows_left == 32'd0) begin
                 state <= S_DRAIN;
             end else if (dbg_ready) begin
@@ -632,9 +686,9 @@ module hrl_rmm_kernel #(
                 row_word <= {(KW+1){1'b0}};
                 state <= S_ROW_EMIT;
             end
-            S_ROW_EMIT: if (wr_fire) begin
-                row_word <= row_word + 1'b1;
-                if ({{(31-KW){1'b0}}, row_word} == K - 1) begin
+            S_ROW_EMIT: if (res_fire) begin
+                row_word <= row_word + row_piece32[KW:0];
+                if (row_piece32 == row_rest32) begin
                     rows_left <= rows_left - 32'd1;
                     row_cur <= row_cur + 32'd1;
                     state <= S_ROW_REQ;
@@ -642,8 +696,9 @@ module hrl_rmm_kernel #(
             end
             S_CLEAR: state <= S_DRAIN;   // rmm_clear was high for one cycle
             // Every effect visible: tree idle (clear sweep done), results all written.
-            S_DRAIN: if (rmm_idle && !grp_valid && !rmm_m_valid && !unp_valid && !rd_busy &&
-                         !wr_busy && !rd_start && !wr_start && !rmm_clear) begin
+            S_DRAIN: if (rmm_idle && !grp_valid && !rmm_m_valid && !rd0_busy && !rd1_busy &&
+                         !wr0_busy && !rd0_start && !rd1_start && !wr0_start &&
+                         !rmm_clear) begin
                 state <= S_ROOT_REQ;
             end
             S_ROOT_REQ: if (dbg_ready) begin

@@ -48,9 +48,10 @@ foreach name {K D P W} {
     set_property value [dict get $params $name] [ipx::get_user_parameters $name -of_objects $core]
 }
 
-# Interfaces: both buses on ap_clk, reset ap_rst_n (active low), the interrupt.
+# Interfaces: the three buses on ap_clk, reset ap_rst_n (active low), the interrupt.
 ipx::associate_bus_interfaces -busif s_axi_control -clock ap_clk $core
-ipx::associate_bus_interfaces -busif m_axi_gmem -clock ap_clk $core
+ipx::associate_bus_interfaces -busif m_axi_gmem0 -clock ap_clk $core
+ipx::associate_bus_interfaces -busif m_axi_gmem1 -clock ap_clk $core
 ipx::infer_bus_interface ap_rst_n xilinx.com:signal:reset_rtl:1.0 $core
 ipx::infer_bus_interface interrupt xilinx.com:signal:interrupt_rtl:1.0 $core
 set_property value ACTIVE_LOW [ipx::add_bus_parameter POLARITY \
@@ -63,8 +64,8 @@ set_property range 0x80 $block
 set regs {
     CTRL 0x00 32 {} GIER 0x04 32 {} IP_IER 0x08 32 {} IP_ISR 0x0c 32 {}
     command 0x10 32 {} count 0x18 32 {} level 0x20 32 {} row 0x28 32 {} seed 0x30 32 {}
-    indices 0x38 64 m_axi_gmem words 0x40 64 m_axi_gmem randoms 0x48 64 m_axi_gmem
-    results 0x50 64 m_axi_gmem
+    indices 0x38 64 m_axi_gmem0 words 0x40 64 m_axi_gmem1 randoms 0x48 64 m_axi_gmem1
+    results 0x50 64 m_axi_gmem0
 }
 foreach {name offset size busif} $regs {
     set reg [ipx::add_register $name $block]

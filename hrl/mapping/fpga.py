@@ -9,6 +9,17 @@ of B operations on P lanes takes
 
 and `seconds = cycles / clock + invoke_overhead`. `stage_cycles`, `io_cycles` and `throughput`
 come from the RTL's measured cycle counts (sim/cycles.csv, `RmmTiming.fit`) when they exist.
+
+That is the core alone. A batch reaches the core through the XRT kernel's memory side, which
+may feed fewer items per cycle than P lanes take, so when the kernel's measured cycles exist
+(fpga_rtl/kernel_cycles_fit.csv, written by sim/report_kernel_cycles.py: kernel cycles =
+fixed + per_item * B per lane count P and command) a batch costs
+
+    cycles(B) = max(core cycles(B), kernel_fixed(D) + B * per_item(P))
+
+with per_item(P) the slowest command's measured cost at the largest measured lane count
+<= P: lanes beyond the measured ones are assumed to feed no faster (`from_kernel_fit_rows`).
+So the exploration never buys lanes the kernel cannot feed.
 Until then the defaults follow the RTL's documented pipeline (fpga_rtl/README.md): a sample's
 result leaves D + 4 cycles after it enters, an update is visible D + 2 cycles after it, and a
 switch between update and sample batches costs up to D + 1 bubble cycles; one batch call is
@@ -191,10 +202,27 @@ class RmmTiming:
     invoke_overhead_s: float = 10e-6
     source: str = ("the RTL's documented pipeline (sample D+4, switch bubble D+1 cycles, "
                    "1 op/cycle/lane), not yet its measured table")
+    # The kernel's measured memory side: ((P, cycles per item), ...) ascending in P, and the
+    # fixed cycles of a run at depth `kernel_depth` (empty: the core alone).
+    kernel_per_item: tuple[tuple[int, float], ...] = ()
+    kernel_fixed_cycles: float = 0.0
+    kernel_depth: int = 0
+
+    def kernel_item_cycles(self, lanes: int) -> float | None:
+        """Measured kernel cycles per item at `lanes` (the largest measured P <= lanes)."""
+        if not self.kernel_per_item:
+            return None
+        below = [c for p, c in self.kernel_per_item if p <= lanes]
+        return below[-1] if below else self.kernel_per_item[0][1]
 
     def cycles(self, batch: int, depth: int, lanes: int) -> float:
         fill = self.io_cycles + self.stage_cycles * depth
-        return fill + math.ceil(batch / lanes) / self.throughput
+        core = fill + math.ceil(batch / lanes) / self.throughput
+        per_item = self.kernel_item_cycles(lanes)
+        if per_item is None:
+            return core
+        fixed = self.kernel_fixed_cycles + self.stage_cycles * (depth - self.kernel_depth)
+        return max(core, fixed + batch * per_item)
 
     def seconds(self, batch: int, depth: int, lanes: int) -> float:
         return self.cycles(batch, depth, lanes) / self.clock_hz + self.invoke_overhead_s
@@ -219,6 +247,26 @@ class RmmTiming:
             conv.append({"depth": d, "latency_cycles": lat + bubbles,
                          "ops_per_cycle_per_lane": rate})
         return cls._fit(conv, **kw)
+
+    def with_kernel_fit(self, rows: list[dict]) -> RmmTiming:
+        """This timing plus the kernel's measured memory side, from rows of
+        fpga_rtl/kernel_cycles_fit.csv (keys K, D, P, command, fixed_cycles,
+        cycles_per_item): per P the slowest command, and the fixed cycles of the deepest
+        measured tree (the largest)."""
+        if not rows:
+            raise ValueError("with_kernel_fit needs at least one row of kernel_cycles_fit.csv")
+        per_lane: dict[int, float] = {}
+        fixed = []
+        for r in rows:
+            p = int(r["P"])
+            per_lane[p] = max(per_lane.get(p, 0.0), float(r["cycles_per_item"]))
+            fixed.append((int(r["D"]), float(r["fixed_cycles"])))
+        depth, fixed_cycles = max(fixed)
+        return dataclasses.replace(
+            self, kernel_per_item=tuple(sorted(per_lane.items())),
+            kernel_fixed_cycles=fixed_cycles, kernel_depth=depth,
+            source=f"{self.source}; memory side: the kernel's measured cycles per item at "
+                   f"P in {sorted(per_lane)} ({len(rows)} fitted rows)")
 
     @classmethod
     def _fit(cls, rows: list[dict], clock_hz: float = DEFAULT_CLOCK_HZ, **kw) -> RmmTiming:

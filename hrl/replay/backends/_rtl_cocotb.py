@@ -4,8 +4,10 @@ Drives the kernel exactly as an XRT host does: buffers are placed in device memo
 AxiRam model of the card's DDR; writing it directly is the equivalent of `xrt::bo::sync`),
 the arguments are written through the AXI4-Lite control port (AxiLiteMaster), ap_start is
 set, the control register is polled until ap_done, and results are read back from memory.
-Used by the kernel testbench (`sim/test_hrl_rmm_kernel.py`) and by the `rtl` replay backend's
-simulator process (`hrl/replay/backends/_rtl_server.py`). Imported only inside a simulator.
+Used by the kernel testbench (`sim/test_hrl_rmm_kernel.py`) and, through the device
+primitives `write_mem`, `read_mem`, `write_dword`, `read_dword` and `launch`, by the
+simulator process of the `rtl-sim` OpenCL device (`hrl/replay/backends/_rtl_server.py`).
+Imported only inside a simulator.
 
 The register map is documented in `fpga_rtl/rtl/hrl_rmm_kernel.v` and fpga_rtl/README.md.
 """
@@ -32,20 +34,6 @@ AP_START, AP_DONE, AP_IDLE, AP_READY = 1, 2, 4, 8
 CLOCK_NS = 5  # 200 MHz, the clock assumed in fpga_rtl/README.md
 
 
-def xorshift32(x: int) -> int:
-    """One draw of hrl_rmm's per-lane generator (documented in hrl_rmm.v)."""
-    x ^= (x << 13) & UINT32_MAX
-    x ^= x >> 17
-    x ^= (x << 5) & UINT32_MAX
-    return x
-
-
-def lane_seed(seed: int, lane: int) -> int:
-    """hrl_rmm's generator state of lane `lane` after a reset with `seed`."""
-    s = (seed ^ ((lane * 0x9E3779B9) & UINT32_MAX)) & UINT32_MAX
-    return s if s else 1
-
-
 @dataclasses.dataclass
 class RunResult:
     """One kernel run: `words` read back from the results buffer (uint32), the kernel's
@@ -67,34 +55,38 @@ class KernelDriver:
     from a 4 KiB boundary (so bursts must be split there)."""
 
     def __init__(self, dut, mem_size: int = 1 << 24, base: int = 0x4_0000_0000,
-                 misalign: int = 0, start_clock: bool = True, max_count: int | None = None,
-                 cache_args: bool = False):
+                 misalign: int = 0, start_clock: bool = True):
         import cocotb
         from cocotb.clock import Clock
-        from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+        from cocotbext.axi import (
+            AxiBus,
+            AxiLiteBus,
+            AxiLiteMaster,
+            AxiRam,
+            AxiRamRead,
+            AxiReadBus,
+        )
 
         self.dut = dut
         if start_clock:
             cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns").start())
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
                                   dut.ap_rst_n, reset_active_level=False)
-        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_gmem"), dut.ap_clk, dut.ap_rst_n,
+        # The card's memory, seen through the kernel's two masters: gmem0 (indices in,
+        # results out) and gmem1 (words / randoms in, read only), one array.
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_gmem0"), dut.ap_clk, dut.ap_rst_n,
                           reset_active_level=False, size=mem_size)
+        self.ram1 = AxiRamRead(AxiReadBus.from_prefix(dut, "m_axi_gmem1"), dut.ap_clk,
+                               dut.ap_rst_n, reset_active_level=False, size=mem_size,
+                               mem=self.ram.mem)
         # Per-transaction INFO logs of the bus models would dominate the run time.
         self.axil.write_if.log.setLevel(logging.WARNING)
         self.axil.read_if.log.setLevel(logging.WARNING)
         self.ram.write_if.log.setLevel(logging.WARNING)
         self.ram.read_if.log.setLevel(logging.WARNING)
+        self.ram1.log.setLevel(logging.WARNING)
         dut.ap_rst_n.value = 0
         self.mem_size, self.base, self.misalign = mem_size, base, misalign
-        # max_count: buffers at fixed addresses sized for that many items (so the address
-        # registers do not change between runs); None: laid out per run.
-        self.max_count = max_count
-        # cache_args: write an argument register only when its value changes (XRT writes
-        # them all on every run; the kernel cannot tell the difference, the simulation is
-        # faster). Off in the testbench.
-        self.cache_args = cache_args
-        self._written: dict[int, int] = {}
         self.config = None
 
     @property
@@ -109,7 +101,7 @@ class KernelDriver:
         (None: no pauses)."""
         chans = [self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                  self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
-                 self.ram.read_if.r_channel]
+                 self.ram.read_if.r_channel, self.ram1.ar_channel, self.ram1.r_channel]
         for ch in chans:
             ch.set_pause_generator(generator_factory() if generator_factory else None)
 
@@ -123,13 +115,32 @@ class KernelDriver:
         self.dut.ap_rst_n.value = 1
         for _ in range(2):
             await RisingEdge(self.dut.ap_clk)
-        cfg = await self.read_reg("config")
-        self.config = {"K": cfg & 0xFF, "D": cfg >> 8 & 0xFF, "P": cfg >> 16 & 0xFF,
-                       "W": cfg >> 24 & 0xFF}
+        self.config = decode_config(await self.read_reg("config"))
         return self.config
 
     async def read_reg(self, name: str) -> int:
         return await self.axil.read_dword(REG[name])
+
+    # Device primitives (the same as DirectKernelDriver's), for the `rtl-sim` OpenCL device.
+
+    async def cycles(self, n: int) -> None:
+        from cocotb.triggers import Timer
+
+        await Timer(CLOCK_NS * max(1, n), unit="ns")
+
+    async def write_dword(self, offset: int, value: int) -> None:
+        await self.axil.write_dword(offset, value & UINT32_MAX)
+
+    async def read_dword(self, offset: int) -> int:
+        return await self.axil.read_dword(offset)
+
+    def write_mem(self, address: int, words) -> None:
+        arr = np.asarray(words, np.uint32).reshape(-1)
+        self.ram.write(address % self.mem_size, arr.astype("<u4").tobytes())
+
+    def read_mem(self, address: int, count: int) -> np.ndarray:
+        raw = self.ram.read(address % self.mem_size, 4 * count)
+        return np.frombuffer(raw, "<u4").astype(np.uint32)
 
     async def write_reg(self, name: str, value: int) -> None:
         await self._write(REG[name], value & UINT32_MAX)
@@ -139,19 +150,12 @@ class KernelDriver:
         await self._write(REG[name] + 4, address >> 32 & UINT32_MAX)
 
     async def _write(self, offset: int, value: int) -> None:
-        if self.cache_args and offset >= REG["command"] and self._written.get(offset) == value:
-            return
         await self.axil.write_dword(offset, value)
-        self._written[offset] = value
 
     def _layout(self, count: int, result_words: int) -> dict[str, int]:
         """Device addresses of the four buffers for one run (4 KiB apart + misalign)."""
         page = 4096
-        n = max(1, count if self.max_count is None else self.max_count) * 4
-        if self.max_count is not None:
-            if count > self.max_count:
-                raise ValueError(f"count={count} exceeds max_count={self.max_count}")
-            result_words = 2 * self.max_count
+        n = max(1, count) * 4
         off = self.misalign
         out = {}
         for name, size in (("indices", n), ("words", n), ("randoms", n),
@@ -227,29 +231,20 @@ class KernelDriver:
 
 
 class DirectKernelDriver:
-    """The same host sequence as `KernelDriver` for the simulation top `hrl_rmm_kernel_sim`
-    (kernel + Verilog memory model `sim/hdl/hrl_sim_axi_ram.v`), without per-cycle Python:
-    the AXI4-Lite transfers are driven on the signals directly (a few cycles each), buffers
-    are written and read through the simulator's access to the memory array (the
-    equivalent of `xrt::bo::sync`), and while the kernel runs the host sleeps for one cycle
-    per item and then polls ap_done every `poll_every` cycles. So the simulator runs at its
-    own speed during a run. Used by the `rtl` backend; checked against the reference by
-    tests/test_backends_rtl.py. Buffers sit at fixed addresses sized for `max_count`."""
+    """Device primitives for the simulation top `hrl_rmm_kernel_sim` (kernel + Verilog
+    memory model `sim/hdl/hrl_sim_axi_ram.v`), without per-cycle Python: the AXI4-Lite
+    transfers are driven on the signals directly (a few cycles each) and the memory array is
+    written and read through the simulator (the equivalent of the DMA behind
+    `clEnqueueWriteBuffer`), so the simulator runs at its own speed while the kernel works.
+    Used by the `rtl-sim` OpenCL device (`_rtl_server.py`)."""
 
-    def __init__(self, dut, max_count: int, base: int = 0x1_0000_0000, poll_every: int = 16):
+    def __init__(self, dut):
         import cocotb
         from cocotb.clock import Clock
 
         self.dut = dut
-        self.max_count, self.base, self.poll_every = max_count, base, poll_every
         self.mem = dut.ram_inst.mem
-        self.mem_words = len(self.mem)
-        if 5 * max_count > self.mem_words:
-            raise ValueError(f"max_count={max_count} needs {5 * max_count} words of memory, "
-                             f"the model has {self.mem_words}")
-        self.addr = {name: base + 4 * i * max_count
-                     for i, name in enumerate(("indices", "words", "randoms", "results"))}
-        self._written: dict[int, int] = {}
+        self.mem_size = 4 * len(self.mem)
         cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns").start())
         dut.ap_rst_n.value = 0
         for name, value in (("awvalid", 0), ("wvalid", 0), ("arvalid", 0), ("bready", 1),
@@ -264,7 +259,7 @@ class DirectKernelDriver:
 
         return int(get_sim_time("ns")) // CLOCK_NS
 
-    async def _cycles(self, n: int) -> None:
+    async def cycles(self, n: int) -> None:
         from cocotb.triggers import Timer
 
         await Timer(CLOCK_NS * max(1, n), unit="ns")
@@ -308,74 +303,60 @@ class DirectKernelDriver:
             if int(d.s_axi_control_rvalid.value):
                 return d.s_axi_control_rdata.value.to_unsigned()
 
-    async def read_reg(self, name: str) -> int:
-        return await self.read_dword(REG[name])
-
-    async def _arg(self, offset: int, value: int) -> None:
-        # Arguments are written only when they change (XRT writes them all each run; the
-        # kernel cannot tell the difference).
-        if self._written.get(offset) != value:
-            await self.write_dword(offset, value)
-            self._written[offset] = value
-
     async def reset(self) -> dict:
         self.dut.ap_rst_n.value = 0
-        await self._cycles(4)
+        await self.cycles(4)
         self.dut.ap_rst_n.value = 1
-        await self._cycles(2)
+        await self.cycles(2)
         await self._edge()
-        self._written.clear()
-        cfg = await self.read_reg("config")
-        self.config = {"K": cfg & 0xFF, "D": cfg >> 8 & 0xFF, "P": cfg >> 16 & 0xFF,
-                       "W": cfg >> 24 & 0xFF}
-        for name, address in self.addr.items():
-            await self._arg(REG[name], address & UINT32_MAX)
-            await self._arg(REG[name] + 4, address >> 32)
+        self.config = decode_config(await self.read_dword(REG["config"]))
         return self.config
 
-    def _word(self, address: int) -> int:
-        return (address // 4) % self.mem_words
+    def _word(self, address: int, count: int) -> int:
+        first = (address // 4) % len(self.mem)
+        if address % 4 or first + count > len(self.mem):
+            raise ValueError(f"device memory access of {count} words at 0x{address:x} is "
+                             f"unaligned or past the model's {self.mem_size} bytes")
+        return first
 
-    async def run(self, command: str, count: int, *, indices=None, words=None, randoms=None,
-                  level: int = 0, row: int = 0, seed: int = 0, poll_every: int = 0) -> RunResult:
-        if command not in CMD:
-            raise ValueError(f"unknown kernel command {command!r}; choose from {sorted(CMD)}")
-        if count > self.max_count:
-            raise ValueError(f"count={count} exceeds max_count={self.max_count}")
-        del poll_every  # this driver always sleeps, then polls every self.poll_every cycles
-        k = self.config["K"]
-        result_words = {"read_tree": count * k}.get(command,
-                                                    2 * count if "sample" in command else 0)
-        if result_words > 2 * self.max_count:
-            raise ValueError(f"{command} of {count} needs {result_words} result words, "
-                             f"more than 2*max_count={2 * self.max_count}")
-        for name, data in (("indices", indices), ("words", words), ("randoms", randoms)):
-            if data is not None:
-                arr = np.asarray(data, np.uint32)
-                if arr.shape != (count,):
-                    raise ValueError(f"{name} must have shape ({count},), got {arr.shape}")
-                first = self._word(self.addr[name])
-                for i, v in enumerate(arr.tolist()):
-                    self.mem[first + i].value = v
-        await self._arg(REG["command"], CMD[command])
-        await self._arg(REG["count"], count)
-        if command == "read_tree":
-            await self._arg(REG["level"], level)
-            await self._arg(REG["row"], row)
-        if command == "clear":
-            await self._arg(REG["seed"], seed)
-        start = self.cycle
-        await self.write_dword(REG["control"], AP_START)
-        await self._cycles(count)  # at least a cycle per item: no point polling sooner
-        while True:
-            status = await self.read_reg("control")
-            if status & AP_DONE:
-                break
-            await self._cycles(self.poll_every)
-        host_cycles = self.cycle - start
-        cycles = await self.read_reg("cycles")
-        root = await self.read_reg("root")
-        first = self._word(self.addr["results"])
-        out = np.array([self.mem[first + i].value.to_unsigned() for i in range(result_words)],
-                       np.uint32)
-        return RunResult(words=out, cycles=cycles, root=root, host_cycles=host_cycles)
+    def write_mem(self, address: int, words) -> None:
+        arr = np.asarray(words, np.uint32).reshape(-1)
+        first = self._word(address, arr.size)
+        for i, v in enumerate(arr.tolist()):
+            self.mem[first + i].value = v
+
+    def read_mem(self, address: int, count: int) -> np.ndarray:
+        first = self._word(address, count)
+        return np.array([self.mem[first + i].value.to_unsigned() for i in range(count)],
+                        np.uint32)
+
+
+def decode_config(cfg: int) -> dict[str, int]:
+    """The kernel's config register (0x68): K, D, P, W one byte each."""
+    return {"K": cfg & 0xFF, "D": cfg >> 8 & 0xFF, "P": cfg >> 16 & 0xFF, "W": cfg >> 24 & 0xFF}
+
+
+async def launch(drv, writes, items: int, poll_every: int) -> dict:
+    """One kernel launch as XRT performs it for an ap_ctrl_hs kernel: every argument
+    register written (`writes`: (offset, value) pairs, as the runtime derives them from the
+    kernel's metadata), ap_start set, the control register polled until ap_done. The host
+    sleeps `items` cycles first (a run takes at least a cycle per item) and then polls every
+    `poll_every` cycles. Returns the simulated times (ns) of the ap_start write and of the
+    read that saw ap_done, and the kernel's own cycle count (register 0x60, which the
+    simulation reads for profiling; a board's OpenCL host cannot)."""
+    for offset, value in writes:
+        await drv.write_dword(offset, value)
+    start = drv.cycle
+    await drv.write_dword(REG["control"], AP_START)
+    await drv.cycles(items)
+    while True:
+        status = await drv.read_dword(REG["control"])
+        if status & AP_DONE:
+            break
+        await drv.cycles(poll_every)
+    end = drv.cycle
+    if not status & AP_IDLE:
+        raise AssertionError(f"ap_done without ap_idle: control=0x{status:x}")
+    kernel_cycles = await drv.read_dword(REG["cycles"])
+    return {"start_ns": start * CLOCK_NS, "end_ns": end * CLOCK_NS,
+            "kernel_cycles": kernel_cycles}

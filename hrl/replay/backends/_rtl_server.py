@@ -1,16 +1,21 @@
-"""The simulator side of the `rtl` replay backend: a cocotb "test" that serves kernel runs.
+"""The simulator side of the `rtl-sim` OpenCL device: a cocotb "test" that serves device
+operations on the simulated kernel.
 
-Started by `hrl.replay.backends.rtl.RTLBackend` through the cocotb runner (as the test
-module of a `hrl_rmm_kernel` simulation). It connects back to the backend over the
-authenticated local socket named in HRL_RTL_ADDRESS / HRL_RTL_AUTHKEY, resets the kernel,
-then executes each request as an XRT host would (`_rtl_cocotb.KernelDriver.run`: buffers
-into device memory, arguments over AXI4-Lite, ap_start, poll ap_done, results read back)
-and answers with what the kernel wrote. Simulated time advances only inside a run; while
-it waits for the next request the simulator is paused.
+Started by `hrl.replay.backends.rtl_sim` (when a program is built for the device) through
+the cocotb runner, as the test module of a `hrl_rmm_kernel_sim` (bus model 'verilog') or
+`hrl_rmm_kernel` (bus model 'cocotbext') simulation. It connects back over the authenticated
+local socket named in HRL_RTL_ADDRESS / HRL_RTL_AUTHKEY, resets the kernel, sends
+("ready", config) and then executes what the device layer's command queue flushes:
 
-Requests are tuples: ("run", command, count, kwargs) -> ("ok", RunResult fields as a dict);
-("config",) -> ("ok", {"K", "D", "P", "W"}); ("quit",) ends the simulation. A failed
-request answers ("error", traceback text) and the server keeps serving.
+    ("batch", [op, ...]) -> ("ok", [reply, ...]) where op is one of
+        ("write_mem", address, uint32 array)          -> None  (clEnqueueWriteBuffer)
+        ("read_mem", address, words)                  -> uint32 array (clEnqueueReadBuffer)
+        ("launch", [(offset, value), ...], items)     -> {"start_ns", "end_ns",
+                                                          "kernel_cycles"}
+    ("quit",) ends the simulation.
+
+A failed batch answers ("error", traceback text) and the server keeps serving. Simulated
+time advances only inside a launch; between batches the simulator is paused.
 """
 
 from __future__ import annotations
@@ -21,46 +26,51 @@ from multiprocessing.connection import Client
 
 import cocotb
 
-from hrl.replay.backends._rtl_cocotb import DirectKernelDriver, KernelDriver
+from hrl.replay.backends._rtl_cocotb import DirectKernelDriver, KernelDriver, launch
+
+POLL_EVERY = 8  # cycles between ap_done polls once the run's minimum time has passed
+
+
+async def _execute(drv, op):
+    kind = op[0]
+    if kind == "write_mem":
+        drv.write_mem(op[1], op[2])
+        return None
+    if kind == "read_mem":
+        return drv.read_mem(op[1], op[2])
+    if kind == "launch":
+        return await launch(drv, op[1], op[2], POLL_EVERY)
+    raise ValueError(f"unknown device operation {kind!r}")
 
 
 @cocotb.test()
 async def serve(dut):
     address = os.environ["HRL_RTL_ADDRESS"]
     authkey = bytes.fromhex(os.environ["HRL_RTL_AUTHKEY"])
-    mem_size = int(os.environ.get("HRL_RTL_MEM", str(1 << 24)))
-    max_count = int(os.environ.get("HRL_RTL_MAX_RUN", str(1 << 16)))
     if os.environ.get("HRL_RTL_BUS", "verilog") == "verilog":
         # hrl_rmm_kernel_sim: the memory is a Verilog model, no Python runs per cycle.
-        drv = DirectKernelDriver(dut, max_count=max_count)
+        drv = DirectKernelDriver(dut)
     else:
         # the bare kernel with cocotbext-axi bus models (as in the testbench; slower)
-        drv = KernelDriver(dut, mem_size=mem_size, base=0x1_0000_0000, max_count=max_count,
-                           cache_args=True)
+        drv = KernelDriver(dut, mem_size=int(os.environ["HRL_RTL_MEM"]))
     config = await drv.reset()
     conn = Client(address, family="AF_UNIX", authkey=authkey)
-    conn.send(("ready", config))
+    conn.send(("ready", {**config, "mem_size": drv.mem_size}))
     try:
         while True:
             try:
                 request = conn.recv()
-            except EOFError:  # the backend went away: end the simulation
+            except EOFError:  # the device layer went away: end the simulation
                 return
             if request[0] == "quit":
                 conn.send(("ok", None))
                 return
             try:
-                if request[0] == "config":
-                    reply = config
-                elif request[0] == "run":
-                    _, command, count, kwargs = request
-                    res = await drv.run(command, count, poll_every=8, **kwargs)
-                    reply = {"words": res.words, "cycles": res.cycles, "root": res.root,
-                             "host_cycles": res.host_cycles, "sim_cycle": drv.cycle}
-                else:
+                if request[0] != "batch":
                     raise ValueError(f"unknown request {request[0]!r}")
-                conn.send(("ok", reply))
-            except Exception:  # noqa: BLE001 - report to the backend, keep serving
+                replies = [await _execute(drv, op) for op in request[1]]
+                conn.send(("ok", replies))
+            except Exception:  # noqa: BLE001 - report to the device layer, keep serving
                 conn.send(("error", traceback.format_exc()))
     finally:
         conn.close()

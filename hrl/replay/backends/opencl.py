@@ -27,6 +27,11 @@ Agreement with the JAX reference (`hrl.replay.sumtree`):
 
 Compiled programs are cached per OpenCL context, and backends on the same device share a
 context, so a second backend costs no compilation.
+
+The RTL replay kernel (`hrl_rmm_kernel`, fpga_rtl/) has its own host driver,
+`hrl.replay.backends.rtl_kernel`; `open_opencl_backend` (what `make_backend("opencl", ...)`
+calls) hands over to it for `device="rtl-sim"` (the kernel in a Verilog simulation) and for
+an xclbin that holds `hrl_rmm_kernel` (the kernel on a card).
 """
 
 from __future__ import annotations
@@ -202,6 +207,59 @@ def _program(ctx, device, xclbin: str | None):
             ) from None
     with _lock:
         return _programs[ctx].setdefault(key, program)
+
+
+RTL_SIM_DEVICE = "rtl-sim"
+
+
+def open_opencl_backend(capacity: int, fanout: int = 16,
+                        fmt: PriorityFormat | str = "float32", *, device=None, platform=None,
+                        xclbin: str | os.PathLike | None = None, local_size: int | None = None,
+                        lanes: int | None = None, seed: int | None = None,
+                        simulator: str | None = None, bus_model: str | None = None):
+    """The `opencl` replay backend on `device`.
+
+    * `device="rtl-sim"`: the RTL kernel `hrl_rmm_kernel` in simulation
+      (`rtl_kernel.open_rtl_sim`; options `lanes`, `seed`, `simulator`, `bus_model`);
+    * `xclbin=PATH` of a binary holding `hrl_rmm_kernel`: that kernel on the card, through
+      pyopencl and the vendor's ICD (`rtl_kernel.RmmKernelBackend`; option `seed`);
+    * otherwise the kernels of `kernels/sumtree.cl` (`OpenCLBackend`: device, platform,
+      xclbin, local_size).
+    """
+    rtl_options = {"lanes": lanes, "seed": seed, "simulator": simulator,
+                   "bus_model": bus_model}
+    if isinstance(device, str) and device == RTL_SIM_DEVICE:
+        extra = {k: v for k, v in (("platform", platform), ("xclbin", xclbin),
+                                   ("local_size", local_size)) if v is not None}
+        if extra:
+            raise ValueError(f"option(s) {sorted(extra)} do not apply to device='rtl-sim' "
+                             f"(the simulated RTL kernel); its options are "
+                             f"{sorted(rtl_options)}")
+        from hrl.replay.backends.rtl_kernel import open_rtl_sim
+
+        given = {k: v for k, v in rtl_options.items() if v is not None}
+        return open_rtl_sim(capacity, fanout, fmt, **given)
+    if xclbin is not None and os.path.isfile(xclbin):
+        from hrl.replay.backends.rtl_kernel import RmmKernelBackend, is_rmm_xclbin
+
+        if is_rmm_xclbin(xclbin):
+            extra = sorted(k for k, v in rtl_options.items() if v is not None and k != "seed")
+            if extra or local_size is not None:
+                raise ValueError(f"option(s) {extra + (['local_size'] if local_size else [])}"
+                                 f" do not apply to an xclbin of hrl_rmm_kernel (its shape is "
+                                 f"the binary's); only seed does")
+            cl = _import_pyopencl()
+            dev = _pick_device(device, platform, prefer_accelerator=True)
+            with open(xclbin, "rb") as f:
+                binary = f.read()
+            return RmmKernelBackend(capacity, fanout, fmt, cl=cl, device=dev, binary=binary,
+                                    seed=0 if seed is None else seed)
+    given = sorted(k for k, v in rtl_options.items() if v is not None)
+    if given:
+        raise ValueError(f"option(s) {given} apply only to the RTL kernel (device='rtl-sim' "
+                         f"or an xclbin of hrl_rmm_kernel), got device={device!r}")
+    return OpenCLBackend(capacity, fanout, fmt, device=device, platform=platform,
+                         xclbin=xclbin, local_size=local_size)
 
 
 def _pow2_floor(n: int) -> int:

@@ -1,0 +1,93 @@
+// hrl_words_to_beats: width converter from groups of up to G 32-bit words per cycle to AXI
+// data beats of DW/32 words with byte strobes.
+//
+// A `start` pulse loads the job: `count` words arrive on s_* in groups (`s_count` valid
+// words, word 0 in the low bits; 0 < s_count <= G). The m_* stream carries full beats and,
+// at the end of the job, one beat of the remaining words with the strobes of the rest low:
+// ceil(count / (DW/32)) beats in all, the count the AXI write engine is given. A group is
+// accepted whenever the buffer (DW/32 + G words) has room for it.
+`default_nettype none
+
+module hrl_words_to_beats #(
+    // Data bits per beat (32..512, a power of two).
+    parameter DW = 512,
+    // Words per input group (1..128).
+    parameter G = 2,
+    // Bits of s_count.
+    parameter CW = $clog2(G + 1)
+) (
+    input  wire              clk,
+    input  wire              rst,
+
+    input  wire              start,
+    input  wire [31:0]       count,
+
+    input  wire [32*G-1:0]   s_words,
+    input  wire [CW-1:0]     s_count,
+    input  wire              s_valid,
+    output wire              s_ready,
+
+    output wire [DW-1:0]     m_data,
+    output reg  [DW/8-1:0]   m_strb,
+    output wire              m_valid,
+    input  wire              m_ready
+);
+
+    localparam NW = DW / 32;       // words per beat
+    localparam C = NW + G;         // buffer words: a group fits whenever <= NW are held
+    localparam NB = $clog2(C + 1);
+
+    initial begin
+        if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
+            $fatal(1, "%m: DW=%0d must be a power of two in [32, 512]", DW);
+        if (G < 1 || G > 128) $fatal(1, "%m: G=%0d must be in [1, 128]", G);
+    end
+
+    reg [32*C-1:0] buf_r;
+    reg [NB-1:0] held;           // valid words in buf_r, from word 0
+    reg [31:0] in_left;          // words of the job not yet received
+
+    assign s_ready = in_left != 32'd0 && held <= NW[NB-1:0];
+    wire s_fire = s_valid && s_ready;
+
+    wire [NB-1:0] beat = (held < NW[NB-1:0]) ? held : NW[NB-1:0];
+    // A partial beat only at the end of the job.
+    assign m_valid = held != {NB{1'b0}} && (held >= NW[NB-1:0] || in_left == 32'd0);
+    assign m_data = buf_r[DW-1:0];
+    integer j;
+    always @* begin
+        for (j = 0; j < NW; j = j + 1)
+            m_strb[4*j +: 4] = (j < beat) ? 4'hF : 4'h0;
+    end
+    wire m_fire = m_valid && m_ready;
+
+    wire [NB-1:0] take = m_fire ? beat : {NB{1'b0}};
+    wire [NB-1:0] keep = held - take;
+    wire [32*C-1:0] shifted = buf_r >> (32 * take);
+    wire [32*C-1:0] group_at = {{(32*C-32*G){1'b0}}, s_words} << (32 * keep);
+    wire [32*C-1:0] group_mask = {{(32*C-32*G){1'b0}}, {32*G{1'b1}}} << (32 * keep);
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [NB+CW-1:0] group_ext = {{NB{1'b0}}, s_count};   // NB >= CW
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [NB-1:0] group_words = group_ext[NB-1:0];
+
+    always @(posedge clk) begin
+        if (m_fire || s_fire) begin
+            buf_r <= s_fire ? ((shifted & ~group_mask) | group_at) : shifted;
+            held <= keep + (s_fire ? group_words : {NB{1'b0}});
+        end
+        if (s_fire) in_left <= in_left - {{(32-NB){1'b0}}, group_words};
+        if (start) begin
+            in_left <= count;
+            held <= {NB{1'b0}};
+        end
+        if (rst) begin
+            buf_r <= {32*C{1'b0}};
+            held <= {NB{1'b0}};
+            in_left <= 32'd0;
+        end
+    end
+
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,138 @@
+"""Logic depth of the RMM's per-stage datapath steps from yosys, per parameter set.
+
+    python fpga_rtl/syn/run_timing.py        # every (K, W, P) of run_syn.SETS ->
+                                              # syn/timing.{csv,md}, table in README.md
+    python fpga_rtl/syn/run_timing.py --rev REV --step descend --no-readme --out F.csv
+                                              # the step as it was at git revision REV
+
+One pipeline stage of hrl_rmm is a registered memory read followed by one combinational
+step: `hrl_descend_step` (sample: K-child prefix sums, compare, remainder) or
+`hrl_update_step` (update: forwarding muxes for P lanes, K-input sum, ceil(sum/K)), so the
+step's input-to-output depth is the stage's register-to-register logic depth minus the
+memory's clock-to-out. Each step is synthesized alone (`synth_xilinx -family xcup
+-flatten`, the update step as the last lane, LANE = P-1, which has the most forwarding) and
+measured two ways:
+
+* `lut_levels`: yosys `ltp` over LUT and MUXF cells only (carry chains cut), the LUT levels
+  of the longest path -- a lower bound on the logic levels;
+* `sta_ns`: yosys `sta` with the delays of yosys's Xilinx cell models
+  (`+/xilinx/cells_sim.v`: LUT, MUXF, CARRY4 arcs, 7-series-derived figures; no routing),
+  carry chains included.
+
+The fraction multipliers of hrl_rmm (mulhi(r, stride) + i*stride, frac * root) map to
+DSP48E2 cascades, which yosys has no timing model for; they are not measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SYN = Path(__file__).resolve().parent
+FPGA = SYN.parent
+ROOT = FPGA.parent
+sys.path.insert(0, str(SYN))
+
+from run_syn import SETS, replace_section  # noqa: E402
+
+COLUMNS = ["step", "K", "W", "P", "lut_levels", "sta_ns", "LUT", "CARRY", "seconds"]
+
+
+def step_script(step: str, k: int, w: int, p: int, node_bits: int, src_dir: Path) -> str:
+    if step == "descend":
+        params, src = f"-set K {k} -set W {w}", "hrl_descend_step.v"
+    else:
+        params = f"-set K {k} -set W {w} -set P {p} -set LANE {p - 1} -set NW {node_bits}"
+        src = "hrl_update_step.v"
+    top = f"hrl_{step}_step"
+    return (f"read_verilog -sv {src_dir}/{src}\n"
+            f"chparam {params} {top}\n"
+            f"synth_xilinx -family xcup -top {top} -flatten\n"
+            f"tee -o stat.txt stat\n"
+            f"tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
+            f"read_verilog -lib -specify +/xilinx/cells_sim.v\n"
+            f"tee -o sta.txt sta\n")
+
+
+def measure(step: str, k: int, w: int, p: int, node_bits: int, rev: str | None = None) -> dict:
+    tag = f"{step}-K{k}-W{w}" + (f"-P{p}" if step == "update" else "") + (
+        f"-{rev}" if rev else "")
+    work = ROOT / "sim_build" / f"timing-{tag}"
+    work.mkdir(parents=True, exist_ok=True)
+    src_dir = FPGA / "rtl"
+    if rev:  # the step's source at that revision
+        src_dir = work
+        name = f"hrl_{step}_step.v"
+        text = subprocess.run(["git", "show", f"{rev}:fpga_rtl/rtl/{name}"], cwd=ROOT,
+                              check=True, capture_output=True, text=True).stdout
+        (work / name).write_text(text)
+    (work / "run.ys").write_text(step_script(step, k, w, p, node_bits, src_dir))
+    t0 = time.time()
+    with open(work / "yosys.log", "w") as log:
+        res = subprocess.run(["yosys", "-q", "-s", "run.ys"], cwd=work, stdout=log,
+                             stderr=subprocess.STDOUT)
+    seconds = time.time() - t0
+    if res.returncode != 0:
+        raise RuntimeError(f"yosys failed for {tag}; see {work / 'yosys.log'}")
+    ltp = re.search(r"length=(\d+)", (work / "ltp.txt").read_text())
+    sta = re.search(r"Latest arrival time in '\S+' is (\d+)", (work / "sta.txt").read_text())
+    stat = (work / "stat.txt").read_text()
+    cells = {name: int(n) for name, n in re.findall(r"^\s+(\S+)\s+(\d+)\s*$", stat, re.M)}
+    # ltp's length is the number of selected cells (LUTs, MUXFs) on the longest path.
+    return {"step": step + (f"@{rev}" if rev else ""), "K": k, "W": w,
+            "P": p if step == "update" else "",
+            "lut_levels": int(ltp.group(1)) if ltp else "",
+            "sta_ns": round(int(sta.group(1)) / 1000, 2) if sta else "",
+            "LUT": sum(v for c, v in cells.items() if re.fullmatch(r"LUT[1-6]", c)),
+            "CARRY": cells.get("CARRY4", 0) + cells.get("CARRY8", 0),
+            "seconds": round(seconds)}
+
+
+def markdown(rows: list[dict]) -> str:
+    out = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
+    for r in rows:
+        out += "| " + " | ".join(str(r[c]) for c in COLUMNS) + " |\n"
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--no-readme", action="store_true")
+    ap.add_argument("--rev", default=None, help="measure the steps as at this git revision")
+    ap.add_argument("--step", choices=["descend", "update"], default=None,
+                    help="only this step (default: both)")
+    ap.add_argument("--out", default=str(SYN / "timing.csv"))
+    args = ap.parse_args(argv)
+    jobs = []
+    for k, d, p, w in SETS:
+        s = (k - 1).bit_length()
+        jobs.append(("descend", k, w, 1, 0))
+        jobs.append(("update", k, w, p, d * s + 1))
+    seen, rows = set(), []
+    for step, k, w, p, nb in jobs:
+        key = (step, k, w, p if step == "update" else 0)
+        if key in seen or (args.step and step != args.step):
+            continue
+        seen.add(key)
+        rows.append(measure(step, k, w, p, nb, args.rev))
+        print(rows[-1], flush=True)
+    out = Path(args.out)
+    with open(out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    table = markdown(rows)
+    out.with_suffix(".md").write_text(table)
+    if not args.no_readme:
+        replace_section(FPGA / "README.md", "timing", table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
