@@ -70,6 +70,12 @@ class ReplayConfig:
     # substring of the device name; or "rtl-sim": the RTL replay kernel in a Verilog
     # simulation, driven by the same OpenCL host driver as on a card; fixed point only)
     opencl_device: str | None = None
+    # train.devices > 1 (one replay shard per device): "global", each SGD step's batch drawn
+    # from all shards exactly as from one tree (the PER distribution of a single buffer; one
+    # all-gather of the shard roots and a reduce-scatter of the batch per step); "local", each
+    # device samples its own shard (no collective; the batch distribution then differs from
+    # one buffer's unless the shard totals are equal). hrl.replay.sharded has the details.
+    sampling: Literal["global", "local"] = "global"
 
     def validate(self, path: str) -> None:
         backends = ("jax", "jax_host", "opencl", "rtl")
@@ -128,6 +134,11 @@ class TrainConfig:
     # The task's bar (mean return of the last log.return_window episodes): the summary reports
     # env steps and wall seconds to reach it, per seed. None: no bar for this task.
     solved_return: float | None = None
+    # Data parallelism (Anakin): the fused iteration under shard_map over this many devices
+    # (of all processes), each stepping env.num_envs / devices actors into its own replay shard
+    # of replay.capacity / devices; gradients of each device's batch_size / devices samples are
+    # averaged (pmean), so the parameters stay the same everywhere. 1: one device.
+    devices: int = 1
 
     def validate(self, path: str, num_envs: int, capacity: int) -> None:
         _require(
@@ -195,6 +206,16 @@ class TrainConfig:
             self.solved_return is None or math.isfinite(self.solved_return),
             f"{path}.solved_return", "must be a finite number (or null)", self.solved_return,
         )
+        _require(self.devices >= 1, f"{path}.devices", "must be >= 1", self.devices)
+        if self.devices > 1:
+            for key, value in (("env.num_envs", num_envs), ("train.batch_size", self.batch_size),
+                               ("replay.capacity", capacity)):
+                _require(value % self.devices == 0, f"{path}.devices",
+                         f"must divide {key} ({value}): each device takes an equal share",
+                         self.devices)
+            _require(self.executor in ("auto", "fused") and self.fused is not False,
+                     f"{path}.devices", "> 1 runs the fused loop on every device; set "
+                     f"train.executor to fused or auto (got {self.executor!r})", self.devices)
         try:
             updates_schedule(self.train_ratio, num_envs * self.rollout_length)
         except ValueError as err:
@@ -287,6 +308,16 @@ class RunConfig:
         self.replay.validate("replay")
         self.train.validate("train", self.env.num_envs, self.replay.capacity)
         self.log.validate("log")
+        if self.train.devices > 1:
+            _require(self.replay.backend == "jax", "train.devices",
+                     f"> 1 needs replay.backend 'jax' (got {self.replay.backend!r})",
+                     self.train.devices)
+            _require(self.seeds == 1, "train.devices",
+                     f"> 1 trains one seed at a time (got seeds: {self.seeds}); set seeds: 1",
+                     self.train.devices)
+            _require(not self.placement, "train.devices",
+                     "> 1 places every primitive on every device; drop the placement",
+                     self.train.devices)
         check = getattr(self.agent, "validate", None)
         if callable(check):
             try:

@@ -88,6 +88,13 @@ def make_optimizer(
     return optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
 
 
+def average_gradients(grads, axis_name: str | None):
+    """Data parallelism: the mean of every device's gradients (pmean over `axis_name`, inside
+    shard_map), so each device applies the same update and the parameters stay equal
+    everywhere. None (one device): the gradients as they are."""
+    return grads if axis_name is None else jax.lax.pmean(grads, axis_name)
+
+
 def update_target(params, target_params, train_steps, period: int, tau: float):
     """Every `period` SGD steps: target <- tau * online + (1 - tau) * target.
 

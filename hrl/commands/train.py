@@ -24,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "loop is fused (same as --set seeds=S)",
     )
     parser.add_argument(
+        "--devices", type=int, metavar="N",
+        help="data parallelism over N devices (same as --set train.devices=N); on a CPU, N "
+        "virtual devices are made when XLA_FLAGS does not set their number",
+    )
+    parser.add_argument(
         "--run-dir", help="where logs, curve and checkpoints go (default runs/<name>-<time>)"
     )
     parser.add_argument(
@@ -45,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.seeds is not None:
         args.overrides = [*args.overrides, f"seeds={args.seeds}"]
+    if args.devices is not None:
+        args.overrides = [*args.overrides, f"train.devices={args.devices}"]
     try:
         if args.resume:
             if args.config:
@@ -66,6 +73,17 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, FileNotFoundError) as err:
         print(f"hrl train: error: {err}", file=sys.stderr)
         return 2
+    from hrl.runtime.distributed import initialize_from_env
+
+    try:
+        distributed = initialize_from_env()  # one process of an `hrl launch` run
+    except ValueError as err:
+        print(f"hrl train: error: {err}", file=sys.stderr)
+        return 2
+    if cfg.train.devices > 1 and not distributed:
+        from hrl.runtime.data_parallel import ensure_cpu_devices
+
+        ensure_cpu_devices(cfg.train.devices)
 
     from rich.console import Console
 

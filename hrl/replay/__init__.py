@@ -7,6 +7,7 @@ from hrl.replay import formats, sumtree
 from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
 from hrl.replay.formats import FixedPoint, Float32, MinFloat32, parse_format
 from hrl.replay.rows import RowLayout
+from hrl.replay.sharded import ShardedReplay, make_sharded_replay
 from hrl.replay.sumtree import SumTree
 
 __all__ = [
@@ -17,9 +18,11 @@ __all__ = [
     "ReplayState",
     "RowLayout",
     "Sample",
+    "ShardedReplay",
     "SumTree",
     "formats",
     "make_prioritized_replay",
+    "make_sharded_replay",
     "parse_format",
     "sumtree",
 ]

@@ -176,14 +176,17 @@ def probabilities(tree: SumTree, indices) -> jax.Array:
 # --------------------------------------------------------------------------- sampling
 
 
-def _descend_float(tree: SumTree, fractions: jax.Array) -> jax.Array:
-    """Prefix-sum descent with float targets u = frac * total."""
-    k = tree.fanout
-    target = fractions.astype(jnp.float32) * jnp.float32(2.0**-32) * tree.levels[0][0]
-    node = jnp.zeros(fractions.shape, jnp.int32)
+def descend_float(levels, fanout: int, target: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Prefix-sum descent of float targets from the root of `levels` (a `SumTree.levels`
+    tuple): returns the leaf index and what is left of each target below it.
+
+    Split out so that a forest of trees (`hrl.replay.sharded`) descends a tree of shard roots
+    first and each shard's own tree after it with the same arithmetic as one tree."""
+    k = fanout
+    node = jnp.zeros(target.shape, jnp.int32)
     cols = jnp.arange(k, dtype=jnp.int32)
-    for level in range(1, tree.depth + 1):
-        children = tree.levels[level][node]  # (B, K)
+    for level in range(1, len(levels)):
+        children = levels[level][node]  # (B, K)
         inclusive = jnp.cumsum(children, axis=-1)
         exclusive = inclusive - children
         child = jnp.sum(inclusive <= target[:, None], axis=-1, dtype=jnp.int32)
@@ -194,27 +197,46 @@ def _descend_float(tree: SumTree, fractions: jax.Array) -> jax.Array:
         picked = jnp.take_along_axis(exclusive, child[:, None], axis=-1)[:, 0]
         target = jnp.maximum(target - picked, 0.0)
         node = node * k + child
-    return node
+    return node, target
 
 
-def _descend_fixed(tree: SumTree, fractions: jax.Array) -> jax.Array:
-    """Integer descent (see `formats` for the rules); bit-exact with OpenCL and RTL.
+def float_targets(fractions: jax.Array, root: jax.Array) -> jax.Array:
+    """Root-level float targets u = frac * 2**-32 * root."""
+    return fractions.astype(jnp.float32) * jnp.float32(2.0**-32) * root
 
-    The 64-bit product frac * root gives the root-level target t (high word) and, in its low
-    word, log2(K) fresh digits for each level below (most significant first).
-    """
-    k = tree.fanout
+
+def _descend_float(tree: SumTree, fractions: jax.Array) -> jax.Array:
+    """Prefix-sum descent with float targets u = frac * total."""
+    target = float_targets(fractions, tree.levels[0][0])
+    return descend_float(tree.levels, tree.fanout, target)[0]
+
+
+def fixed_targets(fractions: jax.Array, root: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The 64-bit product frac * root as (high word t: the root-level target, low word: the
+    log2(K) fresh digits of every level below, most significant first)."""
+    fractions = fractions.astype(jnp.uint32)
+    t = mulhi_u32(fractions, jnp.broadcast_to(root, fractions.shape))
+    return t, fractions * root  # uint32 wraps: the low word of the product
+
+
+def descend_fixed(
+    levels, fanout: int, t: jax.Array, low: jax.Array, levels_above: int = 0
+) -> tuple[jax.Array, jax.Array]:
+    """Integer descent from the root of `levels` (see `formats` for the rules): returns the leaf
+    index and the remainder t left below it. `levels_above`: how many levels of an enclosing
+    tree lie above this root (their digits of `low` are already used): 0 for a whole tree,
+    the depth of the tree of shard roots for a shard of `hrl.replay.sharded`."""
+    k = fanout
     s = log2_exact(k)
     mask = jnp.uint32(k - 1)
-    fractions = fractions.astype(jnp.uint32)
-    root = tree.levels[0][0]
-    t = mulhi_u32(fractions, jnp.broadcast_to(root, fractions.shape))
-    low = fractions * root  # uint32 wraps: the low word of the product
-    node = jnp.zeros(fractions.shape, jnp.int32)
+    node = jnp.zeros(t.shape, jnp.int32)
     cols = jnp.arange(k, dtype=jnp.int32)
-    for level in range(1, tree.depth + 1):
-        digit = (low >> (32 - level * s)) & mask if level * s <= 32 else jnp.uint32(0)
-        children = tree.levels[level][node]  # (B, K) uint32
+    for level in range(1, len(levels)):
+        digit_level = levels_above + level
+        digit = (
+            (low >> (32 - digit_level * s)) & mask if digit_level * s <= 32 else jnp.uint32(0)
+        )
+        children = levels[level][node]  # (B, K) uint32
         # Inclusive prefix sums split at log2(K) so nothing overflows 32 bits:
         # P = hi * K + lo with lo < K.
         lo_cum = jnp.cumsum(children & mask, axis=-1, dtype=jnp.uint32)
@@ -233,7 +255,17 @@ def _descend_fixed(tree: SumTree, fractions: jax.Array) -> jax.Array:
         remainder = ((t << s) | digit) - p_excl
         t = jnp.where(overflow, picked - jnp.uint32(1), remainder)
         node = node * k + child
-    return node
+    return node, t
+
+
+def _descend_fixed(tree: SumTree, fractions: jax.Array) -> jax.Array:
+    """Integer descent (see `formats` for the rules); bit-exact with OpenCL and RTL.
+
+    The 64-bit product frac * root gives the root-level target t (high word) and, in its low
+    word, log2(K) fresh digits for each level below (most significant first).
+    """
+    t, low = fixed_targets(fractions, tree.levels[0][0])
+    return descend_fixed(tree.levels, tree.fanout, t, low)[0]
 
 
 def sample_from_bits(tree: SumTree, bits, stratified: bool = True) -> jax.Array:

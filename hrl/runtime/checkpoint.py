@@ -63,14 +63,30 @@ def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2,
     checkpoint that turns out unreadable leaves one to fall back to)."""
     keep = max(keep, 2)
     root = Path(run_dir).resolve() / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
     name = f"step_{int(info['env_steps']):012d}"
     path = root / name
-    if path.exists():
-        shutil.rmtree(path)
     ckpt = _get_checkpointer()
-    ckpt.save(path, jax.device_get(state))
-    ckpt.wait_until_finished()
+    if jax.process_count() > 1:
+        # Several processes (hrl launch): each writes its own shards of the global arrays and
+        # process 0 the metadata (orbax multi-host); the bookkeeping below is process 0's.
+        from jax.experimental import multihost_utils
+
+        if jax.process_index() == 0:
+            root.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                shutil.rmtree(path)
+        multihost_utils.sync_global_devices(f"hrl checkpoint {name} start")
+        ckpt.save(path, state)
+        ckpt.wait_until_finished()
+        multihost_utils.sync_global_devices(f"hrl checkpoint {name} written")
+        if jax.process_index() != 0:
+            return path
+    else:
+        root.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            shutil.rmtree(path)
+        ckpt.save(path, jax.device_get(state))
+        ckpt.wait_until_finished()
     if host_state is not None:
         host_state_file(path).write_bytes(host_state)
     record = json.dumps({"name": name, **info}, indent=1)

@@ -110,16 +110,20 @@ class Schedule:
     total_env_steps: int
     beta_start: float
     beta_end: float
+    # Data-parallel devices (`DataParallelLoop`): `num_envs` and `batch_size` above are then
+    # each device's share; env steps are counted over all devices.
+    devices: int = 1
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> Schedule:
         updates, period = updates_schedule(cfg.train.train_ratio, cfg.env_steps_per_iter)
+        devices = cfg.train.devices
         return cls(
-            num_envs=cfg.env.num_envs,
+            num_envs=cfg.env.num_envs // devices,
             rollout_length=cfg.train.rollout_length,
             updates_per_round=updates,
             period=period,
-            batch_size=cfg.train.batch_size,
+            batch_size=cfg.train.batch_size // devices,
             learning_starts=cfg.train.learning_starts,
             staleness=cfg.train.staleness if cfg.train.dependency == "relaxed" else 0,
             n_step=cfg.replay.n_step,
@@ -127,23 +131,47 @@ class Schedule:
             total_env_steps=cfg.train.total_env_steps,
             beta_start=cfg.replay.beta_start,
             beta_end=cfg.replay.beta_end,
+            devices=devices,
         )
 
     @property
+    def total_envs(self) -> int:
+        """Actors over all devices (env steps per actor step)."""
+        return self.num_envs * self.devices
+
+    @property
     def env_steps_per_iter(self) -> int:
+        """Env steps of one iteration over all devices."""
+        return self.total_envs * self.rollout_length
+
+    @property
+    def inserts_per_iter(self) -> int:
+        """Transitions one device inserts per iteration."""
         return self.num_envs * self.rollout_length
 
 
+def actor_key(key: jax.Array, actor_index) -> jax.Array:
+    """The key of one device's actors: device 0 keeps `key` (so one device reproduces the
+    single-device run bit for bit); device d > 0 folds its index in."""
+    if isinstance(actor_index, int) and actor_index == 0:
+        return key
+    return jnp.where(actor_index == 0, key, jax.random.fold_in(key, actor_index))
+
+
 def init_train_state(
-    prims: Primitives, replay, agent, spec, schedule: Schedule, example_transition, seed: int
+    prims: Primitives, replay, agent, spec, schedule: Schedule, example_transition, seed: int,
+    actor_index=0,
 ) -> TrainState:
     """Fresh state: networks, empty buffer, reset envs; n-1 warm-up steps fill the n-step
     window (they count as env steps; their transitions start the buffer one step later).
 
     With a JAX env and replay this traces: `seed` may be a traced int32, so the whole
-    function jits (one compilation instead of ~150 eager ones) and vmaps over seeds."""
+    function jits (one compilation instead of ~150 eager ones) and vmaps over seeds.
+    `actor_index`: which device's actors (see `actor_key`); the networks and the loop key
+    depend on `seed` only, so they are the same on every device."""
     root = jax.random.PRNGKey(seed)
     k_agent, k_env, k_warm, k_loop = jax.random.split(root, 4)
+    k_env, k_warm = actor_key(k_env, actor_index), actor_key(k_warm, actor_index)
     agent_state = agent.init(k_agent)
     env_state, obs = prims.env_reset(k_env)
     acc = nstep_init(example_transition, schedule.n_step, schedule.num_envs)
@@ -161,7 +189,7 @@ def init_train_state(
             schedule.gamma,
         )
         obs, start = out.obs, jnp.asarray(out.done, bool)
-        env_steps += schedule.num_envs
+        env_steps += schedule.total_envs
     return TrainState(
         agent=agent_state,
         replay=replay.init(example_transition),
@@ -205,9 +233,22 @@ class FusedLoop:
         agent, td_errors, metrics = p.train(agent, batch.items, batch.weights)
         pending, (indices, td_out, valid) = pending_push(pending, batch.indices, td_errors)
         # An empty queue slot (the first s steps) writes nothing: out-of-range rows are dropped.
-        indices = jnp.where(valid, indices, jnp.int32(replay.tree.capacity))
+        indices = jnp.where(valid, indices, jnp.int32(self._dropped_index(replay)))
         replay = p.update(replay, indices, td_out)
         return (agent, replay, pending, env_steps), (jnp.mean(jnp.abs(td_errors)), metrics)
+
+    # --- what a data-parallel loop changes (`DataParallelLoop`) ------------------------
+    def _dropped_index(self, replay) -> int:
+        """An index every replay update ignores (past the end of the buffer)."""
+        return replay.tree.capacity
+
+    def _held(self, replay):
+        """Transitions the replay holds (over all devices)."""
+        return replay.size
+
+    def _actor_index(self):
+        """Which device's actors this program steps (0 on one device)."""
+        return 0
 
     def _learn(self, agent, replay, pending, key, env_steps):
         keys = jax.random.split(key, self.schedule.updates_per_round)
@@ -220,6 +261,7 @@ class FusedLoop:
     def _iteration(self, state: TrainState, _):
         sch, p = self.schedule, self.prims
         key, k_roll, k_learn = jax.random.split(state.key, 3)
+        k_roll = actor_key(k_roll, self._actor_index())
 
         def actor_step(carry, k):
             env_state, obs, start, actor_carry, acc, env_steps = carry
@@ -230,7 +272,7 @@ class FusedLoop:
                 acc, obs, actions, out.reward, out.next_obs_true, out.terminated, out.done,
                 sch.gamma,
             )
-            carry = (env_state, out.obs, out.done, actor_carry, acc, env_steps + sch.num_envs)
+            carry = (env_state, out.obs, out.done, actor_carry, acc, env_steps + sch.total_envs)
             return carry, (transition, out.completed, out.completed_return)
 
         carry = (state.env, state.obs, state.episode_start, state.actor_carry, state.nstep,
@@ -238,10 +280,12 @@ class FusedLoop:
         (env_state, obs, start, actor_carry, acc, env_steps), (transitions, completed, returns) = (
             jax.lax.scan(actor_step, carry, jax.random.split(k_roll, sch.rollout_length))
         )
-        batch_of = lambda x: x.reshape((sch.env_steps_per_iter,) + x.shape[2:])
+        batch_of = lambda x: x.reshape((sch.inserts_per_iter,) + x.shape[2:])
         replay = p.insert(state.replay, jax.tree.map(batch_of, transitions))
 
-        do_learn = (replay.size >= sch.learning_starts) & ((state.iteration + 1) % sch.period == 0)
+        do_learn = (self._held(replay) >= sch.learning_starts) & (
+            (state.iteration + 1) % sch.period == 0
+        )
         metrics_shape = jax.eval_shape(
             lambda: self._learn(state.agent, replay, state.pending, k_learn, env_steps)
         )[-1]

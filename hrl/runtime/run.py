@@ -103,7 +103,14 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     `placement` (primitive -> `jax.Device`) adds to the config's `placement`."""
     from hrl import agents, envs
 
-    env = envs.make_env(cfg.env.name, cfg.env.num_envs, **cfg.env.kwargs)
+    devices = cfg.train.devices
+    mesh = None
+    if devices > 1:  # before anything is built: too many devices is a config error
+        from hrl.runtime.data_parallel import make_mesh
+
+        mesh = make_mesh(devices)
+    # With train.devices > 1 this is one device's share of the actors.
+    env = envs.make_env(cfg.env.name, cfg.env.num_envs // devices, **cfg.env.kwargs)
     spec = env.spec
     if cfg.algo == "dqn":
         if not spec.discrete:
@@ -117,11 +124,25 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                 f"config key 'algo': ddpg needs continuous actions; {cfg.env.name} is discrete"
             )
         agent = agents.make_ddpg(cfg.agent, spec)
+    if mesh is not None and not spec.is_jax:
+        raise ValueError(
+            f"config key 'train.devices': > 1 needs a JAX environment ({cfg.env.name} is "
+            f"not one), got {devices}"
+        )
     example = envs.example_transition(spec)
     check_replay_fits_in_memory(cfg, example)  # before any backend allocates its tree
     r = cfg.replay
     replay_is_jax = r.backend == "jax"
-    if replay_is_jax:
+    if mesh is not None:
+        from hrl.replay.sharded import make_sharded_replay
+        from hrl.runtime.data_parallel import AXIS
+
+        replay = make_sharded_replay(
+            r.capacity, devices, AXIS, sampling=r.sampling, alpha=r.alpha, eps=r.eps,
+            fanout=r.fanout, fmt=r.fmt, weights=r.weights, impl=r.impl,
+        )
+        agent = dataclasses.replace(agent, grad_axis=AXIS)
+    elif replay_is_jax:
         replay = make_prioritized_replay(
             r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
             impl=r.impl,
@@ -131,7 +152,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
 
         replay = make_host_replay(r)
     schedule = Schedule.from_config(cfg)
-    prims = make_primitives(env, agent, replay, cfg.train.batch_size)
+    prims = make_primitives(env, agent, replay, schedule.batch_size)
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
     executor = cfg.train.executor
     fused = cfg.train.fused if executor == "auto" else executor == "fused"
@@ -148,7 +169,11 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
             "config key 'train.fused': the fused loop needs a JAX environment and replay.backend "
             f"'jax' (got env {cfg.env.name}, backend {r.backend!r}); set train.fused: false"
         )
-    if fused:
+    if mesh is not None:
+        from hrl.runtime.data_parallel import DataParallelLoop
+
+        loop = DataParallelLoop(prims, schedule, replay, mesh)
+    elif fused:
         loop = FusedLoop(prims, schedule)
     elif executor == "pipelined":
         loop = PipelinedLoop(prims, schedule, spec.is_jax, replay_is_jax, placement,
@@ -216,6 +241,9 @@ def initial_state(built: Built, seeds: list[int] | None = None) -> TrainState:
         init_train_state, built.loop.prims, built.replay, built.agent, built.env.spec,
         built.schedule, built.example_transition,
     )
+    if getattr(built.loop, "mesh", None) is not None:  # data parallel: one state per device
+        return built.loop.init_state(lambda seed, index: init(seed, actor_index=index),
+                                     np.int32(built.cfg.seed))
     if seeds is not None:
         if not _init_traces(built):
             raise ValueError("stacked seeds need a JAX environment and replay.backend 'jax'")
@@ -351,7 +379,14 @@ def train(
     state = initial_state(built, seeds if batched else None)
     jax.block_until_ready(state)
     init_s = time.perf_counter() - t_start
+    # Several processes (`hrl launch`): every process writes its part of each checkpoint into
+    # RUN_DIR (orbax multi-host); the run's logs, curves and progress bar are process 0's, the
+    # others log into RUN_DIR/process-<i>/ (nothing there is needed to resume).
+    primary = jax.process_index() == 0
+    log_dir = run_dir if primary else run_dir / f"process-{jax.process_index()}"
+    progress = progress and primary
     run_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
     wall_before = 0.0
     if resume:
         changed = _check_resume_changes(run_dir, cfg, checkpoint_every)
@@ -360,7 +395,8 @@ def train(
             raise ConfigError(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
         state, info, path = found
         wall_before = float(info.get("wall_s", 0.0))
-        _record_resume(run_dir, cfg, checkpoint_every, changed, path.name, _count(state.env_steps))
+        _record_resume(log_dir, cfg, checkpoint_every, changed, path.name,
+                       _count(state.env_steps))
         if hasattr(built.replay, "sync_backend"):
             # Host replay: writable numpy arrays again, and the backend's tree rebuilt.
             state = state.replace(replay=jax.tree.map(np.array, state.replay))
@@ -368,9 +404,9 @@ def train(
         if not built.env.spec.is_jax:
             state = _resume_host_envs(built, state, path)
     else:
-        (run_dir / "config.yaml").write_text(dump_config(_with_checkpoint_every(cfg,
+        (log_dir / "config.yaml").write_text(dump_config(_with_checkpoint_every(cfg,
                                                                               checkpoint_every)))
-    seed_dirs = [run_dir / f"seed-{s}" for s in seeds] if batched else [run_dir]
+    seed_dirs = [log_dir / f"seed-{s}" for s in seeds] if batched else [log_dir]
     for d in seed_dirs:
         d.mkdir(parents=True, exist_ok=True)
     start_steps = _count(state.env_steps)
@@ -431,7 +467,7 @@ def train(
                 counters = (_count(state.env_steps), _count(state.updates))
                 for i, (log, recent) in enumerate(zip(logs, recents, strict=True)):
                     seed_out = jax.tree.map(lambda x, i=i: x[i], out) if batched else out
-                    steps, returns = _episodes_of(seed_out, steps_now, sch.num_envs)
+                    steps, returns = _episodes_of(seed_out, steps_now, sch.total_envs)
                     log.episodes(steps, returns)
                     recent.extend(returns.tolist())
                     _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now(),
@@ -483,20 +519,57 @@ def train(
         "solved_return": threshold,
         "interrupted": interrupted,
         "fused": built.loop.fused,
+        "devices": cfg.train.devices,
         "solved_at_env_steps": solved_at,
     }
+    if getattr(built.loop, "mesh", None) is not None:  # data parallel
+        summary.update(replicas_agree(state.agent))
     if not built.loop.fused:
         summary["primitive_seconds"] = {k: round(v, 4) for k, v in built.loop.timings.items()}
-    for seed, d in zip(seeds, seed_dirs, strict=True):
-        plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {seed}", window)
-    _finish(summary, seed_dirs, run_dir, cfg)
+    if primary:
+        for seed, d in zip(seeds, seed_dirs, strict=True):
+            plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {seed}",
+                                window)
+    _finish(summary, seed_dirs, log_dir, cfg)
     return summary
+
+
+def _local_copy(x) -> np.ndarray:
+    """A replicated array as numpy; across processes, this process's own copy."""
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        return np.asarray(x.addressable_data(0))
+    return np.asarray(x)
 
 
 def _count(x) -> int:
     """A counter of the state (equal across stacked seeds: the schedule does not depend on
     the seed)."""
-    return int(np.asarray(x).reshape(-1)[0])
+    return int(_local_copy(x).reshape(-1)[0])
+
+
+def replicas_agree(agent_state) -> dict:
+    """Whether every device of every process holds the same networks and optimizer state (the
+    data-parallel invariant): each process compares its devices' copies and hashes one; the
+    digests are gathered from all processes (one per process)."""
+    import hashlib
+
+    from jax.experimental import multihost_utils
+
+    digest = hashlib.sha256()
+    local_equal = True
+    for leaf in jax.tree.leaves(agent_state):
+        copies = [np.asarray(s.data) for s in leaf.addressable_shards]
+        local_equal &= all(np.array_equal(copies[0], c) for c in copies[1:])
+        digest.update(copies[0].tobytes())
+    words = np.frombuffer(digest.digest()[:8], np.uint32)
+    everyone = np.asarray(multihost_utils.process_allgather(
+        np.append(words, np.uint32(local_equal))))
+    return {
+        "processes": int(jax.process_count()),
+        "params_digests": [f"{int(a):08x}{int(b):08x}" for a, b, _ in everyone],
+        "params_agree": bool(np.all(everyone[:, 2] == 1)
+                             and np.all(everyone[:, :2] == everyone[0, :2])),
+    }
 
 
 def _seed_result(seed, seed_dir, episodes, window, threshold) -> dict:

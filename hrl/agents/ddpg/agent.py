@@ -24,6 +24,7 @@ from hrl.agents.common import (
     ACTIVATIONS,
     OPTIMIZERS,
     AgentState,
+    average_gradients,
     check_batch,
     check_choice,
     check_hidden_sizes,
@@ -96,6 +97,7 @@ class DDPG:
 
     cfg: DDPGConfig
     spec: EnvSpec
+    grad_axis: str | None = None  # data parallelism: gradients averaged over this mesh axis
 
     @property
     def actor(self) -> Actor:
@@ -199,6 +201,7 @@ class DDPG:
             critic_apply,
             self.cfg.critic_huber_delta,
         )
+        c_grads = average_gradients(c_grads, self.grad_axis)
         c_updates, c_opt = self.critic_optimizer.update(
             c_grads, state.opt_state["critic"], params["critic"]
         )
@@ -207,6 +210,7 @@ class DDPG:
         a_loss, a_grads = jax.value_and_grad(actor_loss)(
             params["actor"], critic_params, batch["obs"], actor_apply, critic_apply
         )
+        a_grads = average_gradients(a_grads, self.grad_axis)
         a_updates, a_opt = self.actor_optimizer.update(
             a_grads, state.opt_state["actor"], params["actor"]
         )

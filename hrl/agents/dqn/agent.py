@@ -20,6 +20,7 @@ from hrl.agents.common import (
     ACTIVATIONS,
     OPTIMIZERS,
     AgentState,
+    average_gradients,
     check_batch,
     check_choice,
     check_hidden_sizes,
@@ -81,6 +82,7 @@ class DQN:
 
     cfg: DQNConfig
     spec: EnvSpec
+    grad_axis: str | None = None  # data parallelism: gradients averaged over this mesh axis
 
     @property
     def network(self):
@@ -148,6 +150,7 @@ class DQN:
             self.cfg.double,
             self.cfg.huber_delta,
         )
+        grads = average_gradients(grads, self.grad_axis)
         updates, opt_state = self.optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         train_steps = state.train_steps + 1

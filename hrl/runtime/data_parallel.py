@@ -1,0 +1,146 @@
+"""Anakin-style data parallelism: the fused iteration under `shard_map` over a mesh of devices.
+
+Every device runs `FusedLoop`'s iteration on its own share: env.num_envs / D actors (their own
+keys: `actor_key`), a replay shard of capacity / D that only its actors write
+(`hrl.replay.sharded`), and batch_size / D samples per SGD step. The learner's gradients are
+averaged over the mesh (pmean, in the agent: `grad_axis`), so the networks, optimizer states and
+target networks stay the same on every device, as do the loop key and the counters; everything
+an actor or a shard owns is stacked on a leading device axis. Env steps and the learning
+schedule count over all devices, so a run with D devices follows the config's schedule (train
+ratio, learning_starts, beta and epsilon annealing) exactly as one device does.
+
+Sampling is global by default (each step's D*b strata drawn from all shards exactly as from one
+tree; see `hrl.replay.sharded`): the algorithm is then the single-device one, only spread out.
+`replay.sampling: local` drops the sampling collectives and samples each device's own shard.
+
+The same program runs on virtual CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=N,
+set before JAX starts), on the GPUs of one machine, and on a mesh spanning the processes
+joined by `jax.distributed.initialize` (`hrl launch`): the mesh takes the first D of
+`jax.devices()`, which lists every process's devices.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from hrl.runtime.loop import ChunkOut, FusedLoop, TrainState
+
+AXIS = "devices"
+
+# TrainState fields that belong to one device (its actors, its replay shard, its relaxed
+# queue): stacked on a leading device axis. The rest is the same on every device.
+PER_DEVICE = ("replay", "env", "obs", "episode_start", "actor_carry", "nstep", "pending")
+
+
+def ensure_cpu_devices(count: int) -> None:
+    """Ask XLA for `count` virtual CPU devices unless XLA_FLAGS already says how many. Only
+    works before JAX starts its backends (a CLI calls it first); GPUs are not affected."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
+
+
+def make_mesh(devices: int) -> Mesh:
+    """A 1-D mesh over the first `devices` of `jax.devices()` (all processes' devices)."""
+    available = jax.devices()
+    if not 1 <= devices <= len(available):
+        hint = (" (more CPU devices: XLA_FLAGS=--xla_force_host_platform_device_count=N before "
+                "JAX starts, or more processes with hrl launch)")
+        raise ValueError(
+            f"config key 'train.devices': must be in [1, {len(available)}] (the "
+            f"{jax.default_backend()} devices of this run), got {devices}{hint}"
+        )
+    return Mesh(np.array(available[:devices]), (AXIS,))
+
+
+def state_specs() -> TrainState:
+    """Partition specs of a data-parallel `TrainState` (a prefix tree of it)."""
+    names = TrainState.__dataclass_fields__
+    return TrainState(**{name: P(AXIS) if name in PER_DEVICE else P() for name in names})
+
+
+def _local(state: TrainState) -> TrainState:
+    """Inside shard_map: this device's block of the stacked fields, without the axis."""
+    return state.replace(**{n: jax.tree.map(lambda x: x[0], getattr(state, n)) for n in PER_DEVICE})
+
+
+def _stacked(state: TrainState) -> TrainState:
+    return state.replace(
+        **{n: jax.tree.map(lambda x: x[None], getattr(state, n)) for n in PER_DEVICE}
+    )
+
+
+class DataParallelLoop(FusedLoop):
+    """`FusedLoop` on every device of `mesh`, gradients averaged (see the module docstring).
+
+    `prims` must be built from a `ShardedReplay` (`replay`) and an agent with `grad_axis=AXIS`;
+    `schedule` holds one device's share (`Schedule.from_config` with train.devices)."""
+
+    def __init__(self, prims, schedule, replay, mesh: Mesh):
+        if schedule.devices != mesh.size or replay.num_shards != mesh.size:
+            raise ValueError(
+                f"schedule ({schedule.devices}), replay ({replay.num_shards}) and mesh "
+                f"({mesh.size}) disagree on the number of devices"
+            )
+        super().__init__(prims, schedule)
+        self.replay = replay
+        self.mesh = mesh
+        specs = state_specs()
+
+        def chunk(state, num_iters):
+            def body(st):
+                st, out = self._run_chunk(_local(st), num_iters)
+                # What the host reads is made the same on every device (so every process
+                # has all of it): episode ends gathered over the actors, (T, L, D*m) with
+                # device d's at d*m ..., and the learner's numbers averaged.
+                gather = lambda x: jax.lax.all_gather(x, AXIS, axis=2, tiled=True)  # noqa: E731
+                out = out.replace(completed=gather(out.completed),
+                                  completed_return=gather(out.completed_return),
+                                  td_abs=jax.lax.pmean(out.td_abs, AXIS),
+                                  metrics=jax.lax.pmean(out.metrics, AXIS))
+                return _stacked(st), out
+
+            # check_vma=False: the env code (gymnax's reset cond) mixes device-varying and
+            # replicated values, which the varying-axes type check refuses; that the
+            # replicated parts do stay equal on every device is tested instead.
+            return jax.shard_map(body, mesh=mesh, in_specs=(specs,),
+                                 out_specs=(specs, P()), check_vma=False)(state)
+
+        self._run = jax.jit(chunk, static_argnums=1)
+        self._run_seeds = None
+
+    def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
+        """`num_iters` iterations on every device in one jit call; the chunk's report is this
+        process's copy (every process holds all of it)."""
+        state, out = self._run(state, num_iters)
+        return state, jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), out)
+
+    # --- FusedLoop's hooks -------------------------------------------------------------
+    def _dropped_index(self, replay) -> int:
+        return self.replay.capacity  # no shard owns it
+
+    def _held(self, replay):
+        return self.replay.global_size(replay)  # the same on every device: the cond agrees
+
+    def _actor_index(self):
+        return jax.lax.axis_index(AXIS)
+
+    # --- state ---------------------------------------------------------------------------
+    def init_state(self, init_one, seed) -> TrainState:
+        """The stacked initial state: `init_one(seed, actor_index)` (`init_train_state` with
+        its static arguments bound) on every device, in one jitted call."""
+
+        def body(seed):
+            return _stacked(init_one(seed, jax.lax.axis_index(AXIS)))
+
+        run = jax.shard_map(body, mesh=self.mesh, in_specs=P(), out_specs=state_specs(),
+                            check_vma=False)
+        return jax.jit(run)(seed)
+
+    def run_seeds(self, state, num_iters):
+        raise ValueError("config key 'train.devices': > 1 trains one seed at a time")
