@@ -82,6 +82,7 @@ def test_map_and_report_commands_write_the_report(tiny_profile, tmp_path):
     assert set(summary["strict"]["baselines"]) == {"all-cpu", "all-gpu", "framework"}
     text = (out / "report.md").read_text()
     assert "MODELLED from public specs" in text and "Top-10 mappings" in text
+    assert "pipelined executor" in text and "pipelined" in summary["strict"]
     (out / "report.md").unlink()
     assert main(["report", str(out)]) == 0
     assert (out / "report.md").is_file()

@@ -287,8 +287,8 @@ class Exploration:
         digits = [names.index(mapping[p]) for p in PRIMITIVES]
         return int(sum(d * len(names) ** i for i, d in enumerate(digits)))
 
-    def top(self, mode: str, k: int = 10) -> list[int]:
-        t = self.times(mode)
+    def top(self, mode: str, k: int = 10, executor: str = "auto") -> list[int]:
+        t = self.times(mode, executor)
         order = np.argsort(t, kind="stable")
         return [int(i) for i in order[:k] if np.isfinite(t[i])]
 

@@ -52,13 +52,14 @@ def model_rows(p: Plan) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def top_rows(p: Plan, mode: str, k: int = 10) -> tuple[list[str], list[list[str]]]:
+def top_rows(p: Plan, mode: str, k: int = 10,
+             executor: str = "auto") -> tuple[list[str], list[list[str]]]:
     e = p.exploration
-    times = e.times(mode)
+    times = e.times(mode, executor)
     head = ["rank", *PRIMITIVES, "iteration [us]", "env steps/s", "SGD steps/s"]
     rows = []
     w = p.workload
-    for rank, r in enumerate(e.top(mode, k), 1):
+    for rank, r in enumerate(e.top(mode, k, executor), 1):
         m = e.mapping(r)
         t = times[r]
         rows.append([str(rank), *[m[x] for x in PRIMITIVES], _us(t),
@@ -210,6 +211,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
         ("Top-10 mappings, strict dependency", top_rows(p, "strict"), None),
         (f"Top-10 mappings, relaxed dependency (staleness {e.staleness})",
          top_rows(p, "relaxed"), None),
+        ("Top-10 mappings, pipelined executor (actors in their own process), strict",
+         top_rows(p, "strict", executor="pipelined"), None),
     ]
     summary = {"workload": p.workload.describe(), "placements": {
         pl.name: {"source": pl.source, "resource": pl.resource, "link": pl.link}
@@ -222,6 +225,11 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
         summary[mode] = {"chosen": e.mapping(best), "seconds": float(e.times(mode)[best]),
                          "baselines": base, "feasible_mappings": int(e.feasible.sum()),
                          "all_mappings": len(e.feasible)}
+        pipelined = e.top(mode, 1, "pipelined")
+        if pipelined:
+            summary[mode]["pipelined"] = {
+                "chosen": e.mapping(pipelined[0]),
+                "seconds": float(e.times(mode, "pipelined")[pipelined[0]])}
         sections.append((f"Chosen mapping ({mode}): {dse.format_mapping(e.mapping(best))}, "
                          f"{_us(e.times(mode)[best])} us per iteration; speed-up over baselines",
                          (head, rows), None))
