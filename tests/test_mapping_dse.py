@@ -251,7 +251,7 @@ def test_pipelined_executor_hand_computed():
     the rest of the bookkeeping + the link) run at the same time; the shared CPU's busy time
     over its two cores bounds them too. One core: no gain over the sequential loop."""
     ipc = Link("process", bandwidth=1e9, latency=50e-6)
-    overhead = {"host": 0.6 * MS, "host_actor": 0.2 * MS}
+    overhead = {"host": 0.6 * MS, "host_actor": 0.2 * MS, "pipelined": 0.05 * MS}
     places = [fixed_placement("cpu", CPU), fixed_placement("acc", ACC, link="testlink")]
     all_cpu = {p: "cpu" for p in PRIMITIVES}
     edges = {(s, d): (b, c) for s, d, b, c in WORK.edges()}
@@ -259,8 +259,9 @@ def test_pipelined_executor_hand_computed():
     actor = (1 + 2 + 0.2) * MS + link_s
     learner = (0.5 + 3 + 4 + 1 + 0.4) * MS + link_s
     sequential = 11.5 * MS + 0.6 * MS
-    for cores, want in ((2, max(actor, learner, (sequential + 2 * link_s) / 2)),
-                        (1, sequential + 2 * link_s)):
+    hand_offs = 0.05 * MS
+    for cores, want in ((2, max(actor, learner, (sequential + 2 * link_s) / 2) + hand_offs),
+                        (1, sequential + 2 * link_s + hand_offs)):
         exp = dse.explore(places, WORK, link_overrides=LINK, loop_overhead=overhead,
                           process_link=ipc, host_cores=cores)
         row = exp.row_of(all_cpu)
@@ -271,7 +272,7 @@ def test_pipelined_executor_hand_computed():
     exp = dse.explore(places, WORK, link_overrides=LINK, loop_overhead=overhead,
                       process_link=ipc, host_cores=2)
     t = exp.times("strict", "pipelined")[exp.row_of(split)]
-    assert t == pytest.approx(actor, rel=1e-5)
+    assert t == pytest.approx(actor + hand_offs, rel=1e-5)
     # A fused (exclusive) placement has no pipelined form.
     fused = dataclasses.replace(fixed_placement("cpu-fused", CPU, resource="cpu"),
                                 exclusive=True)

@@ -27,8 +27,8 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   + the process link for the transitions and the weights (sent by one side, read by the other:
   both pay); learner side = insert, sample, train, update + their links + the rest of the
   bookkeeping + the same process link; strict: the learner side in sequence; relaxed: its
-  chain overlapped s + 1 deep, bounded by its busiest resource. Fused mappings have no
-  pipelined form (infinite).
+  chain overlapped s + 1 deep, bounded by its busiest resource; plus the measured hand-off
+  time per iteration. Fused mappings have no pipelined form (infinite).
 
 Feasible mappings: an exclusive placement (the fused loop) hosts all primitives or none; every
 call has a finite latency on its placement (a gymnasium env cannot
@@ -81,6 +81,7 @@ class Problem:
     overhead_actor: float = 0.0  # the host loop's bookkeeping that belongs to the actors
     ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
     host_cores: int = 1
+    overhead_pipelined: float = 0.0  # the pipelined executor's hand-offs per iteration
 
 
 def build_problem(placements: list[Placement], workload: Workload,
@@ -133,6 +134,7 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_fused=float(overhead.get("fused", 0.0)), tree_shared=tree_shared,
         overhead_actor=float(overhead.get("host_actor", 0.0)),
         ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
+        overhead_pipelined=float(overhead.get("pipelined", 0.0)),
     )
 
 
@@ -162,7 +164,8 @@ def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)
 def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
-              ipc_seconds, host_cores, n_placements, n_resources, tree_shared):
+              ipc_seconds, host_cores, overhead_pipelined, n_placements, n_resources,
+              tree_shared):
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
     n_calls = latency.shape[0]
@@ -236,8 +239,11 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     capacity = jnp.where(host_cpu > 0, host_cores, 1.0)
     shared_bound = jnp.max(shared / capacity[None, :], axis=1)
     pipelined_ok = feasible & ~uses_exclusive
-    pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound)
-    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side, learner_relaxed), shared_bound)
+    # The hand-offs between the two processes (measured, `plan.loop_overheads`) come on top.
+    pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound
+                                   ) + overhead_pipelined
+    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side, learner_relaxed), shared_bound
+                                    ) + overhead_pipelined
     inf = jnp.float32(jnp.inf)
     return (assign, feasible, jnp.where(feasible, strict, inf), jnp.where(feasible, relaxed, inf),
             busy, jnp.where(pipelined_ok, pipelined_strict, inf),
@@ -327,8 +333,8 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
-        n_placements=len(prob.placements), n_resources=len(prob.resources),
-        tree_shared=tree_shared)
+        f32(prob.overhead_pipelined), n_placements=len(prob.placements),
+        n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),
                        np.asarray(strict, float), np.asarray(relaxed, float),
                        np.asarray(busy, float), staleness, np.asarray(pip_strict, float),

@@ -103,7 +103,7 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
 
     from hrl.mapping.model import METRICS
 
-    out = {"host": LoopOverhead(), "fused": LoopOverhead()}
+    out = {"host": LoopOverhead(), "fused": LoopOverhead(), "pipelined": LoopOverhead()}
     if not profile:
         return out
     for kind, place in (("host", "cpu"), ("fused", "cpu-fused")):
@@ -113,16 +113,7 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
         placement = measured_placement(place, models, **MEASURED_KINDS[place])
         a, y = [], []
         for r in rows:
-            w = Workload(algo=r["algo"], env_kind=r["env"].partition(":")[0],
-                         env_id=r["env"].partition(":")[2], obs_dim=1, act_dim=1,
-                         hidden=(int(r["width"]),) * 2, num_envs=int(r["num_envs"]),
-                         batch_size=int(r["batch"]), capacity=int(r["capacity"]),
-                         fanout=int(r["fanout"]), sgd_steps=float(r["sgd"]),
-                         rollout_length=int(r["rollout"]))
-            from hrl.mapping.workload import KNOWN_ENVS
-
-            obs, act = KNOWN_ENVS.get(w.env_id, (1, 1))
-            w = dataclasses.replace(w, obs_dim=obs, act_dim=act)
+            w = _loop_row_workload(r)
             counts = w.counts()
             prims = sum(counts[c] * placement.seconds(c, w) for c in counts)
             a.append([1.0, w.rollout_length, w.sgd_steps])
@@ -132,7 +123,52 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
         if np.all(np.isfinite(coef)):
             out[kind] = LoopOverhead(*map(float, coef), source=(
                 f"{kind} loop at {len(rows)} small settings minus its profiled primitives"))
+    out["pipelined"] = _pipelined_overhead(profile, models, metric, out["host"])
     return out
+
+
+def _loop_row_workload(r: dict) -> Workload:
+    """The workload of one of the profiler's loop rows."""
+    from hrl.mapping.workload import KNOWN_ENVS
+
+    env_kind, _, env_id = r["env"].partition(":")
+    obs, act = KNOWN_ENVS.get(env_id, (1, 1))
+    return Workload(algo=r["algo"], env_kind=env_kind, env_id=env_id, obs_dim=obs,
+                    act_dim=act, hidden=(int(r["width"]),) * 2, num_envs=int(r["num_envs"]),
+                    batch_size=int(r["batch"]), capacity=int(r["capacity"]),
+                    fanout=int(r["fanout"]), sgd_steps=float(r["sgd"]),
+                    rollout_length=int(r["rollout"]))
+
+
+def _pipelined_overhead(profile: dict, models: dict, metric: str,
+                        host: LoopOverhead) -> LoopOverhead:
+    """What the pipelined executor spends per iteration beyond the slower of its two sides
+    (the hand-offs through the queues, waking the other process): the median, over the
+    profiler's pipelined loop rows, of measured minus predicted-without-it."""
+    import numpy as np
+
+    from hrl.mapping.model import METRICS
+
+    rows = [r for r in profile["rows"] if r["call"] == "loop:pipelined"]
+    if not rows:
+        return LoopOverhead()
+    if not any(place == "cpu" for _, place in models):
+        return LoopOverhead()
+    placement = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
+    process = host_link_from_profile(profile, metric, "link:process")
+    cores = int((profile.get("machine") or {}).get("cpus") or 1)
+    cpu_only = {p: "cpu" for p in ("env", "infer", "sample", "update", "train")}
+    residuals = []
+    for r in rows:
+        w = _loop_row_workload(r)
+        exp = dse.explore([placement], w, loop_overhead={
+            "host": host(w), "host_actor": host.actor_part(w)},
+            process_link=process, host_cores=cores)
+        predicted = exp.times("strict", "pipelined")[exp.row_of(cpu_only)]
+        residuals.append(float(r[METRICS[metric]]) - predicted)
+    c0 = max(float(np.median(residuals)), 0.0)
+    return LoopOverhead(c0, source=f"pipelined executor at {len(rows)} small settings minus "
+                                   "its predicted sides (median)")
 
 
 def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
@@ -221,7 +257,7 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     process = host_link_from_profile(profile, metric, "link:process") if profile else None
     cores = int(((profile or {}).get("machine") or {}).get("cpus") or 1)
     loop_overhead = {k: v(workload) for k, v in overheads.items()}
-    loop_overhead["host_actor"] = overheads["host"].actor_part(workload)
+    loop_overhead["host_actor"] = overheads["host"].actor_part(workload)  # pipelined: per side
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,
                       loop_overhead=loop_overhead, process_link=process, host_cores=cores)
     if process is None:

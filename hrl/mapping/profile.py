@@ -397,14 +397,16 @@ class Profiler:
         """The runtime's own loops at three small settings (L actor steps, U SGD steps per
         iteration): their time beyond the primitives is the loop's bookkeeping (n-step window,
         pending queue, key splits, host transfers of returns), which `plan` fits as
-        c0 + cL * L + cU * U per iteration."""
+        c0 + cL * L + cU * U per iteration for the fused and the host loop, and as a constant
+        per iteration beyond its two sides for the pipelined executor (the hand-offs)."""
         from hrl.config import config_from_dict, to_dict
         from hrl.mapping.validate import measure_iteration
 
         base = to_dict(self.cfg)
         # A host env (gymnasium) cannot run inside the fused loop.
-        loops = (True, False) if self.spec.is_jax else (False,)
-        for (steps, sgd), fused in itertools.product(LOOP_SETTINGS, loops):
+        loops = ("fused", "host", "pipelined") if self.spec.is_jax else ("host", "pipelined")
+        for (steps, sgd), loop in itertools.product(LOOP_SETTINGS, loops):
+            fused = loop == "fused"
             data = to_dict(self.cfg)
             data["env"].update(num_envs=1)
             width = LOOP_WIDTH
@@ -418,13 +420,15 @@ class Profiler:
                                  train_ratio=sgd / steps, learning_starts=LOOP_BATCH * 4,
                                  fused=fused, dependency="strict", staleness=0,
                                  total_env_steps=10**7)
+            if loop == "pipelined":  # its actors in their own process, one iteration ahead
+                data["train"].update(executor="pipelined", actors="process", pipeline_depth=1)
             data["log"] = base.get("log", {})
             cfg = config_from_dict(data)
             m = measure_iteration(cfg, iterations=max(10, repeats), repeats=3)
             s = Setting(num_envs=1, width=width, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
                         fanout=self.cfg.replay.fanout)
             self.rows.append({
-                "call": "loop:fused" if fused else "loop:host", "placement": "loop",
+                "call": f"loop:{loop}", "placement": "loop",
                 "mode": "loop", "env": self.env_name, "algo": self.cfg.algo, "num_envs": 1,
                 "width": width, "batch": LOOP_BATCH, "capacity": LOOP_CAPACITY,
                 "fanout": s.fanout, "depth": self._workload(s).depth, "rollout": steps,
