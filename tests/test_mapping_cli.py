@@ -120,3 +120,37 @@ def test_mapping_auto_chooses_a_runnable_mapping(tiny_profile):
     new = load_config(CONFIG, ["train.batch_size=8", "env.num_envs=4",
                                *overrides_for(choice, cfg)])
     assert new.train.fused == (choice.mapping.label == "cpu-fused")
+
+
+def test_pipelined_hand_off_time_is_the_median_residual_of_its_loop_rows(tiny_profile):
+    """The profiler's `loop:pipelined` rows minus what the model predicts for them without
+    hand-offs: their median is the pipelined executor's overhead (here rows built 1.5 ms,
+    1 ms and 3 ms above the prediction: 1.5 ms), and no rows mean no overhead."""
+    from hrl.mapping import dse
+    from hrl.mapping.plan import (
+        MEASURED_KINDS,
+        _loop_row_workload,
+        host_link_from_profile,
+        loop_overheads,
+        models_from_profile,
+    )
+    from hrl.mapping.platform import measured_placement
+    from hrl.mapping.profile import load_profile
+
+    profile = load_profile(tiny_profile[0])
+    models = models_from_profile(profile)
+    assert loop_overheads(profile, models)["pipelined"].c0 == 0.0
+    cpu = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
+    rows = []
+    for (steps, sgd), extra in zip(((1, 1), (4, 1), (1, 4)), (1.5e-3, 1e-3, 3e-3), strict=True):
+        row = {"call": "loop:pipelined", "env": "gymnax:CartPole-v1", "algo": "dqn",
+               "width": 32, "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16,
+               "rollout": steps, "sgd": sgd}
+        w = _loop_row_workload(row)
+        exp = dse.explore([cpu], w, process_link=host_link_from_profile(
+            profile, "wall", "link:process"), host_cores=profile["machine"]["cpus"])
+        predicted = exp.times("strict", "pipelined")[exp.row_of({p: "cpu" for p in PRIMITIVES})]
+        rows.append({**row, "latency_s": predicted + extra, "cpu_s": predicted + extra})
+    found = loop_overheads({**profile, "rows": profile["rows"] + rows}, models)["pipelined"]
+    assert found.c0 == pytest.approx(1.5e-3, rel=1e-3)
+    assert "pipelined executor at 3 small settings" in found.source
