@@ -99,6 +99,18 @@ def test_cli_errors_are_clear(tmp_path, capsys):
     assert "request.json" in capsys.readouterr().err
 
 
+def test_a_profile_of_another_algorithm_is_one_line(tiny_profile, capsys):
+    """A DDPG config mapped with a DQN CartPole profile: no placement runs its calls, said in
+    one line naming them and what the profile holds (was a traceback)."""
+    from hrl.cli import main
+
+    ddpg = "experiments/configs/ddpg_pendulum.yaml"
+    assert main(["map", ddpg, "--profile", str(tiny_profile[0]), "--devices", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no placement can run env, infer, train" in err
+    assert "'train:dqn'" in err and "hrl profile CONFIG" in err
+
+
 def test_mapping_auto_chooses_a_runnable_mapping(tiny_profile):
     from hrl.config import load_config
     from hrl.mapping.instantiate import choose, overrides_for

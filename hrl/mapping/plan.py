@@ -265,6 +265,7 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                      "transfers are not costed")
     else:
         notes.append(f"pipelined executor: {cores} host cores shared; {process.source}")
+    _check_every_call_has_a_placement(exp, workload, models)
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
     for k, v in overheads.items():
@@ -272,6 +273,24 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                      f"({v.source})")
     return Plan(workload, placements, models, links, exp, notes, rmm_timing_from_profile(profile),
                 overheads)
+
+
+def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:
+    """A call no placement can run (a profile of another algorithm or env, say) leaves no
+    feasible mapping: say which, and what the profile holds, instead of ranking nothing."""
+    import numpy as np
+
+    from hrl.mapping.workload import CALLS
+
+    missing = [c for c, row in zip(CALLS, exp.problem.latency, strict=True)
+               if not np.isfinite(row).any()]
+    if missing:
+        measured = sorted({call for call, _ in models})
+        raise ValueError(
+            f"no placement can run {', '.join(missing)} of this workload ({workload.algo} on "
+            f"{workload.env_kind}:{workload.env_id}); the profile measures {measured}: "
+            "profile this config with `hrl profile CONFIG`, or add --devices it can model"
+        )
 
 
 def profile_path_for(run_dir: str | Path) -> Path:
