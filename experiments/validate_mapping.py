@@ -43,8 +43,9 @@ SETTINGS = [
                                             ratio=0.125)),
 ]
 CAPACITY = 8192
-# Brackets the settings (M 8..64, B 32..256, width 64..256) with the fewest compilations.
-VALIDATION_GRID = {"num_envs": (8, 64), "width": (64, 256), "batch": (32, 256),
+# Brackets the settings (M 8..64, B 32..256, width 64..256); three points where the models
+# are fitted on the number of envs and the batch, so each has a leave-one-out error.
+VALIDATION_GRID = {"num_envs": (8, 24, 64), "width": (64, 256), "batch": (32, 96, 256),
                    "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20}
 QUICK_SETTINGS = [SETTINGS[0], SETTINGS[2]]
 
