@@ -242,7 +242,7 @@ def test_data_parallel_model_by_hand():
     assert slow.collectives_s(1) == 0.0 and slow.speedup(1) == 1.0
     # Bandwidth only: the gradient all-reduce moves 2 (D-1)/D of the parameters.
     wide = _dp_model(cores=None, bandwidth=1e9)
-    batch = 2 * 64 * (44 + 12) + 2 * 64 * 8  # batch scatter + update gather, D = 2, full size
+    batch = 2 * 64 * (44 + 8) + 2 * 64 * 8  # batch scatter + update gather, D = 2, full size
     roots = 4 * 2 + 3 * 2 * 4 * 2  # roots gather + 3 scalar all-reduces
     expected = (2 * 70_000 + batch + roots) / 2 / 1e9
     assert wide.collectives_s(2) == pytest.approx(expected)

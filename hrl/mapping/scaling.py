@@ -13,7 +13,7 @@ processes is
 * U: SGD steps per iteration; each one runs
   - a ring all-reduce of the gradients (pmean): 2 (D-1) messages of param_bytes / D,
   - global sampling: an all-gather of the D shard roots, a reduce-scatter of the B = D*b
-    sampled rows with their index, probability and weight (B (row_bytes + 12) bytes, each
+    sampled rows with their global index and leaf word (B (row_bytes + 8) bytes, each
     device keeping 1/D), an all-gather of the B indices and TD errors for the update, and
     three scalar reductions (global size, minimum, largest priority);
   each message costs `link.latency + bytes / link.bandwidth`, a ring collective of n bytes
@@ -69,7 +69,7 @@ class DataParallelModel:
         return (
             self._ring(link, self.param_bytes, devices, 2)  # gradient all-reduce
             + self._ring(link, 4 * devices, devices, 1)  # shard roots all-gather
-            + self._ring(link, batch * (self.row_bytes + 12), devices, 1)  # batch scatter
+            + self._ring(link, batch * (self.row_bytes + 8), devices, 1)  # batch scatter
             + self._ring(link, batch * 8, devices, 1)  # update all-gather
             + 3 * self._ring(link, 4 * devices, devices, 2)  # size, minimum, max priority
         )
