@@ -312,9 +312,6 @@ class RunConfig:
             _require(self.replay.backend == "jax", "train.devices",
                      f"> 1 needs replay.backend 'jax' (got {self.replay.backend!r})",
                      self.train.devices)
-            _require(self.seeds == 1, "train.devices",
-                     f"> 1 trains one seed at a time (got seeds: {self.seeds}); set seeds: 1",
-                     self.train.devices)
             _require(not self.placement, "train.devices",
                      "> 1 places every primitive on every device; drop the placement",
                      self.train.devices)

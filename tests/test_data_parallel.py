@@ -41,7 +41,6 @@ ROOT = Path(__file__).resolve().parents[1]
          "must divide train.batch_size (17)"),
         ({"train.devices": 2, "replay.capacity": 999}, "must divide replay.capacity (999)"),
         ({"train.devices": 2, "train.executor": "sequential"}, "set train.executor to fused"),
-        ({"train.devices": 2, "seeds": 2}, "> 1 trains one seed at a time (got seeds: 2)"),
         ({"train.devices": 2, "replay.backend": "jax_host"}, "needs replay.backend 'jax'"),
         ({"replay.sampling": "both"}, "config key 'replay.sampling'"),
     ],
@@ -121,6 +120,18 @@ def check_on_devices(out_path: str) -> None:
             "finite": bool(all(np.isfinite(np.asarray(x)).all()
                                for x in jax.tree.leaves(state.agent.params))),
         }
+    # Seeds vmapped inside every device: S independent data-parallel runs in one program.
+    cfg = tiny_config(**{"train.devices": 2, "replay.impl": "xla", "seeds": 2})
+    built = build(cfg)
+    state, out = built.loop.run_seeds(initial_state(built, [3, 4]), 40)
+    kernel = jax.tree.leaves(state.agent.params)[0]
+    copies = [np.asarray(s.data) for s in kernel.addressable_shards]
+    result["seeds"] = {
+        "params_equal": all(np.array_equal(copies[0], c) for c in copies),
+        "seeds_differ": not np.array_equal(copies[0][0], copies[0][1]),
+        "episodes_shape": list(out.completed.shape),
+        "env_steps": np.asarray(state.env_steps).tolist(),
+    }
     Path(out_path).write_text(json.dumps(result))
 
 
@@ -134,6 +145,9 @@ def test_several_devices_keep_one_set_of_parameters(tmp_path):
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
+    seeds = result.pop("seeds")
+    assert seeds["params_equal"] and seeds["seeds_differ"], seeds
+    assert seeds["episodes_shape"] == [2, 40, 4, 4] and seeds["env_steps"] == [640, 640], seeds
     one = tiny_config()
     iters, per_iter = 40, one.env.num_envs * one.train.rollout_length
     for name, r in result.items():

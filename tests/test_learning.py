@@ -194,3 +194,30 @@ def test_ddpg_pendulum_solves_on_most_seeds(tmp_path):
     cfg = load_config(CONFIGS / "ddpg_pendulum.yaml", ["seeds=10", "log.progress=false"])
     summary = train(cfg, run_dir=tmp_path, progress=False)
     assert summary["solved_runs"] >= 8, summary["per_seed"]  # 10 of 10 measured
+
+
+@pytest.mark.slow
+def test_dqn_cartpole_learns_on_two_devices_over_seeds(tmp_path):
+    """The half-budget test above on 2 virtual CPU devices (global sharded sampling, gradients
+    averaged), with the two actors and 32-step rollouts that split evenly: the same margins."""
+    import os
+
+    code = (
+        "import json, sys; from hrl.config import load_config; from hrl.runtime import train; "
+        f"cfg = load_config({str(CONFIGS / 'dqn_cartpole.yaml')!r}, ['seeds=6', "
+        "'train.total_env_steps=20480', 'log.progress=false', 'env.num_envs=2', "
+        "'train.rollout_length=32', 'train.devices=2']); "
+        f"s = train(cfg, run_dir={str(tmp_path)!r}, progress=False); "
+        "print(json.dumps({'finals': [r['recent_return'] for r in s['per_seed']], "
+        "'agree': s['params_agree']}))"
+    )
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               JAX_PLATFORMS="cpu", PYTHONPATH=str(CONFIGS.parents[1]))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    finals = np.array(result["finals"])
+    assert result["agree"]
+    assert np.median(finals) > 150, finals
+    assert (finals > 75).sum() >= 5, finals

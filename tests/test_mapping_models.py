@@ -259,3 +259,39 @@ def test_kernel_fit_from_the_measured_table():
     assert len(profile_rows) == len(rows)
     timing = rmm_timing_from_profile({"rows": profile_rows})
     assert [p for p, _ in timing.kernel_per_item] == sorted({int(r["P"]) for r in rows})
+
+
+# ----------------------------------------------------------------------------- data parallel
+def _dp_model(cores, latency=0.0, bandwidth=1e30):
+    from hrl.mapping.scaling import DataParallelModel
+
+    link = Link("test", bandwidth, latency)
+    return DataParallelModel(iteration_s=0.01, cores=cores, device_link=link, process_link=link,
+                             param_bytes=70_000, row_bytes=44, batch_per_device=64,
+                             sgd_per_iter=8)
+
+
+def test_data_parallel_model_by_hand():
+    free = _dp_model(cores=None)  # own compute per device, free links: D times the work
+    assert [free.speedup(d) for d in (1, 2, 8)] == pytest.approx([1.0, 2.0, 8.0])
+    shared = _dp_model(cores=2)  # two cores shared: at most 2x, however many devices
+    assert [shared.speedup(d) for d in (1, 2, 4, 8)] == pytest.approx([1.0, 2.0, 2.0, 2.0])
+    # Latency only: 8 SGD steps x (2+1+1+1+6)(D-1) messages of 10 us each on D devices.
+    slow = _dp_model(cores=None, latency=1e-5)
+    assert slow.iteration_time(4) == pytest.approx(0.01 + 8 * 11 * 3 * 1e-5)
+    assert slow.collectives_s(1) == 0.0 and slow.speedup(1) == 1.0
+    # Bandwidth only: the gradient all-reduce moves 2 (D-1)/D of the parameters.
+    wide = _dp_model(cores=None, bandwidth=1e9)
+    batch = 2 * 64 * (44 + 8) + 2 * 64 * 8  # batch scatter + update gather, D = 2, full size
+    roots = 4 * 2 + 3 * 2 * 4 * 2  # roots gather + 3 scalar all-reduces
+    expected = (2 * 70_000 + batch + roots) / 2 / 1e9
+    assert wide.collectives_s(2) == pytest.approx(expected)
+
+
+def test_data_parallel_model_fits_the_latency_it_was_made_with():
+    truth = _dp_model(cores=2, latency=3e-5, bandwidth=2e9)
+    start = _dp_model(cores=2, latency=0.0, bandwidth=2e9)
+    fitted = start.with_latency_fitted(2, 1, truth.iteration_time(2))
+    assert fitted.device_link.latency == pytest.approx(3e-5)
+    assert fitted.speedup(8) == pytest.approx(truth.speedup(8))
+    assert "fitted" in fitted.device_link.source and fitted.process_link.latency == 0.0

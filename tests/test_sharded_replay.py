@@ -240,3 +240,25 @@ def test_shard_map_on_four_devices_matches_the_single_tree():
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result == {"devices": 4, "indices": True, "weights": True, "items": True,
                       "leaves": True}
+
+
+def test_bad_calls_are_one_clear_error():
+    sharded = make_sharded_replay(8, 2, AXIS, impl="xla")
+    shards = sharded.init_stacked({"v": jnp.float32(0)})
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
+        jax.vmap(lambda st: sharded.sample(st, key, 0), axis_name=AXIS)(shards)
+    with pytest.raises(ValueError, match=r"update: indices \(3,\) and td_errors \(2,\)"):
+        jax.vmap(lambda st: sharded.update(st, jnp.zeros(3, jnp.int32), jnp.zeros(2)),
+                 axis_name=AXIS)(shards)
+    with pytest.raises(ValueError, match="item leaf"):
+        jax.vmap(lambda st: sharded.add(st, {"v": jnp.zeros((2, 3))}), axis_name=AXIS)(shards)
+
+
+def test_empty_shards_sample_zero_weights_inside_jit():
+    # As the single buffer inside jit: an empty buffer yields zero weights, not NaN.
+    sharded = make_sharded_replay(8, 2, AXIS, fanout=2, impl="xla")
+    shards = sharded.init_stacked({"v": jnp.float32(0)})
+    out = jax.jit(jax.vmap(lambda st: sharded.sample(st, jax.random.PRNGKey(0), 2),
+                           axis_name=AXIS))(shards)
+    np.testing.assert_array_equal(np.asarray(out.weights), 0.0)

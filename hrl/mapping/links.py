@@ -52,6 +52,13 @@ LINKS: dict[str, Link] = {
     "pcie5x16": Link("pcie5x16", 16 * 3.938 * GB * PCIE_EFFICIENCY, 5e-6,
                      "PCIe gen5 x16: 63 GB/s per direction (PCI-SIG); efficiency 0.8 and "
                      "5 us per transfer assumed"),
+    # Data-parallel collectives (hrl.mapping.scaling).
+    "nvlink4": Link("nvlink4", 450 * GB, 5e-6,
+                    "NVLink 4 (H100 SXM): 900 GB/s total, 450 GB/s per direction (NVIDIA); "
+                    "5 us per collective step assumed"),
+    "loopback-tcp": Link("loopback-tcp", 2 * GB, 50e-6,
+                         "processes on one machine (gloo over loopback TCP): 2 GB/s and 50 us "
+                         "per message assumed"),
     # Replaced by the profiler's memcpy measurement when a profile is loaded.
     "host": Link("host", 10 * GB, 1e-6,
                  "host memory copy: 10 GB/s and 1 us per transfer assumed until measured"),

@@ -35,8 +35,9 @@ shard totals are equal.
 
 Costs per sample of B = D*b strata, on every device: one all-gather of D words, O(D) for the
 tree of shard roots, O(B K log_K C) gathers for the routed descent (B, not b: each device
-descends every stratum and keeps its own, the fixed-shape way to route under SPMD), and a
-reduce-scatter of B rows. Update: an all-gather of B indices and TD errors.
+descends every stratum and keeps its own, the fixed-shape way to route under SPMD), one
+reduce-scatter of the B rows with their indices and leaf words, and three scalar reductions
+(size, minimum, largest priority). Update: one all-gather of the B (index, TD error) pairs.
 
 Every function here runs inside `shard_map` (or `vmap`) with `axis_name` bound; outside one,
 there is no axis to reduce over (JAX raises "unbound axis name").
@@ -182,11 +183,18 @@ class ShardedReplay:
         mine = owner == me
         slot = jnp.minimum(slot, jnp.maximum(state.size - 1, 0))
         words = tree.levels[-1].reshape(-1)[slot]
-        zero = jnp.zeros((), words.dtype)
-        words = self._scatter_strata(jnp.where(mine, words, zero))
-        indices = self._scatter_strata(jnp.where(mine, owner * self.shard.capacity + slot, 0))
-        rows = jnp.take(state.rows, slot, axis=0, mode="clip")
-        rows = self._scatter_strata(jnp.where(mine[:, None], rows, jnp.uint32(0)))
+        # One reduce-scatter instead of three: each stratum's row, global index and leaf word
+        # as the uint32 columns of one matrix (a float word by its bits; adding zeros keeps
+        # every bit, so the exchange is exact).
+        packed = jnp.concatenate([
+            jnp.take(state.rows, slot, axis=0, mode="clip"),
+            (owner * self.shard.capacity + slot).astype(jnp.uint32)[:, None],
+            jax.lax.bitcast_convert_type(words, jnp.uint32)[:, None],
+        ], axis=1)
+        packed = self._scatter_strata(jnp.where(mine[:, None], packed, jnp.uint32(0)))
+        rows = packed[:, :-2]
+        indices = packed[:, -2].astype(jnp.int32)
+        words = jax.lax.bitcast_convert_type(packed[:, -1], tree.fmt.dtype)
         leaf = self.fmt.decode(words, tree.depth, tree.depth, tree.fanout)
         if state.min_tree is None:  # the minimum over the global batch, as one tree would
             min_leaf = jax.lax.pmin(jnp.min(leaf), self.axis_name)
@@ -215,9 +223,12 @@ class ShardedReplay:
                 f"update: indices {indices.shape} and td_errors {td.shape} must be equal 1-D"
             )
         indices = indices.astype(jnp.int32)
-        if self.sampling == "global":
-            indices = jax.lax.all_gather(indices, self.axis_name, tiled=True)
-            td = jax.lax.all_gather(td, self.axis_name, tiled=True)
+        if self.sampling == "global":  # one all-gather of (index, TD bits) pairs
+            pairs = jnp.stack([jax.lax.bitcast_convert_type(indices, jnp.uint32),
+                               jax.lax.bitcast_convert_type(td, jnp.uint32)], axis=1)
+            pairs = jax.lax.all_gather(pairs, self.axis_name, tiled=True)
+            indices = jax.lax.bitcast_convert_type(pairs[:, 0], jnp.int32)
+            td = jax.lax.bitcast_convert_type(pairs[:, 1], jnp.float32)
         cap = self.shard.capacity
         owned = (indices >= 0) & (indices // cap == self._shard_index())
         local = jnp.where(owned, indices % cap, cap)  # not ours -> out of range -> dropped

@@ -12,6 +12,7 @@ from hrl.replay.host_buffer import (
     make_host_replay,
 )
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
+from hrl.runtime.data_parallel import DataParallelLoop, make_mesh
 from hrl.runtime.loop import (
     ChunkOut,
     FusedLoop,
@@ -30,6 +31,7 @@ __all__ = [
     "PRIMITIVES",
     "Built",
     "ChunkOut",
+    "DataParallelLoop",
     "FusedLoop",
     "HostLoop",
     "PipelinedLoop",
@@ -45,6 +47,7 @@ __all__ = [
     "initial_state",
     "latest_checkpoint",
     "make_host_replay",
+    "make_mesh",
     "make_primitives",
     "pending_init",
     "pending_push",

@@ -21,6 +21,7 @@ joined by `jax.distributed.initialize` (`hrl launch`): the mesh takes the first 
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -58,28 +59,43 @@ def make_mesh(devices: int) -> Mesh:
     return Mesh(np.array(available[:devices]), (AXIS,))
 
 
-def state_specs() -> TrainState:
-    """Partition specs of a data-parallel `TrainState` (a prefix tree of it)."""
+def state_specs(seeds: bool = False) -> TrainState:
+    """Partition specs of a data-parallel `TrainState` (a prefix tree of it); `seeds`: with a
+    leading axis of independent seeds before the device axis."""
+    lead = (None,) if seeds else ()
     names = TrainState.__dataclass_fields__
-    return TrainState(**{name: P(AXIS) if name in PER_DEVICE else P() for name in names})
+    return TrainState(**{name: P(*lead, AXIS) if name in PER_DEVICE else P() for name in names})
 
 
-def _local(state: TrainState) -> TrainState:
+def _local(state: TrainState, seeds: bool = False) -> TrainState:
     """Inside shard_map: this device's block of the stacked fields, without the axis."""
-    return state.replace(**{n: jax.tree.map(lambda x: x[0], getattr(state, n)) for n in PER_DEVICE})
+    take = (lambda x: x[:, 0]) if seeds else (lambda x: x[0])
+    return state.replace(**{n: jax.tree.map(take, getattr(state, n)) for n in PER_DEVICE})
 
 
-def _stacked(state: TrainState) -> TrainState:
-    return state.replace(
-        **{n: jax.tree.map(lambda x: x[None], getattr(state, n)) for n in PER_DEVICE}
-    )
+def _stacked(state: TrainState, seeds: bool = False) -> TrainState:
+    put = (lambda x: x[:, None]) if seeds else (lambda x: x[None])
+    return state.replace(**{n: jax.tree.map(put, getattr(state, n)) for n in PER_DEVICE})
+
+
+def _host_view(out: ChunkOut, seeds: bool) -> ChunkOut:
+    """What the host reads, made the same on every device (so every process has all of it):
+    episode ends gathered over the actors, (T, L, D*m) with device d's actors at d*m ..., and
+    the learner's numbers averaged over the devices."""
+    axis = 3 if seeds else 2
+    gather = lambda x: jax.lax.all_gather(x, AXIS, axis=axis, tiled=True)  # noqa: E731
+    return out.replace(completed=gather(out.completed),
+                       completed_return=gather(out.completed_return),
+                       td_abs=jax.lax.pmean(out.td_abs, AXIS),
+                       metrics=jax.lax.pmean(out.metrics, AXIS))
 
 
 class DataParallelLoop(FusedLoop):
     """`FusedLoop` on every device of `mesh`, gradients averaged (see the module docstring).
 
     `prims` must be built from a `ShardedReplay` (`replay`) and an agent with `grad_axis=AXIS`;
-    `schedule` holds one device's share (`Schedule.from_config` with train.devices)."""
+    `schedule` holds one device's share (`Schedule.from_config` with train.devices). Seeds
+    (`run_seeds`) are vmapped inside every device: S independent data-parallel runs at once."""
 
     def __init__(self, prims, schedule, replay, mesh: Mesh):
         if schedule.devices != mesh.size or replay.num_shards != mesh.size:
@@ -90,34 +106,32 @@ class DataParallelLoop(FusedLoop):
         super().__init__(prims, schedule)
         self.replay = replay
         self.mesh = mesh
-        specs = state_specs()
 
-        def chunk(state, num_iters):
+        def chunk(state, num_iters, seeds):
             def body(st):
-                st, out = self._run_chunk(_local(st), num_iters)
-                # What the host reads is made the same on every device (so every process
-                # has all of it): episode ends gathered over the actors, (T, L, D*m) with
-                # device d's at d*m ..., and the learner's numbers averaged.
-                gather = lambda x: jax.lax.all_gather(x, AXIS, axis=2, tiled=True)  # noqa: E731
-                out = out.replace(completed=gather(out.completed),
-                                  completed_return=gather(out.completed_return),
-                                  td_abs=jax.lax.pmean(out.td_abs, AXIS),
-                                  metrics=jax.lax.pmean(out.metrics, AXIS))
-                return _stacked(st), out
+                run = functools.partial(self._run_chunk, num_iters=num_iters)
+                st, out = (jax.vmap(run) if seeds else run)(_local(st, seeds))
+                return _stacked(st, seeds), _host_view(out, seeds)
 
             # check_vma=False: the env code (gymnax's reset cond) mixes device-varying and
             # replicated values, which the varying-axes type check refuses; that the
             # replicated parts do stay equal on every device is tested instead.
+            specs = state_specs(seeds)
             return jax.shard_map(body, mesh=mesh, in_specs=(specs,),
                                  out_specs=(specs, P()), check_vma=False)(state)
 
-        self._run = jax.jit(chunk, static_argnums=1)
-        self._run_seeds = None
+        self._run = jax.jit(functools.partial(chunk, seeds=False), static_argnums=1)
+        self._run_seeds = jax.jit(functools.partial(chunk, seeds=True), static_argnums=1)
 
     def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
         """`num_iters` iterations on every device in one jit call; the chunk's report is this
         process's copy (every process holds all of it)."""
         state, out = self._run(state, num_iters)
+        return state, jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), out)
+
+    def run_seeds(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
+        """`run` for S independent runs stacked on a leading axis (`init_state(seeds=...)`)."""
+        state, out = self._run_seeds(state, num_iters)
         return state, jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), out)
 
     # --- FusedLoop's hooks -------------------------------------------------------------
@@ -133,14 +147,14 @@ class DataParallelLoop(FusedLoop):
     # --- state ---------------------------------------------------------------------------
     def init_state(self, init_one, seed) -> TrainState:
         """The stacked initial state: `init_one(seed, actor_index)` (`init_train_state` with
-        its static arguments bound) on every device, in one jitted call."""
+        its static arguments bound) on every device, in one jitted call. `seed`: an int32
+        scalar, or a 1-D array of seeds for `run_seeds`."""
+        seeds = np.ndim(seed) == 1
 
         def body(seed):
-            return _stacked(init_one(seed, jax.lax.axis_index(AXIS)))
+            one = lambda s: init_one(s, jax.lax.axis_index(AXIS))  # noqa: E731
+            return _stacked(jax.vmap(one)(seed) if seeds else one(seed), seeds)
 
-        run = jax.shard_map(body, mesh=self.mesh, in_specs=P(), out_specs=state_specs(),
+        run = jax.shard_map(body, mesh=self.mesh, in_specs=P(), out_specs=state_specs(seeds),
                             check_vma=False)
         return jax.jit(run)(seed)
-
-    def run_seeds(self, state, num_iters):
-        raise ValueError("config key 'train.devices': > 1 trains one seed at a time")

@@ -242,8 +242,8 @@ def initial_state(built: Built, seeds: list[int] | None = None) -> TrainState:
         built.schedule, built.example_transition,
     )
     if getattr(built.loop, "mesh", None) is not None:  # data parallel: one state per device
-        return built.loop.init_state(lambda seed, index: init(seed, actor_index=index),
-                                     np.int32(built.cfg.seed))
+        seed = np.int32(built.cfg.seed) if seeds is None else np.asarray(seeds, np.int32)
+        return built.loop.init_state(lambda s, index: init(s, actor_index=index), seed)
     if seeds is not None:
         if not _init_traces(built):
             raise ValueError("stacked seeds need a JAX environment and replay.backend 'jax'")
@@ -456,7 +456,7 @@ def train(
     title = f"{cfg.algo} {cfg.env.name.split(':')[-1]}" + (f" x{len(seeds)} seeds" * batched)
     with _Interrupt() as stop, _Progress(progress, total, start_steps, title) as bar:
         try:
-            while _count(state.env_steps) < target and not stop.requested:
+            while _count(state.env_steps) < target and not _stop_agreed(stop.requested):
                 steps_now = _count(state.env_steps)
                 t0 = time.perf_counter()
                 new_state, out = run_chunk(state, chunk_iters)
@@ -532,6 +532,16 @@ def train(
                                 window)
     _finish(summary, seed_dirs, log_dir, cfg)
     return summary
+
+
+def _stop_agreed(requested: bool) -> bool:
+    """Across processes, stop when any of them was asked to: every process must run the same
+    chunks and then the same checkpoint (their collectives wait for one another)."""
+    if jax.process_count() == 1:
+        return requested
+    from jax.experimental import multihost_utils
+
+    return bool(np.any(multihost_utils.process_allgather(np.int32(requested))))
 
 
 def _local_copy(x) -> np.ndarray:
