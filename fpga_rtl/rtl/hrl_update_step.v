@@ -48,18 +48,25 @@ module hrl_update_step #(
     integer q, b, d;
 
     always @* begin
+        // Each word of the row is replaced by a compare-and-select on its own position
+        // (not a write at a computed bit offset, which synthesizes to a K*W-bit shifter).
         row = mem_row;
         for (q = 0; q < P; q = q + 1) begin
             node = prev_node[q*NW +: NW];
-            if (prev_valid[q] && node[NW-1:S] == my_node[NW-1:S])
-                row[node[S-1:0]*W +: W] = prev_word[q*W +: W];
+            for (b = 0; b < K; b = b + 1)
+                if (prev_valid[q] && node[NW-1:S] == my_node[NW-1:S]
+                        && node[S-1:0] == b[S-1:0])
+                    row[b*W +: W] = prev_word[q*W +: W];
         end
         for (q = 0; q < LANE; q = q + 1) begin
             node = cur_node[q*NW +: NW];
-            if (cur_valid[q] && node[NW-1:S] == my_node[NW-1:S])
-                row[node[S-1:0]*W +: W] = cur_word[q*W +: W];
+            for (b = 0; b < K; b = b + 1)
+                if (cur_valid[q] && node[NW-1:S] == my_node[NW-1:S]
+                        && node[S-1:0] == b[S-1:0])
+                    row[b*W +: W] = cur_word[q*W +: W];
         end
-        row[my_node[S-1:0]*W +: W] = cur_word[LANE*W +: W];
+        for (b = 0; b < K; b = b + 1)
+            if (my_node[S-1:0] == b[S-1:0]) row[b*W +: W] = cur_word[LANE*W +: W];
         // The sum as a balanced tree (exact in SW bits, so the order does not matter).
         for (b = 0; b < K; b = b + 1)
             part[b*SW +: SW] = {{S{1'b0}}, row[b*W +: W]};
