@@ -148,12 +148,28 @@ def main(argv=None) -> int:
     return write(rows, out, not args.no_readme)
 
 
+def per_set(rows: list[dict]) -> str:
+    """Per parameter set of run_syn.SETS: the slowest of its two steps by the rule."""
+    est = {(r["step"], int(r["K"]), int(r["W"]), str(r["P"])): int(r["est_MHz"]) for r in rows}
+    out = ("| K | D | P | W | descend est. MHz | update est. MHz | set est. MHz |\n"
+           "|---|---|---|---|---|---|---|\n")
+    for k, d, p, w in SETS:
+        a, b = est.get(("descend", k, w, "")), est.get(("update", k, w, str(p)))
+        if a is None or b is None:
+            continue
+        out += f"| {k} | {d} | {p} | {w} | {a} | {b} | {min(a, b)} |\n"
+    return out
+
+
 def write(rows: list[dict], out: Path, readme: bool) -> int:
     with open(out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     table = markdown(rows)
+    if not any("@" in str(r["step"]) for r in rows):
+        table += "\nPer parameter set (the slower step; multipliers not included):\n\n"
+        table += per_set(rows)
     out.with_suffix(".md").write_text(table)
     if readme:
         replace_section(FPGA / "README.md", "timing", table)
