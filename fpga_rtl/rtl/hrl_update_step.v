@@ -5,7 +5,8 @@
 //      read was issued (the read cannot see them; lanes in order, later lanes win),
 //   3. the words of lower lanes of this lane's own group (issued before this lane),
 //   4. this lane's own new word,
-// and returns the parent word ceil(sum(row) / K), exactly as FixedPoint.combine.
+// and returns the parent word ceil(sum(row) / K), exactly as FixedPoint.combine. The K-word
+// sum is a balanced adder tree (log2(K) levels), not a chain.
 `default_nettype none
 
 module hrl_update_step #(
@@ -41,26 +42,38 @@ module hrl_update_step #(
     wire [NW-1:0] my_node = cur_node[LANE*NW +: NW];
 
     reg [K*W-1:0] row;
+    reg [K*SW-1:0] part;   // pairwise partial sums: a balanced tree of log2(K) adder levels
     reg [SW-1:0] sum;
     reg [NW-1:0] node;
-    integer q, b;
+    integer q, b, d;
 
     always @* begin
+        // Each word of the row is replaced by a compare-and-select on its own position
+        // (not a write at a computed bit offset, which synthesizes to a K*W-bit shifter).
         row = mem_row;
         for (q = 0; q < P; q = q + 1) begin
             node = prev_node[q*NW +: NW];
-            if (prev_valid[q] && node[NW-1:S] == my_node[NW-1:S])
-                row[node[S-1:0]*W +: W] = prev_word[q*W +: W];
+            for (b = 0; b < K; b = b + 1)
+                if (prev_valid[q] && node[NW-1:S] == my_node[NW-1:S]
+                        && node[S-1:0] == b[S-1:0])
+                    row[b*W +: W] = prev_word[q*W +: W];
         end
         for (q = 0; q < LANE; q = q + 1) begin
             node = cur_node[q*NW +: NW];
-            if (cur_valid[q] && node[NW-1:S] == my_node[NW-1:S])
-                row[node[S-1:0]*W +: W] = cur_word[q*W +: W];
+            for (b = 0; b < K; b = b + 1)
+                if (cur_valid[q] && node[NW-1:S] == my_node[NW-1:S]
+                        && node[S-1:0] == b[S-1:0])
+                    row[b*W +: W] = cur_word[q*W +: W];
         end
-        row[my_node[S-1:0]*W +: W] = cur_word[LANE*W +: W];
-        sum = {SW{1'b0}};
         for (b = 0; b < K; b = b + 1)
-            sum = sum + {{S{1'b0}}, row[b*W +: W]};
+            if (my_node[S-1:0] == b[S-1:0]) row[b*W +: W] = cur_word[LANE*W +: W];
+        // The sum as a balanced tree (exact in SW bits, so the order does not matter).
+        for (b = 0; b < K; b = b + 1)
+            part[b*SW +: SW] = {{S{1'b0}}, row[b*W +: W]};
+        for (d = 1; d < K; d = d * 2)
+            for (b = 0; b + d < K; b = b + 2 * d)
+                part[b*SW +: SW] = part[b*SW +: SW] + part[(b+d)*SW +: SW];
+        sum = part[SW-1:0];
         // ceil(sum / K); fits W bits because sum <= K * (2**W - 1).
         parent = sum[SW-1:S] + {{(W-1){1'b0}}, sum[S-1:0] != {S{1'b0}}};
     end

@@ -19,6 +19,14 @@ measured two ways:
   (`+/xilinx/cells_sim.v`: LUT, MUXF, CARRY4 arcs, 7-series-derived figures; no routing),
   carry chains included.
 
+Clock rule (UltraScale+, -2): a register-to-register path costs about 1 ns of fixed time
+(clock-to-out of the memory or flip-flop, setup, clock skew and uncertainty) plus its
+logic; the logic is taken as the larger of 0.5 ns per LUT level (a LUT plus an average
+route) and the yosys `sta` figure (which includes the carry chains). So `est_MHz` =
+1000 / (1 + max(0.5 * lut_levels, sta_ns)): 200 MHz needs <= 8 LUT levels and <= 4 ns,
+300 MHz <= 4 levels and <= 2.3 ns. A rule of thumb for a first estimate, not a Vivado
+timing report.
+
 The fraction multipliers of hrl_rmm (mulhi(r, stride) + i*stride, frac * root) map to
 DSP48E2 cascades, which yosys has no timing model for; they are not measured here.
 """
@@ -40,7 +48,13 @@ sys.path.insert(0, str(SYN))
 
 from run_syn import SETS, replace_section  # noqa: E402
 
-COLUMNS = ["step", "K", "W", "P", "lut_levels", "sta_ns", "LUT", "CARRY", "seconds"]
+COLUMNS = ["step", "K", "W", "P", "lut_levels", "sta_ns", "est_MHz", "LUT", "CARRY",
+           "seconds"]
+
+
+def est_mhz(lut_levels: float, sta_ns: float) -> float:
+    """The clock rule of the module docstring."""
+    return round(1000.0 / (1.0 + max(0.5 * float(lut_levels), float(sta_ns))))
 
 
 def step_script(step: str, k: int, w: int, p: int, node_bits: int, src_dir: Path) -> str:
@@ -93,6 +107,10 @@ def measure(step: str, k: int, w: int, p: int, node_bits: int, rev: str | None =
             "seconds": round(seconds)}
 
 
+def with_estimate(row: dict) -> dict:
+    return {**row, "est_MHz": est_mhz(row["lut_levels"], row["sta_ns"])}
+
+
 def markdown(rows: list[dict]) -> str:
     out = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
     for r in rows:
@@ -107,7 +125,13 @@ def main(argv=None) -> int:
     ap.add_argument("--step", choices=["descend", "update"], default=None,
                     help="only this step (default: both)")
     ap.add_argument("--out", default=str(SYN / "timing.csv"))
+    ap.add_argument("--tabulate", action="store_true",
+                    help="no yosys: rewrite the table (and README) from --out")
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    if args.tabulate:
+        rows = [with_estimate(r) for r in csv.DictReader(out.read_text().splitlines())]
+        return write(rows, out, not args.no_readme)
     jobs = []
     for k, d, p, w in SETS:
         s = (k - 1).bit_length()
@@ -119,16 +143,35 @@ def main(argv=None) -> int:
         if key in seen or (args.step and step != args.step):
             continue
         seen.add(key)
-        rows.append(measure(step, k, w, p, nb, args.rev))
+        rows.append(with_estimate(measure(step, k, w, p, nb, args.rev)))
         print(rows[-1], flush=True)
-    out = Path(args.out)
+    return write(rows, out, not args.no_readme)
+
+
+def per_set(rows: list[dict]) -> str:
+    """Per parameter set of run_syn.SETS: the slowest of its two steps by the rule."""
+    est = {(r["step"], int(r["K"]), int(r["W"]), str(r["P"])): int(r["est_MHz"]) for r in rows}
+    out = ("| K | D | P | W | descend est. MHz | update est. MHz | set est. MHz |\n"
+           "|---|---|---|---|---|---|---|\n")
+    for k, d, p, w in SETS:
+        a, b = est.get(("descend", k, w, "")), est.get(("update", k, w, str(p)))
+        if a is None or b is None:
+            continue
+        out += f"| {k} | {d} | {p} | {w} | {a} | {b} | {min(a, b)} |\n"
+    return out
+
+
+def write(rows: list[dict], out: Path, readme: bool) -> int:
     with open(out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     table = markdown(rows)
+    if not any("@" in str(r["step"]) for r in rows):
+        table += "\nPer parameter set (the slower step; multipliers not included):\n\n"
+        table += per_set(rows)
     out.with_suffix(".md").write_text(table)
-    if not args.no_readme:
+    if readme:
         replace_section(FPGA / "README.md", "timing", table)
     print(table)
     return 0

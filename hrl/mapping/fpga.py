@@ -27,7 +27,10 @@ charged both, so fill = 5 + 2 * D, at one op per cycle per lane.
 
 Clock: 200 MHz, the clock of the paper's design on an Alveo U200 (Zhang, Meng, Prasanna, TPDS
 2023). We keep it because it is the only clock measured on a board for this design; the U200/U250
-shells' default kernel clock is 300 MHz, so 200 MHz is the conservative choice.
+shells' default kernel clock is 300 MHz, so 200 MHz is the conservative choice for a pipelined
+RMM. The RTL in fpga_rtl/ is not that yet: its per-level steps are one combinational stage, and
+yosys's logic depth puts it below 200 MHz (fpga_rtl/README.md, "Clock and logic depth",
+syn/timing.csv), so for this RTL the times here are optimistic by that ratio.
 
 Resources: each level l is K banks of n_l / K words of W bits (conflict-free sibling reads).
 With P lanes the RTL's memories are live-value tables (LaForest & Steffan, FPGA 2010): P x P
