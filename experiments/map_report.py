@@ -1,6 +1,6 @@
 """Mapping reports for the shipped configs, from the profile measured on this machine.
 
-    .venv/bin/python experiments/map_report.py [--profile experiments/results/mapping/profile]
+    .venv/bin/python experiments/map_report.py [--profile DIR ...]
 
 Runs `hrl map` for each config below with the devices present here (cpu, pocl when profiled)
 plus modelled ones (gpu from public specs, fpga:u200 and fpga:u250 from the RTL model), and
@@ -22,15 +22,15 @@ MODELLED = ["gpu", "fpga:u200", "fpga:u250"]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", default=str(OUT / "profile"))
+    ap.add_argument("--profile", action="append",
+                    help="profile directory (repeatable; each config uses the first that "
+                         "measures its algorithm); default: profile/ (DQN) and profile-ddpg/")
     args = ap.parse_args(argv)
     from hrl.cli import main as hrl
     from hrl.mapping.profile import load_profile
 
-    profile = load_profile(args.profile)
-    algos = {r.get("algo") for r in profile["rows"]}
-    measured = sorted({r["placement"].removesuffix("-fused") for r in profile["rows"]
-                       if r["placement"] in ("cpu", "pocl", "rtl", "gpu")})
+    paths = args.profile or [str(OUT / "profile"), str(OUT / "profile-ddpg")]
+    profiles = [(path, load_profile(path)) for path in paths if Path(path).exists()]
     status = 0
     for name in CONFIGS:
         config = ROOT / "experiments" / "configs" / f"{name}.yaml"
@@ -38,11 +38,17 @@ def main(argv=None) -> int:
             print(f"skip {name}: {config} does not exist")
             continue
         algo = "ddpg" if name.startswith("ddpg") else "dqn"
-        if algo not in algos:
-            print(f"skip {name}: the profile has no {algo} rows (profile that config first)")
+        found = [(path, p) for path, p in profiles
+                 if algo in {r.get("algo") for r in p["rows"]}]
+        if not found:
+            print(f"skip {name}: no profile has {algo} rows (profile that config first: "
+                  f"hrl profile {config} --run-dir {OUT / 'profile-' + algo})")
             continue
+        path, profile = found[0]
+        measured = sorted({r["placement"].removesuffix("-fused") for r in profile["rows"]
+                           if r["placement"] in ("cpu", "pocl", "rtl", "gpu")})
         devices = ",".join(measured + MODELLED)
-        status |= hrl(["map", str(config), "--profile", args.profile, "--devices", devices,
+        status |= hrl(["map", str(config), "--profile", path, "--devices", devices,
                        "--out", str(OUT / f"map-{name}")])
     return status
 
