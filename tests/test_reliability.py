@@ -279,6 +279,15 @@ KILL_RUN = ["--set", "train.total_env_steps=8192", "--set", "train.chunk_env_ste
             "--set", "train.learning_starts=64", "--checkpoint-every", "512", "--no-progress"]
 
 
+def _assert_same_final_run(full_dir, run_dir):
+    """The newest checkpoints hold the same arrays, and both runs logged the same episodes."""
+    like = initial_state(build(load_config(run_dir / "config.yaml")))
+    assert_trees_equal(restore_checkpoint(latest_checkpoint(full_dir)[0], like),
+                       restore_checkpoint(latest_checkpoint(run_dir)[0], like))
+    episodes = (full_dir / "episodes.csv").read_text()
+    assert episodes == (run_dir / "episodes.csv").read_text()
+
+
 def _hrl_train(*args) -> list[str]:
     return [sys.executable, "-m", "hrl.cli", "train", *map(str, args)]
 
@@ -313,11 +322,7 @@ def test_kill_9_of_a_host_loop_run_resumes_bit_for_bit(tmp_path):
                              capture_output=True, text=True, timeout=300, env=SUBPROCESS_ENV)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "restart" not in resumed.stderr, resumed.stderr
-    like = initial_state(build(load_config(run_dir / "config.yaml")))
-    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
-                       restore_checkpoint(latest_checkpoint(run_dir)[0], like))
-    episodes = (tmp_path / "full" / "episodes.csv").read_text()
-    assert episodes == (run_dir / "episodes.csv").read_text()
+    _assert_same_final_run(tmp_path / "full", run_dir)
 
     def logged_steps(d):
         rows = csv.DictReader((d / "metrics.csv").read_text().splitlines())
@@ -361,11 +366,7 @@ def test_ctrl_c_of_process_actors_stops_cleanly_and_resumes_exactly(tmp_path):
                              cwd=ROOT, capture_output=True, text=True, timeout=300,
                              env=SUBPROCESS_ENV)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    like = initial_state(build(load_config(run_dir / "config.yaml")))
-    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
-                       restore_checkpoint(latest_checkpoint(run_dir)[0], like))
-    assert (run_dir / "episodes.csv").read_text() == (tmp_path / "full" / "episodes.csv"
-                                                      ).read_text()
+    _assert_same_final_run(tmp_path / "full", run_dir)
 
 
 def _steps(env, actions):

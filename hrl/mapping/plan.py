@@ -31,7 +31,7 @@ from hrl.mapping.platform import (
     gpu_spec_placement,
     measured_placement,
 )
-from hrl.mapping.workload import Workload
+from hrl.mapping.workload import PRIMITIVES, Workload
 
 # How each measured placement sits in the machine.
 MEASURED_KINDS = {
@@ -127,6 +127,11 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
     return out
 
 
+def host_cores(profile: dict | None) -> int:
+    """The profiled machine's cores (the pipelined executor's two processes share them)."""
+    return int(((profile or {}).get("machine") or {}).get("cpus") or 1)
+
+
 def _loop_row_workload(r: dict) -> Workload:
     """The workload of one of the profiler's loop rows."""
     from hrl.mapping.workload import KNOWN_ENVS
@@ -156,8 +161,8 @@ def _pipelined_overhead(profile: dict, models: dict, metric: str,
         return LoopOverhead()
     placement = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
     process = host_link_from_profile(profile, metric, "link:process")
-    cores = int((profile.get("machine") or {}).get("cpus") or 1)
-    cpu_only = {p: "cpu" for p in ("env", "infer", "sample", "update", "train")}
+    cores = host_cores(profile)
+    cpu_only = {p: "cpu" for p in PRIMITIVES}
     residuals = []
     for r in rows:
         w = _loop_row_workload(r)
@@ -255,7 +260,7 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
         links["host"] = host
     overheads = loop_overheads(profile, models, metric)
     process = host_link_from_profile(profile, metric, "link:process") if profile else None
-    cores = int(((profile or {}).get("machine") or {}).get("cpus") or 1)
+    cores = host_cores(profile)
     loop_overhead = {k: v(workload) for k, v in overheads.items()}
     loop_overhead["host_actor"] = overheads["host"].actor_part(workload)  # pipelined: per side
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,

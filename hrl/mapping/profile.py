@@ -359,10 +359,14 @@ class Profiler:
         for nbytes in (1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 24):
             x = jnp.ones((nbytes // 4,), jnp.float32)
             t = _median_time(lambda x=x: np.array(x, copy=True), repeats)
-            self.rows.append({"call": "link:host", "placement": "host", "mode": "host",
-                              "env": "", "algo": "", "num_envs": 0, "width": 0, "batch": 0,
-                              "capacity": 0, "fanout": 0, "depth": 0, "work": float(nbytes),
-                              **t, "repeats": repeats})
+            self._record_link("link:host", nbytes, t, repeats)
+
+    def _record_link(self, call: str, nbytes: int, times: dict, repeats: int):
+        """A link row: `times` for moving `nbytes` (no primitive, env or network)."""
+        self.rows.append({"call": call, "placement": "host", "mode": "host", "env": "",
+                          "algo": "", "num_envs": 0, "width": 0, "batch": 0, "capacity": 0,
+                          "fanout": 0, "depth": 0, "work": float(nbytes), **times,
+                          "repeats": repeats})
 
     def _profile_process_link(self, repeats: int):
         """One way between two processes through the multiprocessing queues the pipelined
@@ -384,11 +388,8 @@ class Profiler:
 
                 round_trip()  # the echo process starts (imports numpy) on the first message
                 t = _median_time(round_trip, repeats)
-                self.rows.append({"call": "link:process", "placement": "host", "mode": "host",
-                                  "env": "", "algo": "", "num_envs": 0, "width": 0,
-                                  "batch": 0, "capacity": 0, "fanout": 0, "depth": 0,
-                                  "work": float(nbytes), "repeats": repeats,
-                                  **{k: v / 2 for k, v in t.items()}})
+                self._record_link("link:process", nbytes, {k: v / 2 for k, v in t.items()},
+                                  repeats)
         finally:
             there.put(None)
             echo.join(timeout=10)

@@ -92,11 +92,16 @@ class ThreadActors:
             self._published[j] = agent
             self._ready.notify_all()
 
-    def finish(self) -> None:
+    def finish(self) -> dict[str, float]:
+        """End of a chunk (or of a failed one: `abandon`): the worker stops and is joined. Its
+        primitive seconds went straight into the loop's timings, so none are returned."""
         self._stop.set()
         with self._ready:
             self._ready.notify_all()
         self._worker.join()
+        return {}
+
+    abandon = finish
 
 
 def policy_leaves(infer, state) -> list[bool]:

@@ -663,13 +663,11 @@ class PipelinedLoop(HostLoop):
                 rows.append(row)
             finished = True
         finally:
-            if self.actors == "thread":
-                source.finish()
-            elif finished:
+            if finished:
                 for name, seconds in source.finish().items():
                     self.timings[name] += seconds
             else:
-                source.abandon()  # mid-chunk: the process's queues cannot be resynchronised
+                source.abandon()  # mid-chunk: a process's queues cannot be resynchronised
         return state, self._stack(rows)
 
     def close(self) -> None:
