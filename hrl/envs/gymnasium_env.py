@@ -168,7 +168,10 @@ class GymnasiumVecEnv:
         except Exception as err:
             raise HostEnvStateError(f"{self.spec.name}: saved env state is unreadable "
                                     f"({type(err).__name__}: {err})") from err
-        saved_layers = snapshot.get("layers", []) if isinstance(snapshot, dict) else []
+        if not isinstance(snapshot, dict):
+            raise HostEnvStateError(f"{self.spec.name}: saved env state is not an env "
+                                    f"snapshot ({type(snapshot).__name__})")
+        saved_layers = snapshot.get("layers", [])
         if snapshot.get("env_id") != self._env_id or len(saved_layers) != len(self._vec.envs):
             raise HostEnvStateError(
                 f"{self.spec.name} x{self.spec.num_envs}: saved env state is of "
