@@ -219,3 +219,40 @@ def test_limiter_off_is_the_sequential_loop_bit_for_bit():
     built = build(cfg)
     seq, _ = built.loop.run(initial_state(built), 24)
     assert_trees_equal(piped, jax.device_get(seq))
+
+
+@pytest.mark.parametrize("actors", ["thread", "process"])
+def test_a_failed_chunk_with_blocked_actors_ends_and_the_next_runs(actors):
+    """The learner fails mid-chunk while the limiter holds the actors back (the abandon path
+    of Ctrl-C or an error): the error surfaces, nothing hangs, and the next chunk runs."""
+    cfg = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml",
+                      SMALL + DEEP + LIMITED + [f"train.actors={actors}"])
+    built = build(cfg)
+    loop, state = built.loop, initial_state(built)
+    learn, calls = loop._learn, []
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        time.sleep(0.01)
+        return learn(*args)
+
+    loop._learn = failing
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run(state, 24)
+        loop._learn = learn
+        after, _ = loop.run(state, 24)
+    finally:
+        loop.close()
+    assert int(after.iteration) == 24
+
+
+def test_the_limiter_may_change_at_resume():
+    from hrl.runtime.run import resume_changes
+
+    saved = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml", SMALL + LIMITED)
+    cfg = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml",
+                      SMALL + ["train.executor=pipelined"])
+    assert set(resume_changes(saved, cfg)) == {"train.samples_per_insert"}
