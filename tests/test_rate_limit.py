@@ -8,13 +8,13 @@ import time
 import jax
 import numpy as np
 import pytest
+from test_runtime import CONFIGS, SMALL, assert_trees_equal
 
 from hrl.config import ConfigError, load_config
 from hrl.runtime import build, initial_state
 from hrl.runtime import rate_limit as rl
 from hrl.runtime.loop import PipelinedLoop
 from hrl.runtime.rate_limit import LimiterState, RateLimit
-from test_runtime import CONFIGS, SMALL, assert_trees_equal
 
 # ----------------------------------------------------------------------------- functions
 
@@ -256,3 +256,21 @@ def test_the_limiter_may_change_at_resume():
     cfg = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml",
                       SMALL + ["train.executor=pipelined"])
     assert set(resume_changes(saved, cfg)) == {"train.samples_per_insert"}
+
+
+def test_progress_bar_text():
+    """Fixed value where the executor holds it by construction; the live ratio in a pipelined
+    run, with the last chunk's error band when the limiter is on."""
+    from hrl.runtime.run import _samples_per_insert_text
+
+    seq = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml", SMALL)
+    assert _samples_per_insert_text((2000, 100), seq, build(seq).loop) == (
+        "4 samples/insert (fixed)")
+    cfg = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml", SMALL + LIMITED)
+    loop = build(cfg).loop
+    # 2000 env steps - 2 x 4 n-step warm-up = 1992 inserts, 1960 past learning_starts.
+    assert _samples_per_insert_text((2000, 490), cfg, loop) == "4.00 samples/insert"
+    loop.limiter_band = (-128.0, 256.0)
+    assert _samples_per_insert_text((2000, 490), cfg, loop) == (
+        "4.00 samples/insert (error -128..+256 of ±256)")
+    assert _samples_per_insert_text((40, 0), cfg, loop).startswith("- samples/insert")

@@ -327,8 +327,7 @@ class _Progress:
                samples_per_insert: str):
         if self.enabled:
             ret = "-" if recent is None else f"{recent:.1f}"
-            rates = (f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s "
-                     f"{samples_per_insert} samples/insert")
+            rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s {samples_per_insert}"
             self.bar.update(self.task, completed=done, rates=rates, ret=ret)
 
     def __exit__(self, *exc):
@@ -746,9 +745,9 @@ def _samples_per_insert_text(counters, cfg: RunConfig, loop) -> str:
     executor holds it by construction; in a pipelined run, the live ratio, and with a
     limiter the band of its error over the last chunk (`PipelinedLoop.limiter_band`)."""
     if not isinstance(loop, PipelinedLoop):
-        return f"{cfg.train.train_ratio * cfg.train.batch_size:g} (fixed)"
+        return f"{cfg.train.train_ratio * cfg.train.batch_size:g} samples/insert (fixed)"
     live = _samples_per_insert(counters, cfg)
-    text = "-" if live is None else f"{live:.2f}"
+    text = ("-" if live is None else f"{live:.2f}") + " samples/insert"
     band = getattr(loop, "limiter_band", None)
     if band is not None and loop.rate_limit is not None:
         low, high = ("-" if v is None else f"{v:+.0f}" for v in band)
