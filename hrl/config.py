@@ -130,6 +130,17 @@ class TrainConfig:
     # Where the pipelined executor's actors run: "thread" (beside the learner, sharing its
     # GIL) or "process" (their own interpreter and XLA runtime; same results bit for bit).
     actors: Literal["thread", "process"] = "thread"
+    # The samples-per-insert rate limiter (hrl.runtime.rate_limit; Reverb's
+    # SampleToInsertRatio): transitions sampled per transition inserted, which the iteration
+    # fixes at train_ratio * batch_size, so a value here must equal that product. `fused` and
+    # `sequential` hold it by construction; `pipelined` blocks its actors when they would run
+    # more than the tolerance (in samples; None: one learning round's, batch_size x SGD steps
+    # per round, the least that cannot stall) ahead of the learner. None: off (the actors'
+    # lead is bounded by pipeline_depth and weight_sync_period alone). On or off, results are
+    # the same bit for bit: the limiter changes when the actors run, never which weights
+    # they use.
+    samples_per_insert: float | None = None
+    samples_per_insert_tolerance: float | None = None
     chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
     # The task's bar (mean return of the last log.return_window episodes): the summary reports
     # env steps and wall seconds to reach it, per seed. None: no bar for this task.
@@ -217,9 +228,43 @@ class TrainConfig:
                      f"{path}.devices", "> 1 runs the fused loop on every device; set "
                      f"train.executor to fused or auto (got {self.executor!r})", self.devices)
         try:
-            updates_schedule(self.train_ratio, num_envs * self.rollout_length)
+            updates, _ = updates_schedule(self.train_ratio, num_envs * self.rollout_length)
         except ValueError as err:
             raise ConfigError(f"config key '{path}.train_ratio': {err}") from None
+        self._validate_rate_limit(path, updates)
+
+    def _validate_rate_limit(self, path: str, updates_per_round: int) -> None:
+        from hrl.runtime.rate_limit import check_limit, check_tolerance
+
+        spi, tol = self.samples_per_insert, self.samples_per_insert_tolerance
+        if spi is None:
+            _require(tol is None, f"{path}.samples_per_insert_tolerance",
+                     f"applies only with {path}.samples_per_insert set (the limiter is off)", tol)
+            return
+        tol = self.rate_limit_tolerance(updates_per_round)
+        try:
+            check_limit(spi, tol, self.learning_starts)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        fixed = self.train_ratio * self.batch_size
+        _require(
+            abs(spi - fixed) <= 1e-6 * fixed, f"{path}.samples_per_insert",
+            f"must equal {path}.train_ratio x {path}.batch_size = {self.train_ratio:g} x "
+            f"{self.batch_size} = {fixed:g}, the samples per insert the iteration makes (for "
+            f"{spi:g}, set {path}.train_ratio to {spi / self.batch_size:g})", spi)
+        try:
+            check_tolerance(tol, self.batch_size, updates_per_round)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+    def rate_limit_tolerance(self, updates_per_round: int) -> float | None:
+        """The limiter's tolerance in samples (its default: one learning round's); None when
+        the limiter is off."""
+        if self.samples_per_insert is None:
+            return None
+        if self.samples_per_insert_tolerance is None:
+            return float(self.batch_size * updates_per_round)
+        return self.samples_per_insert_tolerance
 
 
 def updates_schedule(train_ratio: float, env_steps_per_iter: int) -> tuple[int, int]:

@@ -494,10 +494,12 @@ def test_pending_head_then_join_is_pending_push():
 
 def test_metrics_report_samples_per_insert(tmp_path):
     """The data producer's throughput control, as logged: samples drawn per transition inserted
-    approaches train_ratio x batch_size (0.25 x 16 = 4) once learning has started."""
+    since the buffer passed learning_starts (the ratio the limiter holds) is train_ratio x
+    batch_size (0.25 x 16 = 4), give or take one learning round's samples (4 x 16)."""
     train(tiny_config(), run_dir=tmp_path, progress=False)
     rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
-    last = float(rows[-1]["samples_per_insert"])
-    assert 0.8 * 4 <= last <= 4.0, last
-    assert float(rows[-1]["updates"]) * 16 / float(rows[-1]["env_steps"]) == pytest.approx(last,
-                                                                                       abs=1e-3)
+    for row in rows:
+        samples, past = float(row["updates"]) * 16, float(row["env_steps"]) - 64
+        assert float(row["samples_per_insert"]) == pytest.approx(samples / past, abs=1e-3)
+        assert abs(4 * past - samples) <= 4 * 16
+    assert float(rows[-1]["samples_per_insert"]) == pytest.approx(4.0, rel=0.05)

@@ -28,7 +28,11 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   both pay); learner side = insert, sample, train, update + their links + the rest of the
   bookkeeping + the same process link; strict: the learner side in sequence; relaxed: its
   chain overlapped s + 1 deep, bounded by its busiest resource; plus the measured hand-off
-  time per iteration. Fused mappings have no pipelined form (infinite).
+  time per iteration. Fused mappings have no pipelined form (infinite). A samples-per-insert
+  limiter (`train.samples_per_insert`) changes nothing here: it pins the two sides to the
+  iteration's ratio, L*M inserts per U*B samples, which is what this max already assumes
+  (time = max(actor seconds per insert x L*M, learner seconds per sample x r x L*M)); what it
+  does change, how much of one side's jitter the other can absorb, is not modelled.
 
 Feasible mappings: an exclusive placement (the fused loop) hosts all primitives or none; every
 call has a finite latency on its placement (a gymnasium env cannot

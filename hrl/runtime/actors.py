@@ -10,6 +10,14 @@ the learner's agent after learner iteration
 or the chunk's first agent if this chunk has no such j. The actors therefore run at most
 `depth` iterations ahead of the learner and wait for j*(t) otherwise.
 
+With a samples-per-insert limiter (`hrl.runtime.rate_limit`), actor iteration t also waits
+until the learner has sampled enough that its L*M inserts keep the limiter's error within the
+tolerance: the learner reports its sample count after each learning round. That wait depends
+on timing, but it only delays the iteration; the weights it uses are still j*(t), so the
+results do not change. It cannot stall: a tolerance of at least one learning round's samples
+(enforced) admits iteration t once the learner has finished iteration t - 1, which needs
+nothing from iteration t.
+
 A thread shares the learner's interpreter: a host env (gymnasium, numpy) and every primitive
 call hold the GIL, so on a small machine the two sides barely overlap. A process has its own
 interpreter and its own XLA runtime: the actors' weights cross to it as numpy arrays at each
@@ -29,6 +37,8 @@ from typing import Any
 
 import jax
 
+from hrl.runtime import rate_limit as rl
+
 
 def agent_iteration(t: int, first: int, depth: int, period: int) -> int:
     """j*(t) of the module docstring; `first - 1` stands for the chunk's first agent."""
@@ -40,10 +50,13 @@ def agent_iteration(t: int, first: int, depth: int, period: int) -> int:
 class ThreadActors:
     """The actors' program in a worker thread of this process, for one chunk."""
 
-    def __init__(self, loop, state, first: int, num_iters: int):
+    def __init__(self, loop, state, first: int, num_iters: int, limit=None, limiter=None):
         from hrl.runtime.loop import actor_of
 
         self._first, self._loop = first, loop
+        # The limiter: the actors' inserts and the learner's samples, both under `_ready`.
+        self._limit, self._limiter = limit, limiter
+        self.max_error = None  # the highest limiter error at the actors' inserts
         self._published = {first - 1: state.agent}  # learner iteration -> agent after it
         self._ready = threading.Condition()
         self._stop = threading.Event()
@@ -65,10 +78,23 @@ class ThreadActors:
                 del self._published[old]
             return self._published.get(j)
 
+    def _admit(self) -> None:
+        """Wait until the limiter lets this iteration's inserts in (or the chunk stops)."""
+        limit, n = self._limit, self._loop.schedule.inserts_per_iter
+        with self._ready:
+            self._ready.wait_for(lambda: rl.can_insert(limit, self._limiter, n)
+                                 or self._stop.is_set())
+            if self._stop.is_set():
+                return
+            self._limiter, _ = rl.insert(limit, self._limiter, n)
+            self.max_error = max_error(self.max_error, limit, self._limiter)
+
     def _act_all(self, actor, key, env_steps: int, num_iters: int):
         try:
             for i in range(num_iters):
                 inputs = self._loop._inputs_from(key, env_steps, self._first + i)
+                if self._limit is not None:
+                    self._admit()
                 agent = self._agent_for(self._first + i)
                 if self._stop.is_set():
                     return
@@ -92,6 +118,12 @@ class ThreadActors:
             self._published[j] = agent
             self._ready.notify_all()
 
+    def progress(self, samples: int) -> None:
+        """The learner's samples so far (after a learning round), for the limiter."""
+        with self._ready:
+            self._limiter = self._limiter._replace(samples=samples)
+            self._ready.notify_all()
+
     def finish(self) -> dict[str, float]:
         """End of a chunk (or of a failed one: `abandon`): the worker stops and is joined. Its
         primitive seconds went straight into the loop's timings, so none are returned."""
@@ -102,6 +134,12 @@ class ThreadActors:
         return {}
 
     abandon = finish
+
+
+def max_error(current, limit, limiter) -> float:
+    """The running maximum of the limiter's error (None: nothing inserted yet)."""
+    value = rl.error(limit, limiter)
+    return value if current is None else max(current, value)
 
 
 def policy_leaves(infer, state) -> list[bool]:
@@ -138,6 +176,7 @@ class ProcessActors:
         self._from_actors = ctx.Queue()
         self._host_env = host_env
         self._policy_leaves = None  # which agent leaves inference reads (found once)
+        self.max_error = None  # the chunk's highest limiter error at the actors' inserts
         self._process = ctx.Process(
             target=_serve, args=(to_dict(cfg), self._to_actors, self._from_actors),
             name="hrl-actors", daemon=True,
@@ -146,7 +185,8 @@ class ProcessActors:
         atexit.register(self.close)
         self._receive("ready")
 
-    def start_chunk(self, loop, state, first: int, num_iters: int) -> None:
+    def start_chunk(self, loop, state, first: int, num_iters: int, limit=None,
+                    limiter=None) -> None:
         from hrl.runtime.loop import actor_of
 
         if self._policy_leaves is None:
@@ -154,7 +194,8 @@ class ProcessActors:
         host_env_state = None if self._host_env is None else self._host_env.save_state()
         self._to_actors.put(("chunk", jax.device_get((
             actor_of(state), state.key, state.env_steps, state.agent,
-        )), first, num_iters, loop.depth, loop.weight_sync_period, host_env_state))
+        )), first, num_iters, loop.depth, loop.weight_sync_period, host_env_state, limit,
+            limiter))
 
     def get(self):
         """The next iteration's (inputs, actors' state, transitions, episode ends, returns,
@@ -169,10 +210,14 @@ class ProcessActors:
             [leaf if used else None for leaf, used in zip(leaves, self._policy_leaves,
                                                           strict=True)])))
 
+    def progress(self, samples: int) -> None:
+        """The learner's samples so far (after a learning round), for the limiter."""
+        self._to_actors.put(("progress", samples))
+
     def finish(self) -> dict[str, float]:
         """End of a chunk: the host env's state back into this process's copy; the actors'
         primitive seconds of the chunk."""
-        host_env_state, timings = self._receive("chunk_done")
+        host_env_state, timings, self.max_error = self._receive("chunk_done")
         if self._host_env is not None:
             self._host_env.load_state(host_env_state)
         return timings
@@ -225,7 +270,11 @@ def _serve(cfg_dict: dict, inbox, outbox) -> None:
             message = inbox.get()
             if message[0] == "stop":
                 return
+            if message[0] == "progress":  # the previous chunk's, after its actors were done
+                continue
             _act_chunk(loop, env, inbox, outbox, *message[1:])
+    except _Stopped:
+        return
     except BaseException:
         outbox.put(("error", traceback.format_exc()))
 
@@ -245,8 +294,12 @@ def _build_actors(cfg_dict: dict):
     return built.loop, built.env
 
 
+class _Stopped(Exception):
+    """The learner's process closed the actors' process in the middle of a chunk."""
+
+
 def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
-               host_env_state) -> None:
+               host_env_state, limit, limiter) -> None:
     actor, key, env_steps, agent = start
     if host_env_state is not None:
         env.load_state(host_env_state)
@@ -257,11 +310,20 @@ def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
     template = jax.tree.structure(agent)
     full = jax.tree.leaves(agents[first - 1])
 
-    def receive_agent():
-        """An agent of a sync point: the leaves inference reads, the chunk's first agent's
-        for the others (which no action depends on)."""
-        kind, j, leaves = inbox.get()
-        assert kind == "agent", kind
+    def receive():
+        """The learner's next message. An agent of a sync point: the leaves inference reads,
+        the chunk's first agent's for the others (which no action depends on). Progress: its
+        samples so far (a late one from an earlier round changes nothing)."""
+        nonlocal limiter
+        message = inbox.get()
+        if message[0] == "stop":
+            raise _Stopped
+        if message[0] == "progress":
+            limiter = limiter._replace(samples=max(limiter.samples, message[1]))
+            return
+        kind, j, leaves = message
+        if kind != "agent":
+            raise RuntimeError(f"actors' process: unexpected message {kind!r}")
         leaves = [old if new is None else jax.device_put(new)
                   for new, old in zip(leaves, full, strict=True)]
         agents[j] = jax.tree.unflatten(template, leaves)
@@ -269,12 +331,19 @@ def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
 
     env_steps = int(env_steps)
     loop.timings = dict.fromkeys(loop.timings, 0.0)
+    n_inserts = loop.schedule.inserts_per_iter
+    highest = None  # the limiter's highest error at the actors' inserts
     for i in range(num_iters):
         t = first + i
         inputs = loop._inputs_from(key, env_steps, t)
+        if limit is not None:
+            while not rl.can_insert(limit, limiter, n_inserts):
+                receive()
+            limiter, _ = rl.insert(limit, limiter, n_inserts)
+            highest = max_error(highest, limit, limiter)
         j = agent_iteration(t, first, depth, period)
         while j not in agents:
-            receive_agent()
+            receive()
         for old in [k for k in agents if k < j]:  # j*(t) never decreases with t
             del agents[old]
         actor, batch, completed, returns, env_steps = loop._act(
@@ -287,6 +356,6 @@ def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
     # this chunk needed: take them off the queue so the next chunk starts clean.
     sync_points = [j for j in range(first, first + num_iters) if (j + 1) % period == 0]
     while not received.issuperset(sync_points):
-        receive_agent()
+        receive()
     host_state = None if env.spec.is_jax else env.save_state()
-    outbox.put(("chunk_done", (host_state, dict(loop.timings))))
+    outbox.put(("chunk_done", (host_state, dict(loop.timings), highest)))

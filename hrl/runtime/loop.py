@@ -24,6 +24,7 @@ State is one pytree (`TrainState`), so a checkpoint of it is a complete, exact r
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any, NamedTuple
 
@@ -34,8 +35,10 @@ from flax import struct
 
 from hrl.config import RunConfig, updates_schedule
 from hrl.replay.nstep import NStepState, nstep_init, nstep_push
+from hrl.runtime import rate_limit as rl
 from hrl.runtime.pending import PendingUpdates, pending_init, pending_push
 from hrl.runtime.primitives import PRIMITIVES, Primitives, beta_at
+from hrl.runtime.rate_limit import LimiterState
 
 
 @struct.dataclass
@@ -614,11 +617,33 @@ class PipelinedLoop(HostLoop):
     and transitions between processes. Measured on 2 cores (experiments/bench_executors.py,
     gymnasium CartPole): thread 0.92-0.98x, process 1.02-1.14x the sequential loop, against an
     ideal overlap bound of 1.5-1.7x.
+
+    `rate_limit` (a `hrl.runtime.rate_limit.RateLimit`, or None: off) bounds the actors' lead
+    in samples per insert as well: an actor iteration waits until its inserts keep the
+    limiter's error within the tolerance. It changes when the actors run, never which weights
+    they use, so the results are those without it, bit for bit (tested). The learner needs no
+    limit: it takes the actors' iterations in order, so it cannot sample ahead of their
+    inserts (checked at every round). `limiter_band` holds the chunk's (lowest, highest) error
+    (lowest: the learner's view after its rounds, highest: the actors' at their inserts; both
+    bounds of the true values), or None without a limiter.
     """
 
     def __init__(self, *args, depth: int = 1, weight_sync_period: int = 1,
-                 actors: str = "thread", config=None, host_env=None, **kwargs):
+                 actors: str = "thread", config=None, host_env=None, rate_limit=None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
+        if rate_limit is not None:
+            from hrl.runtime.rate_limit import check_tolerance
+
+            sch = self.schedule
+            fixed = sch.updates_per_round * sch.batch_size / (sch.period * sch.inserts_per_iter)
+            if abs(rate_limit.samples_per_insert - fixed) > 1e-6 * fixed:
+                raise ValueError(
+                    f"config key 'train.samples_per_insert': must equal the iteration's "
+                    f"{fixed:g} (train_ratio x batch_size), got {rate_limit.samples_per_insert!r}")
+            check_tolerance(rate_limit.tolerance, sch.batch_size, sch.updates_per_round)
+        self.rate_limit = rate_limit
+        self.limiter_band = None
         if depth < 0 or weight_sync_period < 1:
             raise ValueError(f"pipelined loop: depth {depth} must be >= 0 and "
                              f"weight_sync_period {weight_sync_period} >= 1")
@@ -636,16 +661,21 @@ class PipelinedLoop(HostLoop):
         from hrl.runtime.actors import ProcessActors, ThreadActors
 
         first = int(jax.device_get(state.iteration))
+        updates = int(jax.device_get(state.updates))
+        sch, limit = self.schedule, self.rate_limit
+        # The limiter's counters: transitions in the buffer, transitions sampled.
+        limiter = LimiterState(first * sch.inserts_per_iter, updates * sch.batch_size)
         if self.actors == "process":
             if self._process is None or not self._process.alive:
                 self._process = ProcessActors(self._config, self._host_env)
             source = self._process
-            source.start_chunk(self, state, first, num_iters)
+            source.start_chunk(self, state, first, num_iters, limit, limiter)
         else:
-            source = ThreadActors(self, state, first, num_iters)
+            source = ThreadActors(self, state, first, num_iters, limit, limiter)
         rows = []
         agent, replay, pending = state.agent, state.replay, state.pending
-        updates = int(jax.device_get(state.updates))
+        self.limiter_band = None
+        low = math.inf
         finished = False
         try:
             for i in range(num_iters):
@@ -654,6 +684,17 @@ class PipelinedLoop(HostLoop):
                     agent, replay, pending, batch, inputs.learn_keys, inputs.beta,
                     first + i,
                 )
+                limiter = limiter._replace(inserts=limiter.inserts + sch.inserts_per_iter)
+                if do_learn and limit is not None:
+                    # The learner's side of the limit holds by the iteration's order: it only
+                    # samples what the actors have already inserted.
+                    limiter, ok = rl.sample(limit, limiter,
+                                                    sch.updates_per_round * sch.batch_size)
+                    if not ok:
+                        raise RuntimeError(f"rate limiter: the learner sampled ahead of the "
+                                           f"actors' inserts ({limiter}, {limit})")
+                    low = min(low, rl.error(limit, limiter))
+                    source.progress(limiter.samples)
                 if (first + i + 1) % self.weight_sync_period == 0:
                     source.publish(first + i, agent)
                 state, row = self._finish(state, inputs._replace(updates=updates), actor, agent,
@@ -666,6 +707,8 @@ class PipelinedLoop(HostLoop):
             if finished:
                 for name, seconds in source.finish().items():
                     self.timings[name] += seconds
+                if limit is not None:
+                    self.limiter_band = (None if low == math.inf else low, source.max_error)
             else:
                 source.abandon()  # mid-chunk: a process's queues cannot be resynchronised
         return state, self._stack(rows)

@@ -51,6 +51,7 @@ from hrl.runtime.loop import (
 )
 from hrl.runtime.metrics import MetricsLog, plot_learning_curve, read_episodes
 from hrl.runtime.primitives import make_primitives
+from hrl.runtime.rate_limit import LimiterState, RateLimit, live_ratio
 
 
 @dataclasses.dataclass
@@ -180,10 +181,20 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                              depth=cfg.train.pipeline_depth,
                              weight_sync_period=cfg.train.weight_sync_period,
                              actors=cfg.train.actors, config=cfg,
-                             host_env=None if spec.is_jax else env)
+                             host_env=None if spec.is_jax else env,
+                             rate_limit=rate_limit_of(cfg, schedule))
     else:
         loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement)
     return Built(cfg, env, agent, replay, schedule, loop, example)
+
+
+def rate_limit_of(cfg: RunConfig, schedule: Schedule) -> RateLimit | None:
+    """The run's samples-per-insert limiter (None: off)."""
+    t = cfg.train
+    if t.samples_per_insert is None:
+        return None
+    return RateLimit(t.samples_per_insert, t.rate_limit_tolerance(schedule.updates_per_round),
+                     t.learning_starts)
 
 
 def _available_memory_bytes() -> int | None:
@@ -313,13 +324,10 @@ class _Progress:
         return self
 
     def update(self, done: int, env_rate: float, sgd_rate: float, recent: float | None,
-               samples_per_insert: float):
+               samples_per_insert: str):
         if self.enabled:
             ret = "-" if recent is None else f"{recent:.1f}"
-            # Samples drawn per transition inserted: the data producer's throughput control
-            # (train_ratio x batch_size by the schedule, in every executor).
-            rates = (f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s "
-                     f"{samples_per_insert:.2f} samples/insert")
+            rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s {samples_per_insert}"
             self.bar.update(self.task, completed=done, rates=rates, ret=ret)
 
     def __exit__(self, *exc):
@@ -471,7 +479,7 @@ def train(
                     log.episodes(steps, returns)
                     recent.extend(returns.tolist())
                     _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now(),
-                               cfg.train.batch_size)
+                               cfg, built.loop)
                 elapsed = time.perf_counter() - t_start
                 means = [float(np.mean(r)) for r in recents if r]
                 bar.update(
@@ -479,7 +487,7 @@ def train(
                     len(seeds) * (counters[0] - steps_at_start) / max(elapsed, 1e-9),
                     len(seeds) * (counters[1] - updates_at_start) / max(elapsed, 1e-9),
                     float(np.median(means)) if means else None,
-                    _samples_per_insert(counters, cfg.train.batch_size),
+                    _samples_per_insert_text(counters, cfg, built.loop),
                 )
                 if next_ckpt is not None and counters[0] >= next_ckpt:
                     checkpoint(state)
@@ -721,25 +729,52 @@ def _restart_host_envs(built: Built, state: TrainState) -> TrainState:
     return state.replace(env=env_state, obs=obs, nstep=acc, episode_start=start)
 
 
-def _samples_per_insert(counters, batch_size: int) -> float:
-    """Transitions sampled per transition inserted, over the run so far."""
+def _samples_per_insert(counters, cfg: RunConfig) -> float | None:
+    """Transitions sampled per transition inserted since the buffer passed learning_starts
+    (`rate_limit.live_ratio`: the ratio the limiter holds; the iteration makes it
+    train_ratio x batch_size, give or take a learning round). None before learning starts."""
     env_steps, updates = counters
-    return updates * batch_size / max(env_steps, 1)
+    # The n-step window's first n - 1 steps of each actor insert nothing.
+    inserts = env_steps - (cfg.replay.n_step - 1) * cfg.env.num_envs
+    return live_ratio(cfg.train.learning_starts,
+                      LimiterState(inserts, updates * cfg.train.batch_size))
 
 
-def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, batch_size: int) -> None:
+def _samples_per_insert_text(counters, cfg: RunConfig, loop) -> str:
+    """The progress bar's samples per insert: the fixed value of the iteration where the
+    executor holds it by construction; in a pipelined run, the live ratio, and with a
+    limiter the band of its error over the last chunk (`PipelinedLoop.limiter_band`)."""
+    if not isinstance(loop, PipelinedLoop):
+        return f"{cfg.train.train_ratio * cfg.train.batch_size:g} samples/insert (fixed)"
+    live = _samples_per_insert(counters, cfg)
+    text = ("-" if live is None else f"{live:.2f}") + " samples/insert"
+    band = getattr(loop, "limiter_band", None)
+    if band is not None and loop.rate_limit is not None:
+        low, high = ("-" if v is None else f"{v:+.0f}" for v in band)
+        text += f" (error {low}..{high} of ±{loop.rate_limit.tolerance:g})"
+    return text
+
+
+def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunConfig,
+               loop) -> None:
     trained = np.asarray(out.trained)
     env_steps, updates = counters
+    live = _samples_per_insert(counters, cfg)
     row = {
         "env_steps": env_steps,
         "updates": updates,
-        "samples_per_insert": round(_samples_per_insert(counters, batch_size), 4),
+        "samples_per_insert": float("nan") if live is None else round(live, 4),
         "wall_s": round(wall_s, 3),
         "env_steps_per_s": (env_steps - steps_before) / max(dt, 1e-9),
         "recent_return": float(np.mean(recent)) if recent else float("nan"),
         "episodes": int(np.asarray(out.completed).sum()),
         "td_abs": float(np.asarray(out.td_abs)[trained].mean()) if trained.any() else float("nan"),
     }
+    if getattr(loop, "rate_limit", None) is not None:
+        # The chunk's limiter error, lowest and highest (samples; within +-tolerance).
+        low, high = loop.limiter_band or (None, None)
+        row["spi_error_low"] = float("nan") if low is None else low
+        row["spi_error_high"] = float("nan") if high is None else high
     for name, values in (out.metrics or {}).items():
         values = np.asarray(values)
         row[name] = float(values[trained].mean()) if trained.any() else float("nan")
@@ -753,6 +788,9 @@ def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, batch_size:
 RESUMABLE_KEYS = (
     "train.total_env_steps",
     "train.actors",  # thread and process actors give the same results bit for bit
+    # The limiter changes when the actors run, never what they compute.
+    "train.samples_per_insert",
+    "train.samples_per_insert_tolerance",
     "train.solved_return",
     "log.checkpoint_every",
     "log.progress",

@@ -1,0 +1,135 @@
+"""The samples-per-insert rate limiter: the data producer's throughput control.
+
+Reverb's `SampleToInsertRatio`, counted per transition: an *insert* is one transition written
+to the replay (an actor's env step, once its n-step window is full), a *sample* is one
+transition drawn for an SGD step (an SGD step samples `batch_size` of them). With target ratio
+`r = samples_per_insert`, the limiter's *error* after I inserts and S samples is
+
+    error = r * (I - min_size) - S          (min_size: train.learning_starts)
+
+i.e. how many samples the learner owes the data (positive: the actors are ahead; negative:
+the learner is). The limiter keeps it in [-tolerance, +tolerance]:
+
+* an insert of n transitions may happen when the buffer would still hold <= min_size of them
+  (before learning starts nothing is limited), or when error + r * n <= tolerance;
+* a sample of n transitions may happen when the buffer holds >= min_size transitions and
+  error - n >= -tolerance.
+
+Over a run, S / (I - min_size) (`live_ratio`) therefore tends to r, at most
+tolerance / (I - min_size) away.
+
+In this kit the iteration fixes the ratio: U SGD steps of B samples every `period` iterations
+of L*M inserts, so r = U*B / (period*L*M) = train_ratio * batch_size, and with inserts and
+samples taken in the iteration's order the error stays in [-U*B, U*B) by construction (the
+first learning round comes within a period of learning_starts; each round pays off exactly
+the period's inserts). `fused` and `sequential` are that order. The `pipelined` executor lets
+the actors run ahead of the learner, and there the limiter blocks the actors (see
+`hrl.runtime.actors`); the learner cannot run ahead, since it takes the actors' iterations in
+order. A tolerance below U*B would block both sides for good, so it is refused
+(`check_tolerance`).
+
+State is data: `LimiterState` (two counters) and `RateLimit` (the static settings); the
+functions are pure, `f(limit, state, n) -> (state, ok)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+
+class LimiterState(NamedTuple):
+    """Transitions inserted and sampled so far (the whole run's, not a chunk's)."""
+
+    inserts: int = 0
+    samples: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class RateLimit:
+    """A samples-per-insert target with its tolerance (both in transitions)."""
+
+    samples_per_insert: float  # r: samples per inserted transition
+    tolerance: float  # the error band, in samples (Reverb's error_buffer)
+    min_size: int  # no sample before the buffer holds this many (train.learning_starts)
+
+    def __post_init__(self):
+        check_limit(self.samples_per_insert, self.tolerance, self.min_size)
+
+
+def _bad(key: str, what: str, value) -> ValueError:
+    return ValueError(f"config key '{key}': {what}, got {value!r}")
+
+
+def check_limit(samples_per_insert: float, tolerance: float, min_size: int) -> None:
+    """ValueError naming the key, the value and the range for an impossible setting."""
+    if not (isinstance(samples_per_insert, int | float) and math.isfinite(samples_per_insert)
+            and samples_per_insert > 0):
+        raise _bad("train.samples_per_insert", "must be a finite number > 0 (or null: off)",
+                   samples_per_insert)
+    if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
+        raise _bad("train.samples_per_insert_tolerance", "must be a finite number >= 0",
+                   tolerance)
+    if not (isinstance(min_size, int) and min_size >= 0):
+        raise _bad("train.learning_starts", "must be an int >= 0", min_size)
+
+
+def round_samples(batch_size: int, updates_per_round: int) -> int:
+    """Samples of one learning round (U SGD steps of B): the smallest workable tolerance."""
+    return batch_size * updates_per_round
+
+
+def check_tolerance(tolerance: float, batch_size: int, updates_per_round: int) -> None:
+    """A tolerance below one learning round's samples would stop both sides of a pipelined
+    run for good: the learner samples a whole round at once, after the round's inserts."""
+    need = round_samples(batch_size, updates_per_round)
+    if tolerance < need:
+        raise _bad("train.samples_per_insert_tolerance",
+                   f"must be >= one learning round's samples, train.batch_size x SGD steps per "
+                   f"round = {batch_size} x {updates_per_round} = {need} (below that the "
+                   "learner and the limited actors wait on each other)", tolerance)
+
+
+def error(limit: RateLimit, state: LimiterState) -> float:
+    """r * (inserts - min_size) - samples: the samples the learner owes the data."""
+    return limit.samples_per_insert * (state.inserts - limit.min_size) - state.samples
+
+
+def can_insert(limit: RateLimit, state: LimiterState, n: int) -> bool:
+    """May n more transitions be inserted now?"""
+    if n < 0:
+        raise ValueError(f"rate limiter: inserts must be >= 0, got {n}")
+    if state.inserts + n <= limit.min_size:
+        return True
+    return error(limit, state) + limit.samples_per_insert * n <= limit.tolerance
+
+
+def can_sample(limit: RateLimit, state: LimiterState, n: int) -> bool:
+    """May n more transitions be sampled now?"""
+    if n < 0:
+        raise ValueError(f"rate limiter: samples must be >= 0, got {n}")
+    if state.inserts < limit.min_size:
+        return False
+    return error(limit, state) - n >= -limit.tolerance
+
+
+def insert(limit: RateLimit, state: LimiterState, n: int) -> tuple[LimiterState, bool]:
+    """Record n inserts if `can_insert`; (new state, whether they were recorded)."""
+    if not can_insert(limit, state, n):
+        return state, False
+    return state._replace(inserts=state.inserts + n), True
+
+
+def sample(limit: RateLimit, state: LimiterState, n: int) -> tuple[LimiterState, bool]:
+    """Record n samples if `can_sample`; (new state, whether they were recorded)."""
+    if not can_sample(limit, state, n):
+        return state, False
+    return state._replace(samples=state.samples + n), True
+
+
+def live_ratio(min_size: int, state: LimiterState) -> float | None:
+    """Samples per insert since learning could start, S / (I - min_size): the ratio the
+    limiter holds. None before the buffer passes min_size."""
+    past = state.inserts - min_size
+    return state.samples / past if past > 0 else None
