@@ -503,3 +503,25 @@ def test_metrics_report_samples_per_insert(tmp_path):
         assert float(row["samples_per_insert"]) == pytest.approx(samples / past, abs=1e-3)
         assert abs(4 * past - samples) <= 4 * 16
     assert float(rows[-1]["samples_per_insert"]) == pytest.approx(4.0, rel=0.05)
+
+
+def test_every_kernel_of_the_fused_program_is_attributed_to_its_primitive():
+    """The `hrl.<primitive>` name scopes reach the compiled program's metadata, and the
+    profiler script (experiments/profile_fused_step.py) reads them back per kernel."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    try:
+        from profile_fused_step import PRIMITIVES, kernel_owners
+    finally:
+        sys.path.pop(0)
+    built = build(tiny_config())
+    hlo = built.loop._run.lower(initial_state(built), 2).compile().as_text()
+    owners = set(kernel_owners(hlo).values())
+    assert set(PRIMITIVES) <= owners
+    # Control flow is not a kernel of its own; tuple-typed custom calls are.
+    fake = (
+        '  %ffi_call.7 = (s32[2]{0}, /*index=1*/f32[2]{0}) custom-call(%a), '
+        'metadata={op_name="jit(f)/hrl.sample/ffi_call"}\n'
+        '  %cond.3 = f32[] conditional(%p, %a, %b), metadata={op_name="jit(f)/hrl.train/cond"}\n'
+        '  %copy.1 = f32[] copy(%x)\n'
+    )
+    assert kernel_owners(fake) == {"ffi_call.7": "sample", "copy.1": "loop (carry, keys, counters)"}

@@ -8,9 +8,12 @@
 Each algorithm reads top to bottom in three files: networks.py, losses.py, agent.py.
 """
 
+from hrl import threefry_cpu
 from hrl.agents.common import BATCH_KEYS, Agent, AgentState
 from hrl.agents.ddpg.agent import DDPG, DDPGConfig, OUNoise, make_ddpg
 from hrl.agents.dqn.agent import DQN, DQNConfig, make_dqn
+
+threefry_cpu.install()  # same bits, fewer CPU kernels per jax.random call
 
 __all__ = [
     "BATCH_KEYS",

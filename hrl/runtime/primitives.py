@@ -23,9 +23,11 @@ inference), which is what a mapping's link costs are computed from.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from hrl.config import PRIMITIVES  # noqa: F401  (re-exported: the one definition)
@@ -65,13 +67,26 @@ def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
 
     return Primitives(
         env_reset=env.reset,
-        env_step=env.step,
-        infer=infer,
-        sample=sample,
-        update=update,
-        insert=insert,
-        train=train,
+        env_step=_scoped("env", env.step),
+        infer=_scoped("infer", infer),
+        sample=_scoped("sample", sample),
+        update=_scoped("update", update),
+        insert=_scoped("insert", insert),
+        train=_scoped("train", train),
     )
+
+
+def _scoped(name: str, fn: Callable) -> Callable:
+    """`fn` under the name scope `hrl.<name>`: every HLO op it emits carries the primitive's
+    name in its metadata, so a profile of a fused program can be split by primitive
+    (`experiments/profile_fused_step.py`). Metadata only: the program is unchanged."""
+
+    @functools.wraps(fn)
+    def wrapped(*args):
+        with jax.named_scope(f"hrl.{name}"):
+            return fn(*args)
+
+    return wrapped
 
 
 def beta_at(env_steps, total_env_steps: int, beta_start: float, beta_end: float):
