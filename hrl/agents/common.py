@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import flax.linen as nn
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import optax
 from flax import struct
@@ -103,9 +104,21 @@ def update_target(params, target_params, train_steps, period: int, tau: float):
 
     period=1, tau=0.005 is Polyak averaging; period=500, tau=1 a hard copy every 500 steps.
     """
-    due = train_steps % period == 0
-    blended = optax.incremental_update(params, target_params, tau)
-    return jax.tree.map(lambda b, t: jnp.where(due, b, t), blended, target_params)
+    if period == 1:
+        return optax.incremental_update(params, target_params, tau)
+    # A branch, not a select: between updates nothing is read or written (a select would run a
+    # kernel per parameter array every step). Same values either way.
+    return jax.lax.cond(
+        train_steps % period == 0,
+        lambda: optax.incremental_update(params, target_params, tau),
+        lambda: target_params,
+    )
+
+
+def global_norm(tree) -> jax.Array:
+    """The L2 norm of all leaves together, over one concatenated vector: the same vector
+    `optax.flatten` builds for the optimizer, which XLA computes once for both."""
+    return jnp.linalg.norm(jax.flatten_util.ravel_pytree(tree)[0])
 
 
 # ------------------------------------------------------------------ config validation

@@ -32,6 +32,7 @@ from hrl.agents.common import (
     check_optional_positive,
     check_positive_int,
     check_range,
+    global_norm,
     make_optimizer,
     update_target,
 )
@@ -226,8 +227,8 @@ class DDPG:
             "actor_loss": a_loss,
             "q_mean": q_mean,
             "td_abs_mean": jnp.mean(jnp.abs(td)),
-            "critic_grad_norm": optax.tree.norm(c_grads),
-            "actor_grad_norm": optax.tree.norm(a_grads),
+            "critic_grad_norm": global_norm(c_grads),
+            "actor_grad_norm": global_norm(a_grads),
         }
         opt_state = {"actor": a_opt, "critic": c_opt}
         return AgentState(new_params, new_target, opt_state, train_steps), td, metrics

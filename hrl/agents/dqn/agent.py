@@ -28,6 +28,7 @@ from hrl.agents.common import (
     check_optional_positive,
     check_positive_int,
     check_range,
+    global_norm,
     make_optimizer,
     update_target,
 )
@@ -161,7 +162,7 @@ class DQN:
             "loss": loss,
             "q_mean": q_mean,
             "td_abs_mean": jnp.mean(jnp.abs(td)),
-            "grad_norm": optax.tree.norm(grads),
+            "grad_norm": global_norm(grads),
         }
         new_state = AgentState(params, target_params, opt_state, train_steps)
         return new_state, td, metrics
