@@ -64,6 +64,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from hrl.replay import native, pallas_kernels
 from hrl.replay import sumtree as sumtree_module
 from hrl.replay.buffer import make_prioritized_replay
+from hrl.replay.handle import ReplayHandle
 
 ALPHA, BETA, EPS = 0.6, 0.4, 1e-6
 OBS = 4
@@ -156,6 +157,24 @@ def time_calls(carry: Carry, step_jit, keys, tds, reps: int, warmup: int) -> np.
     return timed(call, reps, warmup)
 
 
+def time_handle(rb, carry: Carry, b: int, keys, tds, reps: int, warmup: int) -> np.ndarray:
+    """Per call through `hrl.replay.handle.ReplayHandle` (mode `handle`): one
+    `update_and_sample(previous indices, td, key)` per timed call, input checks included, the
+    TD errors as NumPy arrays (what a NumPy or PyTorch learner hands over). The handle holds a
+    copy of the filled state."""
+    handle = ReplayHandle(rb, carry.state, b)
+    tds_np = [np.asarray(t).copy() for t in tds]
+    last = [handle.sample(keys[0], BETA)]
+
+    def call(i):
+        last[0] = handle.update_and_sample(
+            last[0].indices, tds_np[i % len(tds_np)], keys[i % len(keys)], BETA
+        )
+        jax.block_until_ready(last[0])
+
+    return timed(call, reps, warmup)
+
+
 def time_scan(carry: Carry, step, xs, reps: int, scan_steps: int) -> np.ndarray:
     """`step(state, *x) -> (state, out)` over the leading axis of xs in one jitted lax.scan
     (scan mode); returned per step."""
@@ -219,6 +238,10 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
         rows.append(("per-call", "sample+update", per_call))
         in_scan = time_scan(carry, step, (skeys, stds), reps, scan_steps)
         rows.append(("scan", "sample+update", in_scan))
+
+        if path == "native":
+            handle = time_handle(rb, carry, b, keys, tds, reps, warmup)
+            rows.append(("handle", "sample+update", handle))
 
     if "breakdown" in want:
         # Where the time goes: the sum tree alone (random bits -> indices -> new leaf
@@ -402,6 +425,7 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
 # ----------------------------------------------------------------------------- report
 
 COLUMNS = [
+    ("hrl", "native", "handle"),
     ("hrl", "native", "per-call"),
     ("hrl", "native", "scan"),
     ("hrl", "xla", "per-call"),
@@ -416,6 +440,8 @@ COLUMNS = [
 
 def label(col) -> str:
     lib, path, mode = col
+    if mode == "handle":
+        return f"{lib} {path} ReplayHandle per-call"
     return f"{lib} {path} {mode}" if lib == "hrl" else f"{lib} {mode}"
 
 
@@ -448,9 +474,10 @@ def markdown(rows, grid, op, header: str) -> str:
     lines.append(
         "| N | B | K | "
         + " | ".join(label(c) + " (us)" for c in cols)
-        + " | cpprb / hrl native per-call | cpprb / hrl native scan | flashbax / hrl best scan |"
+        + " | cpprb / hrl native ReplayHandle | cpprb / hrl native per-call"
+        " | cpprb / hrl native scan | flashbax / hrl best scan |"
     )
-    lines.append("|" + "---|" * (3 + len(cols) + 3))
+    lines.append("|" + "---|" * (3 + len(cols) + 4))
     for n in grid["n"]:
         for b in grid["b"]:
             for k in grid["k"]:
@@ -459,6 +486,7 @@ def markdown(rows, grid, op, header: str) -> str:
                     continue
                 cpprb = lookup(rows, ("cpprb", "c++", "per-call"), op, n, b, k)
                 nat = lookup(rows, ("hrl", "native", "per-call"), op, n, b, k)
+                handle = lookup(rows, ("hrl", "native", "handle"), op, n, b, k)
                 nat_scan = lookup(rows, ("hrl", "native", "scan"), op, n, b, k)
                 fbx = lookup(rows, ("flashbax", FLASHBAX_PATH, "scan"), op, n, b, k)
                 hrl_scan = [lookup(rows, ("hrl", p, "scan"), op, n, b, k) for p in HRL_PATHS]
@@ -466,7 +494,8 @@ def markdown(rows, grid, op, header: str) -> str:
                 lines.append(
                     f"| 2^{int(np.log2(n))} | {b} | {k} | "
                     + " | ".join(f"{c.median_us:.1f} ({c.cpu_us:.1f})" if c else "-" for c in cells)
-                    + f" | {ratio(cpprb, nat)} | {ratio(cpprb, nat_scan)} | {ratio(fbx, best)} |"
+                    + f" | {ratio(cpprb, handle)} | {ratio(cpprb, nat)} | {ratio(cpprb, nat_scan)}"
+                    + f" | {ratio(fbx, best)} |"
                 )
     return "\n".join(lines) + "\n"
 
@@ -544,26 +573,34 @@ def round_ratios(rows) -> str:
         "## cpprb / hrl native, round by round (sample+update)",
         "",
         "| round | cpprb per-call (us) | hrl native scan (us) | hrl native per-call (us) "
-        "| cpprb / hrl scan | cpprb / hrl per-call |",
-        "|---|---|---|---|---|---|",
+        "| hrl ReplayHandle per-call (us) | cpprb / hrl scan | cpprb / hrl per-call "
+        "| cpprb / hrl ReplayHandle |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    scan_ratios, call_ratios = [], []
+    scan_ratios, call_ratios, handle_ratios = [], [], []
     for r in sorted({r for r, _ in rows}):
         group = [row for i, row in rows if i == r]
         cp = pick(group, "cpprb", "c++", "per-call")
         sc = pick(group, "hrl", "native", "scan")
         pc = pick(group, "hrl", "native", "per-call")
+        hd = pick(group, "hrl", "native", "handle")
         if None in (cp, sc, pc):
             continue
         scan_ratios.append(cp / sc)
         call_ratios.append(cp / pc)
+        hd_cell, hd_ratio = "-", "-"
+        if hd is not None:
+            handle_ratios.append(cp / hd)
+            hd_cell, hd_ratio = f"{hd:.1f}", f"{cp / hd:.1f}x"
         lines.append(
-            f"| {r + 1} | {cp:.1f} | {sc:.1f} | {pc:.1f} | {cp / sc:.1f}x | {cp / pc:.1f}x |"
+            f"| {r + 1} | {cp:.1f} | {sc:.1f} | {pc:.1f} | {hd_cell} | {cp / sc:.1f}x "
+            f"| {cp / pc:.1f}x | {hd_ratio} |"
         )
     if scan_ratios:
+        hd_median = f"**{np.median(handle_ratios):.1f}x**" if handle_ratios else "-"
         lines.append(
-            f"| median | | | | **{np.median(scan_ratios):.1f}x** "
-            f"| **{np.median(call_ratios):.1f}x** |"
+            f"| median | | | | | **{np.median(scan_ratios):.1f}x** "
+            f"| **{np.median(call_ratios):.1f}x** | {hd_median} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -95,9 +95,7 @@ class _Packing:
             for shape in self.level_shapes:
                 n = int(np.prod(shape))
                 word = trees[at : at + n]
-                levels.append(
-                    jax.lax.bitcast_convert_type(word, tree.fmt.dtype).reshape(shape)
-                )
+                levels.append(jax.lax.bitcast_convert_type(word, tree.fmt.dtype).reshape(shape))
                 at += n
             return tree.replace(levels=tuple(levels))
 
@@ -143,6 +141,8 @@ class ReplayHandle:
         else:
             self._arrays = {"state": jax.tree.map(jnp.array, state)}  # a copy we may donate
         self._calls: dict = {}
+        self._last_indices = None  # indices of the last sample drawn here
+        self._typed_key: dict = {}  # key dtype -> is a typed PRNG key
 
     # ------------------------------------------------------------------ state
     @property
@@ -161,15 +161,19 @@ class ReplayHandle:
 
     # ------------------------------------------------------------------ checks
     def _check_key(self, key):
-        key = key if isinstance(key, jax.Array) else jnp.asarray(key)
-        typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+        if not isinstance(key, jax.Array):
+            key = jnp.asarray(key)
+        dtype = key.dtype
+        typed = self._typed_key.get(dtype)
+        if typed is None:
+            typed = self._typed_key[dtype] = bool(jnp.issubdtype(dtype, jax.dtypes.prng_key))
         if (typed and key.shape != ()) or (not typed and key.shape != (2,)):
             raise ValueError(
                 f"key must be one PRNG key (jax.random.key or jax.random.PRNGKey), got shape "
-                f"{key.shape} dtype {key.dtype}"
+                f"{key.shape} dtype {dtype}"
             )
-        if not typed and key.dtype != jnp.uint32:
-            raise ValueError(f"key must be a PRNG key, got an array of dtype {key.dtype}")
+        if not typed and dtype != jnp.uint32:
+            raise ValueError(f"key must be a PRNG key, got an array of dtype {dtype}")
         return key
 
     def _check_sampleable(self):
@@ -181,29 +185,35 @@ class ReplayHandle:
             )
 
     def _check_update(self, indices, td_errors):
+        """(indices, td_errors) to pass on, or a ValueError naming the bad argument. Indices
+        this handle's last sample returned are in range by construction (clamped to the
+        filled part, which never shrinks) and go through unread."""
         b = self.batch_size
-        idx = np.asarray(indices)
+        if indices is not self._last_indices:
+            idx = np.asarray(indices)
+            if idx.shape != (b,) or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError(
+                    f"indices must be {b} integers (the batch size), got shape {idx.shape} "
+                    f"dtype {idx.dtype}"
+                )
+            out = (idx < 0) | (idx >= self._size)
+            if out.any():
+                i = int(np.argmax(out))
+                raise ValueError(
+                    f"update: index {int(idx[i])} at position {i} is outside the filled range "
+                    f"[0, {self._size})"
+                )
+            indices = idx.astype(np.int32, copy=False)
         td = np.asarray(td_errors)
-        if idx.shape != (b,) or not np.issubdtype(idx.dtype, np.integer):
-            raise ValueError(
-                f"indices must be {b} integers (the batch size), got shape {idx.shape} "
-                f"dtype {idx.dtype}"
-            )
         if td.shape != (b,):
             raise ValueError(f"td_errors must have shape ({b},), got {td.shape}")
-        out = (idx < 0) | (idx >= self._size)
-        if out.any():
-            i = int(np.argmax(out))
-            raise ValueError(
-                f"update: index {int(idx[i])} at position {i} is outside the filled range "
-                f"[0, {self._size})"
-            )
-        td = td.astype(np.float32, copy=False)
-        bad = ~np.isfinite(td)
-        if bad.any():
-            i = int(np.argmax(bad))
+        if td.dtype != np.float32:
+            td = td.astype(np.float32)
+            td_errors = td
+        if not np.isfinite(td).all():
+            i = int(np.argmax(~np.isfinite(td)))
             raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
-        return idx.astype(np.int32, copy=False), td
+        return indices, td_errors  # a jax array goes on as it is (no copy in)
 
     # ------------------------------------------------------------------ operations
     def add(self, items, priorities=None) -> None:
@@ -226,12 +236,15 @@ class ReplayHandle:
         """`PrioritizedReplay.sample(state, key, batch_size, beta)`."""
         self._check_sampleable()
         key = self._check_key(key)
-        fn = self._call("sample", str(key.dtype))
+        fn = self._call("sample", key.dtype)
         a = self._arrays
         beta = np.float32(beta)
         if self.packed:
-            return fn(a["scalars"], a["trees"], a["rows"], key, beta)
-        return fn(a["state"], key, beta)
+            sample = fn(a["scalars"], a["trees"], a["rows"], key, beta)
+        else:
+            sample = fn(a["state"], key, beta)
+        self._last_indices = sample.indices
+        return sample
 
     def update(self, indices, td_errors) -> None:
         """`PrioritizedReplay.update(state, indices, td_errors)` on the held state."""
@@ -249,7 +262,7 @@ class ReplayHandle:
         idx, td = self._check_update(indices, td_errors)
         self._check_sampleable()
         key = self._check_key(key)
-        fn = self._call("update_and_sample", str(key.dtype))
+        fn = self._call("update_and_sample", key.dtype)
         a = self._arrays
         beta = np.float32(beta)
         if self.packed:
@@ -258,6 +271,7 @@ class ReplayHandle:
             )
         else:
             a["state"], sample = fn(a["state"], idx, td, key, beta)
+        self._last_indices = sample.indices
         return sample
 
     # ------------------------------------------------------------------ the jitted calls
@@ -348,7 +362,8 @@ class ReplayHandle:
             return raw, jnp.power(pre, alpha)
 
         def key_words_of(key):
-            return jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+            typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+            return jax.random.key_data(key) if typed else key
 
         def draw(scalars, trees, rows, upd_idx, raw, stored, key, beta):
             b = self.batch_size
@@ -429,7 +444,8 @@ class ReplayHandle:
 
         if variant:
             return jax.jit(add, donate_argnums=(0, 1, 2))
-        return jax.jit(lambda s, t, r, items, p: add(s, t, r, items, None), donate_argnums=(0, 1, 2))
+        without = lambda s, t, r, items, p: add(s, t, r, items, None)  # noqa: E731
+        return jax.jit(without, donate_argnums=(0, 1, 2))
 
 
 __all__ = ["ReplayHandle"]
