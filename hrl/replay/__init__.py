@@ -6,6 +6,7 @@ The JAX code here is the reference semantics for every backend (OpenCL kernels, 
 from hrl.replay import formats, sumtree
 from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
 from hrl.replay.formats import FixedPoint, Float32, MinFloat32, parse_format
+from hrl.replay.handle import ReplayHandle
 from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import ShardedReplay, make_sharded_replay
 from hrl.replay.sumtree import SumTree
@@ -15,6 +16,7 @@ __all__ = [
     "Float32",
     "MinFloat32",
     "PrioritizedReplay",
+    "ReplayHandle",
     "ReplayState",
     "RowLayout",
     "Sample",
