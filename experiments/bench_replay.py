@@ -160,9 +160,10 @@ def time_calls(carry: Carry, step_jit, keys, tds, reps: int, warmup: int) -> np.
 def time_handle(rb, carry: Carry, b: int, keys, tds, reps: int, warmup: int) -> np.ndarray:
     """Per call through `hrl.replay.handle.ReplayHandle` (mode `handle`): one
     `update_and_sample(previous indices, td, key)` per timed call, input checks included, the
-    TD errors as NumPy arrays (what a NumPy or PyTorch learner hands over). The handle holds a
-    copy of the filled state."""
+    TD errors as NumPy arrays (what a NumPy or PyTorch learner hands over). The handle takes
+    over the filled state (a copy; the carry's is dropped, so one copy is alive)."""
     handle = ReplayHandle(rb, carry.state, b)
+    carry.state = None
     tds_np = [np.asarray(t).copy() for t in tds]
     last = [handle.sample(keys[0], BETA)]
 
@@ -239,9 +240,6 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
         in_scan = time_scan(carry, step, (skeys, stds), reps, scan_steps)
         rows.append(("scan", "sample+update", in_scan))
 
-        if path == "native":
-            handle = time_handle(rb, carry, b, keys, tds, reps, warmup)
-            rows.append(("handle", "sample+update", handle))
 
     if "breakdown" in want:
         # Where the time goes: the sum tree alone (random bits -> indices -> new leaf
@@ -281,6 +279,8 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
             ("update only", update_step, (sidx, stds)),
         ):
             rows.append(("scan", name, time_scan(carry, fn, xs, reps, scan_steps)))
+    if path == "native" and "sample+update" in want:  # last: the handle takes over the state
+        rows.append(("handle", "sample+update", time_handle(rb, carry, b, keys, tds, reps, warmup)))
     del carry
     return [Row("hrl", path, mode, op, n, b, k, *stats(t)) for mode, op, t in rows]
 
