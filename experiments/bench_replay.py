@@ -31,9 +31,12 @@ What one timed call does:
   donated, add_batch_size = B.
 
 Modes: `per-call` times one call from Python, dispatch included (what a Python training loop
-pays). `scan` runs S steps inside one jitted `lax.scan` and reports total / S (what a fully
-jitted training loop pays); cpprb has no such mode. cpprb and flashbax use binary trees, so
-their cells do not depend on K; their one measurement per (N, B) is repeated in every K row.
+pays). `handle` (hrl native only) times one `hrl.replay.ReplayHandle.update_and_sample` call:
+the same work through the per-call API (packed, donated state; a program XLA:CPU runs inline;
+NumPy TD errors; input checks included). `scan` runs S steps inside one jitted `lax.scan`
+and reports total / S (what a fully jitted training loop pays); cpprb has no such mode.
+cpprb and flashbax use binary trees, so their cells do not depend on K; their one
+measurement per (N, B) is repeated in every K row.
 
 Statistics: warm-up calls first, then R timed calls; the median (and quartiles) of wall time.
 The machine may be shared: the load average at start is written next to the results; ratios
