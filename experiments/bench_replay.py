@@ -31,9 +31,12 @@ What one timed call does:
   donated, add_batch_size = B.
 
 Modes: `per-call` times one call from Python, dispatch included (what a Python training loop
-pays). `scan` runs S steps inside one jitted `lax.scan` and reports total / S (what a fully
-jitted training loop pays); cpprb has no such mode. cpprb and flashbax use binary trees, so
-their cells do not depend on K; their one measurement per (N, B) is repeated in every K row.
+pays). `handle` (hrl native only) times one `hrl.replay.ReplayHandle.update_and_sample` call:
+the same work through the per-call API (packed, donated state; a program XLA:CPU runs inline;
+NumPy TD errors; input checks included). `scan` runs S steps inside one jitted `lax.scan`
+and reports total / S (what a fully jitted training loop pays); cpprb has no such mode.
+cpprb and flashbax use binary trees, so their cells do not depend on K; their one
+measurement per (N, B) is repeated in every K row.
 
 Statistics: warm-up calls first, then R timed calls; the median (and quartiles) of wall time.
 The machine may be shared: the load average at start is written next to the results; ratios
@@ -64,6 +67,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from hrl.replay import native, pallas_kernels
 from hrl.replay import sumtree as sumtree_module
 from hrl.replay.buffer import make_prioritized_replay
+from hrl.replay.handle import ReplayHandle
 
 ALPHA, BETA, EPS = 0.6, 0.4, 1e-6
 OBS = 4
@@ -156,6 +160,25 @@ def time_calls(carry: Carry, step_jit, keys, tds, reps: int, warmup: int) -> np.
     return timed(call, reps, warmup)
 
 
+def time_handle(rb, carry: Carry, b: int, keys, tds, reps: int, warmup: int) -> np.ndarray:
+    """Per call through `hrl.replay.handle.ReplayHandle` (mode `handle`): one
+    `update_and_sample(previous indices, td, key)` per timed call, input checks included, the
+    TD errors as NumPy arrays (what a NumPy or PyTorch learner hands over). The handle takes
+    over the filled state (a copy; the carry's is dropped, so one copy is alive)."""
+    handle = ReplayHandle(rb, carry.state, b)
+    carry.state = None
+    tds_np = [np.asarray(t).copy() for t in tds]
+    last = [handle.sample(keys[0], BETA)]
+
+    def call(i):
+        last[0] = handle.update_and_sample(
+            last[0].indices, tds_np[i % len(tds_np)], keys[i % len(keys)], BETA
+        )
+        jax.block_until_ready(last[0])
+
+    return timed(call, reps, warmup)
+
+
 def time_scan(carry: Carry, step, xs, reps: int, scan_steps: int) -> np.ndarray:
     """`step(state, *x) -> (state, out)` over the leading axis of xs in one jitted lax.scan
     (scan mode); returned per step."""
@@ -220,6 +243,7 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
         in_scan = time_scan(carry, step, (skeys, stds), reps, scan_steps)
         rows.append(("scan", "sample+update", in_scan))
 
+
     if "breakdown" in want:
         # Where the time goes: the sum tree alone (random bits -> indices -> new leaf
         # priorities; no IS weights, no min tree, no transition gather), the floor of a
@@ -258,6 +282,8 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
             ("update only", update_step, (sidx, stds)),
         ):
             rows.append(("scan", name, time_scan(carry, fn, xs, reps, scan_steps)))
+    if path == "native" and "sample+update" in want:  # last: the handle takes over the state
+        rows.append(("handle", "sample+update", time_handle(rb, carry, b, keys, tds, reps, warmup)))
     del carry
     return [Row("hrl", path, mode, op, n, b, k, *stats(t)) for mode, op, t in rows]
 
@@ -402,6 +428,7 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
 # ----------------------------------------------------------------------------- report
 
 COLUMNS = [
+    ("hrl", "native", "handle"),
     ("hrl", "native", "per-call"),
     ("hrl", "native", "scan"),
     ("hrl", "xla", "per-call"),
@@ -416,6 +443,8 @@ COLUMNS = [
 
 def label(col) -> str:
     lib, path, mode = col
+    if mode == "handle":
+        return f"{lib} {path} ReplayHandle per-call"
     return f"{lib} {path} {mode}" if lib == "hrl" else f"{lib} {mode}"
 
 
@@ -448,9 +477,10 @@ def markdown(rows, grid, op, header: str) -> str:
     lines.append(
         "| N | B | K | "
         + " | ".join(label(c) + " (us)" for c in cols)
-        + " | cpprb / hrl native per-call | cpprb / hrl native scan | flashbax / hrl best scan |"
+        + " | cpprb / hrl native ReplayHandle | cpprb / hrl native per-call"
+        " | cpprb / hrl native scan | flashbax / hrl best scan |"
     )
-    lines.append("|" + "---|" * (3 + len(cols) + 3))
+    lines.append("|" + "---|" * (3 + len(cols) + 4))
     for n in grid["n"]:
         for b in grid["b"]:
             for k in grid["k"]:
@@ -459,6 +489,7 @@ def markdown(rows, grid, op, header: str) -> str:
                     continue
                 cpprb = lookup(rows, ("cpprb", "c++", "per-call"), op, n, b, k)
                 nat = lookup(rows, ("hrl", "native", "per-call"), op, n, b, k)
+                handle = lookup(rows, ("hrl", "native", "handle"), op, n, b, k)
                 nat_scan = lookup(rows, ("hrl", "native", "scan"), op, n, b, k)
                 fbx = lookup(rows, ("flashbax", FLASHBAX_PATH, "scan"), op, n, b, k)
                 hrl_scan = [lookup(rows, ("hrl", p, "scan"), op, n, b, k) for p in HRL_PATHS]
@@ -466,7 +497,8 @@ def markdown(rows, grid, op, header: str) -> str:
                 lines.append(
                     f"| 2^{int(np.log2(n))} | {b} | {k} | "
                     + " | ".join(f"{c.median_us:.1f} ({c.cpu_us:.1f})" if c else "-" for c in cells)
-                    + f" | {ratio(cpprb, nat)} | {ratio(cpprb, nat_scan)} | {ratio(fbx, best)} |"
+                    + f" | {ratio(cpprb, handle)} | {ratio(cpprb, nat)} | {ratio(cpprb, nat_scan)}"
+                    + f" | {ratio(fbx, best)} |"
                 )
     return "\n".join(lines) + "\n"
 
@@ -544,26 +576,34 @@ def round_ratios(rows) -> str:
         "## cpprb / hrl native, round by round (sample+update)",
         "",
         "| round | cpprb per-call (us) | hrl native scan (us) | hrl native per-call (us) "
-        "| cpprb / hrl scan | cpprb / hrl per-call |",
-        "|---|---|---|---|---|---|",
+        "| hrl ReplayHandle per-call (us) | cpprb / hrl scan | cpprb / hrl per-call "
+        "| cpprb / hrl ReplayHandle |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    scan_ratios, call_ratios = [], []
+    scan_ratios, call_ratios, handle_ratios = [], [], []
     for r in sorted({r for r, _ in rows}):
         group = [row for i, row in rows if i == r]
         cp = pick(group, "cpprb", "c++", "per-call")
         sc = pick(group, "hrl", "native", "scan")
         pc = pick(group, "hrl", "native", "per-call")
+        hd = pick(group, "hrl", "native", "handle")
         if None in (cp, sc, pc):
             continue
         scan_ratios.append(cp / sc)
         call_ratios.append(cp / pc)
+        hd_cell, hd_ratio = "-", "-"
+        if hd is not None:
+            handle_ratios.append(cp / hd)
+            hd_cell, hd_ratio = f"{hd:.1f}", f"{cp / hd:.1f}x"
         lines.append(
-            f"| {r + 1} | {cp:.1f} | {sc:.1f} | {pc:.1f} | {cp / sc:.1f}x | {cp / pc:.1f}x |"
+            f"| {r + 1} | {cp:.1f} | {sc:.1f} | {pc:.1f} | {hd_cell} | {cp / sc:.1f}x "
+            f"| {cp / pc:.1f}x | {hd_ratio} |"
         )
     if scan_ratios:
+        hd_median = f"**{np.median(handle_ratios):.1f}x**" if handle_ratios else "-"
         lines.append(
-            f"| median | | | | **{np.median(scan_ratios):.1f}x** "
-            f"| **{np.median(call_ratios):.1f}x** |"
+            f"| median | | | | | **{np.median(scan_ratios):.1f}x** "
+            f"| **{np.median(call_ratios):.1f}x** | {hd_median} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -7,6 +7,7 @@ from hrl import threefry_cpu
 from hrl.replay import formats, sumtree
 from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
 from hrl.replay.formats import FixedPoint, Float32, MinFloat32, parse_format
+from hrl.replay.handle import ReplayHandle
 from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import ShardedReplay, make_sharded_replay
 from hrl.replay.sumtree import SumTree
@@ -18,6 +19,7 @@ __all__ = [
     "Float32",
     "MinFloat32",
     "PrioritizedReplay",
+    "ReplayHandle",
     "ReplayState",
     "RowLayout",
     "Sample",

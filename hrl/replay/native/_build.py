@@ -50,6 +50,10 @@ TARGETS = {
     "HrlGatherFields": "hrl_gather_fields",
     "HrlReplayUpdateF32": "hrl_replay_update_f32",
     "HrlReplayUpdateU32": "hrl_replay_update_u32",
+    "HrlHandlePrep": "hrl_handle_prep",
+    "HrlHandleStepF32": "hrl_handle_step_f32",
+    "HrlHandleStepU32": "hrl_handle_step_u32",
+    "HrlHandleFinish": "hrl_handle_finish",
 }
 
 

@@ -1022,6 +1022,280 @@ ffi::Error GatherFieldsImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer table_buf
   return ffi::Error::Success();
 }
 
+// --------------------------------------------------------------------------- packed handle
+
+// The per-call path of hrl.replay.handle (ReplayHandle): the buffer's state in three arrays
+// (the transition rows; both trees' levels packed one after another into one 32-bit word
+// array; the scalars insert_pos, size, max_priority's bits, added as uint32[4]) and every step
+// in custom calls, so that the only XLA ops left are the two pow()s (XLA's own, which the
+// reference uses; C++ powf rounds differently) and XLA:CPU runs the whole program inline on
+// the calling thread (a program under its cost model's 1000-flop threshold is "cheap": no
+// hand-off to the thread pool even with async dispatch). Arithmetic is the reference's, op
+// for op (buffer.py, formats.py); no vmap: one instance per call.
+constexpr int kScalarInsertPos = 0, kScalarSize = 1, kScalarMaxPriority = 2;
+
+inline float BitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline uint32_t FloatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// One tree inside the packed word array: level l starts at offset[l] and has rows[l] rows.
+ffi::Error PackedLevels(uint32_t* base, int64_t total_words, ffi::Span<const int64_t> rows,
+                        int64_t fanout, int64_t first_word, std::vector<Level>* out,
+                        std::vector<void*>* ptrs, int64_t* words_used) {
+  out->clear();
+  ptrs->clear();
+  int64_t at = first_word;
+  for (size_t l = 0; l < rows.size(); ++l) {
+    const int64_t n = l == 0 ? 1 : rows[l] * fanout;
+    if (rows[l] < 1 || at + n > total_words)
+      return ffi::Error::InvalidArgument("packed tree levels do not fit the tree array");
+    out->push_back({base + at, l == 0 ? 1 : rows[l]});
+    ptrs->push_back(base + at);
+    at += n;
+  }
+  *words_used = at - first_word;
+  return ffi::Error::Success();
+}
+
+ffi::Error CheckFlat(const ffi::AnyBuffer& b, ffi::DataType dt, int64_t n, const char* what) {
+  if (b.element_type() != dt || b.dimensions().size() != 1 ||
+      (n >= 0 && b.element_count() != static_cast<size_t>(n)))
+    return ffi::Error::InvalidArgument(std::string(what) + ": wrong dtype or shape");
+  return ffi::Error::Success();
+}
+
+// raw = |td| + eps; pre = raw if finite else max_priority (then stored = pre ** alpha in XLA).
+ffi::Error HandlePrepImpl(ffi::AnyBuffer td_buf, ffi::AnyBuffer scalars_buf,
+                          ffi::Result<ffi::AnyBuffer> raw_buf, ffi::Result<ffi::AnyBuffer> pre_buf,
+                          float eps) {
+  const int64_t n = static_cast<int64_t>(td_buf.element_count());
+  if (auto e = CheckFlat(td_buf, ffi::DataType::F32, -1, "td errors"); e.failure()) return e;
+  if (auto e = CheckFlat(scalars_buf, ffi::DataType::U32, 4, "scalars"); e.failure()) return e;
+  if (auto e = CheckFlat(*raw_buf, ffi::DataType::F32, n, "raw"); e.failure()) return e;
+  if (auto e = CheckFlat(*pre_buf, ffi::DataType::F32, n, "pre"); e.failure()) return e;
+  const float* td = static_cast<const float*>(td_buf.untyped_data());
+  const float max_priority =
+      BitsToFloat(static_cast<const uint32_t*>(scalars_buf.untyped_data())[kScalarMaxPriority]);
+  float* raw = static_cast<float*>(raw_buf->untyped_data());
+  float* pre = static_cast<float*>(pre_buf->untyped_data());
+  for (int64_t i = 0; i < n; ++i) {
+    raw[i] = std::fabs(td[i]) + eps;
+    pre[i] = std::isfinite(raw[i]) ? raw[i] : max_priority;
+  }
+  return ffi::Error::Success();
+}
+
+// formats.FixedPoint.encode / Float32.encode of one priority (already raised to alpha).
+template <typename Fmt>
+inline typename Fmt::Word Encode(float p, float scale, uint32_t max_word) {
+  if constexpr (std::is_same_v<Fmt, Float32Format>) {
+    (void)scale;
+    (void)max_word;
+    return p < 0.0f ? 0.0f : p;
+  } else {
+    const float scaled = std::nearbyint(p * scale);
+    const float top = static_cast<float>(max_word);
+    float q = scaled > 0.0f ? scaled : 0.0f;  // jnp.clip: maximum, then minimum
+    if (scaled != scaled) q = scaled;
+    q = (q < top || q != q) ? q : top;
+    uint32_t word = q >= 0x1p32f ? max_word : static_cast<uint32_t>(q);
+    word = word < max_word ? word : max_word;
+    const bool normal = p >= 0x1p-126f;
+    return (normal && word == 0) ? 1u : word;
+  }
+}
+
+template <typename Fmt>
+inline float Decode(typename Fmt::Word w, float scale) {
+  if constexpr (std::is_same_v<Fmt, Float32Format>) {
+    (void)scale;
+    return w;
+  } else {
+    return static_cast<float>(w) * scale;
+  }
+}
+
+// The update of the previous batch (upd_* of length U, U = 0: none) and then the sample of
+// the next (B = length of the results, B = 0: none), on the packed state, in place:
+// PrioritizedReplay.update's bookkeeping and both trees, then .sample's descent, leaf reads
+// and IS-weight arithmetic up to the ratio P_min / P_i (XLA raises it to beta).
+template <typename Fmt>
+ffi::Error HandleStepImpl(ffi::AnyBuffer idx_buf, ffi::AnyBuffer raw_buf, ffi::AnyBuffer stored_buf,
+                          ffi::AnyBuffer key_buf, ffi::AnyBuffer scalars_in, ffi::AnyBuffer trees_in,
+                          ffi::AnyBuffer rows_buf, ffi::Result<ffi::AnyBuffer> scalars_out,
+                          ffi::Result<ffi::AnyBuffer> trees_out,
+                          ffi::Result<ffi::AnyBuffer> out_idx_buf,
+                          ffi::Result<ffi::AnyBuffer> probs_buf,
+                          ffi::Result<ffi::AnyBuffer> ratio_buf, int64_t fanout, int64_t capacity,
+                          ffi::Span<const int64_t> level_rows, bool has_min, bool stratified,
+                          float encode_scale, int64_t max_word, float leaf_scale,
+                          float root_scale) {
+  using Word = typename Fmt::Word;
+  if (auto e = CheckFanout(fanout); e.failure()) return e;
+  const int64_t u = static_cast<int64_t>(idx_buf.element_count());
+  const int64_t b = static_cast<int64_t>(out_idx_buf->element_count());
+  if (auto e = CheckFlat(idx_buf, ffi::DataType::S32, u, "update indices"); e.failure()) return e;
+  if (auto e = CheckFlat(raw_buf, ffi::DataType::F32, u, "raw"); e.failure()) return e;
+  if (auto e = CheckFlat(stored_buf, ffi::DataType::F32, u, "stored"); e.failure()) return e;
+  if (auto e = CheckFlat(key_buf, ffi::DataType::U32, 2, "key"); e.failure()) return e;
+  if (auto e = CheckFlat(scalars_in, ffi::DataType::U32, 4, "scalars"); e.failure()) return e;
+  if (auto e = CheckFlat(*scalars_out, ffi::DataType::U32, 4, "scalars"); e.failure()) return e;
+  const int64_t total = static_cast<int64_t>(trees_in.element_count());
+  if (auto e = CheckFlat(trees_in, ffi::DataType::U32, -1, "trees"); e.failure()) return e;
+  if (auto e = CheckFlat(*trees_out, ffi::DataType::U32, total, "trees"); e.failure()) return e;
+  if (auto e = CheckFlat(*probs_buf, ffi::DataType::F32, b, "probabilities"); e.failure()) return e;
+  if (auto e = CheckFlat(*ratio_buf, ffi::DataType::F32, b, "ratios"); e.failure()) return e;
+  if (out_idx_buf->element_type() != ffi::DataType::S32)
+    return ffi::Error::InvalidArgument("sampled indices must be int32");
+  uint32_t* trees = static_cast<uint32_t*>(trees_out->untyped_data());
+  if (trees_in.untyped_data() != trees)
+    std::memcpy(trees, trees_in.untyped_data(), sizeof(uint32_t) * total);
+  uint32_t* scalars = static_cast<uint32_t*>(scalars_out->untyped_data());
+  if (scalars_in.untyped_data() != scalars)
+    std::memcpy(scalars, scalars_in.untyped_data(), sizeof(uint32_t) * 4);
+  std::vector<Level> sum_lv, min_lv;
+  std::vector<void*> sum_ptr, min_ptr;
+  int64_t sum_words = 0, min_words = 0;
+  if (auto e = PackedLevels(trees, total, level_rows, fanout, 0, &sum_lv, &sum_ptr, &sum_words);
+      e.failure())
+    return e;
+  if (has_min) {
+    if (auto e = PackedLevels(trees, total, level_rows, fanout, sum_words, &min_lv, &min_ptr,
+                              &min_words);
+        e.failure())
+      return e;
+  }
+  const int32_t size = static_cast<int32_t>(scalars[kScalarSize]);
+  if (u > 0) {
+    AdviseHugePages(sum_ptr.back(), sizeof(Word) * sum_lv.back().rows * fanout);
+    const int32_t* idx = static_cast<const int32_t*>(idx_buf.untyped_data());
+    const float* raw = static_cast<const float*>(raw_buf.untyped_data());
+    const float* stored = static_cast<const float*>(stored_buf.untyped_data());
+    float max_priority = BitsToFloat(scalars[kScalarMaxPriority]);
+    std::vector<int32_t> kept(u);
+    std::vector<Word> words(u);
+    for (int64_t i = 0; i < u; ++i) {
+      const bool valid = idx[i] >= 0 && idx[i] < size;
+      kept[i] = valid ? idx[i] : -1;
+      if (valid && std::isfinite(raw[i]) && raw[i] > max_priority) max_priority = raw[i];
+      words[i] = Encode<Fmt>(stored[i], encode_scale, static_cast<uint32_t>(max_word));
+    }
+    scalars[kScalarMaxPriority] = FloatToBits(max_priority);
+    if (auto e = UpdateTree<Fmt>(sum_lv, sum_ptr, kept.data(), words.data(), u, fanout, capacity);
+        e.failure())
+      return e;
+    if (has_min) {
+      if (auto e = UpdateTree<MinFloat32Format>(min_lv, min_ptr, kept.data(), stored, u, fanout,
+                                                capacity);
+          e.failure())
+        return e;
+    }
+  }
+  if (b == 0) return ffi::Error::Success();
+  const int64_t table_rows = rows_buf.dimensions().size() == 2 ? rows_buf.dimensions()[0] : 0;
+  const int32_t* key = static_cast<const int32_t*>(key_buf.untyped_data());
+  std::vector<uint32_t> bits(b), frac(b);
+  ThreefryBits(static_cast<uint32_t>(key[0]), static_cast<uint32_t>(key[1]), b, bits.data());
+  Fractions(bits.data(), b, stratified, frac.data());
+  int32_t* result = static_cast<int32_t*>(out_idx_buf->untyped_data());
+  const int32_t last = size > 1 ? size - 1 : 0;
+  RowPrefetch prefetch;
+  if (table_rows > 0) {
+    prefetch.base = static_cast<const char*>(rows_buf.untyped_data());
+    prefetch.row_bytes = static_cast<int64_t>(ffi::ByteWidth(rows_buf.element_type())) *
+                         rows_buf.dimensions()[1];
+    prefetch.last = last < table_rows - 1 ? last : table_rows - 1;
+  }
+  switch (fanout) {
+    case 2: Descend<Fmt, 2>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 4: Descend<Fmt, 4>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 8: Descend<Fmt, 8>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 16: Descend<Fmt, 16>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 32: Descend<Fmt, 32>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 64: Descend<Fmt, 64>(sum_lv, frac.data(), b, result, prefetch); break;
+  }
+  // buffer.importance_weights up to the pow: one reciprocal, then products.
+  const Word* leaves = static_cast<const Word*>(sum_lv.back().data);
+  float* probs = static_cast<float*>(probs_buf->untyped_data());
+  float* ratio = static_cast<float*>(ratio_buf->untyped_data());
+  const float total_p = Decode<Fmt>(*static_cast<const Word*>(sum_lv[0].data), root_scale);
+  const float inv_total = 1.0f / (total_p > 1e-30f || total_p != total_p ? total_p : 1e-30f);
+  float p_min = 0.0f;
+  for (int64_t i = 0; i < b; ++i) {
+    const int32_t idx = result[i] < last ? result[i] : last;
+    result[i] = idx;
+    probs[i] = Decode<Fmt>(leaves[idx], leaf_scale) * inv_total;
+  }
+  if (has_min) {
+    p_min = *static_cast<const float*>(min_lv[0].data) * inv_total;
+  } else {  // jnp.min (NaN propagates)
+    p_min = probs[0];
+    for (int64_t i = 1; i < b; ++i)
+      p_min = (probs[i] != probs[i] || p_min != p_min) ? probs[i] + p_min
+                                                      : (probs[i] < p_min ? probs[i] : p_min);
+  }
+  for (int64_t i = 0; i < b; ++i) {
+    const float p = probs[i];
+    ratio[i] = p_min / (p > 1e-30f || p != p ? p : 1e-30f);
+  }
+  return ffi::Error::Success();
+}
+
+// The IS weights' last step (where(size > 0 & P > 0, min(w, 1), 0)) and the sampled rows'
+// fields (see GatherFieldsImpl).
+ffi::Error HandleFinishImpl(ffi::AnyBuffer w_buf, ffi::AnyBuffer probs_buf,
+                            ffi::AnyBuffer scalars_buf, ffi::AnyBuffer idx_buf,
+                            ffi::AnyBuffer table_buf, ffi::Result<ffi::AnyBuffer> weights_buf,
+                            ffi::RemainingRets outs, ffi::Span<const int64_t> offsets,
+                            ffi::Span<const int64_t> sizes) {
+  const int64_t b = static_cast<int64_t>(idx_buf.element_count());
+  if (auto e = CheckFlat(w_buf, ffi::DataType::F32, b, "pow"); e.failure()) return e;
+  if (auto e = CheckFlat(probs_buf, ffi::DataType::F32, b, "probabilities"); e.failure()) return e;
+  if (auto e = CheckFlat(scalars_buf, ffi::DataType::U32, 4, "scalars"); e.failure()) return e;
+  if (auto e = CheckFlat(idx_buf, ffi::DataType::S32, b, "indices"); e.failure()) return e;
+  if (auto e = CheckFlat(*weights_buf, ffi::DataType::F32, b, "weights"); e.failure()) return e;
+  const size_t m = outs.size();
+  if (offsets.size() != m || sizes.size() != m)
+    return ffi::Error::InvalidArgument("one offset and one size per field");
+  if (table_buf.dimensions().size() != 2 || table_buf.dimensions()[0] < 1)
+    return ffi::Error::InvalidArgument("the table must be 2-D with at least one row");
+  const int32_t size = static_cast<int32_t>(
+      static_cast<const uint32_t*>(scalars_buf.untyped_data())[kScalarSize]);
+  const float* w = static_cast<const float*>(w_buf.untyped_data());
+  const float* probs = static_cast<const float*>(probs_buf.untyped_data());
+  float* weights = static_cast<float*>(weights_buf->untyped_data());
+  for (int64_t i = 0; i < b; ++i) {
+    const float capped = (w[i] < 1.0f || w[i] != w[i]) ? w[i] : 1.0f;  // jnp.minimum
+    weights[i] = (size > 0 && probs[i] > 0.0f) ? capped : 0.0f;
+  }
+  const int64_t rows = table_buf.dimensions()[0];
+  const int64_t row_bytes = static_cast<int64_t>(ffi::ByteWidth(table_buf.element_type())) *
+                            table_buf.dimensions()[1];
+  std::vector<char*> dst(m);
+  for (size_t j = 0; j < m; ++j) {
+    auto maybe = outs.get<ffi::AnyBuffer>(j);
+    if (maybe.has_error()) return maybe.error();
+    ffi::AnyBuffer field = Deref(*maybe);
+    if (offsets[j] < 0 || sizes[j] < 0 || offsets[j] + sizes[j] > row_bytes)
+      return ffi::Error::InvalidArgument("field " + std::to_string(j) + " lies outside the row");
+    if (static_cast<int64_t>(field.size_bytes()) != sizes[j] * b)
+      return ffi::Error::InvalidArgument("field " + std::to_string(j) + " has the wrong size");
+    dst[j] = static_cast<char*>(field.untyped_data());
+  }
+  if (m == 0 || b == 0) return ffi::Error::Success();
+  AdviseHugePages(table_buf.untyped_data(), static_cast<size_t>(rows * row_bytes));
+  GatherRows(static_cast<const char*>(table_buf.untyped_data()), rows, row_bytes,
+             static_cast<const int32_t*>(idx_buf.untyped_data()), b, dst, offsets, sizes);
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 #define HRL_UPDATE_BINDING                 \
@@ -1092,3 +1366,51 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplayUpdateF32, ReplayUpdateImpl<Float32Format
                               HRL_REPLAY_UPDATE_BINDING);
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlReplayUpdateU32, ReplayUpdateImpl<FixedPointFormat>,
                               HRL_REPLAY_UPDATE_BINDING);
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlHandlePrep, HandlePrepImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>() /* td errors */
+                                  .Arg<ffi::AnyBuffer>() /* scalars */
+                                  .Ret<ffi::AnyBuffer>() /* raw */
+                                  .Ret<ffi::AnyBuffer>() /* pre (before alpha) */
+                                  .Attr<float>("eps"));
+
+#define HRL_HANDLE_STEP_BINDING                            \
+  ffi::Ffi::Bind()                                         \
+      .Arg<ffi::AnyBuffer>() /* update indices */          \
+      .Arg<ffi::AnyBuffer>() /* raw priorities */          \
+      .Arg<ffi::AnyBuffer>() /* stored (raw ** alpha) */   \
+      .Arg<ffi::AnyBuffer>() /* key words */               \
+      .Arg<ffi::AnyBuffer>() /* scalars */                 \
+      .Arg<ffi::AnyBuffer>() /* packed trees */            \
+      .Arg<ffi::AnyBuffer>() /* rows to prefetch */        \
+      .Ret<ffi::AnyBuffer>() /* scalars, aliased */        \
+      .Ret<ffi::AnyBuffer>() /* packed trees, aliased */   \
+      .Ret<ffi::AnyBuffer>() /* sampled indices */         \
+      .Ret<ffi::AnyBuffer>() /* probabilities */           \
+      .Ret<ffi::AnyBuffer>() /* P_min / P_i */             \
+      .Attr<int64_t>("fanout")                             \
+      .Attr<int64_t>("capacity")                           \
+      .Attr<ffi::Span<const int64_t>>("level_rows")        \
+      .Attr<bool>("has_min")                               \
+      .Attr<bool>("stratified")                            \
+      .Attr<float>("encode_scale")                         \
+      .Attr<int64_t>("max_word")                           \
+      .Attr<float>("leaf_scale")                           \
+      .Attr<float>("root_scale")
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlHandleStepF32, HandleStepImpl<Float32Format>,
+                              HRL_HANDLE_STEP_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlHandleStepU32, HandleStepImpl<FixedPointFormat>,
+                              HRL_HANDLE_STEP_BINDING);
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HrlHandleFinish, HandleFinishImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>() /* w = ratio ** beta */
+                                  .Arg<ffi::AnyBuffer>() /* probabilities */
+                                  .Arg<ffi::AnyBuffer>() /* scalars */
+                                  .Arg<ffi::AnyBuffer>() /* sampled indices */
+                                  .Arg<ffi::AnyBuffer>() /* table of rows */
+                                  .Ret<ffi::AnyBuffer>() /* IS weights */
+                                  .RemainingRets()       /* one array per field */
+                                  .Attr<ffi::Span<const int64_t>>("offsets")
+                                  .Attr<ffi::Span<const int64_t>>("sizes"));
