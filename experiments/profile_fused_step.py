@@ -100,6 +100,19 @@ def mlp_flops(obs_dim: int, hidden: list[int], actions: int, batch: int, num_env
     return 2 * (num_envs * forward + batch * (3 * forward + backward))
 
 
+def gemm_peak_gflops(n: int = 1024, reps: int = 5) -> float:
+    """This CPU's float32 GEMM rate through XLA (all its cores), the best of `reps`."""
+    a = jax.numpy.ones((n, n), jax.numpy.float32)
+    matmul = jax.jit(lambda x: x @ x)
+    matmul(a).block_until_ready()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        matmul(a).block_until_ready()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best / 1e9
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--envs", type=int, default=1, help="actors M")
@@ -147,6 +160,8 @@ def main() -> None:
     flops = mlp_flops(int(np.prod(built.env.spec.obs_shape)), list(cfg.agent.hidden_sizes),
                       built.env.spec.action.n, cfg.train.batch_size, args.envs)
 
+    peak = gemm_peak_gflops()
+
     OUT.mkdir(parents=True, exist_ok=True)
     stem = "fused_step_profile" + ("" if args.envs == 1 else f"_m{args.envs}")
     order = [p for p in PRIMITIVES if p in per_owner] + [LOOP]
@@ -171,7 +186,9 @@ def main() -> None:
         f"kernels per iteration, {traced:.1f} us per iteration as the sum of per-kernel medians"
         " (the profiler's own cost is in it, the time between kernels is not: read the shares).",
         f"MLP arithmetic: {flops / 1e6:.2f} MFLOP per iteration; the dot kernels take "
-        f"{dot_us:.1f} us of the traced time ({flops / max(dot_us, 1e-9) / 1e3:.1f} GFLOP/s).",
+        f"{dot_us:.1f} us of the traced time ({flops / max(dot_us, 1e-9) / 1e3:.1f} GFLOP/s; "
+        f"a 1024x1024 GEMM reaches {peak:.0f} GFLOP/s here, so the MLP alone needs "
+        f"{flops / peak / 1e3:.1f} us per iteration at that rate).",
         "",
         "| primitive | kernels / iteration | traced us / iteration | share |",
         "| --- | ---: | ---: | ---: |",
