@@ -90,8 +90,8 @@ def peer_args(description: str, argv=None) -> argparse.Namespace:
     p.add_argument("--task", choices=("dqn", "ddpg"), default="dqn")
     p.add_argument("--envs", type=int, default=1, help="M parallel envs")
     p.add_argument("--seconds", type=float, default=30.0,
-                   help="wall budget of the training loop (the run stops earlier once solved "
-                   "if --stop-when-solved)")
+                   help="DQN: wall limit from the start of set-up (the run stops earlier once "
+                   "solved if --stop-when-solved); DDPG: seconds measured after learning started")
     p.add_argument("--stop-when-solved", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variant", default="", help="a peer's variant (hrl: gymnax | gymnasium)")
@@ -140,6 +140,17 @@ class Tracker:
         if (self.bar is not None and self.solved_s is None and len(self.returns) == self.window
                 and sum(self.returns) / self.window >= self.bar):
             self.solved_s, self.solved_env_steps = now, int(env_steps)
+
+    def over(self, args) -> bool:
+        """Whether the run is done. DQN: --seconds of wall time from the start of set-up (the
+        limit for time to solved), or solved with --stop-when-solved. DDPG (throughput only):
+        --seconds of training after learning started, so a peer's set-up (numba or XLA
+        compiles, Ray start) does not eat its measuring window; at most 300 s more in all."""
+        now = self.elapsed()
+        if self.task == "ddpg":
+            return (self.mark is not None and self.last[0] - self.mark[0] >= args.seconds) or (
+                now >= args.seconds + 300)
+        return now >= args.seconds or (args.stop_when_solved and self.solved)
 
     @property
     def solved(self) -> bool:

@@ -107,7 +107,7 @@ def main(argv=None) -> dict:
         for r in np.asarray(returns):
             tracker.episode(r)
         tracker.check(int(state.env_steps), int(state.updates))
-        if tracker.elapsed() >= args.seconds or (args.stop_when_solved and tracker.solved):
+        if tracker.over(args):
             break
     return emit(
         "hrl", args, tracker,

@@ -157,7 +157,7 @@ def main(argv=None) -> dict:
         for r in ret[done]:  # time-major, then env order
             tracker.episode(r)
         tracker.check(int(st["env_steps"]), int(st["updates"]))
-        if tracker.elapsed() >= args.seconds or (args.stop_when_solved and tracker.solved):
+        if tracker.over(args):
             break
     return emit(
         "jax-flashbax", args, tracker,

@@ -100,7 +100,7 @@ def main(argv=None) -> dict:
                            "num_module_steps_trained_lifetime", default=0)
         updates = int(trained) // s["batch_size"]
         tracker.check(int(env_steps), updates)
-        if tracker.elapsed() >= args.seconds or (args.stop_when_solved and tracker.solved):
+        if tracker.over(args):
             break
     row = emit(
         "rllib", args, tracker,

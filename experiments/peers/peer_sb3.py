@@ -40,9 +40,7 @@ def main(argv=None) -> dict:
                 if "episode" in info:
                     tracker.episode(info["episode"]["r"])
             tracker.check(self.model.num_timesteps, self.model._n_updates)
-            if args.stop_when_solved and tracker.solved:
-                return False
-            return tracker.elapsed() < args.seconds
+            return not tracker.over(args)
 
     tracker.start()
     m = args.envs

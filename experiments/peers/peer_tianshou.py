@@ -118,7 +118,7 @@ def main(argv=None) -> dict:
             frac = min(steps / s["eps_decay_steps"], 1.0)
             policy.set_eps_training(s["eps_start"] + frac * (s["eps_end"] - s["eps_start"]))
         tracker.check(steps, updates[0])
-        if tracker.elapsed() >= args.seconds or (args.stop_when_solved and tracker.solved):
+        if tracker.over(args):
             raise _Budget
 
     params = OffPolicyTrainerParams(

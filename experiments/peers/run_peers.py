@@ -22,8 +22,8 @@ Three parts:
   --seconds (stopping when the mean of the last 10 returns reaches 475), and reports env steps/s
   and SGD updates/s over the part after learning started, and the wall time to 475 (from the
   start of set-up, compiles included, imports not);
-* DDPG on Pendulum-v1, M = 1: --ddpg-seconds of training, the same rates, and the network FLOP
-  rate (common.flops_per_env_step) against this CPU's peak (float32 1024x1024 GEMM, numpy and
+* DDPG on Pendulum-v1, M = 1: --ddpg-seconds of training after learning started, the same
+  rates, and the network FLOP rate (common.flops_per_env_step) against this CPU's peak (float32 1024x1024 GEMM, numpy and
   jax, best of both, measured at each round's start and end);
 * replay, N=2^20, B=256, K=16: sample+update and insert per call and sample+update in a fused
   lax.scan (experiments/bench_replay.py's measurements, hrl native vs cpprb vs flashbax).
@@ -172,15 +172,15 @@ def schedule(args) -> list[dict]:
     names = [p for p in args.peers if p in PEERS]
     for r in range(args.rounds):
         order = names[r % len(names):] + names[: r % len(names)] if names else []
-        for m in args.envs:
+        for m in args.envs if "dqn" in args.parts else ():
             for p in order:
                 if "dqn" in PEERS[p][3]:
                     runs.append({"round": r, "peer": p, "task": "dqn", "num_envs": m})
-        if args.ddpg_seconds > 0:
+        if args.ddpg_seconds > 0 and "ddpg" in args.parts:
             for p in order:
                 if "ddpg" in PEERS[p][3]:
                     runs.append({"round": r, "peer": p, "task": "ddpg", "num_envs": 1})
-        if not args.skip_replay:
+        if not args.skip_replay and "replay" in args.parts:
             libs = list(REPLAY_LIBS[r % 3:] + REPLAY_LIBS[: r % 3])
             for lib in libs:
                 runs.append({"round": r, "peer": lib, "task": "replay", "num_envs": None})
@@ -390,6 +390,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "# hrl beside its peers",
         "",
         f"Machine: {meta.get('machine', machine())}. Command: `{meta.get('command', '')}`.",
+        *[f"Re-run afterwards, replacing those rows: `{x['command']}` ({x['started']} to "
+          f"{x['finished']})." for x in meta.get("rerun", [])],
         f"Rounds: {meta.get('rounds', '?')}, peers interleaved (order rotating by round); "
         f"every figure is the median over rounds. 1-minute load average during the runs: "
         f"{min(loads):.1f} to {max(loads):.1f} (other tenants share the 2 cores: absolute "
@@ -423,7 +425,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "## DDPG, Pendulum-v1 (M = 1)",
         "",
         "64x64 actor and critic, batch 128, one SGD step per env step, 100k replay, Gaussian "
-        f"noise 0.1 x the action bound, {meta.get('ddpg_seconds', '?')} s per run. Network "
+        f"noise 0.1 x the action bound, each run measured for {meta.get('ddpg_seconds', '?')} s "
+        "after learning started (set-up and the 1000 random steps not counted). Network "
         f"FLOPs per env step {ddpg_f['per_env_step']:,} (act {ddpg_f['act']:,} + train "
         f"{ddpg_f['train']:,}: B x (4 Fa + 7 Fc), see common.py). "
         "RLlib and the jax-flashbax script have no DDPG row (RLlib ships neither DDPG nor TD3).",
@@ -579,6 +582,11 @@ def main(argv=None) -> None:
     p.add_argument("--envs", type=int, nargs="+", default=[1, 8])
     p.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     p.add_argument("--skip-replay", action="store_true")
+    p.add_argument("--parts", nargs="+", default=["dqn", "ddpg", "replay"],
+                   choices=["dqn", "ddpg", "replay"])
+    p.add_argument("--merge", action="store_true",
+                   help="keep the other parts' rows of the existing peers.csv and replace only "
+                   "those of --parts")
     p.add_argument("--replay-reps", type=int, default=100)
     p.add_argument("--replay-log2-n", type=int, default=20)
     p.add_argument("--quick", action="store_true",
@@ -620,7 +628,7 @@ def main(argv=None) -> None:
         "load_avg_start": os.getloadavg(),
     }
     rows = []
-    with (args.out / "runs.log").open("w") as log, Progress(
+    with (args.out / "runs.log").open("a" if args.merge else "w") as log, Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
     ) as progress:
@@ -651,6 +659,12 @@ def main(argv=None) -> None:
     meta["peaks"] = peaks
     meta["load_avg_end"] = os.getloadavg()
     meta["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    if args.merge and (args.out / "peers.csv").exists():
+        kept = [r for r in read_csv(args.out / "peers.csv") if r["task"] not in args.parts]
+        old = args.out / "meta.json"
+        old_meta = json.loads(old.read_text()) if old.exists() else {}
+        meta = {**old_meta, "rerun": [*old_meta.get("rerun", []), meta]}
+        rows = kept + rows
     report(rows, meta, args.out, readme)
     print(f"wrote {args.out}/peers.csv, peers.md, peers.png"
           + (", README rows" if readme else ""))
