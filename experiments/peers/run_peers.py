@@ -23,8 +23,8 @@ Three parts:
   and SGD updates/s over the part after learning started, and the wall time to 475 (from the
   start of set-up, compiles included, imports not);
 * DDPG on Pendulum-v1, M = 1: --ddpg-seconds of training after learning started, the same
-  rates, and the network FLOP rate (common.flops_per_env_step) against this CPU's peak (float32 1024x1024 GEMM, numpy and
-  jax, best of both, measured at each round's start and end);
+  rates, and the network FLOP rate (common.flops_per_env_step) against this CPU's peak
+  (float32 1024x1024 GEMM, numpy and jax, best of both, measured at each round's start and end);
 * replay, N=2^20, B=256, K=16: sample+update and insert per call and sample+update in a fused
   lax.scan (experiments/bench_replay.py's measurements, hrl native vs cpprb vs flashbax).
 
