@@ -478,19 +478,19 @@ def plot(rows: list[dict], path: Path) -> None:
     ax[0].set_xticks(np.arange(len(peers)) + width * (len(envs) - 1) / 2, peers, rotation=30,
                      ha="right")
     ax[0].set_yscale("log")
-    ax[0].set_title("DQN+PER CartPole: env steps/s (1 SGD step each)")
+    ax[0].set_title("DQN+PER CartPole: env steps/s (1 SGD step each)", fontsize=10)
     ax[0].legend()
     dpeers = [p for p in peers if ("ddpg", p, 1) in agg["train"]]
     fr = [100 * (agg["train"][("ddpg", p, 1)]["peak_fraction"] or 0) for p in dpeers]
     ax[1].bar(dpeers, fr, color="tab:green")
     ax[1].set_yscale("log")
-    ax[1].set_title("DDPG Pendulum: network FLOP rate, % of CPU peak")
+    ax[1].set_title("DDPG Pendulum: network FLOP rate, % of CPU peak", fontsize=10)
     ax[1].tick_params(axis="x", rotation=30)
     keys = sorted(agg["replay"])
     ax[2].barh([f"{lib} {op} {mode}" for lib, op, mode in keys],
                [agg["replay"][k]["median_us"] for k in keys], color="tab:purple")
     ax[2].set_xscale("log")
-    ax[2].set_title("replay N=2^20 B=256 K=16: us per call / step")
+    ax[2].set_title("replay: us per call / step (log)", fontsize=10)
     for a in ax:
         a.grid(alpha=0.3, which="both", axis="y" if a is not ax[2] else "x")
     fig.tight_layout()
