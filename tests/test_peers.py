@@ -41,6 +41,7 @@ def test_schedule_interleaves_and_rotates():
     class A:
         peers = ["hrl-gymnax", "sb3", "rllib"]
         rounds, envs, ddpg_seconds, skip_replay = 2, [1, 8], 5.0, False
+        parts = ("dqn", "ddpg", "replay")
 
     runs = run_peers.schedule(A())
     first = [r["peer"] for r in runs if r["round"] == 0 and r["task"] == "dqn"]
