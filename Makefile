@@ -10,7 +10,7 @@ STAMP_PY := $(VENV)/.stamp-python
 # Use every core the machine has for the test suite (2 on the reference machine).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup demo test test-slow lint bench-replay clean
+.PHONY: setup demo test test-slow lint bench-replay peers peers-quick clean
 
 setup: $(STAMP_SYS) $(STAMP_PY)
 
@@ -58,6 +58,26 @@ lint: setup
 
 bench-replay: setup
 	$(BIN)/python experiments/bench_replay.py
+
+# hrl beside its peers (SB3, Tianshou, RLlib, a jitted JAX DQN with flashbax), interleaved in
+# one session: experiments/results/peers/peers.{csv,md,png} and the README's peers rows. Each
+# Python peer gets its own venv under .peers/ from its pinned requirements file (stamped, so a
+# second run only measures); `make test` never builds them. torch==2.13.0 must resolve to a CPU
+# build (a local wheel here; elsewhere PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
+PEER_NAMES := sb3 tianshou rllib
+PEER_STAMPS := $(foreach p,$(PEER_NAMES),.peers/$(p)/.stamp)
+PEERS_ARGS ?=
+
+.peers/%/.stamp: experiments/peers/requirements-%.txt
+	@test -x .peers/$*/bin/python || $(PY) -m venv .peers/$*
+	.peers/$*/bin/python -m pip install -q -r $<
+	@touch $@
+
+peers: setup $(PEER_STAMPS)
+	$(BIN)/python experiments/peers/run_peers.py --readme $(PEERS_ARGS)
+
+peers-quick: setup $(PEER_STAMPS)
+	$(BIN)/python experiments/peers/run_peers.py --quick
 
 clean:
 	rm -rf $(VENV) build sim_build .pytest_cache
