@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.extend.random import threefry_2x32
 
 import hrl.replay  # noqa: F401  (installs the lowering)
 from hrl import threefry_cpu
-from jax.extend.random import threefry_2x32
 
 # Known-answer vectors of Threefry-2x32, 20 rounds (Random123's kat_vectors).
 KAT = [
