@@ -71,9 +71,7 @@ def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
             notes.append(f"data parallel (train.devices > 1) not considered: {why}")
             kind = None
         else:
-            devices = [f"{d}*{max_devices}" if d == kind else d for d in devices]
-            if kind not in devices:
-                devices.append(f"{kind}*{max_devices}")
+            devices = [d for d in devices if d != kind] + [f"{kind}*{max_devices}"]
     result = plan(workload, profile, devices, staleness=staleness, metric=metric,
                   scaling="strong")
     e = result.exploration
