@@ -317,7 +317,12 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                 f"({scaling} scaling; T_1 = the {kind}-fused prediction; "
                 + (f"{cores} cores shared by the virtual devices" if kind == "cpu"
                    else "own compute per device")
-                + f"; collectives over {link.name}: {link.source})")
+                + f"; collectives over {link.name}: {link.source})"
+                + ("; CAVEAT: that link prices a message by its bytes, while a collective "
+                   "between virtual CPU devices also waits on a rendezvous of their threads, "
+                   "which no profile row measures (experiments/bench_scaling.py fits it on "
+                   "its measured points): read this curve as an upper bound"
+                   if kind == "cpu" else ""))
             if not any(c.kind == kind for c in data_parallel["strict"]):
                 notes.append(f"{kind}*{n}: no data-parallel candidate: no {kind}-fused "
                              "placement for this workload (the fused loop needs a JAX env)"
