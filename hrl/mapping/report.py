@@ -138,14 +138,18 @@ def data_parallel_rows(p: Plan, mode: str) -> tuple[list[str], list[list[str]]]:
         best[key] = max(best.get(key, 0.0), r["env_steps_per_s"])
     for r in recs:
         key = (r["kind"], r["sampling"])
+        best_d = min(x["devices"] for x in recs
+                     if (x["kind"], x["sampling"]) == key and x["env_steps_per_s"] >= best[key])
         if r["devices"] == 1:
             pays = "(baseline)"
-        elif r["env_steps_per_s"] >= best[key]:
-            pays = "best"
-        elif r["speedup_vs_1_device"] > 1.0:
-            pays = "yes, less than the best D"
-        else:
+        elif r["devices"] == best_d:
+            pays = "best" if r["speedup_vs_1_device"] > 1.0 else "no"
+        elif r["speedup_vs_1_device"] <= 1.0:
             pays = "no"
+        elif r["devices"] > best_d:
+            pays = f"no more than D={best_d}"
+        else:
+            pays = "yes"
         rows.append([r["kind"], str(r["devices"]), r["sampling"], _us(r["iteration_s"]),
                      f"{r['env_steps_per_iter']:,}", f"{r['env_steps_per_s']:,.0f}",
                      f"{r['samples_per_s']:,.0f}", f"{r['speedup_vs_1_device']:.2f}x",
@@ -160,6 +164,9 @@ def ranked_rows(p: Plan, mode: str, k: int = 10) -> tuple[list[str], list[list[s
     times = p.exploration.times(mode)
     rows = []
     for rank, (label, rate, item) in enumerate(p.ranked(mode, k)[:k], 1):
+        if not isinstance(item, parallel.Candidate):
+            places = set(p.exploration.mapping(item).values())
+            label = f"all on {places.pop()}" if len(places) == 1 else label
         if isinstance(item, parallel.Candidate):
             rows.append([str(rank), label, str(item.devices), f"{item.env_steps_per_iter:,}",
                          _us(item.iteration_s), f"{rate:,.0f}"])
@@ -409,7 +416,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
             md += [md_table(*table), ""]
             htm.append(html_table(*table))
         if isinstance(text, list):  # prose: Markdown paragraphs
-            md += [*text, ""]
+            for t in text:
+                md += [t, ""]
             htm += [f"<p>{html.escape(t)}</p>" for t in text]
         elif text:
             md += ["```", text, "```", ""]
