@@ -3,9 +3,11 @@
     .venv/bin/python experiments/map_report.py [--profile DIR ...]
 
 Runs `hrl map` for each config below with the devices present here (cpu, pocl when profiled)
-plus modelled ones (gpu from public specs, fpga:u200 and fpga:u250 from the RTL model), and
-writes each report to experiments/results/mapping/map-<config>/ (report.md, report.html, PNGs,
-mapping.json). Modelled devices are labelled as such in every table.
+plus modelled ones (gpu from public specs, fpga:u200 and fpga:u250 from the RTL model), the
+CPU given as `cpu*8` (8 virtual CPU devices on the profiled machine's cores: the data-parallel
+candidates, weak scaling), and writes each report to experiments/results/mapping/map-<config>/
+(report.md, report.html, PNGs, mapping.json, data_parallel.csv, scaling.png). Modelled devices
+are labelled as such in every table.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "experiments" / "results" / "mapping"
 CONFIGS = ["dqn_cartpole", "ddpg_pendulum"]
 MODELLED = ["gpu", "fpga:u200", "fpga:u250"]
+CPU_DEVICES = 8  # virtual CPU devices offered to the data-parallel candidates
 
 
 def main(argv=None) -> int:
@@ -47,7 +50,8 @@ def main(argv=None) -> int:
         path, profile = found[0]
         measured = sorted({r["placement"].removesuffix("-fused") for r in profile["rows"]
                            if r["placement"] in ("cpu", "pocl", "rtl", "gpu")})
-        devices = ",".join(measured + MODELLED)
+        devices = ",".join([f"{d}*{CPU_DEVICES}" if d == "cpu" else d for d in measured]
+                           + MODELLED)
         status |= hrl(["map", str(config), "--profile", path, "--devices", devices,
                        "--out", str(OUT / f"map-{name}")])
     return status

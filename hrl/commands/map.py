@@ -1,6 +1,7 @@
-"""`hrl map CONFIG.yaml --profile DIR [--devices cpu,pocl,gpu,fpga:u250] [--staleness s]`:
-predict every mapping of the primitives onto the devices, print the best ones and write the
-report (Markdown, HTML, PNG) into the output directory."""
+"""`hrl map CONFIG.yaml --profile DIR [--devices cpu*4,pocl,gpu,fpga:u250] [--staleness s]`:
+predict every mapping of the primitives onto the devices, and the data-parallel loop on D
+devices of a kind given a count (`cpu*4`), print the best ones and write the report
+(Markdown, HTML, CSV, PNG) into the output directory."""
 
 from __future__ import annotations
 
@@ -19,7 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="profile directory or profile.json from `hrl profile` "
                         "(without one only modelled devices can be used)")
     parser.add_argument("--devices", help="comma separated: cpu, gpu, pocl, rtl, fpga:u200, "
-                        "fpga:u250, fpga:u280 (default: every device in the profile)")
+                        "fpga:u250, fpga:u280 (default: every device in the profile); "
+                        "cpu*N or gpu*N: N devices of that kind (virtual CPU devices share "
+                        "the profiled machine's cores; GPUs have their own), which adds the "
+                        "data-parallel fused loop on D = 1..N of them (train.devices: D) to "
+                        "the candidates, e.g. --devices 'cpu*4,pocl' (quote it for the shell)")
+    parser.add_argument("--scaling", default="weak", choices=["weak", "strong"],
+                        help="how D devices share work: weak (default; each device does the "
+                        "config's whole iteration, D times the env steps) or strong (the "
+                        "config's iteration split D ways, as train.devices=D runs it); "
+                        "candidates are ranked by predicted env steps/s either way")
     parser.add_argument("--staleness", type=int, default=None,
                         help="relaxed-mode staleness s (default: train.staleness, at least 1)")
     parser.add_argument("--gpu-spec", help="YAML GPU spec for a modelled gpu "
@@ -56,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         staleness = args.staleness if args.staleness is not None else max(1, cfg.train.staleness)
         spec = GpuSpec.load(args.gpu_spec) if args.gpu_spec else None
         workload = workload_from_config(cfg)
-        result = plan(workload, profile, devices, staleness, spec, metric=args.metric)
+        result = plan(workload, profile, devices, staleness, spec, metric=args.metric,
+                      scaling=args.scaling)
     except ValueError as err:
         print(f"hrl map: error: {err}", file=sys.stderr)
         return 2
@@ -72,6 +83,6 @@ def run(args: argparse.Namespace) -> int:
     (out / "request.json").write_text(json.dumps({
         "config": str(args.config), "overrides": args.overrides, "profile": args.profile,
         "devices": devices, "staleness": staleness, "gpu_spec": args.gpu_spec,
-        "metric": args.metric}, indent=1))
+        "metric": args.metric, "scaling": args.scaling}, indent=1))
     console.print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0

@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--profile", req["profile"]]
     if req.get("devices"):
         argv += ["--devices", ",".join(req["devices"])]
+    if req.get("scaling"):
+        argv += ["--scaling", req["scaling"]]
     if req.get("metric"):
         argv += ["--metric", req["metric"]]
     if req.get("gpu_spec"):

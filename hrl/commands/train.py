@@ -84,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
         from hrl.runtime.data_parallel import ensure_cpu_devices
 
         ensure_cpu_devices(cfg.train.devices)
+    elif getattr(args, "mapping", None) and args.mapping_devices > 1 and not distributed:
+        # --mapping auto may choose train.devices up to N: make the virtual CPU devices now,
+        # before JAX starts (the same way as --devices).
+        from hrl.runtime.data_parallel import ensure_cpu_devices
+
+        ensure_cpu_devices(args.mapping_devices)
 
     from rich.console import Console
 

@@ -11,7 +11,10 @@ Device names for `--devices`:
 * `pocl`, `opencl<i>` -- the OpenCL replay backend on that device (measured);
 * `rtl`  -- the RTL replay manager in simulation (measured, if the profile has it);
 * `fpga:<board>` -- the RMM and MLP learner modelled on a board (u200, u250, u280) from the
-  RTL's cycle counts (if profiled) and the board's resources.
+  RTL's cycle counts (if profiled) and the board's resources;
+* `cpu*N`, `gpu*N` -- N devices of that kind (virtual CPU devices sharing the machine's cores,
+  or GPUs): the placements of one, plus the data-parallel candidates of the fused loop on
+  D = 1..N of them (`hrl.mapping.parallel`, `Plan.data_parallel`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from hrl.mapping import dse
+from hrl.mapping import dse, parallel
 from hrl.mapping import fpga as fpga_model
 from hrl.mapping.links import Link
 from hrl.mapping.model import LinearModel, fit_models
@@ -54,6 +57,24 @@ class Plan:
     notes: list[str]
     rmm_timing: fpga_model.RmmTiming
     overheads: dict
+    # Data-parallel candidates per dependency mode (empty without a `KIND*N` device).
+    data_parallel: dict = dataclasses.field(default_factory=dict)
+    device_counts: dict = dataclasses.field(default_factory=dict)
+    scaling: str = "weak"
+    cores: int = 1
+
+    def ranked(self, mode: str, k: int = 10) -> list[tuple[str, float, object]]:
+        """The top-k single-device mappings and every data-parallel candidate with D > 1,
+        best first by predicted env steps per second: (label, env steps/s, row or
+        candidate)."""
+        e = self.exploration
+        w = self.workload
+        times = e.times(mode)
+        out = [(dse.format_mapping(e.mapping(r)), w.num_envs * w.rollout_length / times[r], r)
+               for r in e.top(mode, k)]
+        out += [(c.label, c.env_steps_per_s, c) for c in self.data_parallel.get(mode, [])
+                if c.devices > 1]
+        return sorted(out, key=lambda x: -x[1])
 
 
 def models_from_profile(profile: dict, metric: str = "wall") -> dict[tuple, LinearModel]:
@@ -249,10 +270,18 @@ def placements_for(profile: dict | None, devices: list[str] | None,
 
 
 def plan(workload: Workload, profile: dict | None, devices: list[str] | None = None,
-         staleness: int = 1, gpu_spec: GpuSpec | None = None, metric: str = "wall") -> Plan:
+         staleness: int = 1, gpu_spec: GpuSpec | None = None, metric: str = "wall",
+         scaling: str = "weak") -> Plan:
     """Explore every mapping of `workload` onto `devices`. `metric`: fit the profile's wall
     times (`wall`, what a quiet machine delivers) or its CPU times (`cpu`, comparable across
-    loads on a shared machine; see `hrl.mapping.profile`)."""
+    loads on a shared machine; see `hrl.mapping.profile`). A device `KIND*N` adds the
+    data-parallel candidates on 1..N devices of KIND, under `scaling` (weak or strong,
+    `hrl.mapping.parallel`)."""
+    counts: dict[str, int] = {}
+    if devices is not None:
+        devices, counts = parallel.parse_devices(devices)
+    if scaling not in parallel.SCALINGS:
+        raise ValueError(f"scaling must be one of {parallel.SCALINGS}, got {scaling!r}")
     placements, notes, models = placements_for(profile, devices, gpu_spec, metric)
     links = {}
     host = host_link_from_profile(profile, metric) if profile else None
@@ -276,8 +305,32 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     for k, v in overheads.items():
         notes.append(f"{k}-loop bookkeeping: {v(workload) * 1e6:.1f} us per iteration "
                      f"({v.source})")
+    data_parallel = {}
+    if counts:
+        data_parallel = {mode: parallel.candidates(
+            placements, workload, counts, mode, staleness, links, overheads["fused"], cores,
+            scaling) for mode in ("strict", "relaxed")}
+        for kind, n in counts.items():
+            link = parallel.device_link(kind, links)
+            notes.append(
+                f"{kind}*{n}: data-parallel candidates on D of {n} {kind} devices "
+                f"({scaling} scaling; T_1 = the {kind}-fused prediction; "
+                + (f"{cores} cores shared by the virtual devices" if kind == "cpu"
+                   else "own compute per device")
+                + f"; collectives over {link.name}: {link.source})"
+                + ("; CAVEAT: that link prices a message by its bytes, while a collective "
+                   "between virtual CPU devices also waits on a rendezvous of their threads, "
+                   "which no profile row measures (experiments/bench_scaling.py fits it on "
+                   "its measured points): read this curve as an upper bound"
+                   if kind == "cpu" else ""))
+            if not any(c.kind == kind for c in data_parallel["strict"]):
+                notes.append(f"{kind}*{n}: no data-parallel candidate: no {kind}-fused "
+                             "placement for this workload (the fused loop needs a JAX env)"
+                             if f"{kind}-fused" not in {p.name for p in placements} else
+                             f"{kind}*{n}: no D > 1 divides env.num_envs, train.batch_size "
+                             "and replay.capacity (strong scaling)")
     return Plan(workload, placements, models, links, exp, notes, rmm_timing_from_profile(profile),
-                overheads)
+                overheads, data_parallel, counts, scaling, cores)
 
 
 def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:

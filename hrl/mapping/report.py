@@ -4,11 +4,14 @@ Contents: the primitive x placement latency table for the run's workload (with e
 placement's source: measured / fpga-model / gpu-spec), the fit error of every model, the
 latency of each call against its work (profile points and fitted lines), the top-10 mappings
 in strict and relaxed mode, the chosen mapping, its predicted speed-up over the baselines,
-and the FPGA architecture exploration of each modelled board.
+the FPGA architecture exploration of each modelled board and, for a device kind given a
+count (`--devices cpu*4`), the data-parallel candidates on D of them with their predicted
+scaling curve (`hrl.mapping.parallel`).
 """
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import math
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hrl.mapping import dse
+from hrl.mapping import dse, parallel
 from hrl.mapping import fpga as fpga_model
 from hrl.mapping.plan import Plan
 from hrl.mapping.workload import CALLS, PRIMITIVES
@@ -98,6 +101,153 @@ def fpga_rows(p: Plan) -> tuple[list[str], list[list[str]]]:
                          f"{r['util_uram']:.1%}", _us(r["sample_s"]),
                          f"{r['max_capacity']:,}" if r["max_capacity"] else "-"])
     return head, rows
+
+
+DP_FIELDS = ["mode", "kind", "devices", "sampling", "scaling", "iteration_s",
+             "env_steps_per_iter", "env_steps_per_s", "samples_per_s", "speedup_vs_1_device",
+             "vs_best_single_device_mapping", "collectives_s_per_sgd_step", "link"]
+
+
+def data_parallel_records(p: Plan) -> list[dict]:
+    """One record per data-parallel candidate and mode (the CSV's rows)."""
+    out = []
+    w = p.workload
+    for mode, cands in p.data_parallel.items():
+        t = p.exploration.times(mode)[p.exploration.best(mode)]
+        best_single = w.num_envs * w.rollout_length / t
+        for c in cands:
+            out.append({
+                "mode": mode, "kind": c.kind, "devices": c.devices, "sampling": c.sampling,
+                "scaling": c.scaling, "iteration_s": c.iteration_s,
+                "env_steps_per_iter": c.env_steps_per_iter, "env_steps_per_s": c.env_steps_per_s,
+                "samples_per_s": c.samples_per_s, "speedup_vs_1_device": c.speedup,
+                "vs_best_single_device_mapping": c.env_steps_per_s / best_single,
+                "collectives_s_per_sgd_step": c.model.collectives_s(c.devices),
+                "link": c.model.device_link.name})
+    return out
+
+
+def data_parallel_rows(p: Plan, mode: str) -> tuple[list[str], list[list[str]]]:
+    head = ["kind", "D", "sampling", "iteration [us]", "env steps/iter", "env steps/s",
+            "samples/s", "speed-up vs 1 device", "vs best 1-device mapping", "pays?"]
+    rows = []
+    recs = [r for r in data_parallel_records(p) if r["mode"] == mode]
+    best = {}
+    for r in recs:
+        key = (r["kind"], r["sampling"])
+        best[key] = max(best.get(key, 0.0), r["env_steps_per_s"])
+    for r in recs:
+        key = (r["kind"], r["sampling"])
+        best_d = min(x["devices"] for x in recs
+                     if (x["kind"], x["sampling"]) == key and x["env_steps_per_s"] >= best[key])
+        if r["devices"] == 1:
+            pays = "(baseline)"
+        elif r["devices"] == best_d:
+            pays = "best" if r["speedup_vs_1_device"] > 1.0 else "no"
+        elif r["speedup_vs_1_device"] <= 1.0:
+            pays = "no"
+        elif r["devices"] > best_d:
+            pays = f"no more than D={best_d}"
+        else:
+            pays = "yes"
+        rows.append([r["kind"], str(r["devices"]), r["sampling"], _us(r["iteration_s"]),
+                     f"{r['env_steps_per_iter']:,}", f"{r['env_steps_per_s']:,.0f}",
+                     f"{r['samples_per_s']:,.0f}", f"{r['speedup_vs_1_device']:.2f}x",
+                     f"{r['vs_best_single_device_mapping']:.2f}x", pays])
+    return head, rows
+
+
+def ranked_rows(p: Plan, mode: str, k: int = 10) -> tuple[list[str], list[list[str]]]:
+    """Single-device mappings and D-device candidates in one ranking, by env steps/s."""
+    head = ["rank", "candidate", "devices", "env steps/iter", "iteration [us]", "env steps/s"]
+    w = p.workload
+    times = p.exploration.times(mode)
+    rows = []
+    for rank, (label, rate, item) in enumerate(p.ranked(mode, k)[:k], 1):
+        if not isinstance(item, parallel.Candidate):
+            places = set(p.exploration.mapping(item).values())
+            label = f"all on {places.pop()}" if len(places) == 1 else label
+        if isinstance(item, parallel.Candidate):
+            rows.append([str(rank), label, str(item.devices), f"{item.env_steps_per_iter:,}",
+                         _us(item.iteration_s), f"{rate:,.0f}"])
+        else:
+            rows.append([str(rank), label, "1", f"{w.num_envs * w.rollout_length:,}",
+                         _us(times[item]), f"{rate:,.0f}"])
+    return head, rows
+
+
+def scaling_text(p: Plan) -> str:
+    """How D-device candidates compare with single-device ones, and when they do not pay."""
+    if p.scaling == "weak":
+        how = ("Weak scaling: a D-device candidate runs the config's whole iteration on every "
+               "device (D x env.num_envs actors, a global batch of D x train.batch_size, "
+               "D x replay.capacity in D shards), so one iteration makes D times the env steps "
+               "of a single-device mapping; candidates are therefore compared by env steps "
+               "per second, not by iteration time. `hrl train --mapping auto` runs the "
+               "config's own work split over D devices instead (strong scaling: "
+               "`hrl map --scaling strong`), which changes no hyperparameter.")
+    else:
+        how = ("Strong scaling: a D-device candidate runs the config's iteration split D ways "
+               "(train.devices: D; env.num_envs, train.batch_size and replay.capacity divided "
+               "by D), so every candidate makes the same env steps per iteration and the "
+               "ranking by env steps per second is the ranking by iteration time.")
+    model = ("Model (`hrl.mapping.scaling`): T(D) = T_1 x max(1, D / cores) + U x collectives "
+             "per SGD step, T_1 the kind's fused-loop prediction for one device's work, cores "
+             "shared by virtual CPU devices (a GPU has its own), collectives as ring messages "
+             "over the device link (global sampling: gradient all-reduce, shard roots, batch "
+             "scatter, update gather, 3 scalar reductions; local sampling: the gradient "
+             "all-reduce only).")
+    verdicts = "\n".join(f"- {v}" for v in parallel.verdicts(
+        p.data_parallel.get("strict", []), p.cores))
+    return f"{how}\n\n{model}\n\nStrict dependency:\n\n{verdicts}"
+
+
+def write_data_parallel_csv(p: Plan, path: Path) -> Path | None:
+    recs = data_parallel_records(p)
+    if not recs:
+        return None
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=DP_FIELDS)
+        w.writeheader()
+        for r in recs:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    return path
+
+
+def plot_scaling(p: Plan, path: Path) -> Path | None:
+    """Predicted speed-up (env steps/s relative to one device of the kind) against D, one
+    panel per kind, a curve per sampling mode and dependency mode, beside the ideal."""
+    recs = data_parallel_records(p)
+    if not recs:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = sorted({r["kind"] for r in recs})
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4), squeeze=False)
+    for ax, kind in zip(axes[0], kinds, strict=True):
+        ds = sorted({r["devices"] for r in recs if r["kind"] == kind})
+        ideal = [min(d, p.cores) if kind == "cpu" else d for d in ds]
+        ax.plot(ds, ideal, "k--", lw=1,
+                label=f"ideal: min(D, {p.cores} cores)" if kind == "cpu" else "ideal: D")
+        for mode, style in (("strict", "-o"), ("relaxed", ":s")):
+            for sampling in parallel.SAMPLINGS:
+                pts = [(r["devices"], r["speedup_vs_1_device"]) for r in recs
+                       if r["kind"] == kind and r["mode"] == mode and r["sampling"] == sampling]
+                if pts:
+                    x, y = zip(*pts, strict=True)
+                    ax.plot(x, y, style, ms=4, label=f"predicted, {sampling}, {mode}")
+        ax.axhline(1.0, color="grey", lw=0.6)
+        ax.set_xlabel(f"{kind} devices D")
+        ax.set_ylabel("env steps/s relative to 1 device")
+        ax.set_title(f"{kind}: data-parallel fused loop ({p.scaling} scaling, predicted)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -203,6 +353,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
     out_dir.mkdir(parents=True, exist_ok=True)
     lat_png = plot_latency(p, profile, out_dir / "latency.png")
     top_png = plot_top(p, out_dir / "mappings.png")
+    dp_png = plot_scaling(p, out_dir / "scaling.png")
+    dp_csv = write_data_parallel_csv(p, out_dir / "data_parallel.csv")
     e = p.exploration
     sections = [
         ("Workload", None, json.dumps(p.workload.describe())),
@@ -233,6 +385,20 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
         sections.append((f"Chosen mapping ({mode}): {dse.format_mapping(e.mapping(best))}, "
                          f"{_us(e.times(mode)[best])} us per iteration; speed-up over baselines",
                          (head, rows), None))
+    if p.data_parallel:
+        sections.append(("Data-parallel candidates: the fused loop on D devices of a kind",
+                         None, scaling_text(p).split("\n\n")))
+        for mode in ("strict", "relaxed"):
+            sections.append((f"D-device candidates ({mode}; {p.scaling} scaling)",
+                             data_parallel_rows(p, mode), None))
+            sections.append((f"All candidates by predicted env steps/s ({mode}): top "
+                             "single-device mappings and D-device candidates",
+                             ranked_rows(p, mode), None))
+        summary["data_parallel"] = {"scaling": p.scaling, "counts": p.device_counts,
+                                    "cores": p.cores,
+                                    "verdicts": parallel.verdicts(p.data_parallel["strict"],
+                                                                  p.cores),
+                                    "candidates": data_parallel_records(p)}
     fr = fpga_rows(p)
     if fr[1]:
         sections.append(("FPGA replay-manager architectures (K, lanes, depth) per board", fr,
@@ -249,10 +415,16 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
         if table:
             md += [md_table(*table), ""]
             htm.append(html_table(*table))
-        if text:
+        if isinstance(text, list):  # prose: Markdown paragraphs
+            for t in text:
+                md += [t, ""]
+            htm += [f"<p>{html.escape(t)}</p>" for t in text]
+        elif text:
             md += ["```", text, "```", ""]
             htm.append(f"<pre>{html.escape(text)}</pre>")
-    for png in (lat_png, top_png):
+    if dp_csv is not None:
+        md += [f"Data-parallel candidates as CSV: [{dp_csv.name}]({dp_csv.name})", ""]
+    for png in (lat_png, top_png, dp_png):
         if png is not None:
             md += [f"![{png.stem}]({png.name})", ""]
             htm.append(f'<img src="{png.name}" alt="{png.stem}" style="max-width:100%">')
@@ -274,5 +446,12 @@ def print_summary(p: Plan, console) -> None:
         best = p.exploration.best(mode)
         console.print(rich_table(
             f"Chosen ({mode}): {dse.format_mapping(p.exploration.mapping(best))}", head, rows))
+    if p.data_parallel:
+        console.print(rich_table(f"D-device candidates (strict; {p.scaling} scaling)",
+                                 *data_parallel_rows(p, "strict")))
+        console.print(rich_table("All candidates by predicted env steps/s (strict)",
+                                 *ranked_rows(p, "strict")))
+        for v in parallel.verdicts(p.data_parallel["strict"], p.cores):
+            console.print(f"[cyan]data parallel:[/cyan] {v}")
     for n in p.notes:
         console.print(f"[yellow]note:[/yellow] {n}")

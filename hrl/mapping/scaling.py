@@ -16,6 +16,7 @@ processes is
     sampled rows with their global index and leaf word (B (row_bytes + 8) bytes, each
     device keeping 1/D), an all-gather of the B indices and TD errors for the update, and
     three scalar reductions (global size, minimum, largest priority);
+  local sampling (`replay.sampling: local`): the gradient all-reduce only;
   each message costs `link.latency + bytes / link.bandwidth`, a ring collective of n bytes
   2 (D-1) or (D-1) messages of n / D bytes (the standard ring algorithms);
 * the link: between devices of one process (`host` for virtual CPU devices: a memory copy;
@@ -47,6 +48,13 @@ class DataParallelModel:
     row_bytes: int  # one stored transition
     batch_per_device: int
     sgd_per_iter: float
+    # "global": the sampling collectives of `hrl.replay.sharded` on every SGD step; "local":
+    # each device samples its own shard, only the gradient all-reduce crosses devices.
+    sampling: str = "global"
+
+    def __post_init__(self):
+        if self.sampling not in ("global", "local"):
+            raise ValueError(f"sampling must be 'global' or 'local', got {self.sampling!r}")
 
     @classmethod
     def for_virtual_cpu_devices(cls, iteration_s: float, cores: int, param_bytes: int,
@@ -66,8 +74,11 @@ class DataParallelModel:
             return 0.0
         link = self.process_link if processes > 1 else self.device_link
         batch = devices * self.batch_per_device
+        grads = self._ring(link, self.param_bytes, devices, 2)  # gradient all-reduce
+        if self.sampling == "local":
+            return grads
         return (
-            self._ring(link, self.param_bytes, devices, 2)  # gradient all-reduce
+            grads
             + self._ring(link, 4 * devices, devices, 1)  # shard roots all-gather
             + self._ring(link, batch * (self.row_bytes + 8), devices, 1)  # batch scatter
             + self._ring(link, batch * 8, devices, 1)  # update all-gather
@@ -85,7 +96,9 @@ class DataParallelModel:
 
     def messages(self, devices: int) -> int:
         """Collective messages per SGD step (each pays the link's latency once)."""
-        return 0 if devices <= 1 else (2 + 1 + 1 + 1 + 3 * 2) * (devices - 1)
+        if devices <= 1:
+            return 0
+        return (2 if self.sampling == "local" else 2 + 1 + 1 + 1 + 3 * 2) * (devices - 1)
 
     def with_latency_fitted(self, devices: int, processes: int,
                             measured_iteration_s: float) -> DataParallelModel:
@@ -112,8 +125,9 @@ class DataParallelModel:
     def describe(self) -> str:
         cores = "own compute per device" if self.cores is None else f"{self.cores} shared cores"
         return (f"T_1 = {self.iteration_s * 1e3:.2f} ms measured, {cores}, "
-                f"{self.sgd_per_iter:g} SGD steps per iteration, {self.param_bytes:,} parameter "
-                f"bytes, {self.row_bytes} bytes per transition; devices: {self.device_link.name} "
+                f"{self.sgd_per_iter:g} SGD steps per iteration, {self.sampling} sampling, "
+                f"{self.param_bytes:,} parameter bytes, {self.row_bytes} bytes per transition; "
+                f"devices: {self.device_link.name} "
                 f"({self.device_link.bandwidth / GB:g} GB/s, {self.device_link.latency * 1e6:g} "
                 f"us, {self.device_link.source}); processes: {self.process_link.name} "
                 f"({self.process_link.bandwidth / GB:g} GB/s, "
