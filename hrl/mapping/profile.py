@@ -394,6 +394,16 @@ class Profiler:
             there.put(None)
             echo.join(timeout=10)
 
+    def _profile_collective_link(self, repeats: int, scan: int):
+        """A ring step of a collective between virtual CPU devices (`link:cpu-collective`):
+        `collective_timings` in a subprocess started with two virtual CPU devices (JAX reads
+        XLA_FLAGS when it starts, so this process cannot grow its own)."""
+        try:
+            for nbytes, t in collective_link_subprocess(repeats, scan):
+                self._record_link(COLLECTIVE_CALL, nbytes, t, repeats)
+        except RuntimeError as err:
+            self.skipped.append(f"{COLLECTIVE_CALL}: {err}")
+
     def _profile_loops(self, repeats: int):
         """The runtime's own loops at three small settings (L actor steps, U SGD steps per
         iteration): their time beyond the primitives is the loop's bookkeeping (n-step window,
@@ -479,6 +489,8 @@ class Profiler:
                                 [m for m in g["num_envs"] if m <= s.capacity])))
         out.append(("host memory copy", lambda: self._profile_host_link(rep)))
         out.append(("process link", lambda: self._profile_process_link(rep)))
+        out.append(("collective between 2 virtual CPU devices",
+                    lambda: self._profile_collective_link(rep, scan)))
         if self.loops:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
         return out
@@ -509,6 +521,96 @@ def _echo(inbox, outbox) -> None:
     """The far end of `_profile_process_link`: send every message back until None."""
     while (item := inbox.get()) is not None:
         outbox.put(item)
+
+
+# ----------------------------------------------------------------------------- collectives
+COLLECTIVE_CALL = "link:cpu-collective"
+COLLECTIVE_DEVICES = 2
+COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced per psum
+
+
+def collective_timings(sizes=COLLECTIVE_SIZES, repeats: int = 5,
+                       scan: int = 100) -> list[tuple[int, dict]]:
+    """Per ring step of an all-reduce between the first two CPU devices of this process.
+
+    For each size n (bytes of float32), a jitted `shard_map` runs `scan` steps of
+    `x = psum(x) * 0.5` inside one lax.scan (dispatch amortised; every step depends on the
+    last, so none is hoisted), and the same scan without the psum; the difference per step is
+    one all-reduce of n bytes. A ring all-reduce over D devices is 2 (D - 1) messages of n / D
+    bytes (the model of `hrl.mapping.scaling`), so on two devices it is two messages of n / 2:
+    the rows returned are (n / 2, half the all-reduce's time), the time of one ring step, and
+    a fit of latency + bytes / bandwidth over them prices a message of the data-parallel
+    loop's collectives, the meeting of the devices' threads (the rendezvous) included.
+    Needs two CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=2 before JAX
+    starts); `collective_link_subprocess` starts a process that has them."""
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
+
+    cpus = jax.devices("cpu")
+    if len(cpus) < COLLECTIVE_DEVICES:
+        raise RuntimeError(f"collective_timings needs {COLLECTIVE_DEVICES} CPU devices, this "
+                           f"process has {len(cpus)}")
+    mesh = Mesh(np.array(cpus[:COLLECTIVE_DEVICES]), ("d",))
+
+    def program(reduce: bool):
+        def body(x):
+            def step(c, _):
+                return (jax.lax.psum(c, "d") if reduce else c + c) * 0.5, None
+            return jax.lax.scan(step, x, None, length=scan)[0]
+        # check_vma=False: psum's result is replicated while the carry is per device.
+        return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d"),
+                                     check_vma=False))
+
+    with_psum, without = program(True), program(False)
+    out = []
+    for nbytes in sizes:
+        words = max(1, nbytes // 4)
+        x = jax.device_put(jnp.ones((COLLECTIVE_DEVICES * words,), jnp.float32),
+                           jax.sharding.NamedSharding(mesh, P("d")))
+        t = _median_time(lambda x=x: with_psum(x), repeats)
+        base = _median_time(lambda x=x: without(x), repeats)
+        # Two ring steps per psum on two devices; the step's own compute (the base scan's
+        # median wall, or CPU, time) taken out of every figure.
+        step = {k: max(v - base["cpu_s" if k == "cpu_s" else "latency_s"], 0.0) / (2 * scan)
+                for k, v in t.items()}
+        out.append((words * 4 // 2, step))
+    return out
+
+
+def _collective_main() -> None:
+    """Entry of the subprocess `collective_link_subprocess` starts: argv[1] is a JSON
+    {"repeats", "scan"}; prints one JSON line of [nbytes, timing] pairs."""
+    import sys
+
+    args = json.loads(sys.argv[1])
+    print(json.dumps(collective_timings(repeats=args["repeats"], scan=args["scan"])))
+
+
+def collective_link_subprocess(repeats: int = 5, scan: int = 100,
+                               timeout: float = 300.0) -> list[tuple[int, dict]]:
+    """`collective_timings` in a fresh Python with two virtual CPU devices (and no GPU:
+    JAX_PLATFORMS=cpu). Raises RuntimeError with the child's error when it fails."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                     if "xla_force_host_platform_device_count" not in f)
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count="
+                         f"{COLLECTIVE_DEVICES}".strip(),
+               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    code = "from hrl.mapping.profile import _collective_main; _collective_main()"
+    try:
+        done = subprocess.run([sys.executable, "-c", code,
+                               json.dumps({"repeats": repeats, "scan": scan})],
+                              env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(f"the collective probe took over {timeout:g} s") from err
+    if done.returncode != 0:
+        raise RuntimeError(f"the collective probe failed: {done.stderr.strip()[-1000:]}")
+    return [(int(n), t) for n, t in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 # ----------------------------------------------------------------------------- RTL cycles
