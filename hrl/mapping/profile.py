@@ -58,6 +58,8 @@ GRIDS = {
 # the bookkeeping is a large share of the iteration.
 LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4))
 LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
+# The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
+LINK_ROWS = ("host", "process", "cpu-collective")
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
               "capacity", "fanout", "depth", "work", "latency_s", "p10_s", "p90_s", "cpu_s",
               "repeats")
@@ -115,7 +117,8 @@ class Profiler:
     """Times the primitives of one run config over a grid (see the module docstring)."""
 
     def __init__(self, cfg, grid: str | dict = "quick", backends=("jax", "opencl", "rtl"),
-                 progress: bool = True, loops: bool = True):
+                 progress: bool = True, loops: bool = True, only=None):
+        """`only`: measure just these link rows (names of `LINK_ROWS`), nothing else."""
         from hrl.envs import example_transition, make_env
 
         self.cfg = cfg
@@ -123,6 +126,7 @@ class Profiler:
         self.backends = tuple(backends)
         self.progress = progress
         self.loops = loops
+        self.only = None if only is None else tuple(only)
         self.rows: list[dict] = []
         self.env_name = cfg.env.name
         self.obs_dim, self.act_dim = env_sizes(cfg.env.name)
@@ -397,7 +401,11 @@ class Profiler:
     def _profile_collective_link(self, repeats: int, scan: int):
         """A ring step of a collective between virtual CPU devices (`link:cpu-collective`):
         `collective_timings` in a subprocess started with two virtual CPU devices (JAX reads
-        XLA_FLAGS when it starts, so this process cannot grow its own)."""
+        XLA_FLAGS when it starts, so this process cannot grow its own). At least
+        COLLECTIVE_MIN_SCAN steps per timed call and 5 repeats whatever the grid: the row is
+        a difference of two timings, which a short scan would leave in the noise, and the
+        subprocess's start, not the steps, is most of its few seconds."""
+        repeats, scan = max(repeats, 5), max(scan, COLLECTIVE_MIN_SCAN)
         try:
             for nbytes, t in collective_link_subprocess(repeats, scan):
                 self._record_link(COLLECTIVE_CALL, nbytes, t, repeats)
@@ -451,9 +459,23 @@ class Profiler:
                 "p10_s": m["wall_s"], "p90_s": m["wall_s"], "repeats": 3})
 
     # ------------------------------------------------------------------ driver
+    def link_tasks(self, names=LINK_ROWS) -> list[tuple[str, Callable[[], None]]]:
+        """The link measurements named (`LINK_ROWS`: host, process, cpu-collective)."""
+        unknown = sorted(set(names) - set(LINK_ROWS))
+        if unknown:
+            raise ValueError(f"unknown link rows {unknown}; choose from {list(LINK_ROWS)}")
+        rep, scan = self.grid["repeats"], self.grid["scan"]
+        every = {"host": ("host memory copy", lambda: self._profile_host_link(rep)),
+                 "process": ("process link", lambda: self._profile_process_link(rep)),
+                 "cpu-collective": ("collective between 2 virtual CPU devices",
+                                    lambda: self._profile_collective_link(rep, scan))}
+        return [every[n] for n in LINK_ROWS if n in names]
+
     def tasks(self) -> list[tuple[str, Callable[[], None]]]:
         g = self.grid
         rep, scan = g["repeats"], g["scan"]
+        if self.only is not None:
+            return self.link_tasks(self.only)
         base = Setting(num_envs=g["num_envs"][0], width=g["width"][0], batch=g["batch"][0],
                        capacity=g["capacity"][0], fanout=g["fanout"][0])
         out = []
@@ -487,10 +509,7 @@ class Profiler:
                             lambda name=name, b=backend, s=s, reps=reps: self._profile_backend(
                                 name, b, s, reps, g["batch"],
                                 [m for m in g["num_envs"] if m <= s.capacity])))
-        out.append(("host memory copy", lambda: self._profile_host_link(rep)))
-        out.append(("process link", lambda: self._profile_process_link(rep)))
-        out.append(("collective between 2 virtual CPU devices",
-                    lambda: self._profile_collective_link(rep, scan)))
+        out += self.link_tasks()
         if self.loops:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
         return out
@@ -513,7 +532,8 @@ class Profiler:
                 bar.update(job, description=label)
                 fn()
                 bar.advance(job)
-        self.rows.extend(rtl_cycle_rows())
+        if self.only is None:
+            self.rows.extend(rtl_cycle_rows())
         return self.rows
 
 
@@ -527,6 +547,7 @@ def _echo(inbox, outbox) -> None:
 COLLECTIVE_CALL = "link:cpu-collective"
 COLLECTIVE_DEVICES = 2
 COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced per psum
+COLLECTIVE_MIN_SCAN = 200
 
 
 def collective_timings(sizes=COLLECTIVE_SIZES, repeats: int = 5,
@@ -675,6 +696,25 @@ def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=()) -
         "format": "hrl-profile-1", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine_info(), "config": cfg_dict, "skipped": list(skipped), "rows": rows,
     }, indent=1, default=str))
+    return csv_path, json_path
+
+
+def update_profile(run_dir: Path, rows: list[dict], calls, skipped=()) -> tuple[Path, Path]:
+    """Replace the rows of `calls` in the profile of `run_dir` with `rows` (`hrl profile
+    --only`), keeping every other row, its config and machine; the update, with this
+    machine's description, is listed under "updates" in profile.json."""
+    data = load_profile(run_dir)
+    calls = set(calls)
+    kept = [r for r in data["rows"] if r["call"] not in calls]
+    updates = data.get("updates", []) + [{
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "calls": sorted(calls),
+        "machine": machine_info(), "skipped": list(skipped)}]
+    csv_path, json_path = write_profile(kept + rows, Path(run_dir), data["config"],
+                                        data.get("skipped", []))
+    new = json.loads(json_path.read_text())
+    new.update(created=data.get("created", new["created"]), machine=data["machine"],
+               updates=updates)
+    json_path.write_text(json.dumps(new, indent=1, default=str))
     return csv_path, json_path
 
 
