@@ -17,7 +17,10 @@ loop pays; placement `cpu`/`gpu`) and `fused` (the call repeated inside one jitt
 divided by the repeats: what the fused loop pays; placement `cpu-fused`/`gpu-fused`). Replay
 backends other than JAX (`opencl` on each OpenCL device, `rtl` in simulation when its module
 exists) are timed through the same host calls the runtime makes. A host-memory copy is timed
-over a range of sizes to measure the `host` link. The RTL's cycle counts, when its CSV exists,
+over a range of sizes to measure the `host` link, a round trip to a spawned process the
+`process` link, and a `psum` between two virtual CPU devices (in a subprocess that has them)
+the `cpu-collective` link the data-parallel model prices virtual devices' collectives with
+(`--only` measures just these link rows). The RTL's cycle counts, when its CSV exists,
 and its yosys resource table are copied into the profile as `rtl-cycles` / `rtl-resources`
 rows (they feed the FPGA model, not a fit).
 
