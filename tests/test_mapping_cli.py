@@ -35,8 +35,13 @@ def test_profile_times_every_primitive_on_cpu(tiny_profile):
                      "insert"):
             assert (call, place) in calls
     assert ("link:host", "host") in calls
+    # The collective between two virtual CPU devices (timed in a subprocess that has them).
+    assert ("link:cpu-collective", "host") in calls
     timed = [r for r in rows if not r["call"].startswith("rtl-")]
-    assert all(r["latency_s"] > 0 and r["cpu_s"] >= 0 for r in timed)
+    # The collective's rows are a difference of two timings (with and without the psum),
+    # which may round to 0 at the smallest size; every other row is a timing.
+    assert all(r["latency_s"] >= 0 and r["cpu_s"] >= 0 for r in timed)
+    assert all(r["latency_s"] > 0 for r in timed if r["call"] != "link:cpu-collective")
     # the grid is covered: both batches of train and sample, both M of infer and insert
     for call, field, values in (("train:dqn", "batch", {4, 8}), ("sample", "batch", {4, 8}),
                                 ("infer:dqn", "num_envs", {1, 4}), ("insert", "num_envs", {1, 4})):
@@ -166,3 +171,26 @@ def test_pipelined_hand_off_time_is_the_median_residual_of_its_loop_rows(tiny_pr
     found = loop_overheads({**profile, "rows": profile["rows"] + rows}, models)["pipelined"]
     assert found.c0 == pytest.approx(1.5e-3, rel=1e-3)
     assert "pipelined executor at 3 small settings" in found.source
+
+
+def test_profile_only_adds_the_collective_row_to_an_existing_profile(tiny_profile, tmp_path,
+                                                                     capsys):
+    import shutil
+
+    from hrl.cli import main
+    from hrl.mapping.profile import COLLECTIVE_SIZES, load_profile
+
+    run_dir = tmp_path / "profile"
+    shutil.copytree(tiny_profile[0], run_dir)
+    before = load_profile(run_dir)
+    assert main(["profile", CONFIG, "--only", "nonsense", "--run-dir", str(run_dir)]) == 2
+    assert "--only" in capsys.readouterr().err
+    assert main(["profile", CONFIG, "--only", "cpu-collective", "--run-dir", str(run_dir),
+                 "--no-progress"]) == 0
+    after = load_profile(run_dir)
+    others = [r for r in before["rows"] if r["call"] != "link:cpu-collective"]
+    assert [r for r in after["rows"] if r["call"] != "link:cpu-collective"] == others
+    new = [r for r in after["rows"] if r["call"] == "link:cpu-collective"]
+    assert len(new) == len(COLLECTIVE_SIZES)  # replaced, not appended
+    assert after["machine"] == before["machine"] and after["config"] == before["config"]
+    assert after["updates"][-1]["calls"] == ["link:cpu-collective"]

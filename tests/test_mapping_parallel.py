@@ -187,3 +187,98 @@ def test_report_lists_the_candidates_and_plots_their_curve(tmp_path):
     assert json.loads((tmp_path / "mapping.json").read_text())["data_parallel"]["counts"] == {
         "cpu": 4}
     assert "data_parallel" in summary
+
+
+# ----------------------------------------------------------------- the measured collective
+def _with_collective(profile: dict, latency: float = 50e-6, bandwidth: float = 2e9) -> dict:
+    """`profile` plus `link:cpu-collective` rows timed exactly latency + bytes / bandwidth."""
+    rows = list(profile["rows"])
+    for nbytes in (2.0, 512.0, 1 << 15, 1 << 19):
+        t = latency + nbytes / bandwidth
+        rows.append({"call": "link:cpu-collective", "placement": "host", "work": nbytes,
+                     "latency_s": t, "cpu_s": t})
+    return {**profile, "rows": rows}
+
+
+def test_collective_row_is_fitted_as_a_link():
+    from hrl.mapping.plan import host_link_from_profile
+
+    link = host_link_from_profile(_with_collective(_synthetic_profile()), "wall",
+                                  "link:cpu-collective")
+    assert link.name == "cpu-collective"
+    assert link.latency == pytest.approx(50e-6, rel=1e-6)
+    assert link.bandwidth == pytest.approx(2e9, rel=1e-6)
+    assert "rendezvous" in link.source
+    assert host_link_from_profile(_synthetic_profile(), "wall", "link:cpu-collective") is None
+
+
+def test_collective_timings_rows_fit_latency_and_bandwidth():
+    """The probe's rows (message bytes, per-ring-step time) fit as the other link rows do."""
+    from hrl.mapping.model import fit_models
+
+    rows = [{"call": "link:cpu-collective", "placement": "host", "work": float(n),
+             "latency_s": 8e-6 + n / 4e9, "cpu_s": 8e-6 + n / 4e9}
+            for n in (2, 512, 8192, 65536, 524288)]
+    m = fit_models(rows)[("link:cpu-collective", "host")]
+    assert m.intercept == pytest.approx(8e-6, rel=1e-6)
+    assert 1 / m.slope == pytest.approx(4e9, rel=1e-6)
+
+
+def test_model_uses_the_collective_row_when_present():
+    with_row = plan(WORK, _with_collective(_synthetic_profile(cpus=2)), ["cpu*4"])
+    without = plan(WORK, _synthetic_profile(cpus=2), ["cpu*4"])
+    for c in with_row.data_parallel["strict"]:
+        assert c.model.device_link.name == "cpu-collective"
+        assert c.model.device_link.latency == pytest.approx(50e-6, rel=1e-6)
+        assert c.model.rendezvous_priced
+        assert "not measured" not in c.model.describe()
+    for c in without.data_parallel["strict"]:
+        assert c.model.device_link.name == "host"
+        assert not c.model.rendezvous_priced
+        assert "collective rendezvous not measured: optimistic" in c.model.describe()
+    # 50 us per message is dearer than the memory copy's 1 us: D > 1 is slower with the row.
+    by_d = {(c.devices, c.sampling): c for c in without.data_parallel["strict"]}
+    for c in with_row.data_parallel["strict"]:
+        if c.devices > 1:
+            assert c.speedup < by_d[(c.devices, c.sampling)].speedup
+    # GPUs keep their own link: the collective row is for virtual CPU devices only.
+    gpu = plan(WORK, _with_collective(_synthetic_profile()), ["cpu", "gpu*2"])
+    assert {c.model.device_link.name for c in gpu.data_parallel["strict"]} == {"nvlink4"}
+    assert all(c.model.rendezvous_priced for c in gpu.data_parallel["strict"])
+
+
+def test_for_virtual_cpu_devices_falls_back_and_fitted_latency_counts_as_measured():
+    from hrl.mapping.links import Link
+
+    args = dict(iteration_s=4e-3, cores=2, param_bytes=70_000, row_bytes=44,
+                batch_per_device=64, sgd_per_iter=8)
+    fallback = DataParallelModel.for_virtual_cpu_devices(**args)
+    assert fallback.device_link.name == "host" and not fallback.rendezvous_priced
+    measured = DataParallelModel.for_virtual_cpu_devices(
+        **args, links={"cpu-collective": Link("cpu-collective", 1e9, 1e-4, "measured")})
+    assert measured.device_link.name == "cpu-collective" and measured.rendezvous_priced
+    fitted = fallback.with_latency_fitted(2, 1, 2 * 4e-3 / 0.42)
+    assert fitted.rendezvous_priced and "not measured" not in fitted.describe()
+    assert fitted.speedup(2) == pytest.approx(0.42)
+
+
+@pytest.mark.parametrize("measured", [True, False])
+def test_report_says_whether_the_rendezvous_is_measured(tmp_path, measured):
+    import json
+
+    from hrl.mapping.report import write_report
+
+    profile = _synthetic_profile(cpus=2)
+    p = plan(WORK, _with_collective(profile) if measured else profile, ["cpu*2"])
+    write_report(p, tmp_path, None, "test")
+    text = (tmp_path / "report.md").read_text()
+    links = json.loads((tmp_path / "mapping.json").read_text())["data_parallel"]["links"]
+    if measured:
+        assert "collectives over cpu-collective" in text
+        assert "not measured: optimistic" not in text
+        assert "cpu-collective" in links[0]
+    else:
+        assert "collectives over host" in text
+        assert "collective rendezvous not measured: optimistic" in text
+        assert "not measured: optimistic" in links[0]
+    assert any(("optimistic" in n) != measured for n in p.notes if n.startswith("cpu*2"))

@@ -1,5 +1,10 @@
 """`hrl profile CONFIG.yaml [--set k=v ...] [--grid quick|full] [--run-dir DIR]`: time every
-primitive on every placement present and write profile.csv / profile.json."""
+primitive on every placement present and write profile.csv / profile.json.
+
+`--only host,process,cpu-collective` measures just those link rows; into an existing profile
+(`--run-dir` holding one) they replace its rows of those links, e.g. to add the collective
+between virtual CPU devices to a profile measured before it existed:
+`hrl profile CONFIG --grid full --only cpu-collective --run-dir DIR`."""
 
 from __future__ import annotations
 
@@ -21,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replay backends to time, comma separated (default jax,opencl,rtl)")
     parser.add_argument("--run-dir", help="output directory (default runs/profile-<name>-<time>)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--only", metavar="LINKS",
+                        help="measure only these link rows, comma separated, of host, process, "
+                             "cpu-collective (a few seconds); with a --run-dir that holds a "
+                             "profile, its rows of those links are replaced and the rest kept")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,14 +50,27 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from rich.console import Console
 
-    from hrl.mapping.profile import Profiler, write_profile
+    from hrl.mapping.profile import LINK_ROWS, Profiler, update_profile, write_profile
 
+    only = None
+    if args.only is not None:
+        only = [n.strip() for n in args.only.split(",") if n.strip()]
+        bad = sorted(set(only) - set(LINK_ROWS)) or ([] if only else ["(none)"])
+        if bad:
+            print(f"hrl profile: error: --only: unknown {bad}; choose from "
+                  f"{', '.join(LINK_ROWS)}", file=sys.stderr)
+            return 2
     console = Console()
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / f"profile-{cfg.name}-{stamp}"
-    profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress)
+    profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
+                        only=only)
     rows = profiler.run()
-    csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), profiler.skipped)
+    if only is not None and (run_dir / "profile.json").is_file():
+        csv_path, json_path = update_profile(run_dir, rows, [f"link:{n}" for n in only],
+                                             profiler.skipped)
+    else:
+        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), profiler.skipped)
     for s in profiler.skipped:
         console.print(f"[yellow]skipped:[/yellow] {s}")
     console.print(f"{len(rows)} rows -> {csv_path} and {json_path}")

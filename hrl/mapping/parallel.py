@@ -11,8 +11,11 @@ Each such candidate -- kind, D in 1..n, sampling global or local -- is costed wi
   the profile: its calls plus the fused loop's measured bookkeeping) for one device's work;
 * cores: virtual CPU devices share the profiled machine's cores (`machine.cpus`); GPUs have
   their own compute;
-* the link between devices: the profile's measured host memory copy (`link:host`) for CPU
-  devices when it has one (else the `host` assumption), NVLink 4 (assumed) between GPUs.
+* the link between devices: for virtual CPU devices the profile's measured collective
+  (`link:cpu-collective`: a ring step of a psum between two virtual CPU devices, the
+  rendezvous of their threads included) when it has one, else its host memory copy
+  (`link:host`, else the `host` assumption), which leaves the rendezvous out (optimistic: the
+  report says so); NVLink 4 (assumed) between GPUs.
 
 Two ways to give D devices work (`scaling`):
 
@@ -38,7 +41,7 @@ import re
 
 from hrl.mapping import dse
 from hrl.mapping.links import Link, get_link
-from hrl.mapping.scaling import LINKS_BY_KIND, DataParallelModel
+from hrl.mapping.scaling import LINKS_BY_KIND, DataParallelModel, virtual_cpu_device_link
 from hrl.mapping.workload import PRIMITIVES, Workload
 
 KINDS = ("cpu", "gpu")  # device kinds the data-parallel loop runs on
@@ -166,7 +169,9 @@ def device_counts(workload: Workload, n: int, scaling: str) -> list[int]:
 
 def device_link(kind: str, links: dict[str, Link]) -> Link:
     """The link between two devices of `kind` in one process (measured where the profile
-    has it: the host memory copy between virtual CPU devices)."""
+    has it: the collective between virtual CPU devices, else their host memory copy)."""
+    if kind == "cpu":
+        return virtual_cpu_device_link(links)
     name = LINKS_BY_KIND[kind][0]
     return get_link(name, links)
 

@@ -34,6 +34,7 @@ from hrl.mapping.platform import (
     gpu_spec_placement,
     measured_placement,
 )
+from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
 from hrl.mapping.workload import PRIMITIVES, Workload
 
 # How each measured placement sits in the machine.
@@ -85,15 +86,19 @@ def models_from_profile(profile: dict, metric: str = "wall") -> dict[tuple, Line
 
 def host_link_from_profile(profile: dict, metric: str = "wall",
                            call: str = "link:host") -> Link | None:
-    """The host memory copy (`link:host`) or the process link of the pipelined executor
-    (`link:process`) fitted on the profile's rows; None when the profile lacks them."""
+    """The host memory copy (`link:host`), the process link of the pipelined executor
+    (`link:process`) or a ring step of a collective between virtual CPU devices
+    (`link:cpu-collective`) fitted on the profile's rows; None when the profile lacks them."""
     rows = [r for r in profile["rows"] if r["call"] == call]
     if len(rows) < 2:
         return None
     m = fit_models(rows, metric=metric)[(call, "host")]
     if m.slope <= 0:
         return None
-    what = "host memory copy" if call == "link:host" else "process link (queues, pickle)"
+    what = {"link:host": "host memory copy",
+            "link:process": "process link (queues, pickle)",
+            "link:cpu-collective": "ring step of a psum between 2 virtual CPU devices, "
+                                   "rendezvous included"}.get(call, call)
     return Link(call.removeprefix("link:"), 1.0 / m.slope, m.intercept,
                 f"measured {what} ({m.n_points} sizes, median rel. error "
                 f"{m.rel_err_median:.0%})")
@@ -287,6 +292,10 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     host = host_link_from_profile(profile, metric) if profile else None
     if host is not None:
         links["host"] = host
+    collective = (host_link_from_profile(profile, metric, "link:cpu-collective")
+                  if profile else None)
+    if collective is not None:
+        links[COLLECTIVE_LINK] = collective
     overheads = loop_overheads(profile, models, metric)
     process = host_link_from_profile(profile, metric, "link:process") if profile else None
     cores = host_cores(profile)
@@ -318,11 +327,16 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                 + (f"{cores} cores shared by the virtual devices" if kind == "cpu"
                    else "own compute per device")
                 + f"; collectives over {link.name}: {link.source})"
-                + ("; CAVEAT: that link prices a message by its bytes, while a collective "
-                   "between virtual CPU devices also waits on a rendezvous of their threads, "
-                   "which no profile row measures (experiments/bench_scaling.py fits it on "
-                   "its measured points): read this curve as an upper bound"
-                   if kind == "cpu" else ""))
+                + ("; " + UNMEASURED_RENDEZVOUS + ": that link prices a message by its "
+                   "bytes, while a collective between virtual CPU devices also waits on a "
+                   "rendezvous of their threads (re-profile to measure link:cpu-collective; "
+                   "experiments/bench_scaling.py fits it on its measured points): read this "
+                   "curve as an upper bound"
+                   if kind == "cpu" and link.name != COLLECTIVE_LINK else "")
+                + ("; the measured rendezvous is that of two otherwise idle devices: the "
+                   "data-parallel loop's devices also wait on each other's compute, which "
+                   "experiments/bench_scaling.py measures"
+                   if kind == "cpu" and link.name == COLLECTIVE_LINK else ""))
             if not any(c.kind == kind for c in data_parallel["strict"]):
                 notes.append(f"{kind}*{n}: no data-parallel candidate: no {kind}-fused "
                              "placement for this workload (the fused loop needs a JAX env)"

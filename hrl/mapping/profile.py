@@ -17,7 +17,10 @@ loop pays; placement `cpu`/`gpu`) and `fused` (the call repeated inside one jitt
 divided by the repeats: what the fused loop pays; placement `cpu-fused`/`gpu-fused`). Replay
 backends other than JAX (`opencl` on each OpenCL device, `rtl` in simulation when its module
 exists) are timed through the same host calls the runtime makes. A host-memory copy is timed
-over a range of sizes to measure the `host` link. The RTL's cycle counts, when its CSV exists,
+over a range of sizes to measure the `host` link, a round trip to a spawned process the
+`process` link, and a `psum` between two virtual CPU devices (in a subprocess that has them)
+the `cpu-collective` link the data-parallel model prices virtual devices' collectives with
+(`--only` measures just these link rows). The RTL's cycle counts, when its CSV exists,
 and its yosys resource table are copied into the profile as `rtl-cycles` / `rtl-resources`
 rows (they feed the FPGA model, not a fit).
 
@@ -58,6 +61,8 @@ GRIDS = {
 # the bookkeeping is a large share of the iteration.
 LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4))
 LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
+# The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
+LINK_ROWS = ("host", "process", "cpu-collective")
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
               "capacity", "fanout", "depth", "work", "latency_s", "p10_s", "p90_s", "cpu_s",
               "repeats")
@@ -115,7 +120,8 @@ class Profiler:
     """Times the primitives of one run config over a grid (see the module docstring)."""
 
     def __init__(self, cfg, grid: str | dict = "quick", backends=("jax", "opencl", "rtl"),
-                 progress: bool = True, loops: bool = True):
+                 progress: bool = True, loops: bool = True, only=None):
+        """`only`: measure just these link rows (names of `LINK_ROWS`), nothing else."""
         from hrl.envs import example_transition, make_env
 
         self.cfg = cfg
@@ -123,6 +129,7 @@ class Profiler:
         self.backends = tuple(backends)
         self.progress = progress
         self.loops = loops
+        self.only = None if only is None else tuple(only)
         self.rows: list[dict] = []
         self.env_name = cfg.env.name
         self.obs_dim, self.act_dim = env_sizes(cfg.env.name)
@@ -394,6 +401,20 @@ class Profiler:
             there.put(None)
             echo.join(timeout=10)
 
+    def _profile_collective_link(self, repeats: int, scan: int):
+        """A ring step of a collective between virtual CPU devices (`link:cpu-collective`):
+        `collective_timings` in a subprocess started with two virtual CPU devices (JAX reads
+        XLA_FLAGS when it starts, so this process cannot grow its own). At least
+        COLLECTIVE_MIN_SCAN steps per timed call and 5 repeats whatever the grid: the row is
+        a difference of two timings, which a short scan would leave in the noise, and the
+        subprocess's start, not the steps, is most of its few seconds."""
+        repeats, scan = max(repeats, 5), max(scan, COLLECTIVE_MIN_SCAN)
+        try:
+            for nbytes, t in collective_link_subprocess(repeats, scan):
+                self._record_link(COLLECTIVE_CALL, nbytes, t, repeats)
+        except RuntimeError as err:
+            self.skipped.append(f"{COLLECTIVE_CALL}: {err}")
+
     def _profile_loops(self, repeats: int):
         """The runtime's own loops at three small settings (L actor steps, U SGD steps per
         iteration): their time beyond the primitives is the loop's bookkeeping (n-step window,
@@ -441,9 +462,23 @@ class Profiler:
                 "p10_s": m["wall_s"], "p90_s": m["wall_s"], "repeats": 3})
 
     # ------------------------------------------------------------------ driver
+    def link_tasks(self, names=LINK_ROWS) -> list[tuple[str, Callable[[], None]]]:
+        """The link measurements named (`LINK_ROWS`: host, process, cpu-collective)."""
+        unknown = sorted(set(names) - set(LINK_ROWS))
+        if unknown:
+            raise ValueError(f"unknown link rows {unknown}; choose from {list(LINK_ROWS)}")
+        rep, scan = self.grid["repeats"], self.grid["scan"]
+        every = {"host": ("host memory copy", lambda: self._profile_host_link(rep)),
+                 "process": ("process link", lambda: self._profile_process_link(rep)),
+                 "cpu-collective": ("collective between 2 virtual CPU devices",
+                                    lambda: self._profile_collective_link(rep, scan))}
+        return [every[n] for n in LINK_ROWS if n in names]
+
     def tasks(self) -> list[tuple[str, Callable[[], None]]]:
         g = self.grid
         rep, scan = g["repeats"], g["scan"]
+        if self.only is not None:
+            return self.link_tasks(self.only)
         base = Setting(num_envs=g["num_envs"][0], width=g["width"][0], batch=g["batch"][0],
                        capacity=g["capacity"][0], fanout=g["fanout"][0])
         out = []
@@ -477,8 +512,7 @@ class Profiler:
                             lambda name=name, b=backend, s=s, reps=reps: self._profile_backend(
                                 name, b, s, reps, g["batch"],
                                 [m for m in g["num_envs"] if m <= s.capacity])))
-        out.append(("host memory copy", lambda: self._profile_host_link(rep)))
-        out.append(("process link", lambda: self._profile_process_link(rep)))
+        out += self.link_tasks()
         if self.loops:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
         return out
@@ -501,7 +535,8 @@ class Profiler:
                 bar.update(job, description=label)
                 fn()
                 bar.advance(job)
-        self.rows.extend(rtl_cycle_rows())
+        if self.only is None:
+            self.rows.extend(rtl_cycle_rows())
         return self.rows
 
 
@@ -509,6 +544,97 @@ def _echo(inbox, outbox) -> None:
     """The far end of `_profile_process_link`: send every message back until None."""
     while (item := inbox.get()) is not None:
         outbox.put(item)
+
+
+# ----------------------------------------------------------------------------- collectives
+COLLECTIVE_CALL = "link:cpu-collective"
+COLLECTIVE_DEVICES = 2
+COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced per psum
+COLLECTIVE_MIN_SCAN = 200
+
+
+def collective_timings(sizes=COLLECTIVE_SIZES, repeats: int = 5,
+                       scan: int = 100) -> list[tuple[int, dict]]:
+    """Per ring step of an all-reduce between the first two CPU devices of this process.
+
+    For each size n (bytes of float32), a jitted `shard_map` runs `scan` steps of
+    `x = psum(x) * 0.5` inside one lax.scan (dispatch amortised; every step depends on the
+    last, so none is hoisted), and the same scan without the psum; the difference per step is
+    one all-reduce of n bytes. A ring all-reduce over D devices is 2 (D - 1) messages of n / D
+    bytes (the model of `hrl.mapping.scaling`), so on two devices it is two messages of n / 2:
+    the rows returned are (n / 2, half the all-reduce's time), the time of one ring step, and
+    a fit of latency + bytes / bandwidth over them prices a message of the data-parallel
+    loop's collectives, the meeting of the devices' threads (the rendezvous) included.
+    Needs two CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=2 before JAX
+    starts); `collective_link_subprocess` starts a process that has them."""
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
+
+    cpus = jax.devices("cpu")
+    if len(cpus) < COLLECTIVE_DEVICES:
+        raise RuntimeError(f"collective_timings needs {COLLECTIVE_DEVICES} CPU devices, this "
+                           f"process has {len(cpus)}")
+    mesh = Mesh(np.array(cpus[:COLLECTIVE_DEVICES]), ("d",))
+
+    def program(reduce: bool):
+        def body(x):
+            def step(c, _):
+                return (jax.lax.psum(c, "d") if reduce else c + c) * 0.5, None
+            return jax.lax.scan(step, x, None, length=scan)[0]
+        # check_vma=False: psum's result is replicated while the carry is per device.
+        return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("d"), out_specs=P("d"),
+                                     check_vma=False))
+
+    with_psum, without = program(True), program(False)
+    out = []
+    for nbytes in sizes:
+        words = max(1, nbytes // 4)
+        x = jax.device_put(jnp.ones((COLLECTIVE_DEVICES * words,), jnp.float32),
+                           jax.sharding.NamedSharding(mesh, P("d")))
+        t = _median_time(lambda x=x: with_psum(x), repeats)
+        base = _median_time(lambda x=x: without(x), repeats)
+        # Two ring steps per psum on two devices; the step's own compute (the base scan's
+        # median wall, or CPU, time) taken out of every figure.
+        step = {k: max(v - base["cpu_s" if k == "cpu_s" else "latency_s"], 0.0) / (2 * scan)
+                for k, v in t.items()}
+        out.append((words * 4 // 2, step))
+    return out
+
+
+def _collective_main() -> None:
+    """Entry of the subprocess `collective_link_subprocess` starts: argv[1] is a JSON
+    {"repeats", "scan"}; prints one JSON line of [nbytes, timing] pairs."""
+    import sys
+
+    args = json.loads(sys.argv[1])
+    print(json.dumps(collective_timings(repeats=args["repeats"], scan=args["scan"])))
+
+
+def collective_link_subprocess(repeats: int = 5, scan: int = 100,
+                               timeout: float = 300.0) -> list[tuple[int, dict]]:
+    """`collective_timings` in a fresh Python with two virtual CPU devices (and no GPU:
+    JAX_PLATFORMS=cpu). Raises RuntimeError with the child's error when it fails."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                     if "xla_force_host_platform_device_count" not in f)
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count="
+                         f"{COLLECTIVE_DEVICES}".strip(),
+               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    code = "from hrl.mapping.profile import _collective_main; _collective_main()"
+    try:
+        done = subprocess.run([sys.executable, "-c", code,
+                               json.dumps({"repeats": repeats, "scan": scan})],
+                              env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(f"the collective probe took over {timeout:g} s") from err
+    if done.returncode != 0:
+        raise RuntimeError(f"the collective probe failed: {done.stderr.strip()[-1000:]}")
+    return [(int(n), t) for n, t in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 # ----------------------------------------------------------------------------- RTL cycles
@@ -573,6 +699,25 @@ def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=()) -
         "format": "hrl-profile-1", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine_info(), "config": cfg_dict, "skipped": list(skipped), "rows": rows,
     }, indent=1, default=str))
+    return csv_path, json_path
+
+
+def update_profile(run_dir: Path, rows: list[dict], calls, skipped=()) -> tuple[Path, Path]:
+    """Replace the rows of `calls` in the profile of `run_dir` with `rows` (`hrl profile
+    --only`), keeping every other row, its config and machine; the update, with this
+    machine's description, is listed under "updates" in profile.json."""
+    data = load_profile(run_dir)
+    calls = set(calls)
+    kept = [r for r in data["rows"] if r["call"] not in calls]
+    updates = data.get("updates", []) + [{
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "calls": sorted(calls),
+        "machine": machine_info(), "skipped": list(skipped)}]
+    csv_path, json_path = write_profile(kept + rows, Path(run_dir), data["config"],
+                                        data.get("skipped", []))
+    new = json.loads(json_path.read_text())
+    new.update(created=data.get("created", new["created"]), machine=data["machine"],
+               updates=updates)
+    json_path.write_text(json.dumps(new, indent=1, default=str))
     return csv_path, json_path
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from hrl.mapping import dse, parallel
 from hrl.mapping import fpga as fpga_model
 from hrl.mapping.plan import Plan
+from hrl.mapping.scaling import UNMEASURED_RENDEZVOUS
 from hrl.mapping.workload import CALLS, PRIMITIVES
 
 SOURCE_MARK = {"measured": "", "fpga-model": " (model)", "gpu-spec": " (spec model)"}
@@ -197,9 +198,28 @@ def scaling_text(p: Plan) -> str:
              "over the device link (global sampling: gradient all-reduce, shard roots, batch "
              "scatter, update gather, 3 scalar reductions; local sampling: the gradient "
              "all-reduce only).")
+    model += "".join(" " + t for t in link_texts(p))
     verdicts = "\n".join(f"- {v}" for v in parallel.verdicts(
         p.data_parallel.get("strict", []), p.cores))
     return f"{how}\n\n{model}\n\nStrict dependency:\n\n{verdicts}"
+
+
+def link_texts(p: Plan) -> list[str]:
+    """Per kind: the device link its collectives are priced with, and whether the rendezvous
+    of virtual CPU devices is in it ("collective rendezvous not measured: optimistic")."""
+    out = []
+    seen = set()
+    for c in p.data_parallel.get("strict", []):
+        if c.kind in seen:
+            continue
+        seen.add(c.kind)
+        link = c.model.device_link
+        text = (f"{c.kind}: collectives over {link.name} ({link.latency * 1e6:.3g} us + bytes / "
+                f"{link.bandwidth / 1e9:.3g} GB/s per message; {link.source})")
+        if not c.model.rendezvous_priced:
+            text += f"; {UNMEASURED_RENDEZVOUS}"
+        out.append(text + ".")
+    return out
 
 
 def write_data_parallel_csv(p: Plan, path: Path) -> Path | None:
@@ -395,7 +415,7 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
                              "single-device mappings and D-device candidates",
                              ranked_rows(p, mode), None))
         summary["data_parallel"] = {"scaling": p.scaling, "counts": p.device_counts,
-                                    "cores": p.cores,
+                                    "cores": p.cores, "links": link_texts(p),
                                     "verdicts": parallel.verdicts(p.data_parallel["strict"],
                                                                   p.cores),
                                     "candidates": data_parallel_records(p)}
@@ -453,5 +473,7 @@ def print_summary(p: Plan, console) -> None:
                                  *ranked_rows(p, "strict")))
         for v in parallel.verdicts(p.data_parallel["strict"], p.cores):
             console.print(f"[cyan]data parallel:[/cyan] {v}")
+        for t in link_texts(p):
+            console.print(f"[cyan]data parallel:[/cyan] {t}")
     for n in p.notes:
         console.print(f"[yellow]note:[/yellow] {n}")

@@ -19,8 +19,13 @@ processes is
   local sampling (`replay.sampling: local`): the gradient all-reduce only;
   each message costs `link.latency + bytes / link.bandwidth`, a ring collective of n bytes
   2 (D-1) or (D-1) messages of n / D bytes (the standard ring algorithms);
-* the link: between devices of one process (`host` for virtual CPU devices: a memory copy;
-  NVLink between GPUs), or between processes when P > 1 (`loopback-tcp` on one machine).
+* the link: between devices of one process, or between processes when P > 1
+  (`loopback-tcp` on one machine). Between GPUs: NVLink (assumed). Between virtual CPU
+  devices: the profile's `link:cpu-collective` row when it has one (`cpu-collective`: a ring
+  step of a psum between two virtual CPU devices, timed by `hrl profile`, so its latency is
+  the rendezvous of the devices' threads at a collective), else the host memory copy
+  (`host`), which prices the bytes but not the rendezvous -- optimistic, and `describe()`
+  says so.
 
 Throughput relative to one device is D * T_1 / T(D, P): env steps and samples per second
 both scale so under weak scaling. The link numbers are the ASSUMPTIONS of `hrl.mapping.links`
@@ -34,6 +39,19 @@ import dataclasses
 from hrl.mapping.links import GB, Link, get_link
 
 LINKS_BY_KIND = {"cpu": ("host", "loopback-tcp"), "gpu": ("nvlink4", "loopback-tcp")}
+# The measured collective between virtual CPU devices (profile row `link:cpu-collective`); the
+# device link of virtual CPU devices when the profile has it, in place of LINKS_BY_KIND's host.
+COLLECTIVE_LINK = "cpu-collective"
+UNMEASURED_RENDEZVOUS = "collective rendezvous not measured: optimistic"
+
+
+def virtual_cpu_device_link(links: dict[str, Link] | None = None) -> Link:
+    """The link between virtual CPU devices: the measured collective (`cpu-collective` in
+    `links`) when there is one, else the host memory copy (`host`: measured or assumed)."""
+    links = links or {}
+    if COLLECTIVE_LINK in links:
+        return links[COLLECTIVE_LINK]
+    return get_link(LINKS_BY_KIND["cpu"][0], links)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +69,9 @@ class DataParallelModel:
     # "global": the sampling collectives of `hrl.replay.sharded` on every SGD step; "local":
     # each device samples its own shard, only the gradient all-reduce crosses devices.
     sampling: str = "global"
+    # True when `with_latency_fitted` solved the device link's latency from a measured point
+    # (the rendezvous is then in it, as in the measured `cpu-collective` link).
+    rendezvous_fitted: bool = False
 
     def __post_init__(self):
         if self.sampling not in ("global", "local"):
@@ -58,11 +79,21 @@ class DataParallelModel:
 
     @classmethod
     def for_virtual_cpu_devices(cls, iteration_s: float, cores: int, param_bytes: int,
-                                row_bytes: int, batch_per_device: int,
-                                sgd_per_iter: float) -> DataParallelModel:
-        device, process = LINKS_BY_KIND["cpu"]
-        return cls(iteration_s, cores, get_link(device), get_link(process), param_bytes,
-                   row_bytes, batch_per_device, sgd_per_iter)
+                                row_bytes: int, batch_per_device: int, sgd_per_iter: float,
+                                links: dict[str, Link] | None = None) -> DataParallelModel:
+        """`links`: measured links by name (`cpu-collective`, `host`, ...), else assumptions."""
+        process = LINKS_BY_KIND["cpu"][1]
+        return cls(iteration_s, cores, virtual_cpu_device_link(links), get_link(process, links),
+                   param_bytes, row_bytes, batch_per_device, sgd_per_iter)
+
+    @property
+    def rendezvous_priced(self) -> bool:
+        """Whether a collective's cost between devices includes the rendezvous of virtual CPU
+        devices' threads: the measured `cpu-collective` link, or a latency fitted on a
+        measured point. Always True for devices with their own compute (GPUs: their link
+        is an assumption of its own, see `hrl.mapping.links`)."""
+        return (self.cores is None or self.device_link.name == COLLECTIVE_LINK
+                or self.rendezvous_fitted)
 
     def _ring(self, link: Link, nbytes: float, devices: int, rounds: int) -> float:
         """`rounds` (D-1) ring steps, each moving nbytes / D over `link`."""
@@ -115,7 +146,8 @@ class DataParallelModel:
             link, latency=latency,
             source=f"{link.bandwidth / GB:g} GB/s as assumed; latency fitted to the measured "
             f"{devices}-device, {processes}-process point")
-        return self._with_link(processes, fitted)
+        out = self._with_link(processes, fitted)
+        return out if processes > 1 else dataclasses.replace(out, rendezvous_fitted=True)
 
     def _with_link(self, processes: int, link: Link) -> DataParallelModel:
         if processes > 1:
@@ -131,4 +163,6 @@ class DataParallelModel:
                 f"({self.device_link.bandwidth / GB:g} GB/s, {self.device_link.latency * 1e6:g} "
                 f"us, {self.device_link.source}); processes: {self.process_link.name} "
                 f"({self.process_link.bandwidth / GB:g} GB/s, "
-                f"{self.process_link.latency * 1e6:g} us, {self.process_link.source})")
+                f"{self.process_link.latency * 1e6:g} us, {self.process_link.source})"
+                + ("" if self.rendezvous_priced else f"; {UNMEASURED_RENDEZVOUS} (a ring step "
+                   "is priced as a memory copy; re-profile to measure link:cpu-collective)"))
