@@ -9,7 +9,7 @@
 //
 // Tree layout: level 0 (the root) is a register; level l in 1..D is its own memory of K**l
 // words split into K banks (bank = node % K, address = node / K), so the K children of a
-// node -- one row -- are read in one cycle. One level per pipeline stage.
+// node -- one row -- are read in one cycle. One level per L pipeline cycles (below).
 //
 // Operations (one group of P lanes per s_valid/s_ready handshake; per lane s_op):
 //   OP_NOP         (0) lane unused.
@@ -31,15 +31,24 @@
 // it and none after. Hazards are resolved in hardware:
 //   * update after update: forwarding (the one word per level that the read could not
 //     see yet, plus lower lanes of the same group), never a stall;
-//   * sample after update: the sample waits until the last update has passed level 3
-//     (D-2 bubble cycles for D >= 3, none for D <= 2);
-//   * update after sample: the update waits until every earlier sample has read the
-//     leaf level (D+1 bubble cycles);
+//   * sample after update: the sample reads the root register (its first use of the tree)
+//     only after the last update wrote it, and every level after that update wrote it;
+//     with L = 1 + log2(K)/LPS cycles per level and M1 = MUL_REGS, that is
+//     max(0, L*D - 2 - M1) bubble cycles;
+//   * update after sample: the update waits until every earlier sample has issued its
+//     read of the leaf level (the levels' read ports are shared):
+//     2 + M1 + M2 + L*(D-1) bubble cycles, M2 = max(0, MUL_REGS-1);
 //   * a group that mixes updates and samples is split into same-kind runs, in lane order.
 // Same-kind streams run at one operation per cycle per lane. There is no relaxed mode.
 //
-// Latency from the s handshake: an update is visible to later samples D+2 cycles after
-// it (upd_commit pulses then); a sample's result appears on m_* D+4 cycles after it.
+// Pipelining: each level takes L cycles (hrl_descend_step / hrl_update_step with a
+// register after every LPS adder levels); the stratification products and frac x root
+// are followed by MUL_REGS registers (hrl_mul_pipe). LPS > log2(K) with MUL_REGS = 0 is the
+// former one-cycle-per-level pipeline.
+// Latency from the s handshake: an update is visible to later samples L*D + 2 cycles after
+// it (upd_commit pulses then); a sample's result appears on m_* 4 + M1 + M2 + L*D cycles
+// after it (defaults LPS = 2, MUL_REGS = 3: L*D + 2 and L*D + 9; L = 2 for K = 4, 8,
+// 3 for K = 16, 32, 4 for K = 64).
 //
 // Reset (synchronous, active high) clears the tree: the root at once, the level memories
 // by a sweep of K**(D-1) cycles after rst falls (clearing = 1, s_ready = 0 meanwhile) and

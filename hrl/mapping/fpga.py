@@ -6,7 +6,8 @@ level takes `level_cycles(K) = 1 + log2(K) // 2` pipeline cycles (the RTL's step
 register after every second adder level, LPS = 2), one operation per cycle per lane once the
 pipeline is full, so a batch of B operations on P lanes takes
 
-    cycles(B) = fill + ceil(B / P) / throughput,   fill = io_cycles + stage_cycles * D * level_cycles(K)
+    cycles(B) = fill + ceil(B / P) / throughput,
+    fill = io_cycles + stage_cycles * D * level_cycles(K)
 
 and `seconds = cycles / clock(K, P) + invoke_overhead`. `stage_cycles`, `io_cycles` and
 `throughput` come from the RTL's measured cycle counts (sim/cycles.csv, `RmmTiming.fit`) when
