@@ -182,9 +182,11 @@ def write_clock_table(rows: list[dict], path: Path = CLOCK_TABLE) -> None:
         'est_MHz = 1000 / (1 + max(0.5 ns x LUT levels, yosys sta ns)) per register-to-register\n'
         'stage of the step; see fpga_rtl/README.md, "Clock and logic depth".\n"""\n\n'
         "# (K, W) -> MHz of hrl_descend_step\n"
-        f"DESCEND_MHZ = {dict(sorted(desc.items()))!r}\n"
+        "DESCEND_MHZ = {\n" + "".join(f"    {k!r}: {v},\n" for k, v in sorted(desc.items()))
+        + "}\n"
         "# (K, W, P) -> MHz of hrl_update_step (the last of P lanes)\n"
-        f"UPDATE_MHZ = {dict(sorted(upd.items()))!r}\n")
+        "UPDATE_MHZ = {\n" + "".join(f"    {k!r}: {v},\n" for k, v in sorted(upd.items()))
+        + "}\n")
 
 
 def write(rows: list[dict], out: Path, readme: bool) -> int:
