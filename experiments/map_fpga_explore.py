@@ -53,7 +53,7 @@ def main() -> int:
             if fit:
                 b = min(fit, key=lambda r: r["sample_s"])
                 ns.append(1 << log_n)
-                best_t.append(b["sample_cycles"] / timing.clock_hz * 1e6)
+                best_t.append(b["sample_cycles"] / (b["clock_mhz"] * 1e6) * 1e6)
                 best_lab.append(f"K{b['fanout']}P{b['lanes']}")
         axes[0].plot(ns, best_t, "o-", color=f"C{i}", label=board)
         for x, y, lab in zip(ns, best_t, best_lab, strict=True):

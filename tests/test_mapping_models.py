@@ -196,14 +196,42 @@ def test_learner_is_bounded_by_dsps():
 
 
 def test_rmm_timing_from_the_rtl_cycle_table_columns():
-    # Rows shaped like sim/cycles.csv (sim/report_cycles.py): latency = D + 4, bubbles D + 1.
-    rows = [{"K": 4, "D": d, "P": p, "W": 32, "update_latency": d + 2, "sample_latency": d + 4,
-             "update_ops_per_cycle": p, "sample_ops_per_cycle": p,
-             "bubbles_update_to_sample": max(0, d - 2), "bubbles_sample_to_update": d + 1}
+    # Rows shaped like sim/cycles.csv (sim/report_cycles.py) for the pipelined RTL at K = 4
+    # (L = 2 cycles per level): sample 9 + L*D, update L*D + 2, bubbles L*D - 5 and
+    # 7 + L*(D-1); latency + bubble = 14 + 2*L*D.
+    lvl = fpga.level_cycles(4)
+    assert lvl == 2 and fpga.level_cycles(16) == 3 and fpga.level_cycles(None) == 1
+    rows = [{"K": 4, "D": d, "P": p, "W": 32, "update_latency": lvl * d + 2,
+             "sample_latency": 9 + lvl * d, "update_ops_per_cycle": p, "sample_ops_per_cycle": p,
+             "bubbles_update_to_sample": max(0, lvl * d - 5),
+             "bubbles_sample_to_update": 7 + lvl * (d - 1)}
             for d, p in ((3, 1), (4, 2), (7, 2))]
     t = fpga.RmmTiming.from_rtl_csv_rows(rows)
-    assert t.stage_cycles == pytest.approx(2.0) and t.io_cycles == pytest.approx(5.0)
+    assert t.stage_cycles == pytest.approx(2.0) and t.io_cycles == pytest.approx(14.0)
     assert t.throughput == pytest.approx(1.0)
+    assert t.cycles(64, 3, 1, fanout=4) == pytest.approx(14 + 2 * 3 * lvl + 64)
+
+
+def test_rmm_clock_comes_from_the_rtl_estimate_table():
+    """The clock per (K, P) is the slower step of hrl/mapping/rmm_clock.py (generated from
+    fpga_rtl/syn/timing.csv), capped at the shell clock; clock_table=False: flat clock_hz."""
+    from hrl.mapping.rmm_clock import DESCEND_MHZ, UPDATE_MHZ
+
+    t = fpga.RmmTiming(invoke_overhead_s=0)
+    for (k, w, p), upd in UPDATE_MHZ.items():
+        if w == 32 and p == 1:
+            want = min(DESCEND_MHZ[(k, w)], upd, fpga.SHELL_CLOCK_HZ / 1e6)
+            assert t.clock_for(k, p, w) == pytest.approx(want * 1e6)
+    flat = fpga.RmmTiming(clock_table=False, clock_hz=200e6, invoke_overhead_s=0)
+    assert flat.clock_for(16, 1) == 200e6
+    assert t.seconds(256, 3, 1, 16) == pytest.approx(t.cycles(256, 3, 1, 16)
+                                                     / t.clock_for(16, 1))
+    # Unsynthesized shapes take a measured K at or above theirs: K = 8 runs no faster than
+    # the K = 16 estimate, K = 2 no faster than K = 4; more lanes never make it faster.
+    assert t.clock_for(8, 1) == t.clock_for(16, 1) and t.clock_for(2, 1) == t.clock_for(4, 1)
+    assert t.clock_for(4, 16) <= t.clock_for(4, 1)
+    rows = fpga.explore(1 << 16, fpga.get_board("u250"), batch=256, timing=t)
+    assert all(r["clock_mhz"] * 1e6 == t.clock_for(r["fanout"], r["lanes"]) for r in rows)
 
 
 def test_lanes_cost_p_squared_memory_copies():

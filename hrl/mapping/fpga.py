@@ -1,14 +1,17 @@
 """FPGA performance model: the replay manager (RMM) from cycle counts, board budgets, an
 architecture exploration over (K, lanes, depth), and a modelled MLP learner bounded by DSPs.
 
-Timing of the RMM (the RTL in fpga_rtl/, cycles measured by sim/report_cycles.py): one tree
-level per pipeline stage, one operation per cycle per lane once the pipeline is full, so a batch
-of B operations on P lanes takes
+Timing of the RMM (the RTL in fpga_rtl/, cycles measured by sim/report_cycles.py): a tree
+level takes `level_cycles(K) = 1 + log2(K) // 2` pipeline cycles (the RTL's steps hold a
+register after every second adder level, LPS = 2), one operation per cycle per lane once the
+pipeline is full, so a batch of B operations on P lanes takes
 
-    cycles(B) = fill + ceil(B / P) / throughput,   fill = io_cycles + stage_cycles * D
+    cycles(B) = fill + ceil(B / P) / throughput,
+    fill = io_cycles + stage_cycles * D * level_cycles(K)
 
-and `seconds = cycles / clock + invoke_overhead`. `stage_cycles`, `io_cycles` and `throughput`
-come from the RTL's measured cycle counts (sim/cycles.csv, `RmmTiming.fit`) when they exist.
+and `seconds = cycles / clock(K, P) + invoke_overhead`. `stage_cycles`, `io_cycles` and
+`throughput` come from the RTL's measured cycle counts (sim/cycles.csv, `RmmTiming.fit`) when
+they exist.
 
 That is the core alone. A batch reaches the core through the XRT kernel's memory side, which
 may feed fewer items per cycle than P lanes take, so when the kernel's measured cycles exist
@@ -20,17 +23,21 @@ fixed + per_item * B per lane count P and command) a batch costs
 with per_item(P) the slowest command's measured cost at the largest measured lane count
 <= P: lanes beyond the measured ones are assumed to feed no faster (`from_kernel_fit_rows`).
 So the exploration never buys lanes the kernel cannot feed.
-Until then the defaults follow the RTL's documented pipeline (fpga_rtl/README.md): a sample's
-result leaves D + 4 cycles after it enters, an update is visible D + 2 cycles after it, and a
-switch between update and sample batches costs up to D + 1 bubble cycles; one batch call is
-charged both, so fill = 5 + 2 * D, at one op per cycle per lane.
+Until then the defaults follow the RTL's documented pipeline (fpga_rtl/README.md, with
+L = level_cycles(K) and the multipliers' 3 + 2 registers): a sample's result leaves
+9 + L*D cycles after it enters, an update is visible L*D + 2 cycles after it, and a switch
+between update and sample batches costs up to 7 + L*(D-1) bubble cycles; one batch call is
+charged both, so fill = 16 - L + 2*L*D ~ 14 + 2 * D * L, at one op per cycle per lane.
 
-Clock: 200 MHz, the clock of the paper's design on an Alveo U200 (Zhang, Meng, Prasanna, TPDS
-2023). We keep it because it is the only clock measured on a board for this design; the U200/U250
-shells' default kernel clock is 300 MHz, so 200 MHz is the conservative choice for a pipelined
-RMM. The RTL in fpga_rtl/ is not that yet: its per-level steps are one combinational stage, and
-yosys's logic depth puts it below 200 MHz (fpga_rtl/README.md, "Clock and logic depth",
-syn/timing.csv), so for this RTL the times here are optimistic by that ratio.
+Clock: per (K, P, W), the RTL's estimate from yosys's logic depth (fpga_rtl/syn/timing.csv,
+generated into hrl/mapping/rmm_clock.py by fpga_rtl/syn/run_timing.py; the rule: 1 ns +
+max(0.5 ns per LUT level, yosys sta) per register-to-register stage, UltraScale+ -2), the
+slower of the descend and update steps, capped at 300 MHz (the U200/U250 shells' default
+kernel clock). Shapes not synthesized take the nearest measured K at or above theirs (or
+the largest) and the slowest update measured there with at most their lanes. Not a Vivado
+timing report; the multipliers are not in it. `RmmTiming(clock_table=False)` uses the flat
+`clock_hz` (200 MHz, the clock of the paper's design on an Alveo U200; Zhang, Meng,
+Prasanna, TPDS 2023) instead.
 
 Resources: each level l is K banks of n_l / K words of W bits (conflict-free sibling reads).
 With P lanes the RTL's memories are live-value tables (LaForest & Steffan, FPGA 2010): P x P
@@ -53,6 +60,32 @@ import numpy as np
 from hrl.replay.formats import level_sizes, log2_exact, tree_depth
 
 DEFAULT_CLOCK_HZ = 200e6
+SHELL_CLOCK_HZ = 300e6  # the U200/U250 shells' default kernel clock: the cap
+RTL_LPS = 2  # adder levels per register stage in the RTL's steps (hrl_rmm parameter LPS)
+
+
+def level_cycles(fanout: int | None, lps: int = RTL_LPS) -> int:
+    """Pipeline cycles per tree level of the RTL: 1 + log2(K) // LPS (1 if K is None)."""
+    if fanout is None:
+        return 1
+    return 1 + log2_exact(int(fanout)) // lps
+
+
+def rtl_clock_hz(fanout: int, lanes: int, word_bits: int = 32) -> float:
+    """The RTL's estimated clock for (K, P, W) from hrl/mapping/rmm_clock.py (see the
+    module docstring), capped at SHELL_CLOCK_HZ."""
+    from hrl.mapping.rmm_clock import DESCEND_MHZ, UPDATE_MHZ
+
+    ks = sorted({k for k, _ in DESCEND_MHZ} & {k for k, _, _ in UPDATE_MHZ})
+    if not ks:
+        return DEFAULT_CLOCK_HZ
+    k = min([k for k in ks if k >= fanout] or [ks[-1]])
+    ws = sorted({w for kk, w in DESCEND_MHZ if kk == k})
+    w = word_bits if word_bits in ws else min(ws, key=lambda x: (abs(x - word_bits), -x))
+    desc = DESCEND_MHZ[(k, w)]
+    upd_rows = {p: mhz for (kk, _, p), mhz in UPDATE_MHZ.items() if kk == k}
+    upd = min(mhz for p, mhz in upd_rows.items() if p <= max(lanes, min(upd_rows)))
+    return min(desc, upd) * 1e6 if min(desc, upd) * 1e6 < SHELL_CLOCK_HZ else SHELL_CLOCK_HZ
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,19 +230,22 @@ class RmmTiming:
     """Cycle model of the RMM (see the module docstring)."""
 
     stage_cycles: float = 2.0
-    io_cycles: float = 5.0
+    io_cycles: float = 14.0
     throughput: float = 1.0  # ops per cycle per lane once full
-    clock_hz: float = DEFAULT_CLOCK_HZ
+    clock_hz: float = DEFAULT_CLOCK_HZ  # used when clock_table is False or K is not given
+    clock_table: bool = True  # the RTL's estimated clock per (K, P) (rtl_clock_hz)
     # ASSUMPTION: host-side cost of one kernel invocation (XRT ap_start/ap_done round trip
     # through the AXI4-Lite register file) -- the transfer of the batch is charged by `links`.
     invoke_overhead_s: float = 10e-6
-    source: str = ("the RTL's documented pipeline (sample D+4, switch bubble D+1 cycles, "
-                   "1 op/cycle/lane), not yet its measured table")
+    source: str = ("the RTL's documented pipeline (sample 9+L*D, switch bubble 7+L*(D-1) "
+                   "cycles, L = 1 + log2(K)//2 cycles per level, 1 op/cycle/lane), not yet "
+                   "its measured table")
     # The kernel's measured memory side: ((P, cycles per item), ...) ascending in P, and the
     # fixed cycles of a run at depth `kernel_depth` (empty: the core alone).
     kernel_per_item: tuple[tuple[int, float], ...] = ()
     kernel_fixed_cycles: float = 0.0
     kernel_depth: int = 0
+    kernel_fanout: int | None = None
 
     def kernel_item_cycles(self, lanes: int) -> float | None:
         """Measured kernel cycles per item at `lanes` (the largest measured P <= lanes)."""
@@ -218,17 +254,31 @@ class RmmTiming:
         below = [c for p, c in self.kernel_per_item if p <= lanes]
         return below[-1] if below else self.kernel_per_item[0][1]
 
-    def cycles(self, batch: int, depth: int, lanes: int) -> float:
-        fill = self.io_cycles + self.stage_cycles * depth
+    def clock_for(self, fanout: int | None, lanes: int, word_bits: int = 32) -> float:
+        """Clock of the shape: the RTL's estimate per (K, P) or the flat clock_hz."""
+        if fanout is None or not self.clock_table:
+            return self.clock_hz
+        return rtl_clock_hz(fanout, lanes, word_bits)
+
+    def cycles(self, batch: int, depth: int, lanes: int, fanout: int | None = None) -> float:
+        """Cycles of a batch; `fanout` (K) scales the per-level cycles (level_cycles)."""
+        fill = self.io_cycles + self.stage_cycles * depth * level_cycles(fanout)
         core = fill + math.ceil(batch / lanes) / self.throughput
         per_item = self.kernel_item_cycles(lanes)
         if per_item is None:
             return core
-        fixed = self.kernel_fixed_cycles + self.stage_cycles * (depth - self.kernel_depth)
+        if fanout is None:
+            extra = depth - self.kernel_depth
+        else:
+            extra = (depth * level_cycles(fanout)
+                     - self.kernel_depth * level_cycles(self.kernel_fanout))
+        fixed = self.kernel_fixed_cycles + self.stage_cycles * extra
         return max(core, fixed + batch * per_item)
 
-    def seconds(self, batch: int, depth: int, lanes: int) -> float:
-        return self.cycles(batch, depth, lanes) / self.clock_hz + self.invoke_overhead_s
+    def seconds(self, batch: int, depth: int, lanes: int, fanout: int | None = None,
+                word_bits: int = 32) -> float:
+        return (self.cycles(batch, depth, lanes, fanout)
+                / self.clock_for(fanout, lanes, word_bits) + self.invoke_overhead_s)
 
     @classmethod
     def fit(cls, rows: list[dict], clock_hz: float = DEFAULT_CLOCK_HZ, **kw) -> RmmTiming:
@@ -242,7 +292,8 @@ class RmmTiming:
         the slower latency plus the larger bubble, at the slower kind's rate per lane."""
         conv = []
         for r in rows:
-            d, p = float(r["D"]), float(r["P"])
+            # depth in pipeline cycles: D levels of level_cycles(K) each
+            d, p = float(r["D"]) * level_cycles(int(r["K"])), float(r["P"])
             lat = max(float(r["sample_latency"]), float(r["update_latency"]))
             bubbles = max(float(r.get("bubbles_update_to_sample") or 0),
                           float(r.get("bubbles_sample_to_update") or 0))
@@ -263,11 +314,13 @@ class RmmTiming:
         for r in rows:
             p = int(r["P"])
             per_lane[p] = max(per_lane.get(p, 0.0), float(r["cycles_per_item"]))
-            fixed.append((int(r["D"]), float(r["fixed_cycles"])))
-        depth, fixed_cycles = max(fixed)
+            k = int(r["K"]) if r.get("K") not in (None, "") else None
+            fixed.append((int(r["D"]) * level_cycles(k), float(r["fixed_cycles"]),
+                          int(r["D"]), k))
+        _, fixed_cycles, depth, fanout = max(fixed, key=lambda f: (f[0], f[1]))
         return dataclasses.replace(
             self, kernel_per_item=tuple(sorted(per_lane.items())),
-            kernel_fixed_cycles=fixed_cycles, kernel_depth=depth,
+            kernel_fixed_cycles=fixed_cycles, kernel_depth=depth, kernel_fanout=fanout,
             source=f"{self.source}; memory side: the kernel's measured cycles per item at "
                    f"P in {sorted(per_lane)} ({len(rows)} fitted rows)")
 
@@ -317,8 +370,9 @@ def explore(capacity: int, board: Board, batch: int, timing: RmmTiming = RmmTimi
                               board, logic), board):
             max_depth += 1
         row = {"board": board.name, "fanout": k, "lanes": p, "depth": d, "capacity": capacity,
-               "fits": fits(use, board), "sample_cycles": timing.cycles(batch, d, p),
-               "sample_s": timing.seconds(batch, d, p),
+               "fits": fits(use, board), "sample_cycles": timing.cycles(batch, d, p, k),
+               "sample_s": timing.seconds(batch, d, p, k, word_bits),
+               "clock_mhz": timing.clock_for(k, p, word_bits) / 1e6,
                "max_capacity": k ** max_depth if fits(use, board) else 0}
         row.update({f"use_{r}": v for r, v in use.items()})
         row.update({f"util_{r}": v for r, v in utilisation(use, board).items()})

@@ -252,8 +252,10 @@ def placements_for(profile: dict | None, devices: list[str] | None,
     for dev in devices:
         if dev.startswith("fpga:"):
             out.append(fpga_placement(dev.split(":", 1)[1], timing=timing, logic=logic))
+            clock = ("the RTL's yosys estimate per (K, P) (fpga_rtl/syn/timing.csv)"
+                     if timing.clock_table else f"{timing.clock_hz / 1e6:.0f} MHz")
             notes.append(f"{dev}: modelled (RMM timing: {timing.source}; clock "
-                         f"{timing.clock_hz / 1e6:.0f} MHz; logic: {logic.source}; board "
+                         f"{clock}; logic: {logic.source}; board "
                          "resources from its data sheet; learner: MLP engine bounded by DSPs)")
             continue
         names = [p for p in measured if p == dev or p == f"{dev}-fused"]

@@ -115,7 +115,7 @@ def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
         if call in ("sample", "update", "insert"):
             arch = arch_for(w)
             n = w.num_envs * w.rollout_length if call == "insert" else w.batch_size
-            return timing.seconds(n, arch["depth"], arch["lanes"])
+            return timing.seconds(n, arch["depth"], arch["lanes"], arch["fanout"])
         if call == "infer":
             return engine.infer_seconds(w.policy_layers(), w.num_envs)
         if call == "train":
