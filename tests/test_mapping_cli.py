@@ -194,3 +194,28 @@ def test_profile_only_adds_the_collective_row_to_an_existing_profile(tiny_profil
     assert len(new) == len(COLLECTIVE_SIZES)  # replaced, not appended
     assert after["machine"] == before["machine"] and after["config"] == before["config"]
     assert after["updates"][-1]["calls"] == ["link:cpu-collective"]
+
+
+def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, capsys):
+    import shutil
+
+    from hrl.cli import main
+    from hrl.mapping.profile import RTL_TABLE_CALLS, load_profile, rtl_cycle_rows
+
+    run_dir = tmp_path / "profile"
+    shutil.copytree(tiny_profile[0], run_dir)
+    before = load_profile(run_dir)
+    stale = [{"call": "rtl-kernel-cycles", "placement": "rtl-kernel-cycles", "mode": "table",
+              "fixed_cycles": "1.0"}]
+    data = json.loads((run_dir / "profile.json").read_text())
+    data["rows"] = [r for r in data["rows"] if r["call"] not in RTL_TABLE_CALLS] + stale
+    (run_dir / "profile.json").write_text(json.dumps(data))
+    assert main(["profile", CONFIG, "--only", "rtl-tables", "--run-dir", str(run_dir)]) == 0
+    after = load_profile(run_dir)
+    assert [r for r in after["rows"] if r["call"] in RTL_TABLE_CALLS] == json.loads(
+        json.dumps(rtl_cycle_rows()))
+    assert [r for r in after["rows"] if r["call"] not in RTL_TABLE_CALLS] == [
+        r for r in before["rows"] if r["call"] not in RTL_TABLE_CALLS]
+    assert main(["profile", CONFIG, "--only", "rtl-tables", "--run-dir",
+                 str(tmp_path / "none")]) == 2
+    assert "existing profile" in capsys.readouterr().err

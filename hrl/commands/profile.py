@@ -4,7 +4,8 @@ primitive on every placement present and write profile.csv / profile.json.
 `--only host,process,cpu-collective` measures just those link rows; into an existing profile
 (`--run-dir` holding one) they replace its rows of those links, e.g. to add the collective
 between virtual CPU devices to a profile measured before it existed:
-`hrl profile CONFIG --grid full --only cpu-collective --run-dir DIR`."""
+`hrl profile CONFIG --grid full --only cpu-collective --run-dir DIR`. `--only rtl-tables` re-reads
+the RTL's cycle, kernel-cycle and resource tables (after the RTL changed) the same way."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--only", metavar="LINKS",
                         help="measure only these link rows, comma separated, of host, process, "
-                             "cpu-collective (a few seconds); with a --run-dir that holds a "
-                             "profile, its rows of those links are replaced and the rest kept")
+                             "cpu-collective (a few seconds), and/or re-read rtl-tables (the RTL's "
+                             "cycle, kernel-cycle and resource CSVs); with a --run-dir that holds "
+                             "a profile, its rows of those are replaced and the rest kept")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,28 +52,45 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from rich.console import Console
 
-    from hrl.mapping.profile import LINK_ROWS, Profiler, update_profile, write_profile
+    from hrl.mapping.profile import (
+        LINK_ROWS,
+        RTL_TABLE_CALLS,
+        Profiler,
+        rtl_cycle_rows,
+        update_profile,
+        write_profile,
+    )
 
     only = None
     if args.only is not None:
         only = [n.strip() for n in args.only.split(",") if n.strip()]
-        bad = sorted(set(only) - set(LINK_ROWS)) or ([] if only else ["(none)"])
+        choices = (*LINK_ROWS, "rtl-tables")
+        bad = sorted(set(only) - set(choices)) or ([] if only else ["(none)"])
         if bad:
             print(f"hrl profile: error: --only: unknown {bad}; choose from "
-                  f"{', '.join(LINK_ROWS)}", file=sys.stderr)
+                  f"{', '.join(choices)}", file=sys.stderr)
             return 2
     console = Console()
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = Path(args.run_dir) if args.run_dir else Path("runs") / f"profile-{cfg.name}-{stamp}"
-    profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
-                        only=only)
-    rows = profiler.run()
+    if only is not None and "rtl-tables" in only and not (run_dir / "profile.json").is_file():
+        print("hrl profile: error: --only rtl-tables refreshes an existing profile: give "
+              "--run-dir a directory holding one", file=sys.stderr)
+        return 2
+    links = None if only is None else [n for n in only if n != "rtl-tables"]
+    rows, skipped = [], []
+    if links is None or links:
+        profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
+                            only=links)
+        rows, skipped = profiler.run(), profiler.skipped
     if only is not None and (run_dir / "profile.json").is_file():
-        csv_path, json_path = update_profile(run_dir, rows, [f"link:{n}" for n in only],
-                                             profiler.skipped)
+        calls = [f"link:{n}" for n in links]
+        if "rtl-tables" in only:
+            rows, calls = rows + rtl_cycle_rows(), calls + list(RTL_TABLE_CALLS)
+        csv_path, json_path = update_profile(run_dir, rows, calls, skipped)
     else:
-        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), profiler.skipped)
-    for s in profiler.skipped:
+        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), skipped)
+    for s in skipped:
         console.print(f"[yellow]skipped:[/yellow] {s}")
     console.print(f"{len(rows)} rows -> {csv_path} and {json_path}")
     console.print(f"next: hrl map {args.config} --profile {run_dir}")

@@ -642,6 +642,7 @@ RTL_CYCLE_CSVS = ("sim/cycles.csv",)  # written by sim/report_cycles.py
 RTL_RESOURCE_CSVS = ("fpga_rtl/syn/resources.csv",)  # written by fpga_rtl/syn/run_syn.py
 # written by sim/report_kernel_cycles.py: the XRT kernel's cycles per item against P
 RTL_KERNEL_CSVS = ("fpga_rtl/kernel_cycles_fit.csv",)
+RTL_TABLE_CALLS = ("rtl-cycles", "rtl-kernel-cycles", "rtl-resources")  # rows of the CSVs above
 
 
 def find_repo_file(candidates) -> Path | None:
@@ -658,8 +659,8 @@ def rtl_cycle_rows() -> list[dict]:
     profile rows (`rtl-cycles`, `rtl-kernel-cycles`, `rtl-resources`), if they exist; they
     feed the FPGA model, not a fit."""
     out = []
-    for call, names in (("rtl-cycles", RTL_CYCLE_CSVS), ("rtl-kernel-cycles", RTL_KERNEL_CSVS),
-                        ("rtl-resources", RTL_RESOURCE_CSVS)):
+    for call, names in zip(RTL_TABLE_CALLS, (RTL_CYCLE_CSVS, RTL_KERNEL_CSVS, RTL_RESOURCE_CSVS),
+                           strict=True):
         path = find_repo_file(names)
         if path is None:
             continue
