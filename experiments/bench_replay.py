@@ -28,7 +28,8 @@ What one timed call does:
     computed in the same call and normalised by the batch maximum (flashbax keeps no min tree).
 * insert: add B transitions at the ring position with the max priority seen.
   hrl: `PrioritizedReplay.add`, jitted, donated; cpprb: `add(**batch)`; flashbax: `add`, jitted,
-  donated, add_batch_size = B.
+  donated, add_batch_size = B. Per call, and for hrl and flashbax also in a scan (the same add
+  inside `lax.scan`, S batches).
 
 Modes: `per-call` times one call from Python, dispatch included (what a Python training loop
 pays). `handle` (hrl native only) times one `hrl.replay.ReplayHandle.update_and_sample` call:
@@ -179,6 +180,13 @@ def time_handle(rb, carry: Carry, b: int, keys, tds, reps: int, warmup: int) -> 
     return timed(call, reps, warmup)
 
 
+def stacked_batches(batches, steps: int):
+    """`steps` insert batches (cycling through `batches`) stacked on a leading axis: the xs
+    of an insert scan."""
+    return jax.tree.map(lambda *a: jnp.stack(a), *[batches[i % len(batches)]
+                                                   for i in range(steps)])
+
+
 def time_scan(carry: Carry, step, xs, reps: int, scan_steps: int) -> np.ndarray:
     """`step(state, *x) -> (state, out)` over the leading axis of xs in one jitted lax.scan
     (scan mode); returned per step."""
@@ -216,6 +224,11 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
 
         t = timed(insert, reps, warmup)
         rows.append(("per-call", "insert", t))
+        carry = Carry(state)
+        rows.append(("scan", "insert",
+                     time_scan(carry, lambda s, items: (rb.add(s, items), jnp.int32(0)),
+                               (stacked_batches(batches, scan_steps),), reps, scan_steps)))
+        state = carry.state
     # Fill to capacity with random priorities (chunks keep the compile small).
     chunk = min(n, 2**16)
     fill = jax.jit(lambda s, items, p: rb.add(s, items, p), donate_argnums=0)
@@ -375,7 +388,11 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
             jax.block_until_ready(state)
 
         rows.append(("per-call", "insert", timed(insert, reps, warmup)))
-        del state
+        carry = Carry(state)
+        rows.append(("scan", "insert",
+                     time_scan(carry, lambda s, items: (fb.add(s, items), jnp.int32(0)),
+                               (stacked_batches(batches, scan_steps),), reps, scan_steps)))
+        del state, carry
     if "sample+update" in want:
         # The sum tree is filled directly (flashbax's own add would take minutes at N = 2^23)
         # and the buffer marked full. flashbax's tree is a heap-ordered binary tree: level d

@@ -25,8 +25,9 @@ Three parts:
 * DDPG on Pendulum-v1, M = 1: --ddpg-seconds of training after learning started, the same
   rates, and the network FLOP rate (common.flops_per_env_step) against this CPU's peak
   (float32 1024x1024 GEMM, numpy and jax, best of both, measured at each round's start and end);
-* replay, N=2^20, B=256, K=16: sample+update and insert per call and sample+update in a fused
-  lax.scan (experiments/bench_replay.py's measurements, hrl native vs cpprb vs flashbax).
+* replay, N=2^20, B=256, K=16: sample+update and insert per call and in a fused lax.scan
+  (experiments/bench_replay.py's measurements, hrl native vs cpprb vs flashbax; cpprb has no
+  fused mode).
 
 Writes experiments/results/peers/peers.{csv,md,png} and, with --readme, the rows between the
 `<!-- peers:begin -->` and `<!-- peers:end -->` markers of README.md.
@@ -437,8 +438,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "",
         "experiments/bench_replay.py's measurements, one library per process per round. "
         "per-call: one call from Python (jitted for hrl and flashbax, dispatch included); "
-        "scan: S steps in one jitted lax.scan, total / S (cpprb has no such mode). "
-        "Insert is measured per call only (bench_replay has no fused insert).",
+        "scan: S steps in one jitted lax.scan, total / S (cpprb has no such mode), for "
+        "sample+update and for insert.",
         "",
         *replay_table(agg),
         "",
@@ -538,14 +539,15 @@ def readme_rows(rows: list[dict]) -> str:
         lines.append(f"| {names[p]} | {rate('dqn', p, 1)} / {rate('dqn', p, 8)} | "
                      f"{solved(p, 1)} / {solved(p, 8)} | {ddpg} |")
     r = agg["replay"]
-    cells = []
-    for lib in REPLAY_LIBS:
-        for mode in ("per-call", "scan"):
-            a = r.get((lib, "sample+update", mode))
-            if a:
-                cells.append(f"{lib} {mode} {a['median_us']:.0f} us")
-    if cells:
-        lines.append(f"| replay sample+update, N=2^20, B=256, K=16 | {'; '.join(cells)} | | |")
+    for op in ("sample+update", "insert"):
+        cells = []
+        for lib in REPLAY_LIBS:
+            for mode in ("per-call", "scan"):
+                a = r.get((lib, op, mode))
+                if a:
+                    cells.append(f"{lib} {mode} {a['median_us']:.0f} us")
+        if cells:
+            lines.append(f"| replay {op}, N=2^20, B=256, K=16 | {'; '.join(cells)} | | |")
     lines.append(README_END)
     return "\n".join(lines)
 
