@@ -108,6 +108,25 @@ def _is_concrete(*xs) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(xs))
 
 
+def check_indices_filled(indices: np.ndarray, size: int) -> None:
+    """ValueError naming the first update index outside the filled range [0, size)."""
+    out = (indices < 0) | (indices >= size)
+    if out.any():
+        i = int(np.argmax(out))
+        raise ValueError(
+            f"update: index {int(indices[i])} at position {i} is outside the filled range "
+            f"[0, {size})"
+        )
+
+
+def check_td_finite(td_errors: np.ndarray) -> None:
+    """ValueError naming the first TD error that is not finite."""
+    bad = ~np.isfinite(td_errors)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"update: td_errors must be finite; entry {i} is {td_errors[i]}")
+
+
 @dataclasses.dataclass(frozen=True)
 class PrioritizedReplay:
     """Static configuration plus the pure functions over `ReplayState`."""
@@ -314,18 +333,8 @@ class PrioritizedReplay:
                 f"update: indices {indices.shape} and td_errors {td.shape} must be equal 1-D"
             )
         if _is_concrete(indices, td, state.size):
-            idx, size = np.asarray(indices), int(state.size)
-            out = (idx < 0) | (idx >= size)
-            if out.any():
-                i = int(np.argmax(out))
-                raise ValueError(
-                    f"update: index {int(idx[i])} at position {i} is outside the filled range "
-                    f"[0, {size})"
-                )
-            bad = ~np.isfinite(np.asarray(td))
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
+            check_indices_filled(np.asarray(indices), int(state.size))
+            check_td_finite(np.asarray(td))
         raw = jnp.abs(td) + jnp.float32(self.eps)
         finite = jnp.isfinite(raw)
         # Non-finite TD errors take the largest priority seen before this update.

@@ -39,7 +39,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample
+from hrl.replay.buffer import (
+    PrioritizedReplay,
+    ReplayState,
+    Sample,
+    check_indices_filled,
+    check_td_finite,
+)
 from hrl.replay.formats import FixedPoint, Float32
 from hrl.replay.sumtree import SumTree
 
@@ -196,13 +202,7 @@ class ReplayHandle:
                     f"indices must be {b} integers (the batch size), got shape {idx.shape} "
                     f"dtype {idx.dtype}"
                 )
-            out = (idx < 0) | (idx >= self._size)
-            if out.any():
-                i = int(np.argmax(out))
-                raise ValueError(
-                    f"update: index {int(idx[i])} at position {i} is outside the filled range "
-                    f"[0, {self._size})"
-                )
+            check_indices_filled(idx, self._size)
             indices = idx.astype(np.int32, copy=False)
         td = np.asarray(td_errors)
         if td.shape != (b,):
@@ -210,9 +210,7 @@ class ReplayHandle:
         if td.dtype != np.float32:
             td = td.astype(np.float32)
             td_errors = td
-        if not np.isfinite(td).all():
-            i = int(np.argmax(~np.isfinite(td)))
-            raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
+        check_td_finite(td)
         return indices, td_errors  # a jax array goes on as it is (no copy in)
 
     # ------------------------------------------------------------------ operations
