@@ -13,6 +13,7 @@ program differs (and writes both texts to /tmp for a diff).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import re
@@ -46,31 +47,38 @@ def program_text(checkout: Path, num_envs: int) -> str:
                      if "file_name_id=" not in line and not re.match(r'^\d+ "', line))
 
 
+@contextlib.contextmanager
+def checkout_at(rev: str):
+    """A temporary git worktree of this repository at `rev`, removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="hrl_rev_") as tmp:
+        path = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(path),
+                        rev], check=True)
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
+                           check=False)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rev", help="the revision to compare with (a commit, tag or branch)")
     ap.add_argument("--envs", nargs="+", type=int, default=[1, 64])
     args = ap.parse_args()
     same = True
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base),
-                        args.rev], check=True)
-        try:
-            for m in args.envs:
-                here, there = program_text(ROOT, m), program_text(base, m)
-                digest = hashlib.sha256(here.encode()).hexdigest()[:16]
-                if here == there:
-                    print(f"M={m}: identical program ({len(here.splitlines())} lines, "
-                          f"sha256 {digest})")
-                else:
-                    same = False
-                    for name, text in (("here", here), (args.rev, there)):
-                        Path(f"/tmp/fused_hlo_M{m}_{name.replace('/', '_')}.txt").write_text(text)
-                    print(f"M={m}: programs DIFFER (texts in /tmp/fused_hlo_M{m}_*.txt)")
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
-                           check=False)
+    with checkout_at(args.rev) as base:
+        for m in args.envs:
+            here, there = program_text(ROOT, m), program_text(base, m)
+            digest = hashlib.sha256(here.encode()).hexdigest()[:16]
+            if here == there:
+                print(f"M={m}: identical program ({len(here.splitlines())} lines, "
+                      f"sha256 {digest})")
+            else:
+                same = False
+                for name, text in (("here", here), (args.rev, there)):
+                    Path(f"/tmp/fused_hlo_M{m}_{name.replace('/', '_')}.txt").write_text(text)
+                print(f"M={m}: programs DIFFER (texts in /tmp/fused_hlo_M{m}_*.txt)")
     return 0 if same else 1
 
 

@@ -20,11 +20,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "experiments" / "results" / "train"
+sys.path.insert(0, str(ROOT / "experiments"))
+from compare_fused_program import checkout_at  # noqa: E402
 
 MEASURE = r"""
 import json, sys
@@ -56,29 +57,22 @@ def main() -> None:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout.strip()
     rows = []
-    with tempfile.TemporaryDirectory(prefix="hrl_rev_") as tmp:
-        other = Path(tmp) / "tree"
-        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(other), rev], cwd=ROOT,
-                       check=True)
-        try:
-            for r in range(args.rounds):
-                for m in args.envs:
-                    sides = [("here", ROOT), (rev, other)]
-                    if r % 2:
-                        sides.reverse()
-                    got = {name: timed(path, m, args.seconds) for name, path in sides}
-                    row = {"round": r, "num_envs": m,
-                           "here_env_steps_per_s": got["here"]["env_steps_per_s"],
-                           "rev_env_steps_per_s": got[rev]["env_steps_per_s"],
-                           "load_avg_1min": got["here"]["load_avg_1min"]}
-                    row["ratio"] = row["here_env_steps_per_s"] / row["rev_env_steps_per_s"]
-                    rows.append(row)
-                    print(f"round {r} M={m}: here {row['here_env_steps_per_s']:,.0f}, {rev} "
-                          f"{row['rev_env_steps_per_s']:,.0f} env steps/s: {row['ratio']:.2f}x",
-                          flush=True)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT,
-                           check=False)
+    with checkout_at(rev) as other:
+        for r in range(args.rounds):
+            for m in args.envs:
+                sides = [("here", ROOT), (rev, other)]
+                if r % 2:
+                    sides.reverse()
+                got = {name: timed(path, m, args.seconds) for name, path in sides}
+                row = {"round": r, "num_envs": m,
+                       "here_env_steps_per_s": got["here"]["env_steps_per_s"],
+                       "rev_env_steps_per_s": got[rev]["env_steps_per_s"],
+                       "load_avg_1min": got["here"]["load_avg_1min"]}
+                row["ratio"] = row["here_env_steps_per_s"] / row["rev_env_steps_per_s"]
+                rows.append(row)
+                print(f"round {r} M={m}: here {row['here_env_steps_per_s']:,.0f}, {rev} "
+                      f"{row['rev_env_steps_per_s']:,.0f} env steps/s: {row['ratio']:.2f}x",
+                      flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     stem = f"fused_speed_vs_{rev}"
     with (OUT / f"{stem}.csv").open("w", newline="") as f:
