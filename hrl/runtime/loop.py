@@ -528,16 +528,15 @@ class HostLoop:
         )
         td_abs, metric_rows = [], []
         if do_learn:
-            packed = None
-            for k in learn_keys:
-                sample = self._timed("sample", self._sample, replay, k, beta)
-                if packed is None:
-                    if self._train is None:
-                        self._build_train(agent, sample)
-                    packed = self._timed("train", self._pack_agent, agent)
+            sample = self._timed("sample", self._sample, replay, learn_keys[0], beta)
+            if self._train is None:
+                self._build_train(agent, sample)
+            packed = self._timed("train", self._pack_agent, agent)
+            for step in range(len(learn_keys)):
+                last = step + 1 == len(learn_keys)
                 if self._relaxed:
-                    # Not waited for: train(t) runs on its device while the host goes on to
-                    # write update(t-s) and draw sample(t+1), which need nothing from it. (The
+                    # Not waited for: train(t) runs on its device while the host writes
+                    # update(t-s) and draws sample(t+1), which need nothing from it. (The
                     # timings then count train's dispatch, not its run.)
                     packed, td, metrics, td_mean = self._timed(
                         "train", self._train, packed, sample.items, sample.weights, wait=False
@@ -545,19 +544,24 @@ class HostLoop:
                     # The update leaving the queue, read before td(t) joins it: it waits for
                     # td(t-1) at most. Same values as pending_push's output (tested).
                     indices, td_out, valid = self._pending_head(pending)
-                    # The queue lives with the tree (the update's device); td(t) travels there.
+                    if bool(valid):
+                        replay = self._timed("update", self._update, replay, indices, td_out)
+                    following = None if last else self._timed(
+                        "sample", self._sample, replay, learn_keys[step + 1], beta)
+                    # Only now does the host need td(t), to move it to the queue, which lives
+                    # with the tree (the update's device).
                     pending = self._pending_join(*self._put("update", (pending, sample.indices,
                                                                        td)))
-                    write = bool(valid)
                 else:  # depth 0: pending_push passes the update straight through
                     packed, td, metrics, td_mean = self._timed(
                         "train", self._train, packed, sample.items, sample.weights
                     )
-                    indices, td_out, write = sample.indices, td, True
-                if write:
-                    replay = self._timed("update", self._update, replay, indices, td_out)
+                    replay = self._timed("update", self._update, replay, sample.indices, td)
+                    following = None if last else self._timed(
+                        "sample", self._sample, replay, learn_keys[step + 1], beta)
                 td_abs.append(td_mean)
                 metric_rows.append(metrics)
+                sample = following
             agent = self._timed("train", self._unpack_agent, packed, wait=not self._relaxed)
             # The round's logs as two arrays, so they cross to the host in one transfer.
             td_abs, metric_rows = self._stack_logs(td_abs, metric_rows)
