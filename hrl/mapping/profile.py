@@ -12,8 +12,9 @@ of a grid around the run's config:
 | sample, update | batch x capacity x fanout      | B * K * D                       |
 | insert | num_envs x capacity x fanout           | M * K * D                       |
 
-Two timings per JAX call: `dispatched` (one jitted call from Python, waited for: what the host
-loop pays; placement `cpu`/`gpu`) and `fused` (the call repeated inside one jitted lax.scan,
+Two timings per JAX call: `dispatched` (one jitted call from Python, waited for, made as the host
+loop makes it: the SGD step on the packed agent, update and insert on a donated state; placement
+`cpu`/`gpu`) and `fused` (the call repeated inside one jitted lax.scan,
 divided by the repeats: what the fused loop pays; placement `cpu-fused`/`gpu-fused`). Replay
 backends other than JAX (`opencl` on each OpenCL device, `rtl` in simulation when its module
 exists) are timed through the same host calls the runtime makes. A host-memory copy is timed
@@ -86,6 +87,11 @@ def _median_time(fn: Callable[[], object], repeats: int) -> dict[str, float]:
     q = np.quantile(wall, [0.1, 0.9])
     return {"latency_s": statistics.median(wall), "p10_s": float(q[0]), "p90_s": float(q[1]),
             "cpu_s": statistics.median(cpu)}
+
+
+def _copy(tree):
+    """A copy of a device pytree that a donating call may consume."""
+    return jax.tree.map(jnp.copy, tree)
 
 
 def _scan_time(step: Callable, carry, n: int, repeats: int) -> dict[str, float]:
@@ -255,8 +261,19 @@ class Profiler:
                     else rng.integers(0, max(self.act_dim, 1), (s.batch, *v.shape)).astype(v.dtype))
                     for k, v in self.example.items()}
                 weights = jnp.ones((s.batch,), jnp.float32)
-                train = jax.jit(prims.train)
-                t = _median_time(lambda: train(state, batch, weights), repeats)
+                # Packed, as the host loop calls it (HostTrain): five arrays back, not the
+                # agent's every leaf.
+                from hrl.runtime.loop import HostTrain
+
+                host_train = HostTrain.build(prims.train, state, batch, weights)
+                packed = host_train.pack_agent(state)
+
+                def train_call():
+                    nonlocal packed
+                    packed, *rest = host_train.step(packed, batch, weights)
+                    return packed, rest
+
+                t = _median_time(train_call, repeats)
                 self._record("train", placement, "dispatched", s, "train", t, repeats)
                 t = _scan_time(lambda st, k: prims.train(st, batch, weights)[0], state,
                                scan, repeats)
@@ -284,8 +301,16 @@ class Profiler:
                 self._record("sample", f"{placement}-fused", "fused", sb, "sample", t, repeats)
                 idx = jnp.asarray(rng.integers(0, s.capacity, b).astype(np.int32))
                 td = jnp.asarray(rng.uniform(0, 2, b).astype(np.float32))
-                update = jax.jit(prims.update)
-                t = _median_time(lambda: update(state, idx, td), repeats)
+                # Donated, as the host loop calls it: written in place, never copied.
+                update = jax.jit(prims.update, donate_argnums=0)
+                owned = _copy(state)
+
+                def update_call():
+                    nonlocal owned
+                    owned = update(owned, idx, td)
+                    return owned
+
+                t = _median_time(update_call, repeats)
                 self._record("update", placement, "dispatched", sb, "update", t, repeats)
                 t = _scan_time(lambda st, k, p=prims: p.update(st, idx,
                                                                td * jax.random.uniform(k)),
@@ -295,8 +320,15 @@ class Profiler:
             for m in num_envs:
                 sm = dataclasses.replace(s, num_envs=m)
                 items = {k: jnp.zeros((m, *v.shape), v.dtype) for k, v in self.example.items()}
-                insert = jax.jit(prims.insert)
-                t = _median_time(lambda: insert(state, items), repeats)
+                insert = jax.jit(prims.insert, donate_argnums=0)  # as the host loop does
+                owned = _copy(state)
+
+                def insert_call():
+                    nonlocal owned
+                    owned = insert(owned, items)
+                    return owned
+
+                t = _median_time(insert_call, repeats)
                 self._record("insert", placement, "dispatched", sm, "insert", t, repeats)
                 t = _scan_time(lambda st, k: prims.insert(st, items), state, scan, repeats)
                 self._record("insert", f"{placement}-fused", "fused", sm, "insert", t, repeats)

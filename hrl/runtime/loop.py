@@ -342,6 +342,34 @@ class FusedLoop:
         return state, jax.device_get(out)
 
 
+class HostTrain(NamedTuple):
+    """The SGD step as the host calls it (`HostLoop`, and `hrl profile`, which times it so):
+    the agent packed into one vector per dtype and the metrics into one
+    (`hrl.runtime.packing`), so a call returns five arrays instead of the agent's every leaf;
+    |td| is reduced where td lives, so only a scalar of it crosses back per step."""
+
+    step: Any  # jitted (packed agent, items, weights) -> (packed agent, td, metrics, mean |td|)
+    pack_agent: Any  # jitted agent -> packed agent
+    unpack_agent: Any  # jitted packed agent -> agent
+    stack_logs: Any  # jitted (U mean |td|s, U packed metrics) -> their stacks, one array each
+    metrics: TreePacking  # unpacks the metrics on the host
+
+    @classmethod
+    def build(cls, train, agent, items, weights) -> HostTrain:
+        agent_packing = TreePacking(agent)
+        metrics = TreePacking(jax.eval_shape(train, agent, items, weights)[2])
+
+        def step(flat_agent, batch, weights):
+            agent, td, out = train(agent_packing.unpack(flat_agent), batch, weights)
+            return agent_packing.pack(agent), td, metrics.pack(out), jnp.mean(jnp.abs(td))
+
+        def stack_logs(td_means, rows):
+            return jnp.stack(td_means), jax.tree.map(lambda *xs: jnp.stack(xs), *rows)
+
+        return cls(jax.jit(step), jax.jit(agent_packing.pack), jax.jit(agent_packing.unpack),
+                   jax.jit(stack_logs), metrics)
+
+
 class HostLoop:
     """The same iteration, one primitive call at a time, each on its own device or backend.
 
@@ -425,7 +453,7 @@ class HostLoop:
         self._concat = jax.jit(
             lambda steps: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *steps)
         )
-        self._train = None  # the packed SGD step, built for the agent's structure: `_build_train`
+        self._train = None  # HostTrain, built for the agent's structure at the first round
         self._pending_head = jax.jit(lambda p: (p.indices[p.head], p.td_errors[p.head],
                                                 p.valid[p.head]))
         self._pending_join = jax.jit(lambda p, indices, td: pending_push(p, indices, td)[0])
@@ -496,27 +524,6 @@ class HostLoop:
         actor = ActorState(env_state, obs, start, actor_carry, acc)
         return actor, self._concat(transitions), completed, returns, env_steps
 
-    def _build_train(self, agent, sample) -> None:
-        """The SGD step as the host calls it: the agent packed into one vector per dtype and
-        the metrics into one (`hrl.runtime.packing`), so a call returns five arrays instead of
-        the agent's every leaf; |td| is reduced where td lives, so only a scalar of it crosses
-        back per step. Built once, from the first call's structures."""
-        prims = self.prims
-        agent_packing = TreePacking(agent)
-        _, _, metrics = jax.eval_shape(prims.train, agent, sample.items, sample.weights)
-        self._metrics_packing = TreePacking(metrics)
-
-        def train(flat_agent, batch, weights):
-            agent, td, metrics = prims.train(agent_packing.unpack(flat_agent), batch, weights)
-            return (agent_packing.pack(agent), td, self._metrics_packing.pack(metrics),
-                    jnp.mean(jnp.abs(td)))
-
-        self._train = jax.jit(train)
-        self._stack_logs = jax.jit(lambda tds, rows: (jnp.stack(tds), jax.tree.map(
-            lambda *xs: jnp.stack(xs), *rows)))
-        self._pack_agent = jax.jit(agent_packing.pack)
-        self._unpack_agent = jax.jit(agent_packing.unpack)
-
     def _learn(self, agent, replay, pending, batch, learn_keys, beta, iteration: int):
         """The learner's program: insert the batch, then (on a learning iteration) U x
         (sample -> train -> relaxed queue -> update). Returns what it changed and its logs.
@@ -530,8 +537,9 @@ class HostLoop:
         if do_learn:
             sample = self._timed("sample", self._sample, replay, learn_keys[0], beta)
             if self._train is None:
-                self._build_train(agent, sample)
-            packed = self._timed("train", self._pack_agent, agent)
+                self._train = HostTrain.build(self.prims.train, agent, sample.items,
+                                              sample.weights)
+            packed = self._timed("train", self._train.pack_agent, agent)
             for step in range(len(learn_keys)):
                 last = step + 1 == len(learn_keys)
                 if self._relaxed:
@@ -539,8 +547,8 @@ class HostLoop:
                     # update(t-s) and draws sample(t+1), which need nothing from it. (The
                     # timings then count train's dispatch, not its run.)
                     packed, td, metrics, td_mean = self._timed(
-                        "train", self._train, packed, sample.items, sample.weights, wait=False
-                    )
+                        "train", self._train.step, packed, sample.items, sample.weights,
+                        wait=False)
                     # The update leaving the queue, read before td(t) joins it: it waits for
                     # td(t-1) at most. Same values as pending_push's output (tested).
                     indices, td_out, valid = self._pending_head(pending)
@@ -554,7 +562,7 @@ class HostLoop:
                                                                        td)))
                 else:  # depth 0: pending_push passes the update straight through
                     packed, td, metrics, td_mean = self._timed(
-                        "train", self._train, packed, sample.items, sample.weights
+                        "train", self._train.step, packed, sample.items, sample.weights
                     )
                     replay = self._timed("update", self._update, replay, sample.indices, td)
                     following = None if last else self._timed(
@@ -562,9 +570,10 @@ class HostLoop:
                 td_abs.append(td_mean)
                 metric_rows.append(metrics)
                 sample = following
-            agent = self._timed("train", self._unpack_agent, packed, wait=not self._relaxed)
+            agent = self._timed("train", self._train.unpack_agent, packed,
+                                wait=not self._relaxed)
             # The round's logs as two arrays, so they cross to the host in one transfer.
-            td_abs, metric_rows = self._stack_logs(td_abs, metric_rows)
+            td_abs, metric_rows = self._train.stack_logs(td_abs, metric_rows)
         return agent, replay, pending, do_learn, td_abs, metric_rows
 
     def _finish(self, state: TrainState, inputs: IterationInputs, actor: ActorState, agent,
@@ -599,7 +608,7 @@ class HostLoop:
         )
         if do_learn:  # each metric's mean over the round's SGD steps
             metrics = jax.tree.map(lambda x: np.float32(np.mean(np.asarray(x, np.float32))),
-                                   self._metrics_packing.unpack(metric_rows))
+                                   self._train.metrics.unpack(metric_rows))
         else:
             metrics = None
         return new_state, (
