@@ -41,6 +41,7 @@ OUT = ROOT / "results" / "relaxed"
 BASE = ["env.num_envs=8", "agent.hidden_sizes=[64,64]", "train.batch_size=64",
         "replay.capacity=50000", "train.learning_starts=256", "train.train_ratio=0.5",
         "train.rollout_length=4", "train.total_env_steps=10000000", "train.executor=sequential",
+        "train.cpu_dispatch=async",  # both modes: relaxed overlaps train only with async calls
         "log.progress=false"]
 TREES = {
     "opencl": ["replay.backend=opencl"],

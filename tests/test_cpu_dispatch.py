@@ -1,0 +1,70 @@
+"""train.cpu_dispatch: which XLA:CPU dispatch a run gets, that it is set before JAX's backend
+starts (and only then), and that the results do not depend on it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hrl.config import load_config
+from hrl.runtime.run import cpu_dispatch_of
+
+CARTPOLE = "experiments/configs/dqn_cartpole.yaml"
+GYMNASIUM = "experiments/configs/dqn_cartpole_gymnasium.yaml"
+
+
+@pytest.mark.parametrize("config, overrides, expected", [
+    (CARTPOLE, [], "async"),  # the fused loop: one call per chunk
+    (CARTPOLE, ["train.executor=sequential"], "sync"),
+    (CARTPOLE, ["train.executor=pipelined", "train.actors=process"], "sync"),
+    (CARTPOLE, ["train.executor=sequential", "train.dependency=relaxed", "train.staleness=2"],
+     "async"),  # relaxed overlaps train with the replay's calls only when they are async
+    (CARTPOLE, ["train.executor=sequential", "train.cpu_dispatch=async"], "async"),
+    (CARTPOLE, ["train.cpu_dispatch=sync"], "sync"),
+    (GYMNASIUM, [], "sync"),  # a host env runs the host loop
+])
+def test_auto_resolves_by_loop_and_dependency(config, overrides, expected):
+    assert cpu_dispatch_of(load_config(config, overrides)) == expected
+
+
+def test_bad_value_names_the_key():
+    with pytest.raises(ValueError, match=r"train\.cpu_dispatch.*'fast'"):
+        load_config(CARTPOLE, ["train.cpu_dispatch=fast"])
+
+
+# Builds a short sequential run in a fresh process and prints the dispatch JAX ended up with
+# and a digest of the final state (every leaf's bytes).
+RUN = """
+import hashlib, json, sys, jax, numpy as np
+from hrl.config import load_config
+from hrl.runtime import build, initial_state
+overrides = json.loads(sys.argv[1])
+if "--started" in sys.argv:
+    jax.numpy.zeros(1)  # JAX's backend already running: the config cannot change it
+cfg = load_config("experiments/configs/dqn_cartpole.yaml", [
+    "train.executor=sequential", "env.num_envs=4", "agent.hidden_sizes=[16,16]",
+    "train.batch_size=16", "train.learning_starts=32", "replay.capacity=256",
+    "log.progress=false"] + overrides)
+built = build(cfg)
+state, _ = built.loop.run(initial_state(built), 12)
+digest = hashlib.sha256(b"".join(np.asarray(x).tobytes() for x in jax.tree.leaves(state)))
+print(json.dumps([bool(jax.config.read("jax_cpu_enable_async_dispatch")), digest.hexdigest()]))
+"""
+
+
+def run_fresh(overrides, *flags):
+    out = subprocess.run([sys.executable, "-c", RUN, json.dumps(overrides), *flags],
+                         capture_output=True, text=True, check=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_set_at_build_in_a_fresh_process_and_results_equal_bit_for_bit():
+    sync_async, sync_digest = run_fresh(["train.cpu_dispatch=sync"])
+    async_async, async_digest = run_fresh(["train.cpu_dispatch=async"])
+    assert (sync_async, async_async) == (False, True)
+    assert sync_digest == async_digest
+    # Too late once the backend runs: JAX's default (async) stays, and so do the results.
+    late_async, late_digest = run_fresh(["train.cpu_dispatch=sync"], "--started")
+    assert late_async is True
+    assert late_digest == sync_digest
