@@ -814,6 +814,7 @@ RESUMABLE_KEYS = (
     # The limiter changes when the actors run, never what they compute.
     "train.samples_per_insert",
     "train.samples_per_insert_tolerance",
+    "train.cpu_dispatch",  # where XLA:CPU runs a call, never what it computes
     "train.solved_return",
     "log.checkpoint_every",
     "log.progress",
