@@ -54,7 +54,11 @@ def overrides_for(s: dict) -> list[str]:
     return [f"env.num_envs={s['num_envs']}", f"train.rollout_length={s['rollout']}",
             f"train.batch_size={s['batch']}", f"agent.hidden_sizes=[{s['width']},{s['width']}]",
             f"train.train_ratio={s['ratio']}", f"replay.capacity={CAPACITY}",
-            "train.learning_starts=512", "train.total_env_steps=10000000"]
+            "train.learning_starts=512", "train.total_env_steps=10000000",
+            # One process runs every mapping, and XLA:CPU's dispatch is fixed per process: all
+            # in JAX's default (async), the mode the profile was measured in. (A strict host
+            # loop on its own would run sync under train.cpu_dispatch: auto, and faster.)
+            "train.cpu_dispatch=async"]
 
 
 def main(argv=None) -> int:
