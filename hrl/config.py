@@ -143,12 +143,12 @@ class TrainConfig:
     samples_per_insert_tolerance: float | None = None
     # How XLA:CPU runs each jitted call: "async" (on XLA's worker thread while the caller goes
     # on: what lets relaxed dependency overlap train(t) with the replay's next calls), "sync"
-    # (on the calling thread: no hand-off and wake-up per call; measured 1.3-1.5x faster for
-    # the pipelined learner, whose every call is waited for), "auto" (sync for a host loop -
-    # executor sequential or pipelined, a host env or replay, a placement - in strict
-    # dependency on one device; async otherwise). Process-wide and fixed when JAX's CPU backend
-    # starts, so it applies only when the run's build is the first use of JAX in the process.
-    # Results are the same bit for bit either way.
+    # (on the calling thread: no hand-off and wake-up per call, which a loop that waits for
+    # every call gains most from when another process shares the cores), "auto" (sync for a
+    # host loop - executor sequential or pipelined, a host env or replay, a placement - in
+    # strict dependency on one device; async otherwise). Process-wide and fixed when JAX's CPU
+    # backend starts, so it applies only when the run's build is the first use of JAX in the
+    # process. Results are the same bit for bit either way.
     cpu_dispatch: Literal["auto", "async", "sync"] = "auto"
     chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
     # The task's bar (mean return of the last log.return_window episodes): the summary reports

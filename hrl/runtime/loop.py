@@ -417,8 +417,8 @@ class HostLoop:
         if replay_is_jax:
             # The loop owns the replay state it threads through a chunk (`_own` copies the
             # caller's once at the start), so insert and update write in place: without
-            # donation every call copied the whole buffer (measured: 250-390 us against
-            # 35-55 us per update at capacity 50k).
+            # donation every call copied the whole buffer (155 against 34 us per update at
+            # capacity 50k: experiments/bench_call_overhead.py).
             self._own = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree))
             self._insert = jax.jit(prims.insert, donate_argnums=0)
             self._sample = jax.jit(prims.sample)
@@ -461,8 +461,9 @@ class HostLoop:
 
     def _put(self, name, tree):
         """`tree`'s leaves on the device placed for `name`. Leaves already there are passed as
-        they are: `jax.device_put` costs about 9 us per array even then (137 us for the replay
-        state's 15), against well under 1 us to compare shardings."""
+        they are: `jax.device_put` costs about 10 us per array even then (148 us for the replay
+        state's 15: experiments/bench_call_overhead.py), against well under 1 us to compare
+        shardings."""
         device = self.placement.get(name)
         if device is None:
             return tree
