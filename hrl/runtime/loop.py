@@ -403,6 +403,9 @@ class HostLoop:
         self.schedule = schedule
         self.env_is_jax = env_is_jax
         self.placement = placement
+        # What `_put` compares each argument's sharding with, built once rather than per call.
+        self._shardings = {name: SingleDeviceSharding(device)
+                           for name, device in placement.items()}
         if not replay_is_jax:  # a host backend places itself (its own device option)
             for name in ("sample", "update"):
                 if name in placement:
@@ -464,15 +467,14 @@ class HostLoop:
         they are: `jax.device_put` costs about 10 us per array even then (148 us for the replay
         state's 15: experiments/bench_call_overhead.py), against well under 1 us to compare
         shardings."""
-        device = self.placement.get(name)
-        if device is None:
+        sharding = self._shardings.get(name)
+        if sharding is None:
             return tree
-        sharding = SingleDeviceSharding(device)
         leaves, treedef = jax.tree.flatten(tree)
         away = [i for i, leaf in enumerate(leaves)
                 if not (isinstance(leaf, jax.Array) and leaf.sharding == sharding)]
         if away:
-            for i, leaf in zip(away, jax.device_put([leaves[i] for i in away], device),
+            for i, leaf in zip(away, jax.device_put([leaves[i] for i in away], sharding),
                                strict=True):
                 leaves[i] = leaf
         return jax.tree.unflatten(treedef, leaves)
