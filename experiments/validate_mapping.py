@@ -84,7 +84,11 @@ def main(argv=None) -> int:
     from hrl.mapping.profile import Profiler, load_profile, write_profile
     from hrl.mapping.validate import measure_iteration, mode_overrides, runnable_mappings
     from hrl.mapping.workload import workload_from_config
+    from hrl.runtime.cpu_backend import start_cpu_backend
 
+    # Before any JAX: the intra-op threads the runs get (train.cpu_threads: auto, the same for
+    # every config here) and async dispatch, the profile's mode (see overrides_for).
+    start_cpu_backend(load_config(CONFIGS["gymnax"]), dispatch="async")
     console = Console()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -150,6 +150,12 @@ class TrainConfig:
     # backend starts, so it applies only when the run's build is the first use of JAX in the
     # process. Results are the same bit for bit either way.
     cpu_dispatch: Literal["auto", "async", "sync"] = "auto"
+    # XLA:CPU's intra-op threads (how many cores one jitted call may split its work over): a
+    # number, or "auto" (1 for the fused loop on one device of a machine of at most 2 cores:
+    # there splitting its small programs costs more than it gains; else XLA's default, one per
+    # core). Fixed when JAX's CPU backend starts, as cpu_dispatch. Results may differ in float
+    # rounding (a matrix product split differently), never in anything else.
+    cpu_threads: Literal["auto"] | int = "auto"
     chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
     # The task's bar (mean return of the last log.return_window episodes): the summary reports
     # env steps and wall seconds to reach it, per seed. None: no bar for this task.
@@ -227,6 +233,8 @@ class TrainConfig:
             f"{path}.solved_return", "must be a finite number (or null)", self.solved_return,
         )
         _require(self.devices >= 1, f"{path}.devices", "must be >= 1", self.devices)
+        _require(self.cpu_threads == "auto" or self.cpu_threads >= 1, f"{path}.cpu_threads",
+                 "must be >= 1 (or auto)", self.cpu_threads)
         if self.devices > 1:
             for key, value in (("env.num_envs", num_envs), ("train.batch_size", self.batch_size),
                                ("replay.capacity", capacity)):

@@ -2,13 +2,14 @@
 starts (and only then), and that the results do not depend on it."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from hrl.config import load_config
-from hrl.runtime.run import cpu_dispatch_of
+from hrl.runtime.cpu_backend import cpu_dispatch_of
 
 CARTPOLE = "experiments/configs/dqn_cartpole.yaml"
 GYMNASIUM = "experiments/configs/dqn_cartpole_gymnasium.yaml"
@@ -68,3 +69,53 @@ def test_set_at_build_in_a_fresh_process_and_results_equal_bit_for_bit():
     late_async, late_digest = run_fresh(["train.cpu_dispatch=sync"], "--started")
     assert late_async is True
     assert late_digest == sync_digest
+
+
+# train.cpu_threads: XLA:CPU's intra-op pool, sized when the backend starts.
+
+@pytest.mark.parametrize("overrides, cores, expected", [
+    ([], 2, 1),  # the fused loop on a small machine: one thread
+    ([], 16, None),  # elsewhere XLA's default, one per core
+    (["train.cpu_threads=3"], 2, 3),
+    (["train.executor=sequential"], 2, None),  # host loops keep the default
+    (["train.executor=pipelined", "train.actors=process"], 2, None),
+])
+def test_cpu_threads_auto_resolves_by_cores_and_devices(monkeypatch, overrides, cores, expected):
+    from hrl.runtime import cpu_backend
+
+    monkeypatch.setattr(cpu_backend, "usable_cores", lambda: cores)
+    assert cpu_backend.cpu_threads_of(load_config(CARTPOLE, overrides)) == expected
+
+
+@pytest.mark.parametrize("value", ["0", "many"])
+def test_cpu_threads_bad_value_names_the_key(value):
+    with pytest.raises(ValueError, match=r"train\.cpu_threads"):
+        load_config(CARTPOLE, [f"train.cpu_threads={value}"])
+
+
+POOL = """
+import json, os, sys
+from hrl.config import load_config
+from hrl.runtime import build, initial_state
+cfg = load_config("experiments/configs/dqn_cartpole.yaml", [
+    "env.num_envs=4", "agent.hidden_sizes=[16,16]", "train.batch_size=16",
+    "train.learning_starts=32", "replay.capacity=256", "log.progress=false",
+    f"train.cpu_threads={sys.argv[1]}"])
+built = build(cfg)
+built.loop.run(initial_state(built), 4)
+tasks = "/proc/self/task"
+pool = sum(open(f"{tasks}/{t}/comm").read().startswith("tf_XLAEigen") for t in os.listdir(tasks))
+masks = {len(os.sched_getaffinity(int(t))) for t in os.listdir(tasks)}
+print(json.dumps([pool, sorted(masks), len(os.sched_getaffinity(0))]))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux affinity masks and 2 or more cores")
+def test_cpu_threads_sizes_xla_pool_and_leaves_every_thread_all_cores():
+    cores = len(os.sched_getaffinity(0))
+    out = subprocess.run([sys.executable, "-c", POOL, "1"], capture_output=True, text=True,
+                         check=True, timeout=300)
+    pool, masks, main_mask = json.loads(out.stdout.strip().splitlines()[-1])
+    assert pool == 1
+    assert masks == [cores] and main_mask == cores  # narrowed only while the backend started

@@ -80,6 +80,11 @@ def run(args: argparse.Namespace) -> int:
     links = None if only is None else [n for n in only if n != "rtl-tables"]
     rows, skipped = [], []
     if links is None or links:
+        from hrl.runtime.cpu_backend import start_cpu_backend
+
+        # The intra-op threads a run of this config gets (train.cpu_threads), so that the
+        # profile prices what runs; async dispatch, which the profile's timings assume.
+        start_cpu_backend(cfg, dispatch="async")
         profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
                             only=links)
         rows, skipped = profiler.run(), profiler.skipped

@@ -137,20 +137,51 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
         if len(rows) < 3:
             continue
         placement = measured_placement(place, models, **MEASURED_KINDS[place])
-        a, y = [], []
+        a, y, total = [], [], []
         for r in rows:
             w = _loop_row_workload(r)
             counts = w.counts()
             prims = sum(counts[c] * placement.seconds(c, w) for c in counts)
             a.append([1.0, w.rollout_length, w.sgd_steps])
-            y.append(float(r[METRICS[metric]]) - prims)
-        coef = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)[0]
-        coef = np.maximum(coef, 0.0)  # bookkeeping cannot save time
-        if np.all(np.isfinite(coef)):
-            out[kind] = LoopOverhead(*map(float, coef), source=(
-                f"{kind} loop at {len(rows)} small settings minus its profiled primitives"))
+            total.append(float(r[METRICS[metric]]))
+            y.append(total[-1] - prims)
+        coef = _relative_fit(np.array(a), np.array(y), np.array(total))
+        if coef is None:
+            continue
+        loo = _leave_one_out(np.array(a), np.array(y), np.array(total))
+        out[kind] = LoopOverhead(*map(float, coef), source=(
+            f"{kind} loop at {len(rows)} small settings minus its profiled primitives"
+            + (f"; leave-one-out error of the iteration {loo:.0%} median" if loo is not None
+               else "")))
     out["pipelined"] = _pipelined_overhead(profile, models, metric, out["host"])
     return out
+
+
+def _relative_fit(a, y, total):
+    """c >= 0 minimising the squared relative error of each row's iteration time (total =
+    primitives + a @ c), so that the small settings count as much as the large ones."""
+    import numpy as np
+
+    scale = 1.0 / np.maximum(total, 1e-12)
+    coef = np.linalg.lstsq(a * scale[:, None], y * scale, rcond=None)[0]
+    coef = np.maximum(coef, 0.0)  # bookkeeping cannot save time
+    return coef if np.all(np.isfinite(coef)) else None
+
+
+def _leave_one_out(a, y, total) -> float | None:
+    """Median relative error of each row's iteration time predicted from a fit without it."""
+    import numpy as np
+
+    if len(y) <= a.shape[1]:
+        return None
+    errs = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        coef = _relative_fit(a[keep], y[keep], total[keep])
+        if coef is None:
+            return None
+        errs.append(abs(a[i] @ coef - y[i]) / total[i])  # predicted - measured iteration
+    return float(np.median(errs))
 
 
 def host_cores(profile: dict | None) -> int:

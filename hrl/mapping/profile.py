@@ -59,8 +59,10 @@ GRIDS = {
              "fanout": (4, 16), "repeats": 30, "scan": 100},
 }
 # Loop-bookkeeping settings: (actor steps L, SGD steps U) per iteration, at small sizes where
-# the bookkeeping is a large share of the iteration.
-LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4))
+# the bookkeeping is a large share of the iteration. Six points for three coefficients, so the
+# fit has a leave-one-out error; L and U up to 16 and 32, the range runs use (three points at
+# L, U <= 4 once put 0.8 ms on each SGD step of the host loop, twice what U=32 measures).
+LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4), (16, 1), (1, 16), (16, 32))
 LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
 # The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
 LINK_ROWS = ("host", "process", "cpu-collective")

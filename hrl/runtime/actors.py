@@ -263,10 +263,6 @@ def _serve(cfg_dict: dict, inbox, outbox) -> None:
     # Ctrl-C reaches the whole process group: the learner's process handles it (it stops at
     # the chunk's end and checkpoints), so the actors must finish their chunk, not die.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # This process waits for every call it makes (infer, then the env on the host), so XLA's
-    # asynchronous dispatch only adds a hand-off to its worker thread and back per call:
-    # without it, inference took 2.5 ms instead of 4 ms per 16 steps (M=16, learner beside).
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
     try:
         loop, env = _build_actors(cfg_dict)
         outbox.put(("ready", None))
@@ -290,8 +286,12 @@ def _build_actors(cfg_dict: dict):
     from hrl.runtime.run import build
 
     cfg_dict = {**cfg_dict, "replay": {**cfg_dict["replay"], "backend": "jax"},
+                # This process waits for every call it makes (infer, then the env on the
+                # host), so asynchronous dispatch would only add a hand-off to XLA's worker
+                # thread and back per call: with it, inference took 4 ms instead of 2.5 ms per
+                # 16 steps (M=16, learner beside), whatever the run's dependency.
                 "train": {**cfg_dict["train"], "executor": "sequential", "fused": False,
-                          "actors": "thread"},
+                          "actors": "thread", "cpu_dispatch": "sync"},
                 "placement": {k: v for k, v in cfg_dict.get("placement", {}).items()
                               if k in ("env", "infer")}}
     built = build(config_from_dict(cfg_dict))

@@ -41,6 +41,7 @@ from hrl.runtime.checkpoint import (
     restore_newest,
     save_checkpoint,
 )
+from hrl.runtime.cpu_backend import start_cpu_backend
 from hrl.runtime.loop import (
     FusedLoop,
     HostLoop,
@@ -104,7 +105,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     `placement` (primitive -> `jax.Device`) adds to the config's `placement`."""
     from hrl import agents, envs
 
-    set_cpu_dispatch(cfg)  # before anything starts JAX's backend
+    start_cpu_backend(cfg)  # before anything else starts JAX's backend
     devices = cfg.train.devices
     mesh = None
     if devices > 1:  # before anything is built: too many devices is a config error
@@ -187,28 +188,6 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     else:
         loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement)
     return Built(cfg, env, agent, replay, schedule, loop, example)
-
-
-def cpu_dispatch_of(cfg: RunConfig) -> str:
-    """`train.cpu_dispatch` resolved: "sync" or "async" (see the key's comment)."""
-    t = cfg.train
-    if t.cpu_dispatch != "auto":
-        return t.cpu_dispatch
-    host_loop = (t.executor in ("sequential", "pipelined") or t.fused is False
-                 or cfg.env.name.startswith("gymnasium:") or cfg.replay.backend != "jax"
-                 or bool(cfg.placement))
-    return "sync" if host_loop and t.dependency == "strict" and t.devices == 1 else "async"
-
-
-def set_cpu_dispatch(cfg: RunConfig) -> bool:
-    """Set XLA:CPU's dispatch for this process from the config, if JAX's backend has not
-    started yet (it reads the setting once, then). True if it was set."""
-    from jax._src import xla_bridge
-
-    if xla_bridge.backends_are_initialized():
-        return False
-    jax.config.update("jax_cpu_enable_async_dispatch", cpu_dispatch_of(cfg) == "async")
-    return True
 
 
 def rate_limit_of(cfg: RunConfig, schedule: Schedule) -> RateLimit | None:

@@ -1,0 +1,96 @@
+"""How JAX's CPU backend runs a training process: its dispatch and its intra-op threads.
+
+Both are fixed when the backend starts, once per process, so `start_cpu_backend(cfg)` must be
+the first use of JAX in the process (`hrl.runtime.build` calls it first); later it changes
+nothing. Neither changes what a run computes beyond float rounding (sync and async give the
+same bits; a different thread count may split a matrix product differently).
+
+Why the thread count: on a 2-core machine the learner's programs are small (a 64x64 MLP,
+batch 32-256), and XLA:CPU splitting them over two threads costs more than it gains. Measured
+on the 2-vCPU development VM (`experiments/bench_cpu_threads.py`), one thread against XLA's
+default of one per core: the fused DQN loop at M=1 ran 22.1k against 19.0k env steps/s, and at
+M=64 with batch 256 and 256x256 layers a steady 8 ms per iteration against chunks of either
+5 or 31 ms (both threads busy the whole time: the two-thread mode flips between chunks, for
+the same input). The host loops gain nothing from one thread, so `auto` leaves them alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+from hrl.config import RunConfig
+
+
+def cpu_dispatch_of(cfg: RunConfig) -> str:
+    """`train.cpu_dispatch` resolved: "sync" or "async" (see the key's comment)."""
+    t = cfg.train
+    if t.cpu_dispatch != "auto":
+        return t.cpu_dispatch
+    one_device = t.devices == 1
+    return "sync" if runs_host_loop(cfg) and t.dependency == "strict" and one_device else "async"
+
+
+def runs_host_loop(cfg: RunConfig) -> bool:
+    """Whether the run's primitives are called one by one from Python (sequential or
+    pipelined executor) rather than inside the fused loop. Decided from the config alone,
+    before the env is built: `build` decides the same from the built env."""
+    t = cfg.train
+    return (t.executor in ("sequential", "pipelined") or t.fused is False
+            or cfg.env.name.startswith("gymnasium:") or cfg.replay.backend != "jax"
+            or bool(cfg.placement))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def cpu_threads_of(cfg: RunConfig) -> int | None:
+    """`train.cpu_threads` resolved: XLA:CPU's intra-op threads, or None for XLA's default
+    (one per usable core). `auto` is 1 for the fused loop on one device of a machine of at
+    most 2 cores. Elsewhere it keeps the default: the host loops measured the same or a little
+    slower with one thread (0.96-0.97x), and larger machines have not been measured."""
+    n = cfg.train.cpu_threads
+    if n != "auto":
+        return n
+    fused_on_one_device = cfg.train.devices == 1 and not runs_host_loop(cfg)
+    return 1 if fused_on_one_device and usable_cores() <= 2 else None
+
+
+def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
+    """Start JAX's backends with the config's CPU dispatch (or `dispatch`, "sync" or "async")
+    and intra-op threads, unless they have started already (then nothing changes). True if
+    the settings were applied."""
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        return False
+    dispatch = dispatch or cpu_dispatch_of(cfg)
+    if dispatch not in ("sync", "async"):
+        raise ValueError(f"dispatch must be 'sync' or 'async', got {dispatch!r}")
+    jax.config.update("jax_cpu_enable_async_dispatch", dispatch == "async")
+    threads = cpu_threads_of(cfg)
+    if threads is not None and threads < usable_cores() and hasattr(os, "sched_setaffinity"):
+        _start_with_threads(threads)
+    return True
+
+
+def _start_with_threads(threads: int) -> None:
+    """XLA sizes its intra-op pool from the affinity mask it sees when the backend starts: start
+    it under a mask of `threads` cores, then give every thread of the process (the pool's
+    included) the whole mask back, so the threads are fewer but free to run on any core."""
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, sorted(cores)[:threads])
+    try:
+        jax.devices()
+    finally:
+        for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ():
+            try:
+                os.sched_setaffinity(int(tid), cores)
+            except (ProcessLookupError, PermissionError):  # a thread that has just ended
+                pass
+        os.sched_setaffinity(0, cores)
