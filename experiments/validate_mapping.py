@@ -10,10 +10,13 @@ CartPole, host envs). Step 2 runs every mapping the runtime can instantiate here
 (hrl.mapping.validate.runnable_mappings: the fused loop, the sequential host loop, the replay
 tree on PoCL, and the pipelined executor with process actors over the host-loop mappings), in
 strict and relaxed mode, for each setting, and compares the measured seconds per iteration with
-the prediction of `hrl map` for that mapping and executor. Writes validation.csv, validation.md
-and validation.png into experiments/results/mapping/. Targets (issue 11 §4): median absolute
-error <= 10% of wall time, and per setting and mode the predicted-best mapping measures within
-5% of the measured best; the report says how close each contest was.
+the prediction of `hrl map` for that mapping and executor. Each run is measured in a fresh
+process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it
+(`train.cpu_dispatch` and `train.cpu_threads`: auto; a strict host loop runs sync, a relaxed one
+async, and the model prices each with loop rows measured that way). Writes validation.csv,
+validation.md and validation.png into experiments/results/mapping/. Targets (issue 11 §4):
+median absolute error <= 10% of wall time, and per setting and mode the predicted-best mapping
+measures within 5% of the measured best; the report says how close each contest was.
 """
 
 from __future__ import annotations
@@ -55,10 +58,32 @@ def overrides_for(s: dict) -> list[str]:
             f"train.batch_size={s['batch']}", f"agent.hidden_sizes=[{s['width']},{s['width']}]",
             f"train.train_ratio={s['ratio']}", f"replay.capacity={CAPACITY}",
             "train.learning_starts=512", "train.total_env_steps=10000000",
-            # One process runs every mapping, and XLA:CPU's dispatch is fixed per process: all
-            # in JAX's default (async), the mode the profile was measured in. (A strict host
-            # loop on its own would run sync under train.cpu_dispatch: auto, and faster.)
-            "train.cpu_dispatch=async"]
+            "log.progress=false"]
+
+
+def measure_in_fresh_process(config: str, overrides: list[str], iterations: int) -> dict:
+    """`measure_iteration` of one run in a fresh Python, so that the run starts JAX's CPU
+    backend as `hrl train` would (train.cpu_dispatch and train.cpu_threads: auto; both are
+    fixed per process)."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, __file__, "--measure", json.dumps(
+        [config, overrides, iterations])], capture_output=True, text=True, cwd=ROOT,
+        timeout=1200)
+    if done.returncode != 0:
+        raise RuntimeError(f"measuring {overrides} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _measure_main(arg: str) -> None:
+    import json
+
+    from hrl.config import load_config
+    from hrl.mapping.validate import measure_iteration
+
+    config, overrides, iterations = json.loads(arg)
+    print(json.dumps(measure_iteration(load_config(config, overrides), iterations)))
 
 
 def main(argv=None) -> int:
@@ -68,6 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
     ap.add_argument("--quick", action="store_true", help="one setting, few iterations")
     ap.add_argument("--iterations", type=int, default=40)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--metric", default="wall", choices=["cpu", "wall"],
@@ -75,6 +101,9 @@ def main(argv=None) -> int:
                          "run in a second process, whose CPU time this process does not see; "
                          "cpu is reported beside it)")
     args = ap.parse_args(argv)
+    if args.measure:
+        _measure_main(args.measure)
+        return 0
 
     from rich.console import Console
     from rich.progress import Progress
@@ -82,12 +111,13 @@ def main(argv=None) -> int:
     from hrl.config import load_config, to_dict
     from hrl.mapping.plan import plan
     from hrl.mapping.profile import Profiler, load_profile, write_profile
-    from hrl.mapping.validate import measure_iteration, mode_overrides, runnable_mappings
+    from hrl.mapping.validate import mode_overrides, runnable_mappings
     from hrl.mapping.workload import workload_from_config
     from hrl.runtime.cpu_backend import start_cpu_backend
 
-    # Before any JAX: the intra-op threads the runs get (train.cpu_threads: auto, the same for
-    # every config here) and async dispatch, the profile's mode (see overrides_for).
+    # Before any JAX, as `hrl profile` starts it: async dispatch (the profile's timings assume
+    # it) and the intra-op threads of the gymnax config's runs (one process profiles both
+    # configs; the host loops' own rows are measured in processes of their own).
     start_cpu_backend(load_config(CONFIGS["gymnax"]), dispatch="async")
     console = Console()
     out = Path(args.out)
@@ -133,7 +163,9 @@ def main(argv=None) -> int:
                 e = plan(w, profiles[kind], devices, staleness=max(st, 1),
                          metric=metric).exploration
                 pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
-            meas = measure_iteration(cfg, args.iterations)
+            meas = measure_in_fresh_process(
+                str(CONFIGS[kind]), [*overrides_for(s), *m.overrides, *mode_overrides(mode, st)],
+                args.iterations)
             results.append({
                 "setting": label, "mapping": m.label, "mode": mode, "staleness": st,
                 "env_steps_per_iter": meas["env_steps_per_iter"],

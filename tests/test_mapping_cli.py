@@ -173,6 +173,69 @@ def test_pipelined_hand_off_time_is_the_median_residual_of_its_loop_rows(tiny_pr
     assert "pipelined executor at 3 small settings" in found.source
 
 
+@pytest.mark.parametrize("dispatch", ["sync", "async"])
+def test_loop_rows_are_measured_in_a_process_with_their_dispatch(dispatch):
+    from hrl.config import load_config, to_dict
+    from hrl.mapping.profile import loop_rows_subprocess
+
+    got = loop_rows_subprocess(to_dict(load_config(CONFIG)), "host", dispatch, repeats=2,
+                               settings=[(1, 2)])
+    assert len(got) == 1 and got[0]["wall_s"] > 0 and got[0]["cpu_s"] > 0
+    assert got[0]["async"] is (dispatch == "async")
+
+
+def test_host_loop_bookkeeping_is_fitted_per_cpu_dispatch_and_priced_per_mode(tiny_profile):
+    """Host-loop rows measured sync and async (as strict and relaxed runs dispatch) give two
+    fits; built exactly linear here, each fit recovers its coefficients with a leave-one-out
+    error of 0%. The exploration charges the sync one in strict dependency, the async one in
+    relaxed; a profile with async rows only prices both modes with them."""
+    from hrl.mapping import dse
+    from hrl.mapping.plan import (
+        MEASURED_KINDS,
+        _loop_row_workload,
+        loop_overheads,
+        models_from_profile,
+    )
+    from hrl.mapping.platform import measured_placement
+    from hrl.mapping.profile import LOOP_SETTINGS, load_profile
+
+    profile = load_profile(tiny_profile[0])
+    models = models_from_profile(profile)
+    cpu = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
+    truth = {"sync": (1e-3, 1e-4, 2e-4), "async": (2e-3, 1.5e-4, 4e-4)}
+    rows = []
+    for dispatch, (c0, c_step, c_sgd) in truth.items():
+        for steps, sgd in LOOP_SETTINGS:
+            row = {"call": "loop:host", "env": "gymnax:CartPole-v1", "algo": "dqn", "width": 32,
+                   "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16,
+                   "rollout": steps, "sgd": sgd, "dispatch": dispatch}
+            w = _loop_row_workload(row)
+            prims = sum(n * cpu.seconds(c, w) for c, n in w.counts().items())
+            t = prims + c0 + c_step * steps + c_sgd * sgd
+            rows.append({**row, "latency_s": t, "cpu_s": t})
+    both = {**profile, "rows": profile["rows"] + rows}
+    for dispatch, coef in truth.items():
+        host = loop_overheads(both, models, dispatch=dispatch)["host"]
+        assert (host.c0, host.c_step, host.c_sgd) == pytest.approx(coef, rel=1e-3)
+        assert f"({dispatch} dispatch)" in host.source and "leave-one-out" in host.source
+        assert "error of the iteration 0% median" in host.source
+    only_async = {**profile, "rows": profile["rows"] + [r for r in rows
+                                                        if r["dispatch"] == "async"]}
+    fallback = loop_overheads(only_async, models, dispatch="sync")["host"]
+    assert fallback.c0 == pytest.approx(truth["async"][0], rel=1e-3)
+
+    w = _loop_row_workload(rows[0])
+    cpu_only = {p: "cpu" for p in PRIMITIVES}
+    plain = dse.explore([cpu], w, loop_overhead={"host": 1e-3})
+    split = dse.explore([cpu], w, loop_overhead={"host": 1e-3, "host_relaxed": 5e-3})
+    row = plain.row_of(cpu_only)
+    assert split.times("strict")[row] == plain.times("strict")[row]
+    assert split.times("relaxed")[row] > plain.times("relaxed")[row]
+    assert split.times("relaxed", "pipelined")[row] > plain.times("relaxed", "pipelined")[row]
+    assert (split.times("strict", "pipelined")[row]
+            == plain.times("strict", "pipelined")[row])
+
+
 def test_profile_only_adds_the_collective_row_to_an_existing_profile(tiny_profile, tmp_path,
                                                                      capsys):
     import shutil

@@ -8,7 +8,8 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
 
 * calls: `sum_c count_c * latency[c, placement(c)]`;
 * the loop's own bookkeeping per iteration (host loop or fused loop, measured by the profiler),
-  charged to the host CPU (the host loop) or to the fused loop's device;
+  charged to the host CPU (the host loop) or to the fused loop's device; a host loop's per
+  dependency mode, as it runs sync in strict and async in relaxed (`train.cpu_dispatch: auto`);
 * links: every edge (src -> dst, bytes, count) whose ends sit on different placements costs
   `count * (hop(src) + hop(dst))`, where a placement's hop is its way to host memory: none for
   the host CPU itself, a memcpy for another host backend, a PCIe transfer for an accelerator
@@ -86,6 +87,18 @@ class Problem:
     ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
     host_cores: int = 1
     overhead_pipelined: float = 0.0  # the pipelined executor's hand-offs per iteration
+    # The same three in relaxed dependency, where the host loops run with another CPU dispatch
+    # (None: as in strict).
+    overhead_host_relaxed: float | None = None
+    overhead_actor_relaxed: float | None = None
+    overhead_pipelined_relaxed: float | None = None
+
+    def relaxed_overheads(self) -> tuple[float, float, float]:
+        """(host, actor, pipelined) bookkeeping in relaxed dependency."""
+        pick = lambda r, s: s if r is None else r  # noqa: E731
+        return (pick(self.overhead_host_relaxed, self.overhead_host),
+                pick(self.overhead_actor_relaxed, self.overhead_actor),
+                pick(self.overhead_pipelined_relaxed, self.overhead_pipelined))
 
 
 def build_problem(placements: list[Placement], workload: Workload,
@@ -139,7 +152,14 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_actor=float(overhead.get("host_actor", 0.0)),
         ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
         overhead_pipelined=float(overhead.get("pipelined", 0.0)),
+        overhead_host_relaxed=_optional(overhead.get("host_relaxed")),
+        overhead_actor_relaxed=_optional(overhead.get("host_actor_relaxed")),
+        overhead_pipelined_relaxed=_optional(overhead.get("pipelined_relaxed")),
     )
+
+
+def _optional(x) -> float | None:
+    return None if x is None else float(x)
 
 
 def _ipc_seconds(workload: Workload, link: Link | None) -> float:
@@ -168,8 +188,9 @@ def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)
 def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
-              ipc_seconds, host_cores, overhead_pipelined, n_placements, n_resources,
-              tree_shared):
+              ipc_seconds, host_cores, overhead_pipelined, relaxed_overheads, n_placements,
+              n_resources, tree_shared):
+    host_r, actor_r, pipelined_r = relaxed_overheads  # the three in relaxed dependency
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
     n_calls = latency.shape[0]
@@ -195,6 +216,7 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     # The loop that drives the mapping: the fused scan when an exclusive placement holds
     # everything, else the host loop; its bookkeeping runs on the host CPU.
     overhead = jnp.where(uses_exclusive, overhead_fused, overhead_host)
+    overhead_r = jnp.where(uses_exclusive, overhead_fused, host_r)
     strict = call_time.sum(1) + edge_time.sum(1) + overhead
 
     # Busy time per resource: calls on their compute resource, hops on theirs.
@@ -203,8 +225,10 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     busy += jnp.einsum("me,mer->mr", hop_src, jax.nn.one_hot(hop_resource[src], n_resources))
     busy += jnp.einsum("me,mer->mr", hop_dst, jax.nn.one_hot(hop_resource[dst], n_resources))
     # The fused loop's bookkeeping runs inside the scan, on its own device.
-    overhead_res = jnp.where(uses_exclusive, compute_resource[assign[:, 0]], host_resource)
-    busy += overhead[:, None] * jax.nn.one_hot(overhead_res, n_resources)
+    overhead_res = jax.nn.one_hot(
+        jnp.where(uses_exclusive, compute_resource[assign[:, 0]], host_resource), n_resources)
+    busy_strict = busy + overhead[:, None] * overhead_res
+    busy = busy + overhead_r[:, None] * overhead_res  # relaxed dependency's
 
     call_is = lambda names: jnp.array([c in names for c in CALLS])  # noqa: E731
     actor_calls = jnp.where(call_is(ACTOR_CALLS)[None, :], call_time, 0.0).sum(1)
@@ -222,6 +246,7 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     # Pipelined: the actors' process and the learner's, side by side (module docstring).
     host_cpu = jax.nn.one_hot(host_resource, n_resources)
     actor_side = actor_cycle + overhead_actor + ipc_seconds
+    actor_side_r = actor_cycle + actor_r + ipc_seconds
     learner_only = lambda t, names: jnp.where(call_is(names)[None, :], t, 0.0)  # noqa: E731
     learner_names = ("insert",) + LEARNER_CALLS
     learner_edge = ~actor_edges
@@ -237,17 +262,18 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     learner_relaxed = jnp.maximum(
         jnp.max(learner_busy, axis=1),
         learner_only(call_time, ("insert",)).sum(1) + learner_chain / (staleness + 1.0),
-    ) + learner_fixed
+    ) + host_r - actor_r + ipc_seconds
     # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
-    shared = busy + (2.0 * ipc_seconds)[None] * host_cpu[None, :]
     capacity = jnp.where(host_cpu > 0, host_cores, 1.0)
-    shared_bound = jnp.max(shared / capacity[None, :], axis=1)
+    link_ends = (2.0 * ipc_seconds)[None] * host_cpu[None, :]
+    shared_bound = jnp.max((busy_strict + link_ends) / capacity[None, :], axis=1)
+    shared_bound_r = jnp.max((busy + link_ends) / capacity[None, :], axis=1)
     pipelined_ok = feasible & ~uses_exclusive
     # The hand-offs between the two processes (measured, `plan.loop_overheads`) come on top.
     pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound
                                    ) + overhead_pipelined
-    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side, learner_relaxed), shared_bound
-                                    ) + overhead_pipelined
+    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side_r, learner_relaxed), shared_bound_r
+                                    ) + pipelined_r
     inf = jnp.float32(jnp.inf)
     return (assign, feasible, jnp.where(feasible, strict, inf), jnp.where(feasible, relaxed, inf),
             busy, jnp.where(pipelined_ok, pipelined_strict, inf),
@@ -318,7 +344,9 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
 
     `loop_overhead`: {"host": s, "fused": s} seconds per iteration of the runtime loop's own
     bookkeeping (see `plan.loop_overheads`), added to every mapping driven by that loop;
-    "host_actor": the part of the host loop's that the actors' side pays when pipelined.
+    "host_actor": the part of the host loop's that the actors' side pays when pipelined;
+    "pipelined": the pipelined executor's hand-offs; "host_relaxed", "host_actor_relaxed",
+    "pipelined_relaxed": the same in relaxed dependency (default: as in strict).
     `process_link`: the link between the pipelined executor's two processes (measured by the
     profiler); `host_cores`: the cores the two processes share."""
     if not isinstance(staleness, int) or staleness < 0:
@@ -337,7 +365,8 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
-        f32(prob.overhead_pipelined), n_placements=len(prob.placements),
+        f32(prob.overhead_pipelined), f32(prob.relaxed_overheads()),
+        n_placements=len(prob.placements),
         n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),
                        np.asarray(strict, float), np.asarray(relaxed, float),

@@ -122,9 +122,19 @@ class LoopOverhead:
         return self.c_step * workload.rollout_length
 
 
-def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> dict:
+def _loop_rows(profile: dict, kind: str, dispatch: str) -> list[dict]:
+    """The profile's rows of loop `kind` measured in CPU `dispatch`. Rows without the field
+    come from profiles taken before there was a choice, all in JAX's default (async)."""
+    return [r for r in profile["rows"] if r["call"] == f"loop:{kind}"
+            and r.get("dispatch", "async") == dispatch]
+
+
+def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
+                   dispatch: str = "async") -> dict:
     """Fit LoopOverhead for the host loop and the fused loop from the profile's loop rows:
-    measured seconds per iteration minus the profiled primitives' predicted time there."""
+    measured seconds per iteration minus the profiled primitives' predicted time there. The
+    host loops' from their rows in CPU `dispatch` (async where the profile has none in it);
+    the fused loop's always from async rows, the dispatch it runs in."""
     import numpy as np
 
     from hrl.mapping.model import METRICS
@@ -132,8 +142,11 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
     out = {"host": LoopOverhead(), "fused": LoopOverhead(), "pipelined": LoopOverhead()}
     if not profile:
         return out
+    if not _loop_rows(profile, "host", dispatch):
+        dispatch = "async"
     for kind, place in (("host", "cpu"), ("fused", "cpu-fused")):
-        rows = [r for r in profile["rows"] if r["call"] == f"loop:{kind}"]
+        mode = dispatch if kind == "host" else "async"
+        rows = _loop_rows(profile, kind, mode)
         if len(rows) < 3:
             continue
         placement = measured_placement(place, models, **MEASURED_KINDS[place])
@@ -150,10 +163,11 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall") -> 
             continue
         loo = _leave_one_out(np.array(a), np.array(y), np.array(total))
         out[kind] = LoopOverhead(*map(float, coef), source=(
-            f"{kind} loop at {len(rows)} small settings minus its profiled primitives"
+            f"{kind} loop at {len(rows)} small settings ({mode} dispatch) minus its profiled "
+            "primitives"
             + (f"; leave-one-out error of the iteration {loo:.0%} median" if loo is not None
                else "")))
-    out["pipelined"] = _pipelined_overhead(profile, models, metric, out["host"])
+    out["pipelined"] = _pipelined_overhead(profile, models, metric, out["host"], dispatch)
     return out
 
 
@@ -203,7 +217,7 @@ def _loop_row_workload(r: dict) -> Workload:
 
 
 def _pipelined_overhead(profile: dict, models: dict, metric: str,
-                        host: LoopOverhead) -> LoopOverhead:
+                        host: LoopOverhead, dispatch: str) -> LoopOverhead:
     """What the pipelined executor spends per iteration beyond the slower of its two sides
     (the hand-offs through the queues, waking the other process): the median, over the
     profiler's pipelined loop rows, of measured minus predicted-without-it."""
@@ -211,7 +225,7 @@ def _pipelined_overhead(profile: dict, models: dict, metric: str,
 
     from hrl.mapping.model import METRICS
 
-    rows = [r for r in profile["rows"] if r["call"] == "loop:pipelined"]
+    rows = _loop_rows(profile, "pipelined", dispatch)
     if not rows:
         return LoopOverhead()
     if not any(place == "cpu" for _, place in models):
@@ -229,8 +243,8 @@ def _pipelined_overhead(profile: dict, models: dict, metric: str,
         predicted = exp.times("strict", "pipelined")[exp.row_of(cpu_only)]
         residuals.append(float(r[METRICS[metric]]) - predicted)
     c0 = max(float(np.median(residuals)), 0.0)
-    return LoopOverhead(c0, source=f"pipelined executor at {len(rows)} small settings minus "
-                                   "its predicted sides (median)")
+    return LoopOverhead(c0, source=f"pipelined executor at {len(rows)} small settings "
+                                   f"({dispatch} dispatch) minus its predicted sides (median)")
 
 
 def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
@@ -329,11 +343,17 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                   if profile else None)
     if collective is not None:
         links[COLLECTIVE_LINK] = collective
-    overheads = loop_overheads(profile, models, metric)
+    # A host loop runs sync in strict dependency and async in relaxed (train.cpu_dispatch:
+    # auto), and pays per call differently in each: its bookkeeping is priced per mode.
+    overheads = loop_overheads(profile, models, metric, dispatch="sync")
+    relaxed = loop_overheads(profile, models, metric, dispatch="async")
     process = host_link_from_profile(profile, metric, "link:process") if profile else None
     cores = host_cores(profile)
     loop_overhead = {k: v(workload) for k, v in overheads.items()}
     loop_overhead["host_actor"] = overheads["host"].actor_part(workload)  # pipelined: per side
+    loop_overhead.update({"host_relaxed": relaxed["host"](workload),
+                          "host_actor_relaxed": relaxed["host"].actor_part(workload),
+                          "pipelined_relaxed": relaxed["pipelined"](workload)})
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,
                       loop_overhead=loop_overhead, process_link=process, host_cores=cores)
     if process is None:
@@ -347,6 +367,10 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     for k, v in overheads.items():
         notes.append(f"{k}-loop bookkeeping: {v(workload) * 1e6:.1f} us per iteration "
                      f"({v.source})")
+    for k in ("host", "pipelined"):
+        if relaxed[k].source != overheads[k].source:
+            notes.append(f"{k}-loop bookkeeping, relaxed: {relaxed[k](workload) * 1e6:.1f} us "
+                         f"per iteration ({relaxed[k].source})")
     data_parallel = {}
     if counts:
         data_parallel = {mode: parallel.candidates(

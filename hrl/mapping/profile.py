@@ -64,6 +64,9 @@ GRIDS = {
 # L, U <= 4 once put 0.8 ms on each SGD step of the host loop, twice what U=32 measures).
 LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4), (16, 1), (1, 16), (16, 32))
 LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
+# The CPU dispatch each loop's rows are measured in: the fused loop always runs async; a host
+# loop runs sync in strict dependency and async in relaxed (`train.cpu_dispatch: auto`).
+LOOP_DISPATCH = {"fused": ("async",), "host": ("sync", "async"), "pipelined": ("sync", "async")}
 # The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
 LINK_ROWS = ("host", "process", "cpu-collective")
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
@@ -450,50 +453,40 @@ class Profiler:
             self.skipped.append(f"{COLLECTIVE_CALL}: {err}")
 
     def _profile_loops(self, repeats: int):
-        """The runtime's own loops at three small settings (L actor steps, U SGD steps per
-        iteration): their time beyond the primitives is the loop's bookkeeping (n-step window,
-        pending queue, key splits, host transfers of returns), which `plan` fits as
-        c0 + cL * L + cU * U per iteration for the fused and the host loop, and as a constant
-        per iteration beyond its two sides for the pipelined executor (the hand-offs)."""
-        from hrl.config import config_from_dict, to_dict
-        from hrl.mapping.validate import measure_iteration
+        """The runtime's own loops at small settings (L actor steps, U SGD steps per
+        iteration, `LOOP_SETTINGS`): their time beyond the primitives is the loop's bookkeeping
+        (n-step window, pending queue, key splits, host transfers of returns, and for the host
+        loops the cost of each call), which `plan` fits as c0 + cL * L + cU * U per iteration
+        for the fused and the host loop, and as a constant per iteration beyond its two sides
+        for the pipelined executor (the hand-offs).
 
-        base = to_dict(self.cfg)
+        Each loop is measured in a fresh process per CPU dispatch (`LOOP_DISPATCH`), started
+        as a run of that loop would start it (`hrl.runtime.cpu_backend`): dispatch and intra-op
+        threads are fixed per process, and a host loop pays per call, so its bookkeeping
+        differs between the two (`train.cpu_dispatch: auto` runs a strict host loop sync, a
+        relaxed one async). Rows carry the dispatch they were measured in."""
+        from hrl.config import to_dict
+
         # A host env (gymnasium) cannot run inside the fused loop.
         loops = ("fused", "host", "pipelined") if self.spec.is_jax else ("host", "pipelined")
-        for (steps, sgd), loop in itertools.product(LOOP_SETTINGS, loops):
-            fused = loop == "fused"
-            data = to_dict(self.cfg)
-            data["env"].update(num_envs=1)
-            width = LOOP_WIDTH
-            if self.cfg.algo == "dqn":
-                data["agent"]["hidden_sizes"] = [width, width]
-            else:
-                data["agent"]["actor_hidden_sizes"] = [width, width]
-                data["agent"]["critic_hidden_sizes"] = [width, width]
-            data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
-            data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH,
-                                 train_ratio=sgd / steps, learning_starts=LOOP_BATCH * 4,
-                                 fused=fused, dependency="strict", staleness=0,
-                                 total_env_steps=10**7)
-            if loop == "pipelined":  # its actors in their own process, one iteration ahead
-                data["train"].update(executor="pipelined", actors="process", pipeline_depth=1)
-            data["log"] = base.get("log", {})
-            cfg = config_from_dict(data)
-            # Two builds, the faster kept: one config measured 1.8 and 2.7 ms per iteration in
-            # two builds on this machine (repeats within a build agree), and the loop's own
-            # cost is the lower figure; the other carries interference.
-            m = min((measure_iteration(cfg, iterations=max(10, repeats), repeats=3)
-                     for _ in range(2)), key=lambda m: m["wall_s"])
-            s = Setting(num_envs=1, width=width, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
-                        fanout=self.cfg.replay.fanout)
-            self.rows.append({
-                "call": f"loop:{loop}", "placement": "loop",
-                "mode": "loop", "env": self.env_name, "algo": self.cfg.algo, "num_envs": 1,
-                "width": width, "batch": LOOP_BATCH, "capacity": LOOP_CAPACITY,
-                "fanout": s.fanout, "depth": self._workload(s).depth, "rollout": steps,
-                "sgd": sgd, "work": 0.0, "latency_s": m["wall_s"], "cpu_s": m["cpu_s"],
-                "p10_s": m["wall_s"], "p90_s": m["wall_s"], "repeats": 3})
+        for loop in loops:
+            for dispatch in LOOP_DISPATCH[loop]:
+                try:
+                    got = loop_rows_subprocess(to_dict(self.cfg), loop, dispatch, repeats)
+                except RuntimeError as err:
+                    self.skipped.append(f"loop:{loop} ({dispatch}): {err}")
+                    continue
+                for (steps, sgd), m in zip(LOOP_SETTINGS, got, strict=True):
+                    s = Setting(num_envs=1, width=LOOP_WIDTH, batch=LOOP_BATCH,
+                                capacity=LOOP_CAPACITY, fanout=self.cfg.replay.fanout)
+                    self.rows.append({
+                        "call": f"loop:{loop}", "placement": "loop", "mode": "loop",
+                        "env": self.env_name, "algo": self.cfg.algo, "num_envs": 1,
+                        "width": LOOP_WIDTH, "batch": LOOP_BATCH, "capacity": LOOP_CAPACITY,
+                        "fanout": s.fanout, "depth": self._workload(s).depth,
+                        "rollout": steps, "sgd": sgd, "dispatch": dispatch, "work": 0.0,
+                        "latency_s": m["wall_s"], "cpu_s": m["cpu_s"], "p10_s": m["wall_s"],
+                        "p90_s": m["wall_s"], "repeats": 3})
 
     # ------------------------------------------------------------------ driver
     def link_tasks(self, names=LINK_ROWS) -> list[tuple[str, Callable[[], None]]]:
@@ -669,6 +662,80 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
     if done.returncode != 0:
         raise RuntimeError(f"the collective probe failed: {done.stderr.strip()[-1000:]}")
     return [(int(n), t) for n, t in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
+    """The config of one loop row: `base` (a config dict) at the loop-row sizes, L=`steps`
+    actor steps and U=`sgd` SGD steps per iteration, strict, run by `loop` (fused, host, or
+    pipelined with process actors one iteration ahead) in CPU `dispatch`."""
+    from hrl.config import config_from_dict
+
+    data = json.loads(json.dumps(base))
+    data["env"].update(num_envs=1)
+    if data["algo"] == "dqn":
+        data["agent"]["hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
+    else:
+        data["agent"]["actor_hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
+        data["agent"]["critic_hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
+    data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
+    data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH, train_ratio=sgd / steps,
+                         learning_starts=LOOP_BATCH * 4, fused=loop == "fused",
+                         dependency="strict", staleness=0, total_env_steps=10**7,
+                         cpu_dispatch=dispatch, executor="auto", actors="thread")
+    if loop == "pipelined":  # its actors in their own process, one iteration ahead
+        data["train"].update(executor="pipelined", actors="process", pipeline_depth=1)
+    data.setdefault("log", {})["progress"] = False
+    return config_from_dict(data)
+
+
+def _loop_rows_main() -> None:
+    """Entry of the subprocess `loop_rows_subprocess` starts: argv[1] is a JSON {"base",
+    "loop", "dispatch", "repeats", "settings"}; prints one JSON line, a timing per setting, and
+    the dispatch and intra-op threads the process ran with."""
+    import sys
+
+    from hrl.mapping.validate import measure_iteration
+    from hrl.runtime.cpu_backend import start_cpu_backend
+
+    a = json.loads(sys.argv[1])
+    configs = [loop_row_config(a["base"], a["loop"], steps, sgd, a["dispatch"])
+               for steps, sgd in a["settings"]]
+    start_cpu_backend(configs[0])  # as a run of this loop starts: its dispatch and threads
+    out = []
+    for cfg in configs:
+        # Two builds, the faster kept: one config measured 1.8 and 2.7 ms per iteration in two
+        # builds on this machine (repeats within a build agree), and the loop's own cost is
+        # the lower figure; the other carries interference.
+        m = min((measure_iteration(cfg, iterations=max(10, a["repeats"]), repeats=3)
+                 for _ in range(2)), key=lambda m: m["wall_s"])
+        out.append({"wall_s": m["wall_s"], "cpu_s": m["cpu_s"],
+                    "async": bool(jax.config.read("jax_cpu_enable_async_dispatch"))})
+    print(json.dumps(out))
+
+
+def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
+                         settings=LOOP_SETTINGS, timeout: float = 900.0) -> list[dict]:
+    """`_loop_rows_main` in a fresh Python (see `Profiler._profile_loops`): per (L, U) of
+    `settings`, {"wall_s", "cpu_s", "async"}. Raises RuntimeError with the child's error
+    when it fails."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ,
+               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    code = "from hrl.mapping.profile import _loop_rows_main; _loop_rows_main()"
+    args = json.dumps({"base": base, "loop": loop, "dispatch": dispatch, "repeats": repeats,
+                       "settings": [list(x) for x in settings]})
+    try:
+        done = subprocess.run([sys.executable, "-c", code, args], env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(f"the loop probe took over {timeout:g} s") from err
+    if done.returncode != 0:
+        raise RuntimeError(f"the loop probe failed: {done.stderr.strip()[-1000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # ----------------------------------------------------------------------------- RTL cycles

@@ -5,13 +5,15 @@ the first use of JAX in the process (`hrl.runtime.build` calls it first); later 
 nothing. Neither changes what a run computes beyond float rounding (sync and async give the
 same bits; a different thread count may split a matrix product differently).
 
-Why the thread count: on a 2-core machine the learner's programs are small (a 64x64 MLP,
+Why the thread count: on a 2-core machine the fused loop's programs are small (a 64x64 MLP,
 batch 32-256), and XLA:CPU splitting them over two threads costs more than it gains. Measured
-on the 2-vCPU development VM (`experiments/bench_cpu_threads.py`), one thread against XLA's
-default of one per core: the fused DQN loop at M=1 ran 22.1k against 19.0k env steps/s, and at
-M=64 with batch 256 and 256x256 layers a steady 8 ms per iteration against chunks of either
-5 or 31 ms (both threads busy the whole time: the two-thread mode flips between chunks, for
-the same input). The host loops gain nothing from one thread, so `auto` leaves them alone.
+on the 2-vCPU development VM (`experiments/bench_cpu_threads.py`, fresh processes, interleaved
+rounds), one thread against XLA's default of one per core: the fused DQN loop at M=1 ran 21.6k
+against 17.8k env steps/s (1.22x), at M=64 with batch 256 1.14x, and with 256x256 layers 8.0k
+against 2.1k (3.85x): with two threads that size runs chunks of either 5 or 31 ms per
+iteration, flipping between chunks for the same input, both threads busy all the time. The host
+loops measured the same with one thread or two (0.97x sequential, 1.00x pipelined), so `auto`
+leaves them alone.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ def usable_cores() -> int:
 def cpu_threads_of(cfg: RunConfig) -> int | None:
     """`train.cpu_threads` resolved: XLA:CPU's intra-op threads, or None for XLA's default
     (one per usable core). `auto` is 1 for the fused loop on one device of a machine of at
-    most 2 cores. Elsewhere it keeps the default: the host loops measured the same or a little
-    slower with one thread (0.96-0.97x), and larger machines have not been measured."""
+    most 2 cores. Elsewhere it keeps the default: the host loops gained nothing from one thread
+    (module docstring), and larger machines have not been measured."""
     n = cfg.train.cpu_threads
     if n != "auto":
         return n
