@@ -3,6 +3,7 @@ against one per core, chunk by chunk.
 
     .venv/bin/python experiments/bench_cpu_threads.py [--rounds 3] [--chunks 8]
 
+The settings use experiments/configs/dqn_cartpole.yaml (3-step returns) unless said.
 Every (setting, threads) pair runs in a fresh process (the thread count is fixed when JAX's
 CPU backend starts), the pairs interleaved round by round so that the machine's drift hits
 both alike. A process builds the run with `hrl.runtime.build`, warms it up past
@@ -10,6 +11,8 @@ learning_starts, then times `--chunks` chunks and reports env steps/s per chunk.
 (DQN on CartPole-v1, replay 50k unless said):
 * fused M=1, batch 32, 64x64, one SGD step per env step (the README's M=1 figure);
 * fused M=64, batch 256, 64x64, one SGD step per vector step;
+* fused M=256 and M=1024, batch 256, 64x64, one SGD step per vector step, with the config's
+  3-step returns and with n_step=1 (`experiments/bench_train.py`'s setting);
 * fused M=64, batch 256, 256x256, capacity 8192, one SGD step per 16 env steps (the mapping
   validation's M64-B256-w256);
 * the sequential host loop on gymnasium CartPole, M=8, 16 steps per iteration, batch 32, 64x64,
@@ -43,6 +46,16 @@ SETTINGS = [
      ["env.num_envs=1", "train.batch_size=32", "train.train_ratio=1.0"], 2000),
     ("fused M=64 B=256 64x64", CARTPOLE,
      ["env.num_envs=64", "train.batch_size=256", "train.train_ratio=0.015625"], 200),
+    ("fused M=256 B=256 64x64", CARTPOLE,
+     ["env.num_envs=256", "train.batch_size=256", "train.train_ratio=0.00390625"], 100),
+    ("fused M=256 B=256 64x64 n_step=1", CARTPOLE,
+     ["env.num_envs=256", "train.batch_size=256", "train.train_ratio=0.00390625",
+      "replay.n_step=1"], 100),
+    ("fused M=1024 B=256 64x64", CARTPOLE,
+     ["env.num_envs=1024", "train.batch_size=256", "train.train_ratio=0.0009765625"], 50),
+    ("fused M=1024 B=256 64x64 n_step=1", CARTPOLE,
+     ["env.num_envs=1024", "train.batch_size=256", "train.train_ratio=0.0009765625",
+      "replay.n_step=1"], 50),
     ("fused M=64 B=256 256x256", CARTPOLE,
      ["env.num_envs=64", "train.batch_size=256", "train.train_ratio=0.0625",
       "agent.hidden_sizes=[256,256]", "replay.capacity=8192", "train.learning_starts=512"], 40),

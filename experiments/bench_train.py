@@ -36,6 +36,7 @@ import numpy as np
 
 from hrl.config import config_from_dict, to_dict
 from hrl.runtime import build, initial_state
+from hrl.runtime.cpu_backend import start_cpu_backend
 
 OUT = Path(__file__).resolve().parent / "results" / "train"
 
@@ -196,13 +197,17 @@ def main() -> None:
     stem, title = "bench_train", "DQN + PER on CartPole-v1"
     if args.config:
         stem, title = f"bench_train_{args.config.stem}", args.config.stem
-    if jax.default_backend() != "cpu":
-        stem += f"_{jax.default_backend()}"
 
     def variant(m, setting):
         if args.config:
             return config_file_variant(args.config, m, setting, args.min_chunk_iters)
         return bench_config(m, setting, args.min_chunk_iters)
+
+    # Before anything else uses JAX: the CPU dispatch and intra-op threads a run of these
+    # configs gets from `build` (train.cpu_dispatch, train.cpu_threads), the same for all.
+    start_cpu_backend(config_from_dict(variant(args.envs[0], args.settings[0])))
+    if jax.default_backend() != "cpu":
+        stem += f"_{jax.default_backend()}"
 
     from rich.progress import Progress
 

@@ -44,6 +44,11 @@ def runs_host_loop(cfg: RunConfig) -> bool:
             or bool(cfg.placement))
 
 
+# The most actors for which `auto` gives the fused loop one intra-op thread: the largest M
+# measured where one thread never lost (module docstring).
+ONE_THREAD_MAX_ENVS = 64
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its affinity mask, where the OS has one)."""
     if hasattr(os, "sched_getaffinity"):
@@ -53,14 +58,16 @@ def usable_cores() -> int:
 
 def cpu_threads_of(cfg: RunConfig) -> int | None:
     """`train.cpu_threads` resolved: XLA:CPU's intra-op threads, or None for XLA's default
-    (one per usable core). `auto` is 1 for the fused loop on one device of a machine of at
-    most 2 cores. Elsewhere it keeps the default: the host loops gained nothing from one thread
-    (module docstring), and larger machines have not been measured."""
+    (one per usable core). `auto` is 1 for the fused loop of at most `ONE_THREAD_MAX_ENVS`
+    actors on one device of a machine of at most 2 cores. Elsewhere it keeps the default: the
+    host loops gained nothing from one thread, many actors lost with some configs (module
+    docstring), and larger machines have not been measured."""
     n = cfg.train.cpu_threads
     if n != "auto":
         return n
     fused_on_one_device = cfg.train.devices == 1 and not runs_host_loop(cfg)
-    return 1 if fused_on_one_device and usable_cores() <= 2 else None
+    small = cfg.env.num_envs <= ONE_THREAD_MAX_ENVS
+    return 1 if fused_on_one_device and small and usable_cores() <= 2 else None
 
 
 def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
