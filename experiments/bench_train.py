@@ -27,6 +27,7 @@ import csv
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ import numpy as np
 
 from hrl.config import config_from_dict, to_dict
 from hrl.runtime import build, initial_state
-from hrl.runtime.cpu_backend import start_cpu_backend
+from hrl.runtime.cpu_backend import cpu_threads_of
 
 OUT = Path(__file__).resolve().parent / "results" / "train"
 
@@ -123,8 +124,23 @@ def measure(cfg_dict: dict, setting: str, seconds: float) -> dict:
         "first_chunk_incl_compile_s": compile_s,
         # Other processes share this machine; the 1-minute load average tells how much.
         "load_avg_1min": os.getloadavg()[0],
+        # XLA:CPU's intra-op threads this point ran with (train.cpu_threads resolved).
+        "cpu_threads": cpu_threads_of(cfg) or os.cpu_count(),
         "config": json.dumps(to_dict(cfg), sort_keys=True),
     }
+
+
+def measure_in_fresh_process(cfg_dict: dict, setting: str, seconds: float) -> dict:
+    """`measure` in a fresh Python, so that the point's build starts JAX's CPU backend as
+    `hrl train` would for it (train.cpu_dispatch and train.cpu_threads: auto, fixed per
+    process and resolved per config: one intra-op thread at M=1, XLA's default at M=1024 on a
+    2-core machine)."""
+    done = subprocess.run([sys.executable, __file__, "--point", json.dumps(
+        [cfg_dict, setting, seconds])], capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"point M={cfg_dict['env']['num_envs']} {setting} failed:\n"
+                           f"{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def write_outputs(rows: list[dict], stem: str, title: str, command: str) -> None:
@@ -203,9 +219,7 @@ def main() -> None:
             return config_file_variant(args.config, m, setting, args.min_chunk_iters)
         return bench_config(m, setting, args.min_chunk_iters)
 
-    # Before anything else uses JAX: the CPU dispatch and intra-op threads a run of these
-    # configs gets from `build` (train.cpu_dispatch, train.cpu_threads), the same for all.
-    start_cpu_backend(config_from_dict(variant(args.envs[0], args.settings[0])))
+    # The points run in processes of their own (below); this one only names the backend.
     if jax.default_backend() != "cpu":
         stem += f"_{jax.default_backend()}"
 
@@ -226,7 +240,7 @@ def main() -> None:
         task = progress.add_task("bench_train", total=len(points))
         for m, setting in points:
             progress.update(task, description=f"M={m} {setting}")
-            row = measure(variant(m, setting), setting, args.seconds)
+            row = measure_in_fresh_process(variant(m, setting), setting, args.seconds)
             rows.append(row)
             progress.console.print(
                 f"M={m:5d} {setting:13s} env steps/s {row['env_steps_per_s']:12,.0f}   "
@@ -240,4 +254,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     np.set_printoptions(precision=3)
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--point":  # a child of measure_in_fresh_process
+        print(json.dumps(measure(*json.loads(sys.argv[2]))))
+    else:
+        main()

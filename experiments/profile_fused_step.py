@@ -101,7 +101,9 @@ def mlp_flops(obs_dim: int, hidden: list[int], actions: int, batch: int, num_env
 
 
 def gemm_peak_gflops(n: int = 1024, reps: int = 5) -> float:
-    """This CPU's float32 GEMM rate through XLA (all its cores), the best of `reps`."""
+    """This CPU's float32 GEMM rate through XLA, the best of `reps`, on the intra-op threads
+    this process started with: the run's (`train.cpu_threads`; one on a 2-core machine at
+    M <= 64), so the rate is the one the fused step could reach."""
     a = jax.numpy.ones((n, n), jax.numpy.float32)
     matmul = jax.jit(lambda x: x @ x)
     matmul(a).block_until_ready()
