@@ -8,12 +8,13 @@ same bits; a different thread count may split a matrix product differently).
 Why the thread count: on a 2-core machine the fused loop's programs are small (a 64x64 MLP,
 batch 32-256), and XLA:CPU splitting them over two threads costs more than it gains. Measured
 on the 2-vCPU development VM (`experiments/bench_cpu_threads.py`, fresh processes, interleaved
-rounds), one thread against XLA's default of one per core: the fused DQN loop at M=1 ran 21.6k
-against 17.8k env steps/s (1.22x), at M=64 with batch 256 1.14x, and with 256x256 layers 8.0k
-against 2.1k (3.85x): with two threads that size runs chunks of either 5 or 31 ms per
-iteration, flipping between chunks for the same input, both threads busy all the time. The host
-loops measured the same with one thread or two (0.97x sequential, 1.00x pipelined), so `auto`
-leaves them alone.
+rounds), one thread against XLA's default of one per core, DQN CartPole fused: 21.7k against
+17.8k env steps/s at M=1 (1.21x); 1.08x at M=64 with batch 256; 8.1k against 1.9k (4.21x) with
+256x256 layers, where two threads run chunks of either about 5 or 31 ms per iteration, flipping
+between chunks for the same input, both threads busy all the time. With many actors it depends
+on the program: at M=256 and 1024 one thread won with 3-step returns (1.10x, 1.06x) and lost
+with n_step=1 at M=1024 (0.70x), so `auto` stops at 64 actors. The host loops measured within
+their noise either way (1.07x sequential, 1.04x pipelined), so `auto` leaves them alone.
 """
 
 from __future__ import annotations
