@@ -19,7 +19,6 @@ import csv
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -93,11 +92,11 @@ def main() -> int:
         jax.config.update("jax_cpu_enable_async_dispatch", args.child == "async")
         print(json.dumps(measure(args.reps)))
         return 0
-    results = {}
-    for mode in ("async", "sync"):
-        out = subprocess.run([sys.executable, __file__, "--reps", str(args.reps), "--child", mode],
-                             capture_output=True, text=True, check=True)
-        results[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+    from hrl.runtime.cpu_backend import run_json_child
+
+    results = {mode: run_json_child([__file__, "--reps", str(args.reps), "--child", mode],
+                                    f"the {mode} child", 1800)
+               for mode in ("async", "sync")}
     OUT.mkdir(parents=True, exist_ok=True)
     with (OUT / "call_overhead.csv").open("w", newline="") as f:
         w = csv.writer(f)

@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,6 +72,7 @@ COMMON = ["train.rollout_length=1", "agent.hidden_sizes=[64,64]", "replay.capaci
 def child(config: str, overrides: list[str], iters: int, chunks: int) -> None:
     """Runs in the fresh process: prints one JSON line of env steps/s per chunk."""
     import jax
+    from bench_train import xla_pool_threads
 
     from hrl.config import load_config
     from hrl.runtime import build, initial_state
@@ -93,20 +92,15 @@ def child(config: str, overrides: list[str], iters: int, chunks: int) -> None:
         state, _ = built.loop.run(state, iters)
         jax.block_until_ready(state)
         per_chunk.append(iters * sch.env_steps_per_iter / (time.perf_counter() - start))
-    tasks = "/proc/self/task"  # Linux: XLA's intra-op pool threads by name
-    xla_threads = sum(1 for t in os.listdir(tasks) if Path(tasks, t, "comm").read_text()
-                      .startswith("tf_XLAEigen")) if os.path.isdir(tasks) else None
     print(json.dumps({"per_chunk": per_chunk, "cpu_threads": cpu_threads_of(cfg),
-                      "xla_pool_threads": xla_threads}))
+                      "xla_pool_threads": xla_pool_threads()}))
 
 
 def run_child(config, overrides, iters, chunks) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(
-        [config, overrides, iters, chunks])], capture_output=True, text=True, cwd=ROOT,
-        timeout=900)
-    if out.returncode:
-        raise RuntimeError(f"child failed for {overrides}:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    from hrl.runtime.cpu_backend import run_json_child
+
+    return run_json_child([__file__, "--child", json.dumps([config, overrides, iters, chunks])],
+                          f"the child for {overrides}", 900, cwd=ROOT)
 
 
 def quantile(xs, q):

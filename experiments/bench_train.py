@@ -27,7 +27,6 @@ import csv
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,6 @@ import numpy as np
 
 from hrl.config import config_from_dict, to_dict
 from hrl.runtime import build, initial_state
-from hrl.runtime.cpu_backend import cpu_threads_of
 
 OUT = Path(__file__).resolve().parent / "results" / "train"
 
@@ -125,9 +123,19 @@ def measure(cfg_dict: dict, setting: str, seconds: float) -> dict:
         # Other processes share this machine; the 1-minute load average tells how much.
         "load_avg_1min": os.getloadavg()[0],
         # XLA:CPU's intra-op threads this point ran with (train.cpu_threads resolved).
-        "cpu_threads": cpu_threads_of(cfg) or os.cpu_count(),
+        "cpu_threads": xla_pool_threads(),
         "config": json.dumps(to_dict(cfg), sort_keys=True),
     }
+
+
+def xla_pool_threads() -> int | None:
+    """XLA:CPU's intra-op threads in this process, counted by name (Linux; None elsewhere).
+    Read from the process rather than from hrl's config, so that `measure` also runs on the
+    older checkouts `compare_fused_speed.py` measures."""
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return None
+    return sum((t / "comm").read_text().startswith("tf_XLAEigen") for t in tasks.iterdir())
 
 
 def measure_in_fresh_process(cfg_dict: dict, setting: str, seconds: float) -> dict:
@@ -135,12 +143,10 @@ def measure_in_fresh_process(cfg_dict: dict, setting: str, seconds: float) -> di
     `hrl train` would for it (train.cpu_dispatch and train.cpu_threads: auto, fixed per
     process and resolved per config: one intra-op thread at M=1, XLA's default at M=1024 on a
     2-core machine)."""
-    done = subprocess.run([sys.executable, __file__, "--point", json.dumps(
-        [cfg_dict, setting, seconds])], capture_output=True, text=True, timeout=3600)
-    if done.returncode != 0:
-        raise RuntimeError(f"point M={cfg_dict['env']['num_envs']} {setting} failed:\n"
-                           f"{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    from hrl.runtime.cpu_backend import run_json_child
+
+    return run_json_child([__file__, "--point", json.dumps([cfg_dict, setting, seconds])],
+                          f"point M={cfg_dict['env']['num_envs']} {setting}", 3600)
 
 
 def write_outputs(rows: list[dict], stem: str, title: str, command: str) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import statistics
 import subprocess
@@ -26,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "experiments" / "results" / "train"
 sys.path.insert(0, str(ROOT / "experiments"))
 from compare_fused_program import checkout_at  # noqa: E402
+
+from hrl.runtime.cpu_backend import run_json_child  # noqa: E402
 
 MEASURE = r"""
 import json, sys
@@ -38,11 +39,9 @@ print(json.dumps({k: row[k] for k in ("env_steps_per_s", "load_avg_1min")}))
 
 def timed(checkout: Path, num_envs: int, seconds: float) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    out = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(ROOT / "experiments"), str(num_envs), str(seconds)],
-        cwd=checkout, env=env, check=True, capture_output=True, text=True,
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return run_json_child(["-c", MEASURE, str(ROOT / "experiments"), str(num_envs),
+                           str(seconds)], f"M={num_envs} at {checkout}", 3600, cwd=checkout,
+                          env=env)
 
 
 def main() -> None:

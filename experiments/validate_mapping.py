@@ -66,14 +66,11 @@ def measure_in_fresh_process(config: str, overrides: list[str], iterations: int)
     backend as `hrl train` would (train.cpu_dispatch and train.cpu_threads: auto; both are
     fixed per process)."""
     import json
-    import subprocess
 
-    done = subprocess.run([sys.executable, __file__, "--measure", json.dumps(
-        [config, overrides, iterations])], capture_output=True, text=True, cwd=ROOT,
-        timeout=1200)
-    if done.returncode != 0:
-        raise RuntimeError(f"measuring {overrides} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    from hrl.runtime.cpu_backend import run_json_child
+
+    return run_json_child([__file__, "--measure", json.dumps([config, overrides, iterations])],
+                          f"measuring {overrides}", 1200, cwd=ROOT)
 
 
 def _measure_main(arg: str) -> None:

@@ -49,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hrl.mapping.workload import Workload, env_sizes
+from hrl.runtime.cpu_backend import run_json_child
 
 # Grids: "quick" for tests and a first look, "full" for the reported profile.
 GRIDS = {
@@ -469,6 +470,8 @@ class Profiler:
 
         # A host env (gymnasium) cannot run inside the fused loop.
         loops = ("fused", "host", "pipelined") if self.spec.is_jax else ("host", "pipelined")
+        s = Setting(num_envs=1, width=LOOP_WIDTH, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
+                    fanout=self.cfg.replay.fanout)
         for loop in loops:
             for dispatch in LOOP_DISPATCH[loop]:
                 try:
@@ -477,8 +480,6 @@ class Profiler:
                     self.skipped.append(f"loop:{loop} ({dispatch}): {err}")
                     continue
                 for (steps, sgd), m in zip(LOOP_SETTINGS, got, strict=True):
-                    s = Setting(num_envs=1, width=LOOP_WIDTH, batch=LOOP_BATCH,
-                                capacity=LOOP_CAPACITY, fanout=self.cfg.replay.fanout)
                     self.rows.append({
                         "call": f"loop:{loop}", "placement": "loop", "mode": "loop",
                         "env": self.env_name, "algo": self.cfg.algo, "num_envs": 1,
@@ -642,26 +643,16 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
     """`collective_timings` in a fresh Python with two virtual CPU devices (and no GPU:
     JAX_PLATFORMS=cpu). Raises RuntimeError with the child's error when it fails."""
     import os
-    import subprocess
-    import sys
 
-    root = str(Path(__file__).resolve().parents[2])
     flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
                      if "xla_force_host_platform_device_count" not in f)
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count="
-                         f"{COLLECTIVE_DEVICES}".strip(),
-               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    env = _child_env(JAX_PLATFORMS="cpu",
+                     XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count="
+                               f"{COLLECTIVE_DEVICES}".strip())
     code = "from hrl.mapping.profile import _collective_main; _collective_main()"
-    try:
-        done = subprocess.run([sys.executable, "-c", code,
-                               json.dumps({"repeats": repeats, "scan": scan})],
-                              env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as err:
-        raise RuntimeError(f"the collective probe took over {timeout:g} s") from err
-    if done.returncode != 0:
-        raise RuntimeError(f"the collective probe failed: {done.stderr.strip()[-1000:]}")
-    return [(int(n), t) for n, t in json.loads(done.stdout.strip().splitlines()[-1])]
+    pairs = run_json_child(["-c", code, json.dumps({"repeats": repeats, "scan": scan})],
+                           "the collective probe", timeout, env=env, tail=1000)
+    return [(int(n), t) for n, t in pairs]
 
 
 def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
@@ -690,8 +681,8 @@ def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
 
 def _loop_rows_main() -> None:
     """Entry of the subprocess `loop_rows_subprocess` starts: argv[1] is a JSON {"base",
-    "loop", "dispatch", "repeats", "settings"}; prints one JSON line, a timing per setting, and
-    the dispatch and intra-op threads the process ran with."""
+    "loop", "dispatch", "repeats", "settings"}; prints one JSON line, a timing per setting with
+    whether the process ran async."""
     import sys
 
     from hrl.mapping.validate import measure_iteration
@@ -718,24 +709,21 @@ def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
     """`_loop_rows_main` in a fresh Python (see `Profiler._profile_loops`): per (L, U) of
     `settings`, {"wall_s", "cpu_s", "async"}. Raises RuntimeError with the child's error
     when it fails."""
-    import os
-    import subprocess
-    import sys
-
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ,
-               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     code = "from hrl.mapping.profile import _loop_rows_main; _loop_rows_main()"
     args = json.dumps({"base": base, "loop": loop, "dispatch": dispatch, "repeats": repeats,
                        "settings": [list(x) for x in settings]})
-    try:
-        done = subprocess.run([sys.executable, "-c", code, args], env=env, capture_output=True,
-                              text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as err:
-        raise RuntimeError(f"the loop probe took over {timeout:g} s") from err
-    if done.returncode != 0:
-        raise RuntimeError(f"the loop probe failed: {done.stderr.strip()[-1000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json_child(["-c", code, args], "the loop probe", timeout, env=_child_env(),
+                          tail=1000)
+
+
+def _child_env(**extra) -> dict:
+    """This process's environment for a child that imports hrl from this checkout, plus
+    `extra`."""
+    import os
+
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path, **extra)
 
 
 # ----------------------------------------------------------------------------- RTL cycles

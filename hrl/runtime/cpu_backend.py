@@ -19,7 +19,11 @@ their noise either way (1.07x sequential, 1.04x pipelined), so `auto` leaves the
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from typing import Any
 
 import jax
 
@@ -104,3 +108,18 @@ def _start_with_threads(threads: int) -> None:
             except (ProcessLookupError, PermissionError):  # a thread that has just ended
                 pass
         os.sched_setaffinity(0, cores)
+
+
+def run_json_child(args: list[str], what: str, timeout: float, cwd=None, env=None,
+                   tail: int = 3000) -> Any:
+    """Run `python *args` in a fresh process, whose CPU backend starts anew (its own dispatch
+    and threads), and return the JSON of the last line it printed. RuntimeError naming `what`,
+    with the end of its stderr, when it fails or runs past `timeout` seconds."""
+    try:
+        done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              timeout=timeout, cwd=cwd, env=env)
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(f"{what} took over {timeout:g} s") from err
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed: {done.stderr.strip()[-tail:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
