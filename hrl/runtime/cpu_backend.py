@@ -8,13 +8,15 @@ same bits; a different thread count may split a matrix product differently).
 Why the thread count: on a 2-core machine the fused loop's programs are small (a 64x64 MLP,
 batch 32-256), and XLA:CPU splitting them over two threads costs more than it gains. Measured
 on the 2-vCPU development VM (`experiments/bench_cpu_threads.py`, fresh processes, interleaved
-rounds), one thread against XLA's default of one per core, DQN CartPole fused: 21.7k against
-17.8k env steps/s at M=1 (1.21x); 1.08x at M=64 with batch 256; 8.1k against 1.9k (4.21x) with
+rounds), one thread against XLA's default of one per core, DQN CartPole fused: 22.0k against
+18.2k env steps/s at M=1 (1.21x); 1.01x at M=64 with batch 256; 8.1k against 2.1k (3.95x) with
 256x256 layers, where two threads run chunks of either about 5 or 31 ms per iteration, flipping
-between chunks for the same input, both threads busy all the time. With many actors it depends
-on the program: at M=256 and 1024 one thread won with 3-step returns (1.10x, 1.06x) and lost
-with n_step=1 at M=1024 (0.70x), so `auto` stops at 64 actors. The host loops measured within
-their noise either way (1.07x sequential, 1.04x pipelined), so `auto` leaves them alone.
+between chunks for the same input, both threads busy all the time; 1.08x-1.27x at M=256 and
+1024 with batch 256, 3-step or one-step returns. (One-step returns at M=1024 once lost with one
+thread, 0.70x, while a byte-wise row packing recomputed the transitions per byte, work that
+two threads split well; rows of whole words now pack word by word, `hrl/replay/rows.py`.) The
+host loops measured within their noise either way (1.13x sequential, 1.02x pipelined, and
+either way round in single runs), so `auto` leaves them alone.
 """
 
 from __future__ import annotations
@@ -49,11 +51,6 @@ def runs_host_loop(cfg: RunConfig) -> bool:
             or bool(cfg.placement))
 
 
-# The most actors for which `auto` gives the fused loop one intra-op thread: the largest M
-# measured where one thread never lost (module docstring).
-ONE_THREAD_MAX_ENVS = 64
-
-
 def usable_cores() -> int:
     """The cores this process may run on (its affinity mask, where the OS has one)."""
     if hasattr(os, "sched_getaffinity"):
@@ -63,16 +60,14 @@ def usable_cores() -> int:
 
 def cpu_threads_of(cfg: RunConfig) -> int | None:
     """`train.cpu_threads` resolved: XLA:CPU's intra-op threads, or None for XLA's default
-    (one per usable core). `auto` is 1 for the fused loop of at most `ONE_THREAD_MAX_ENVS`
-    actors on one device of a machine of at most 2 cores. Elsewhere it keeps the default: the
-    host loops gained nothing from one thread, many actors lost with some configs (module
-    docstring), and larger machines have not been measured."""
+    (one per usable core). `auto` is 1 for the fused loop on one device of a machine of at
+    most 2 cores. Elsewhere it keeps the default: the host loops gained nothing from one
+    thread (module docstring), and larger machines have not been measured."""
     n = cfg.train.cpu_threads
     if n != "auto":
         return n
     fused_on_one_device = cfg.train.devices == 1 and not runs_host_loop(cfg)
-    small = cfg.env.num_envs <= ONE_THREAD_MAX_ENVS
-    return 1 if fused_on_one_device and small and usable_cores() <= 2 else None
+    return 1 if fused_on_one_device and usable_cores() <= 2 else None
 
 
 def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
