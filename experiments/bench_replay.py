@@ -33,9 +33,11 @@ What one timed call does:
 
 Modes: `per-call` times one call from Python, dispatch included (what a Python training loop
 pays). `handle` (hrl native only) times one `hrl.replay.ReplayHandle.update_and_sample` call:
-the same work through the per-call API (packed, donated state; a program XLA:CPU runs inline;
-NumPy TD errors; input checks included). `scan` runs S steps inside one jitted `lax.scan`
-and reports total / S (what a fully jitted training loop pays); cpprb has no such mode.
+the same work through the per-call API, on its direct path (NumPy state, one ctypes call into
+the native kernels, no XLA; NumPy TD errors; input checks included); `handle-jit` the same on
+the handle's jitted path (packed, donated state; a program XLA:CPU runs inline). `scan` runs
+S steps inside one jitted `lax.scan` and reports total / S (what a fully jitted training
+loop pays); cpprb has no such mode.
 cpprb and flashbax use binary trees, so their cells do not depend on K; their one
 measurement per (N, B) is repeated in every K row.
 
@@ -161,21 +163,24 @@ def time_calls(carry: Carry, step_jit, keys, tds, reps: int, warmup: int) -> np.
     return timed(call, reps, warmup)
 
 
-def time_handle(rb, carry: Carry, b: int, keys, tds, reps: int, warmup: int) -> np.ndarray:
-    """Per call through `hrl.replay.handle.ReplayHandle` (mode `handle`): one
-    `update_and_sample(previous indices, td, key)` per timed call, input checks included, the
-    TD errors as NumPy arrays (what a NumPy or PyTorch learner hands over). The handle takes
-    over the filled state (a copy; the carry's is dropped, so one copy is alive)."""
-    handle = ReplayHandle(rb, carry.state, b)
-    carry.state = None
+def time_handle(rb, carry: Carry, b: int, keys, tds, reps: int, warmup: int,
+                path: str = "direct") -> np.ndarray:
+    """Per call through `hrl.replay.handle.ReplayHandle` (modes `handle`: its direct path,
+    `handle-jit`: its jitted path): one `update_and_sample(previous indices, td, key)` per
+    timed call, input checks included, the TD errors as NumPy arrays (what a NumPy or PyTorch
+    learner hands over). The handle works on its own copy of the filled state."""
+    handle = ReplayHandle(rb, carry.state, b, path=path)
     tds_np = [np.asarray(t).copy() for t in tds]
     last = [handle.sample(keys[0], BETA)]
+
+    ready = handle.path == "direct"  # NumPy results, ready when the call returns
 
     def call(i):
         last[0] = handle.update_and_sample(
             last[0].indices, tds_np[i % len(tds_np)], keys[i % len(keys)], BETA
         )
-        jax.block_until_ready(last[0])
+        if not ready:
+            jax.block_until_ready(last[0])
 
     return timed(call, reps, warmup)
 
@@ -295,8 +300,10 @@ def bench_hrl(path, n, b, k, reps, warmup, scan_steps, rng, want):
             ("update only", update_step, (sidx, stds)),
         ):
             rows.append(("scan", name, time_scan(carry, fn, xs, reps, scan_steps)))
-    if path == "native" and "sample+update" in want:  # last: the handle takes over the state
-        rows.append(("handle", "sample+update", time_handle(rb, carry, b, keys, tds, reps, warmup)))
+    if path == "native" and "sample+update" in want:  # last: each handle copies the state
+        for mode, handle_path in (("handle-jit", "jit"), ("handle", "direct")):
+            rows.append((mode, "sample+update",
+                         time_handle(rb, carry, b, keys, tds, reps, warmup, handle_path)))
     del carry
     return [Row("hrl", path, mode, op, n, b, k, *stats(t)) for mode, op, t in rows]
 
@@ -446,6 +453,7 @@ def bench_flashbax(n, b, reps, warmup, scan_steps, rng, want):
 
 COLUMNS = [
     ("hrl", "native", "handle"),
+    ("hrl", "native", "handle-jit"),
     ("hrl", "native", "per-call"),
     ("hrl", "native", "scan"),
     ("hrl", "xla", "per-call"),
@@ -462,6 +470,8 @@ def label(col) -> str:
     lib, path, mode = col
     if mode == "handle":
         return f"{lib} {path} ReplayHandle per-call"
+    if mode == "handle-jit":
+        return f"{lib} {path} ReplayHandle jitted path per-call"
     return f"{lib} {path} {mode}" if lib == "hrl" else f"{lib} {mode}"
 
 
@@ -593,34 +603,39 @@ def round_ratios(rows) -> str:
         "## cpprb / hrl native, round by round (sample+update)",
         "",
         "| round | cpprb per-call (us) | hrl native scan (us) | hrl native per-call (us) "
-        "| hrl ReplayHandle per-call (us) | cpprb / hrl scan | cpprb / hrl per-call "
-        "| cpprb / hrl ReplayHandle |",
-        "|---|---|---|---|---|---|---|---|",
+        "| hrl ReplayHandle per-call (us) | its jitted path (us) | cpprb / hrl scan "
+        "| cpprb / hrl per-call | cpprb / hrl ReplayHandle | ReplayHandle: jitted / direct |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    scan_ratios, call_ratios, handle_ratios = [], [], []
+    scan_ratios, call_ratios, handle_ratios, path_ratios = [], [], [], []
     for r in sorted({r for r, _ in rows}):
         group = [row for i, row in rows if i == r]
         cp = pick(group, "cpprb", "c++", "per-call")
         sc = pick(group, "hrl", "native", "scan")
         pc = pick(group, "hrl", "native", "per-call")
         hd = pick(group, "hrl", "native", "handle")
+        hj = pick(group, "hrl", "native", "handle-jit")
         if None in (cp, sc, pc):
             continue
         scan_ratios.append(cp / sc)
         call_ratios.append(cp / pc)
-        hd_cell, hd_ratio = "-", "-"
+        hd_cell, hd_ratio, hj_cell, path_ratio = "-", "-", "-", "-"
         if hd is not None:
             handle_ratios.append(cp / hd)
             hd_cell, hd_ratio = f"{hd:.1f}", f"{cp / hd:.1f}x"
+        if hd is not None and hj is not None:
+            path_ratios.append(hj / hd)
+            hj_cell, path_ratio = f"{hj:.1f}", f"{hj / hd:.2f}x"
         lines.append(
-            f"| {r + 1} | {cp:.1f} | {sc:.1f} | {pc:.1f} | {hd_cell} | {cp / sc:.1f}x "
-            f"| {cp / pc:.1f}x | {hd_ratio} |"
+            f"| {r + 1} | {cp:.1f} | {sc:.1f} | {pc:.1f} | {hd_cell} | {hj_cell} "
+            f"| {cp / sc:.1f}x | {cp / pc:.1f}x | {hd_ratio} | {path_ratio} |"
         )
     if scan_ratios:
-        hd_median = f"**{np.median(handle_ratios):.1f}x**" if handle_ratios else "-"
+        median = lambda xs: f"**{np.median(xs):.2f}x**" if xs else "-"  # noqa: E731
         lines.append(
-            f"| median | | | | | **{np.median(scan_ratios):.1f}x** "
-            f"| **{np.median(call_ratios):.1f}x** | {hd_median} |"
+            f"| median | | | | | | **{np.median(scan_ratios):.1f}x** "
+            f"| **{np.median(call_ratios):.1f}x** | {median(handle_ratios)} "
+            f"| {median(path_ratios)} |"
         )
     return "\n".join(lines) + "\n"
 

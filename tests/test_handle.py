@@ -33,12 +33,13 @@ def assert_same(a, b, what):
         assert np.array_equal(x.view(np.uint8), y.view(np.uint8)), what
 
 
-def run_both(rb, batch, steps=12, beta=0.4, seed=0):
+def run_both(rb, batch, steps=12, beta=0.4, seed=0, path="auto", scale=1.0):
     """The reference (jitted PrioritizedReplay calls) and a handle through the same adds,
-    samples and updates; every sample and the final state compared bit for bit."""
+    samples and updates; every sample and the final state compared bit for bit. `scale`
+    multiplies the added priorities and TD errors (tiny: subnormal floats)."""
     rng = np.random.default_rng(seed)
     state = rb.init(item())
-    handle = ReplayHandle(rb, state, batch)
+    handle = ReplayHandle(rb, state, batch, path=path)
     add = jax.jit(rb.add)
     add_p = jax.jit(lambda s, i, p: rb.add(s, i, p))
     update = jax.jit(rb.update)
@@ -46,7 +47,7 @@ def run_both(rb, batch, steps=12, beta=0.4, seed=0):
     for j in range(3):  # the third add wraps the ring
         new = items(rng, 90)
         if j == 1:
-            p = (rng.random(90) + 0.01).astype(np.float32)
+            p = ((rng.random(90) + 0.01) * scale).astype(np.float32)
             state = add_p(state, new, p)
             handle.add(new, p)
         else:
@@ -57,7 +58,8 @@ def run_both(rb, batch, steps=12, beta=0.4, seed=0):
     got = handle.sample(jax.random.PRNGKey(seed), beta)
     assert_same(ref, got, "first sample")
     for t in range(steps):
-        td = rng.standard_normal(batch).astype(np.float32) * (10.0 if t % 2 else 0.1)
+        td = rng.standard_normal(batch).astype(np.float32) * np.float32(
+            (10.0 if t % 2 else 0.1) * scale)
         key = jax.random.PRNGKey(seed + t + 1)
         state = update(state, ref.indices, td)
         ref = sample(state, key, batch, beta)
@@ -72,19 +74,61 @@ def run_both(rb, batch, steps=12, beta=0.4, seed=0):
 
 
 @needs_native
+@pytest.mark.parametrize("path", ["direct", "jit"])
 @pytest.mark.parametrize("fmt", ["float32", "fixed", "fixed:24:12"])
 @pytest.mark.parametrize("fanout", [4, 16, 64])
 @pytest.mark.parametrize("weights", ["global", "batch"])
-def test_native_handle_equals_buffer(fmt, fanout, weights):
+def test_native_handle_equals_buffer(fmt, fanout, weights, path):
     rb = make_prioritized_replay(200, fmt=fmt, fanout=fanout, weights=weights, impl="native")
-    handle = run_both(rb, batch=32)
-    assert handle.packed
+    handle = run_both(rb, batch=32, path=path)
+    assert handle.packed and handle.path == path
 
 
 @needs_native
-def test_native_handle_binary_tree_and_beta_one():
+@pytest.mark.parametrize("path", ["direct", "jit"])
+def test_native_handle_binary_tree_and_beta_one(path):
     rb = make_prioritized_replay(200, fanout=2, impl="native")
-    run_both(rb, batch=16, beta=1.0)
+    run_both(rb, batch=16, beta=1.0, path=path)
+
+
+@needs_native
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+def test_direct_path_flushes_subnormals_as_xla_does(fmt):
+    """XLA:CPU reads and writes subnormal floats as zero; the direct path's C++ runs in the
+    same mode, so priorities, TD errors and eps far below float32's normal range give the
+    reference's bits too."""
+    rb = make_prioritized_replay(200, fmt=fmt, eps=1e-44, weights="batch", impl="native")
+    run_both(rb, batch=16, steps=6, path="direct", scale=1e-39)
+
+
+@needs_native
+def test_handle_path_auto_takes_direct_where_it_matches_and_says_why_not():
+    rb = make_prioritized_replay(64, impl="native")
+    assert ReplayHandle(rb, rb.init(item()), 4).path == "direct"
+    # x ** 0.5 with a constant exponent: XLA computes a square root, not powf; the handle
+    # stays on the jitted path rather than round differently.
+    half = make_prioritized_replay(64, alpha=0.5, impl="native")
+    assert ReplayHandle(half, half.init(item()), 4).path == "jit"
+    with pytest.raises(ValueError, match="powf and XLA:CPU's pow round differently"):
+        ReplayHandle(half, half.init(item()), 4, path="direct")
+    xla = make_prioritized_replay(64, impl="xla")
+    with pytest.raises(ValueError, match="needs the native kernels"):
+        ReplayHandle(xla, xla.init(item()), 4, path="direct")
+    with pytest.raises(ValueError, match="path must be 'auto', 'direct' or 'jit'"):
+        ReplayHandle(rb, rb.init(item()), 4, path="c")
+
+
+@needs_native
+def test_direct_sample_is_numpy_and_its_indices_read_only():
+    """The handle passes its last sample's indices to the next update unchecked, so the
+    caller must not be able to change them in place."""
+    rb = make_prioritized_replay(64, impl="native")
+    handle = ReplayHandle(rb, rb.init(item()), 4, path="direct")
+    handle.add(items(np.random.default_rng(0), 20))
+    s = handle.sample(np.asarray(jax.random.PRNGKey(0)))  # a NumPy key works too
+    assert all(isinstance(x, np.ndarray) for x in jax.tree.leaves(s))
+    with pytest.raises(ValueError, match="read-only"):
+        s.indices[0] = 63
 
 
 def test_xla_handle_equals_buffer():
@@ -95,11 +139,12 @@ def test_xla_handle_equals_buffer():
 
 @needs_native
 def test_handle_program_is_cheap_for_xla_cpu():
+    # (the jitted path: where the direct path cannot give XLA's bits)
     """The per-call program holds no XLA arithmetic but XLA's pow()s, so XLA:CPU's cost model
     rates it under 1000 flops and runs it on the calling thread (no async hand-off)."""
     rb = make_prioritized_replay(1024, impl="native")
     rng = np.random.default_rng(0)
-    handle = ReplayHandle(rb, rb.init(item()), 64)
+    handle = ReplayHandle(rb, rb.init(item()), 64, path="jit")
     handle.add(items(rng, 500))
     s = handle.sample(jax.random.PRNGKey(0))
     key = jax.random.PRNGKey(1)
@@ -115,11 +160,12 @@ def test_handle_program_is_cheap_for_xla_cpu():
 
 
 @needs_native
-def test_handle_typed_key_and_jax_inputs():
+@pytest.mark.parametrize("path", ["direct", "jit"])
+def test_handle_typed_key_and_jax_inputs(path):
     rb = make_prioritized_replay(256, impl="native")
     rng = np.random.default_rng(1)
     state = jax.jit(rb.add)(rb.init(item()), items(rng, 200))
-    handle = ReplayHandle(rb, state, 8)
+    handle = ReplayHandle(rb, state, 8, path=path)
     ref = jax.jit(rb.sample, static_argnums=2)(state, jax.random.key(3), 8, 0.5)
     got = handle.sample(jax.random.key(3), 0.5)
     assert_same(ref, got, "typed key")
@@ -130,13 +176,14 @@ def test_handle_typed_key_and_jax_inputs():
 
 
 @needs_native
-def test_handle_state_is_a_copy_and_input_state_stays_valid():
-    """The handle donates only its own arrays: the state it was built from and the states it
-    hands out stay readable after further calls."""
+@pytest.mark.parametrize("path", ["direct", "jit"])
+def test_handle_state_is_a_copy_and_input_state_stays_valid(path):
+    """The handle donates (or writes in place) only its own arrays: the state it was built
+    from and the states it hands out stay readable after further calls."""
     rb = make_prioritized_replay(128, impl="native")
     rng = np.random.default_rng(2)
     state = jax.jit(rb.add)(rb.init(item()), items(rng, 100))
-    handle = ReplayHandle(rb, state, 8)
+    handle = ReplayHandle(rb, state, 8, path=path)
     before = handle.state
     s = handle.sample(jax.random.PRNGKey(0))
     handle.update_and_sample(s.indices, np.full(8, 5.0, np.float32), jax.random.PRNGKey(1))
@@ -147,12 +194,13 @@ def test_handle_state_is_a_copy_and_input_state_stays_valid():
     assert float(handle.state.max_priority) == pytest.approx(5.0 + 1e-6)
 
 
-@pytest.mark.parametrize("impl", ["native", "xla"])
-def test_handle_bad_input_names_the_argument(impl):
+@pytest.mark.parametrize("impl, path", [("native", "direct"), ("native", "jit"),
+                                        ("xla", "jit")])
+def test_handle_bad_input_names_the_argument(impl, path):
     if impl == "native" and not native.available():
         pytest.skip("native kernels unavailable")
     rb = make_prioritized_replay(64, impl=impl)
-    handle = ReplayHandle(rb, rb.init(item()), 4)
+    handle = ReplayHandle(rb, rb.init(item()), 4, path=path)
     with pytest.raises(ValueError, match="empty replay buffer"):
         handle.sample(jax.random.PRNGKey(0))
     handle.add(items(np.random.default_rng(0), 3))

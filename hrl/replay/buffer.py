@@ -208,11 +208,13 @@ class PrioritizedReplay:
         for name, shape, dtype, new in zip(
             layout.names, layout.shapes, layout.dtypes, jax.tree.leaves(items), strict=True
         ):
-            arr = jnp.asarray(new)
+            # Shape and dtype only (the dtype as JAX would convert it): no copy to the device.
+            arr = new if isinstance(new, (np.ndarray, jax.Array)) else np.asarray(new)
             if arr.ndim != len(shape) + 1 or arr.shape[1:] != shape:
                 raise ValueError(f"item leaf {name}: expected shape (M, *{shape}), got {arr.shape}")
-            if arr.dtype != dtype:
-                raise ValueError(f"item leaf {name}: expected dtype {dtype}, got {arr.dtype}")
+            if arr.dtype != dtype and jax.dtypes.canonicalize_dtype(arr.dtype) != dtype:
+                got = jax.dtypes.canonicalize_dtype(arr.dtype)
+                raise ValueError(f"item leaf {name}: expected dtype {dtype}, got {got}")
             if batch is None:
                 batch = arr.shape[0]
             elif arr.shape[0] != batch:

@@ -1,4 +1,4 @@
-"""The replay buffer for callers outside a fused loop: one jitted call per operation.
+"""The replay buffer for callers outside a fused loop: one call per operation.
 
     handle = ReplayHandle(rb, rb.init(example_item), batch_size=256)
     handle.add(transitions)                                  # leading batch dimension M
@@ -11,15 +11,18 @@ Inside a jitted `lax.scan` the buffer's pure functions cost what their kernels c
 from Python, every jitted call also pays XLA:CPU's dispatch: about 1 us per array in and out,
 and, for a program its cost model does not rate "cheap" (1000 flops or more), a hand-off to
 XLA's thread pool and back (async dispatch), which costs the most on a loaded machine. The
-handle cuts both:
+handle cuts both, and with the native kernels on a CPU skips XLA altogether:
 
-* it owns the state (so it can donate it on every call: updated in place, never copied) and
-  keeps it in three arrays instead of 17 (native kernels: the rows, both trees' levels packed
-  in one word array, the four scalars in one uint32[4]);
+* it owns the state, in three arrays instead of 17 (native kernels: the rows, both trees'
+  levels packed in one word array, the four scalars in one uint32[4]);
 * `update_and_sample` is one call for what a learner does every step anyway: the previous
   batch's priority update, then the next batch's draw (results equal `PrioritizedReplay.update`
   then `.sample`, bit for bit: tests/test_handle.py);
-* with the native kernels every step is three custom calls and XLA's two pow()s, a program
+* `path="direct"` (the default where it applies): the state in NumPy arrays, every operation
+  one ctypes call into the C++ kernels, results as NumPy arrays (`handle_direct.py`: 1.77x
+  faster than the jitted path per sample+update at B=256, N=2^20);
+* `path="jit"` (where the direct path would not give XLA's bits, or when asked for): the
+  state donated on every call, every step three custom calls and XLA's two pow()s, a program
   XLA:CPU runs inline on the calling thread even with async dispatch.
 
 With other kernels (`impl="xla"`, a GPU) the handle keeps the `ReplayState` pytree and jits the
@@ -118,10 +121,14 @@ class _Packing:
 
 
 class ReplayHandle:
-    """A `PrioritizedReplay` state held on the device, with one jitted call per operation
-    (see the module docstring). Not thread-safe; one handle per learner."""
+    """A `PrioritizedReplay` state held by the handle, with one call per operation: `path`
+    "auto" (direct where it gives XLA's bits, else jit), "direct" (an error says why where it
+    cannot) or "jit"; see the module docstring. Not thread-safe; one handle per learner."""
 
-    def __init__(self, replay: PrioritizedReplay, state: ReplayState, batch_size: int):
+    def __init__(self, replay: PrioritizedReplay, state: ReplayState, batch_size: int,
+                 path: str = "auto"):
+        if path not in ("auto", "direct", "jit"):
+            raise ValueError(f"path must be 'auto', 'direct' or 'jit', got {path!r}")
         if not isinstance(replay, PrioritizedReplay):
             raise TypeError(f"replay must be a PrioritizedReplay, got {type(replay).__name__}")
         if not isinstance(state, ReplayState):
@@ -146,9 +153,37 @@ class ReplayHandle:
             self._arrays = {"scalars": scalars, "trees": trees, "rows": jnp.array(state.rows)}
         else:
             self._arrays = {"state": jax.tree.map(jnp.array, state)}  # a copy we may donate
+        self.path = self._choose_path(path)
+        self._direct = None
+        if self.path == "direct":
+            from hrl.replay.handle_direct import DirectState
+
+            a = self._arrays
+            self._direct = DirectState(replay, a.pop("scalars"), a.pop("trees"), a.pop("rows"),
+                                       self._layout, self._packing.level_shapes,
+                                       self._packing.has_min, batch_size)
         self._calls: dict = {}
         self._last_indices = None  # indices of the last sample drawn here
         self._typed_key: dict = {}  # key dtype -> is a typed PRNG key
+
+    def _choose_path(self, path: str) -> str:
+        """"direct" (NumPy state, ctypes calls: handle_direct.py) where it gives the jitted
+        path's bits, else "jit"; asking for "direct" where it cannot says why."""
+        if path == "jit":
+            return "jit"
+        why = None
+        if not self.packed:
+            why = ("it needs the native kernels, a Float32 or FixedPoint tree and partitionable "
+                   "threefry keys")
+        else:
+            from hrl.replay.handle_direct import direct_unavailable
+
+            why = direct_unavailable(self.replay)
+        if why is None:
+            return "direct"
+        if path == "direct":
+            raise ValueError(f"path='direct' is not available for this buffer: {why}")
+        return "jit"
 
     # ------------------------------------------------------------------ state
     @property
@@ -161,12 +196,19 @@ class ReplayHandle:
         """A copy of the buffer's state as a `ReplayState` (O(N))."""
         if not self.packed:
             return jax.tree.map(jnp.array, self._arrays["state"])
-        a = self._arrays
         unpack = jax.jit(lambda s, t, r: self._packing.unpack(self._template, s, t, r))
+        if self._direct is not None:
+            return self._direct.replay_state(unpack)
+        a = self._arrays
         return unpack(a["scalars"], a["trees"], jnp.array(a["rows"]))
 
     # ------------------------------------------------------------------ checks
     def _check_key(self, key):
+        if isinstance(key, np.ndarray) and self._direct is not None:
+            if key.shape != (2,) or key.dtype != np.uint32:
+                raise ValueError(f"key must be one PRNG key (jax.random.key or "
+                                 f"jax.random.PRNGKey), got shape {key.shape} dtype {key.dtype}")
+            return key
         if not isinstance(key, jax.Array):
             key = jnp.asarray(key)
         dtype = key.dtype
@@ -180,6 +222,8 @@ class ReplayHandle:
             )
         if not typed and dtype != jnp.uint32:
             raise ValueError(f"key must be a PRNG key, got an array of dtype {dtype}")
+        if self._direct is not None:  # the key's two words, on the host
+            return np.ascontiguousarray(jax.random.key_data(key) if typed else key)
         return key
 
     def _check_sampleable(self):
@@ -203,7 +247,7 @@ class ReplayHandle:
                     f"dtype {idx.dtype}"
                 )
             check_indices_filled(idx, self._size)
-            indices = idx.astype(np.int32, copy=False)
+            indices = np.ascontiguousarray(idx, np.int32)
         td = np.asarray(td_errors)
         if td.shape != (b,):
             raise ValueError(f"td_errors must have shape ({b},), got {td.shape}")
@@ -220,6 +264,13 @@ class ReplayHandle:
         m = self.replay._check_items(holder, items)
         if priorities is not None:
             priorities = self.replay._check_priorities(priorities, (m,), "add")
+        if self._direct is not None:
+            leaves = [np.ascontiguousarray(leaf, dtype) for leaf, dtype
+                      in zip(self._layout.treedef.flatten_up_to(items), self._layout.dtypes,
+                             strict=True)]
+            self._direct.add(leaves, None if priorities is None else np.asarray(priorities))
+            self._size = min(self._size + m, self.replay.capacity)
+            return
         fn = self._call("add", priorities is not None)
         a = self._arrays
         if self.packed:
@@ -234,9 +285,13 @@ class ReplayHandle:
         """`PrioritizedReplay.sample(state, key, batch_size, beta)`."""
         self._check_sampleable()
         key = self._check_key(key)
+        beta = np.float32(beta)
+        if self._direct is not None:
+            sample = self._direct.sample(key, beta)
+            self._last_indices = sample.indices
+            return sample
         fn = self._call("sample", key.dtype)
         a = self._arrays
-        beta = np.float32(beta)
         if self.packed:
             sample = fn(a["scalars"], a["trees"], a["rows"], key, beta)
         else:
@@ -247,6 +302,9 @@ class ReplayHandle:
     def update(self, indices, td_errors) -> None:
         """`PrioritizedReplay.update(state, indices, td_errors)` on the held state."""
         idx, td = self._check_update(indices, td_errors)
+        if self._direct is not None:
+            self._direct.update(idx, np.ascontiguousarray(td, np.float32))
+            return
         fn = self._call("update", None)
         a = self._arrays
         if self.packed:
@@ -260,9 +318,14 @@ class ReplayHandle:
         idx, td = self._check_update(indices, td_errors)
         self._check_sampleable()
         key = self._check_key(key)
+        beta = np.float32(beta)
+        if self._direct is not None:
+            sample = self._direct.update_and_sample(
+                idx, np.ascontiguousarray(td, np.float32), key, beta)
+            self._last_indices = sample.indices
+            return sample
         fn = self._call("update_and_sample", key.dtype)
         a = self._arrays
-        beta = np.float32(beta)
         if self.packed:
             a["scalars"], a["trees"], sample = fn(
                 a["scalars"], a["trees"], a["rows"], idx, td, key, beta

@@ -24,6 +24,7 @@ returns, where the leaves are computed in the same step; experiments/bench_cpu_t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -48,7 +49,7 @@ class RowLayout:
     def row_words(self) -> int:
         return -(-self.row_bytes // 4)
 
-    @property
+    @functools.cached_property
     def field_sizes(self) -> tuple[int, ...]:
         """Bytes of each leaf in a row."""
         return tuple(
@@ -97,6 +98,21 @@ class RowLayout:
             parts.append(jnp.zeros((m, pad), jnp.uint8))
         data = jnp.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
         return lax.bitcast_convert_type(data.reshape(m, self.row_words, 4), jnp.uint32)
+
+    def pack_numpy(self, leaves, out: np.ndarray | None = None) -> np.ndarray:
+        """`pack` on the host: (M, row_words) uint32 rows from NumPy leaves (flattened, each
+        already of the layout's dtype), the same bits (x86 and ARM are little-endian, as
+        XLA's bitcasts assume). For callers that hold the rows in NumPy (ReplayHandle's direct
+        path). `out`: an (M, row_words) uint32 array to write into."""
+        m = leaves[0].shape[0]
+        if out is None:
+            out = np.zeros((m, self.row_words), np.uint32)
+        elif 4 * self.row_words != self.row_bytes:
+            out[:, -1] = 0  # the padding bytes, as `pack` writes them
+        rows = out.view(np.uint8)
+        for leaf, offset, size in zip(leaves, self.offsets, self.field_sizes, strict=True):
+            rows[:, offset : offset + size] = leaf.reshape(m, -1).view(np.uint8)
+        return out
 
     def unpack(self, rows: jax.Array):
         """The transitions held by (M, row_words) uint32 rows, as the original pytree."""

@@ -63,6 +63,7 @@ class NativeBuildError(RuntimeError):
 
 _lock = threading.Lock()
 _registered_path: Path | None = None
+_library: ctypes.CDLL | None = None
 
 
 # x86-64-v3 (AVX2 and friends, as /proc/cpuinfo names them): the threefry hash and the
@@ -182,7 +183,7 @@ def build(force: bool = False) -> Path:
 
 def ensure_registered() -> Path:
     """Build if needed, load the library and register its FFI targets (once per process)."""
-    global _registered_path
+    global _registered_path, _library
     if _registered_path is not None:
         return _registered_path
     with _lock:
@@ -195,5 +196,13 @@ def ensure_registered() -> Path:
             raise NativeBuildError(f"cannot load {path}: {e}; delete it to rebuild") from None
         for symbol, name in TARGETS.items():
             jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)), "cpu")
+        _library = lib
         _registered_path = path
         return path
+
+
+def library() -> ctypes.CDLL:
+    """The loaded library (built and registered first if needed), for the entry points that
+    are called without XLA (`hrl_direct_step`, `hrl_powf`: hrl.replay.handle)."""
+    ensure_registered()
+    return _library

@@ -51,6 +51,10 @@
 
 #include "xla/ffi/api/ffi.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 namespace ffi = xla::ffi;
 
 namespace {
@@ -1028,7 +1032,8 @@ ffi::Error GatherFieldsImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer table_buf
 // (the transition rows; both trees' levels packed one after another into one 32-bit word
 // array; the scalars insert_pos, size, max_priority's bits, added as uint32[4]) and every step
 // in custom calls, so that the only XLA ops left are the two pow()s (XLA's own, which the
-// reference uses; C++ powf rounds differently) and XLA:CPU runs the whole program inline on
+// reference uses; libm's powf gives the same bits only under XLA's flush-to-zero mode, which
+// the direct entry point below sets) and XLA:CPU runs the whole program inline on
 // the calling thread (a program under its cost model's 1000-flop threshold is "cheap": no
 // hand-off to the thread pool even with async dispatch). Arithmetic is the reference's, op
 // for op (buffer.py, formats.py); no vmap: one instance per call.
@@ -1122,6 +1127,111 @@ inline float Decode(typename Fmt::Word w, float scale) {
   }
 }
 
+// The step's static layout: the packed trees' shape and the priority format's constants.
+struct StepLayout {
+  int64_t fanout, capacity;
+  ffi::Span<const int64_t> level_rows;
+  bool has_min, stratified;
+  float encode_scale;
+  int64_t max_word;
+  float leaf_scale, root_scale;
+};
+
+// The transition rows (only prefetched by the step): rows = 0 for none.
+struct TableView {
+  const char* base;
+  int64_t rows, row_bytes;
+};
+
+// HandleStepImpl on plain pointers (scalars and trees updated in place), shared by the XLA
+// custom call and the direct entry point hrl_direct_step below.
+template <typename Fmt>
+ffi::Error HandleStepCore(const StepLayout& lay, const int32_t* idx, const float* raw,
+                          const float* stored, int64_t u, const uint32_t* key, uint32_t* scalars,
+                          uint32_t* trees, int64_t total, TableView rows, int32_t* result,
+                          float* probs, float* ratio, int64_t b) {
+  using Word = typename Fmt::Word;
+  const int64_t fanout = lay.fanout, capacity = lay.capacity;
+  std::vector<Level> sum_lv, min_lv;
+  std::vector<void*> sum_ptr, min_ptr;
+  int64_t sum_words = 0, min_words = 0;
+  if (auto e = PackedLevels(trees, total, lay.level_rows, fanout, 0, &sum_lv, &sum_ptr, &sum_words);
+      e.failure())
+    return e;
+  if (lay.has_min) {
+    if (auto e = PackedLevels(trees, total, lay.level_rows, fanout, sum_words, &min_lv, &min_ptr,
+                              &min_words);
+        e.failure())
+      return e;
+  }
+  const int32_t size = static_cast<int32_t>(scalars[kScalarSize]);
+  if (u > 0) {
+    AdviseHugePages(sum_ptr.back(), sizeof(Word) * sum_lv.back().rows * fanout);
+    float max_priority = BitsToFloat(scalars[kScalarMaxPriority]);
+    std::vector<int32_t> kept(u);
+    std::vector<Word> words(u);
+    for (int64_t i = 0; i < u; ++i) {
+      const bool valid = idx[i] >= 0 && idx[i] < size;
+      kept[i] = valid ? idx[i] : -1;
+      if (valid && std::isfinite(raw[i]) && raw[i] > max_priority) max_priority = raw[i];
+      words[i] = Encode<Fmt>(stored[i], lay.encode_scale, static_cast<uint32_t>(lay.max_word));
+    }
+    scalars[kScalarMaxPriority] = FloatToBits(max_priority);
+    if (auto e = UpdateTree<Fmt>(sum_lv, sum_ptr, kept.data(), words.data(), u, fanout, capacity);
+        e.failure())
+      return e;
+    if (lay.has_min) {
+      if (auto e = UpdateTree<MinFloat32Format>(min_lv, min_ptr, kept.data(), stored, u, fanout,
+                                                capacity);
+          e.failure())
+        return e;
+    }
+  }
+  if (b == 0) return ffi::Error::Success();
+  std::vector<uint32_t> bits(b), frac(b);
+  ThreefryBits(key[0], key[1], b, bits.data());
+  Fractions(bits.data(), b, lay.stratified, frac.data());
+  const int32_t last = size > 1 ? size - 1 : 0;
+  RowPrefetch prefetch;
+  if (rows.rows > 0) {
+    prefetch.base = rows.base;
+    prefetch.row_bytes = rows.row_bytes;
+    prefetch.last = last < rows.rows - 1 ? last : rows.rows - 1;
+  }
+  switch (fanout) {
+    case 2: Descend<Fmt, 2>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 4: Descend<Fmt, 4>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 8: Descend<Fmt, 8>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 16: Descend<Fmt, 16>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 32: Descend<Fmt, 32>(sum_lv, frac.data(), b, result, prefetch); break;
+    case 64: Descend<Fmt, 64>(sum_lv, frac.data(), b, result, prefetch); break;
+  }
+  // buffer.importance_weights up to the pow: one reciprocal, then products.
+  const Word* leaves = static_cast<const Word*>(sum_lv.back().data);
+  const float total_p =
+      Decode<Fmt>(*static_cast<const Word*>(sum_lv[0].data), lay.root_scale);
+  const float inv_total = 1.0f / (total_p > 1e-30f || total_p != total_p ? total_p : 1e-30f);
+  float p_min = 0.0f;
+  for (int64_t i = 0; i < b; ++i) {
+    const int32_t idx = result[i] < last ? result[i] : last;
+    result[i] = idx;
+    probs[i] = Decode<Fmt>(leaves[idx], lay.leaf_scale) * inv_total;
+  }
+  if (lay.has_min) {
+    p_min = *static_cast<const float*>(min_lv[0].data) * inv_total;
+  } else {  // jnp.min (NaN propagates)
+    p_min = probs[0];
+    for (int64_t i = 1; i < b; ++i)
+      p_min = (probs[i] != probs[i] || p_min != p_min) ? probs[i] + p_min
+                                                      : (probs[i] < p_min ? probs[i] : p_min);
+  }
+  for (int64_t i = 0; i < b; ++i) {
+    const float p = probs[i];
+    ratio[i] = p_min / (p > 1e-30f || p != p ? p : 1e-30f);
+  }
+  return ffi::Error::Success();
+}
+
 // The update of the previous batch (upd_* of length U, U = 0: none) and then the sample of
 // the next (B = length of the results, B = 0: none), on the packed state, in place:
 // PrioritizedReplay.update's bookkeeping and both trees, then .sample's descent, leaf reads
@@ -1137,7 +1247,6 @@ ffi::Error HandleStepImpl(ffi::AnyBuffer idx_buf, ffi::AnyBuffer raw_buf, ffi::A
                           ffi::Span<const int64_t> level_rows, bool has_min, bool stratified,
                           float encode_scale, int64_t max_word, float leaf_scale,
                           float root_scale) {
-  using Word = typename Fmt::Word;
   if (auto e = CheckFanout(fanout); e.failure()) return e;
   const int64_t u = static_cast<int64_t>(idx_buf.element_count());
   const int64_t b = static_cast<int64_t>(out_idx_buf->element_count());
@@ -1160,92 +1269,36 @@ ffi::Error HandleStepImpl(ffi::AnyBuffer idx_buf, ffi::AnyBuffer raw_buf, ffi::A
   uint32_t* scalars = static_cast<uint32_t*>(scalars_out->untyped_data());
   if (scalars_in.untyped_data() != scalars)
     std::memcpy(scalars, scalars_in.untyped_data(), sizeof(uint32_t) * 4);
-  std::vector<Level> sum_lv, min_lv;
-  std::vector<void*> sum_ptr, min_ptr;
-  int64_t sum_words = 0, min_words = 0;
-  if (auto e = PackedLevels(trees, total, level_rows, fanout, 0, &sum_lv, &sum_ptr, &sum_words);
-      e.failure())
-    return e;
-  if (has_min) {
-    if (auto e = PackedLevels(trees, total, level_rows, fanout, sum_words, &min_lv, &min_ptr,
-                              &min_words);
-        e.failure())
-      return e;
-  }
-  const int32_t size = static_cast<int32_t>(scalars[kScalarSize]);
-  if (u > 0) {
-    AdviseHugePages(sum_ptr.back(), sizeof(Word) * sum_lv.back().rows * fanout);
-    const int32_t* idx = static_cast<const int32_t*>(idx_buf.untyped_data());
-    const float* raw = static_cast<const float*>(raw_buf.untyped_data());
-    const float* stored = static_cast<const float*>(stored_buf.untyped_data());
-    float max_priority = BitsToFloat(scalars[kScalarMaxPriority]);
-    std::vector<int32_t> kept(u);
-    std::vector<Word> words(u);
-    for (int64_t i = 0; i < u; ++i) {
-      const bool valid = idx[i] >= 0 && idx[i] < size;
-      kept[i] = valid ? idx[i] : -1;
-      if (valid && std::isfinite(raw[i]) && raw[i] > max_priority) max_priority = raw[i];
-      words[i] = Encode<Fmt>(stored[i], encode_scale, static_cast<uint32_t>(max_word));
-    }
-    scalars[kScalarMaxPriority] = FloatToBits(max_priority);
-    if (auto e = UpdateTree<Fmt>(sum_lv, sum_ptr, kept.data(), words.data(), u, fanout, capacity);
-        e.failure())
-      return e;
-    if (has_min) {
-      if (auto e = UpdateTree<MinFloat32Format>(min_lv, min_ptr, kept.data(), stored, u, fanout,
-                                                capacity);
-          e.failure())
-        return e;
-    }
-  }
-  if (b == 0) return ffi::Error::Success();
-  const int64_t table_rows = rows_buf.dimensions().size() == 2 ? rows_buf.dimensions()[0] : 0;
-  const int32_t* key = static_cast<const int32_t*>(key_buf.untyped_data());
-  std::vector<uint32_t> bits(b), frac(b);
-  ThreefryBits(static_cast<uint32_t>(key[0]), static_cast<uint32_t>(key[1]), b, bits.data());
-  Fractions(bits.data(), b, stratified, frac.data());
-  int32_t* result = static_cast<int32_t*>(out_idx_buf->untyped_data());
-  const int32_t last = size > 1 ? size - 1 : 0;
-  RowPrefetch prefetch;
-  if (table_rows > 0) {
-    prefetch.base = static_cast<const char*>(rows_buf.untyped_data());
-    prefetch.row_bytes = static_cast<int64_t>(ffi::ByteWidth(rows_buf.element_type())) *
-                         rows_buf.dimensions()[1];
-    prefetch.last = last < table_rows - 1 ? last : table_rows - 1;
-  }
-  switch (fanout) {
-    case 2: Descend<Fmt, 2>(sum_lv, frac.data(), b, result, prefetch); break;
-    case 4: Descend<Fmt, 4>(sum_lv, frac.data(), b, result, prefetch); break;
-    case 8: Descend<Fmt, 8>(sum_lv, frac.data(), b, result, prefetch); break;
-    case 16: Descend<Fmt, 16>(sum_lv, frac.data(), b, result, prefetch); break;
-    case 32: Descend<Fmt, 32>(sum_lv, frac.data(), b, result, prefetch); break;
-    case 64: Descend<Fmt, 64>(sum_lv, frac.data(), b, result, prefetch); break;
-  }
-  // buffer.importance_weights up to the pow: one reciprocal, then products.
-  const Word* leaves = static_cast<const Word*>(sum_lv.back().data);
-  float* probs = static_cast<float*>(probs_buf->untyped_data());
-  float* ratio = static_cast<float*>(ratio_buf->untyped_data());
-  const float total_p = Decode<Fmt>(*static_cast<const Word*>(sum_lv[0].data), root_scale);
-  const float inv_total = 1.0f / (total_p > 1e-30f || total_p != total_p ? total_p : 1e-30f);
-  float p_min = 0.0f;
+  StepLayout layout{fanout, capacity, level_rows, has_min, stratified, encode_scale, max_word,
+                    leaf_scale, root_scale};
+  const bool table = rows_buf.dimensions().size() == 2;
+  TableView rows{static_cast<const char*>(rows_buf.untyped_data()),
+                 table ? static_cast<int64_t>(rows_buf.dimensions()[0]) : 0,
+                 table ? static_cast<int64_t>(ffi::ByteWidth(rows_buf.element_type())) *
+                             static_cast<int64_t>(rows_buf.dimensions()[1])
+                       : 0};
+  return HandleStepCore<Fmt>(
+      layout, static_cast<const int32_t*>(idx_buf.untyped_data()),
+      static_cast<const float*>(raw_buf.untyped_data()),
+      static_cast<const float*>(stored_buf.untyped_data()), u,
+      static_cast<const uint32_t*>(key_buf.untyped_data()), scalars, trees, total, rows,
+      static_cast<int32_t*>(out_idx_buf->untyped_data()),
+      static_cast<float*>(probs_buf->untyped_data()),
+      static_cast<float*>(ratio_buf->untyped_data()), b);
+}
+
+// The IS weights' last step (where(size > 0 & P > 0, min(w, 1), 0)) and the sampled rows'
+// fields (see GatherFieldsImpl), on plain pointers.
+void HandleFinishCore(const float* w, const float* probs, int32_t size, const int32_t* idx,
+                      int64_t b, float* weights, TableView table, const std::vector<char*>& dst,
+                      ffi::Span<const int64_t> offsets, ffi::Span<const int64_t> sizes) {
   for (int64_t i = 0; i < b; ++i) {
-    const int32_t idx = result[i] < last ? result[i] : last;
-    result[i] = idx;
-    probs[i] = Decode<Fmt>(leaves[idx], leaf_scale) * inv_total;
+    const float capped = (w[i] < 1.0f || w[i] != w[i]) ? w[i] : 1.0f;  // jnp.minimum
+    weights[i] = (size > 0 && probs[i] > 0.0f) ? capped : 0.0f;
   }
-  if (has_min) {
-    p_min = *static_cast<const float*>(min_lv[0].data) * inv_total;
-  } else {  // jnp.min (NaN propagates)
-    p_min = probs[0];
-    for (int64_t i = 1; i < b; ++i)
-      p_min = (probs[i] != probs[i] || p_min != p_min) ? probs[i] + p_min
-                                                      : (probs[i] < p_min ? probs[i] : p_min);
-  }
-  for (int64_t i = 0; i < b; ++i) {
-    const float p = probs[i];
-    ratio[i] = p_min / (p > 1e-30f || p != p ? p : 1e-30f);
-  }
-  return ffi::Error::Success();
+  if (dst.empty() || b == 0) return;
+  AdviseHugePages(table.base, static_cast<size_t>(table.rows * table.row_bytes));
+  GatherRows(table.base, table.rows, table.row_bytes, idx, b, dst, offsets, sizes);
 }
 
 // The IS weights' last step (where(size > 0 & P > 0, min(w, 1), 0)) and the sampled rows'
@@ -1268,13 +1321,6 @@ ffi::Error HandleFinishImpl(ffi::AnyBuffer w_buf, ffi::AnyBuffer probs_buf,
     return ffi::Error::InvalidArgument("the table must be 2-D with at least one row");
   const int32_t size = static_cast<int32_t>(
       static_cast<const uint32_t*>(scalars_buf.untyped_data())[kScalarSize]);
-  const float* w = static_cast<const float*>(w_buf.untyped_data());
-  const float* probs = static_cast<const float*>(probs_buf.untyped_data());
-  float* weights = static_cast<float*>(weights_buf->untyped_data());
-  for (int64_t i = 0; i < b; ++i) {
-    const float capped = (w[i] < 1.0f || w[i] != w[i]) ? w[i] : 1.0f;  // jnp.minimum
-    weights[i] = (size > 0 && probs[i] > 0.0f) ? capped : 0.0f;
-  }
   const int64_t rows = table_buf.dimensions()[0];
   const int64_t row_bytes = static_cast<int64_t>(ffi::ByteWidth(table_buf.element_type())) *
                             table_buf.dimensions()[1];
@@ -1289,14 +1335,124 @@ ffi::Error HandleFinishImpl(ffi::AnyBuffer w_buf, ffi::AnyBuffer probs_buf,
       return ffi::Error::InvalidArgument("field " + std::to_string(j) + " has the wrong size");
     dst[j] = static_cast<char*>(field.untyped_data());
   }
-  if (m == 0 || b == 0) return ffi::Error::Success();
-  AdviseHugePages(table_buf.untyped_data(), static_cast<size_t>(rows * row_bytes));
-  GatherRows(static_cast<const char*>(table_buf.untyped_data()), rows, row_bytes,
-             static_cast<const int32_t*>(idx_buf.untyped_data()), b, dst, offsets, sizes);
+  HandleFinishCore(static_cast<const float*>(w_buf.untyped_data()),
+                   static_cast<const float*>(probs_buf.untyped_data()), size,
+                   static_cast<const int32_t*>(idx_buf.untyped_data()), b,
+                   static_cast<float*>(weights_buf->untyped_data()),
+                   TableView{static_cast<const char*>(table_buf.untyped_data()), rows, row_bytes},
+                   dst, offsets, sizes);
+  return ffi::Error::Success();
+}
+
+// ---------------------------------------------------------------------- direct entry point
+
+// hrl.replay.handle's direct path: one update_and_sample (or sample, update, or an add's tree
+// writes) on NumPy arrays, called through ctypes, without XLA. Everything XLA computes
+// between the custom calls of the jitted path is done here too: prep (|td| + eps, NaN ->
+// max_priority), the two pow()s, with libm's powf, which XLA:CPU's pow calls (the handle
+// checks that they agree on this machine before it takes this path, else it stays on XLA).
+// Mirrored by ctypes in handle.py: keep the field order.
+struct HrlDirectPlan {
+  int64_t fixed_point;  // 0: Float32 sum tree, 1: FixedPoint
+  int64_t fanout, capacity, n_levels;
+  const int64_t* level_rows;
+  int64_t has_min, total_words;
+  double encode_scale;  // float32 values, exactly
+  int64_t max_word;
+  double leaf_scale, root_scale, alpha, eps;
+  int64_t table_rows, row_bytes, n_fields;
+  const int64_t* offsets;
+  const int64_t* sizes;
+};
+
+template <typename Fmt>
+ffi::Error DirectStep(const HrlDirectPlan& plan, uint32_t* scalars, uint32_t* trees,
+                      const char* table, const int32_t* upd_idx, const float* td,
+                      const float* given_raw, int64_t u, const uint32_t* key, float beta,
+                      int64_t b, int32_t* out_idx, float* out_probs, float* out_weights,
+                      char* const* field_dst) {
+  if (auto e = CheckFanout(plan.fanout); e.failure()) return e;
+  const ffi::Span<const int64_t> level_rows(plan.level_rows, plan.n_levels);
+  const StepLayout lay{plan.fanout,
+                       plan.capacity,
+                       level_rows,
+                       plan.has_min != 0,
+                       true,
+                       static_cast<float>(plan.encode_scale),
+                       plan.max_word,
+                       static_cast<float>(plan.leaf_scale),
+                       static_cast<float>(plan.root_scale)};
+  std::vector<float> raw(u), stored(u);
+  const float max_priority = BitsToFloat(scalars[kScalarMaxPriority]);
+  const float eps = static_cast<float>(plan.eps), alpha = static_cast<float>(plan.alpha);
+  for (int64_t i = 0; i < u; ++i) {  // HandlePrepImpl, then jnp.power(pre, alpha)
+    raw[i] = given_raw != nullptr ? given_raw[i] : std::fabs(td[i]) + eps;
+    const float pre = std::isfinite(raw[i]) ? raw[i] : max_priority;
+    stored[i] = ::powf(pre, alpha);
+  }
+  const TableView rows{table, plan.table_rows, plan.row_bytes};
+  std::vector<float> ratio(b);
+  if (auto e = HandleStepCore<Fmt>(lay, upd_idx, raw.data(), stored.data(), u, key, scalars,
+                                   trees, plan.total_words, rows, out_idx, out_probs,
+                                   ratio.data(), b);
+      e.failure())
+    return e;
+  if (b == 0) return ffi::Error::Success();
+  for (int64_t i = 0; i < b; ++i) ratio[i] = ::powf(ratio[i], beta);  // jnp.power(ratio, beta)
+  const std::vector<char*> dst(field_dst, field_dst + plan.n_fields);
+  HandleFinishCore(ratio.data(), out_probs, static_cast<int32_t>(scalars[kScalarSize]), out_idx,
+                   b, out_weights, rows, dst,
+                   ffi::Span<const int64_t>(plan.offsets, plan.n_fields),
+                   ffi::Span<const int64_t>(plan.sizes, plan.n_fields));
   return ffi::Error::Success();
 }
 
 }  // namespace
+
+// XLA:CPU runs its programs, custom calls included, with denormals flushed to zero (inputs
+// read as zero, results written as zero: MXCSR's DAZ and FTZ bits); the direct entry points
+// run under the same mode so that their float ops, powf included, round as in the program.
+namespace {
+class ScopedFlushDenormals {
+ public:
+#if defined(__x86_64__) || defined(__i386__)
+  ScopedFlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+  ~ScopedFlushDenormals() { _mm_setcsr(saved_); }
+
+ private:
+  unsigned int saved_;
+#endif
+};
+}  // namespace
+
+// 0 on success, else 1 with the message in err (NUL-terminated, cut to err_len bytes).
+// td or given_raw (an add's raw priorities) for the u updates; b = 0: no sample.
+extern "C" int hrl_direct_step(const HrlDirectPlan* plan, uint32_t* scalars, uint32_t* trees,
+                               const char* table, const int32_t* upd_idx, const float* td,
+                               const float* given_raw, int64_t u, const uint32_t* key,
+                               float beta, int64_t b, int32_t* out_idx, float* out_probs,
+                               float* out_weights, char* const* field_dst, char* err,
+                               int64_t err_len) {
+  ScopedFlushDenormals flush;
+  const ffi::Error e =
+      plan->fixed_point
+          ? DirectStep<FixedPointFormat>(*plan, scalars, trees, table, upd_idx, td, given_raw, u,
+                                         key, beta, b, out_idx, out_probs, out_weights, field_dst)
+          : DirectStep<Float32Format>(*plan, scalars, trees, table, upd_idx, td, given_raw, u,
+                                      key, beta, b, out_idx, out_probs, out_weights, field_dst);
+  if (!e.failure()) return 0;
+  if (err_len > 0) {
+    std::strncpy(err, e.message().c_str(), static_cast<size_t>(err_len - 1));
+    err[err_len - 1] = '\0';
+  }
+  return 1;
+}
+
+// out[i] = powf(x[i], y): the handle's check that libm's powf is XLA:CPU's pow here.
+extern "C" void hrl_powf(const float* x, int64_t n, float y, float* out) {
+  ScopedFlushDenormals flush;
+  for (int64_t i = 0; i < n; ++i) out[i] = ::powf(x[i], y);
+}
 
 #define HRL_UPDATE_BINDING                 \
   ffi::Ffi::Bind()                         \
