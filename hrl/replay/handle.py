@@ -171,7 +171,6 @@ class ReplayHandle:
         path's bits, else "jit"; asking for "direct" where it cannot says why."""
         if path == "jit":
             return "jit"
-        why = None
         if not self.packed:
             why = ("it needs the native kernels, a Float32 or FixedPoint tree and partitionable "
                    "threefry keys")
