@@ -220,10 +220,14 @@ def test_handle_bad_input_names_the_argument(impl, path):
         handle.update(np.array([0, 13, 1, 2]), good_td)
     with pytest.raises(ValueError, match=r"td_errors must have shape \(4,\)"):
         handle.update(good_idx, np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match="td_errors must be finite; entry 2"):
+    before = handle.state
+    with pytest.raises(ValueError, match="td_errors must be finite; entry 2 is nan"):
         handle.update_and_sample(
             good_idx, np.array([0, 1, np.nan, 0], np.float32), jax.random.PRNGKey(0)
         )
+    with pytest.raises(ValueError, match="td_errors must be finite; entry 0 is -inf"):
+        handle.update(good_idx, np.array([-np.inf, 1, 0, 0], np.float32))
+    assert_same(before, handle.state, "state after refused updates")
     with pytest.raises(ValueError, match="item leaf"):
         handle.add(
             {

@@ -6,10 +6,11 @@ arrays in and ten out, before any work) on top of the kernels (about 37 us for s
 B=256, N=2^20); cpprb pays one C++ call. This path calls the same C++ step the jitted path's
 custom call runs (`HandleStepCore`, then `HandleFinishCore`), with the arithmetic XLA does
 between them done in C++ too: |td| + eps, a NaN's fallback to the largest priority, and the
-two pow()s, with libm's powf. XLA:CPU's pow calls powf as well, which `powf_matches_xla`
-checks on this machine (for the buffer's alpha as XLA folds it in, and for a runtime beta)
-before a handle takes this path; where they differ the handle stays on the jitted path. So the
-results are the reference's bit for bit either way (tests/test_handle.py runs both paths).
+two pow()s, with libm's powf, under the flush-to-zero mode XLA:CPU runs in (set by the C++
+entry point). XLA:CPU's pow gives powf's bits there, which `powf_matches_xla` checks on this
+machine (for the buffer's alpha as XLA folds it in, and for a runtime beta) before a handle
+takes this path; where they differ the handle stays on the jitted path. So the results are the
+reference's bit for bit either way (tests/test_handle.py runs both paths).
 
 Outputs are NumPy arrays (one allocation per sample, cut into the fields), which a NumPy or
 PyTorch learner takes without a copy.
@@ -189,6 +190,9 @@ class DirectState:
             0 if raw is None else raw.ctypes.data, u,
             0 if key_words is None else key_words.ctypes.data, beta, b,
             *out, *self._tail)
+        if failed == 2:  # checked in C++ before anything changed (cheaper than NumPy here)
+            i = int(self._err.value)
+            raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
         if failed:  # a layout the checks in handle.py let through: a bug, not bad input
             raise RuntimeError(f"native replay step failed: {self._err.value.decode()}")
         if not b:

@@ -1382,6 +1382,11 @@ ffi::Error DirectStep(const HrlDirectPlan& plan, uint32_t* scalars, uint32_t* tr
                        plan.max_word,
                        static_cast<float>(plan.leaf_scale),
                        static_cast<float>(plan.root_scale)};
+  if (td != nullptr) {  // before anything changes: the caller raises, naming the entry
+    for (int64_t i = 0; i < u; ++i)
+      if (!std::isfinite(td[i]))
+        return ffi::Error(ffi::ErrorCode::kOutOfRange, std::to_string(i));
+  }
   std::vector<float> raw(u), stored(u);
   const float max_priority = BitsToFloat(scalars[kScalarMaxPriority]);
   const float eps = static_cast<float>(plan.eps), alpha = static_cast<float>(plan.alpha);
@@ -1425,7 +1430,8 @@ class ScopedFlushDenormals {
 };
 }  // namespace
 
-// 0 on success, else 1 with the message in err (NUL-terminated, cut to err_len bytes).
+// 0 on success; 2 if td holds a value that is not finite (err: its index; nothing changed);
+// else 1 with the message in err (NUL-terminated, cut to err_len bytes).
 // td or given_raw (an add's raw priorities) for the u updates; b = 0: no sample.
 extern "C" int hrl_direct_step(const HrlDirectPlan* plan, uint32_t* scalars, uint32_t* trees,
                                const char* table, const int32_t* upd_idx, const float* td,
@@ -1445,7 +1451,7 @@ extern "C" int hrl_direct_step(const HrlDirectPlan* plan, uint32_t* scalars, uin
     std::strncpy(err, e.message().c_str(), static_cast<size_t>(err_len - 1));
     err[err_len - 1] = '\0';
   }
-  return 1;
+  return e.errc() == ffi::ErrorCode::kOutOfRange ? 2 : 1;
 }
 
 // out[i] = powf(x[i], y): the handle's check that libm's powf is XLA:CPU's pow here.
