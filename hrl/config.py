@@ -50,7 +50,9 @@ class EnvConfig:
 @dataclasses.dataclass(frozen=True)
 class ReplayConfig:
     # "jax": the buffer inside the jitted loop; "jax_host", "opencl", "rtl": the tree on a
-    # hrl.replay.backends backend driven from the host loop (items in host memory)
+    # hrl.replay.backends backend driven from the host loop (items in host memory);
+    # "native_host": the whole buffer in host memory, stepped by the C++ kernels from the host
+    # loop (hrl.replay.host_native: the jitted buffer's results, outside XLA's queue)
     backend: str = "jax"
     capacity: int = 50_000
     alpha: float = 0.6  # priority exponent
@@ -78,7 +80,7 @@ class ReplayConfig:
     sampling: Literal["global", "local"] = "global"
 
     def validate(self, path: str) -> None:
-        backends = ("jax", "jax_host", "opencl", "rtl")
+        backends = ("jax", "jax_host", "native_host", "opencl", "rtl")
         _require(self.backend in backends, f"{path}.backend", f"must be one of {backends}",
                  self.backend)
         if self.opencl_device is not None:

@@ -56,6 +56,7 @@ class _Plan(ctypes.Structure):
         ("n_fields", ctypes.c_int64),
         ("offsets", ctypes.c_void_p),
         ("sizes", ctypes.c_void_p),
+        ("nonfinite_to_max", ctypes.c_int64),
     ]
 
 
@@ -117,10 +118,15 @@ def direct_unavailable(replay: PrioritizedReplay) -> str | None:
 
 class DirectState:
     """The packed state (scalars, trees, rows) in NumPy arrays, with one ctypes call per
-    operation. `layout` is the rows' `RowLayout`; `level_rows` and friends as in handle.py."""
+    operation. `layout` is the rows' `RowLayout`; `level_rows` and friends as in handle.py.
+    `nonfinite_td`: "raise" (a ValueError naming the entry; nothing changes) or "max_priority"
+    (the entry takes the largest priority so far, as `PrioritizedReplay.update` under jit)."""
 
     def __init__(self, replay: PrioritizedReplay, scalars, trees, rows, layout, level_shapes,
-                 has_min: bool, batch_size: int):
+                 has_min: bool, batch_size: int, nonfinite_td: str = "raise"):
+        if nonfinite_td not in ("raise", "max_priority"):
+            raise ValueError(
+                f"nonfinite_td must be 'raise' or 'max_priority', got {nonfinite_td!r}")
         self._step, _ = _functions()
         self.replay, self.layout, self.batch = replay, layout, batch_size
         self.scalars = np.array(scalars, np.uint32)  # writable host copies, updated in place
@@ -148,6 +154,7 @@ class DirectState:
             table_rows=self.rows.shape[0], row_bytes=4 * self.rows.shape[1],
             n_fields=len(layout.offsets), offsets=self._keep["offsets"].ctypes.data,
             sizes=self._keep["sizes"].ctypes.data,
+            nonfinite_to_max=int(nonfinite_td == "max_priority"),
         )
         self._plan_ptr = ctypes.addressof(self.plan)
         self._state_ptrs = (self.scalars.ctypes.data, self.trees.ctypes.data,
@@ -167,6 +174,17 @@ class DirectState:
         self._block_bytes = at
         self._field_ptrs = (ctypes.c_void_p * len(layout.offsets))()
         self._tail = (ctypes.addressof(self._field_ptrs), ctypes.addressof(self._err), _ERR_BYTES)
+
+    def load(self, scalars, trees, rows) -> None:
+        """Copy a packed state of this buffer's shapes in (a checkpoint restored)."""
+        for name, given in (("scalars", scalars), ("trees", trees), ("rows", rows)):
+            mine = getattr(self, name)
+            given = np.asarray(given)
+            if given.shape != mine.shape or given.dtype != mine.dtype:
+                raise ValueError(f"{name}: expected {mine.dtype}{list(mine.shape)} (this "
+                                 f"buffer's layout), got {given.dtype}{list(given.shape)}")
+        for name, given in (("scalars", scalars), ("trees", trees), ("rows", rows)):
+            np.copyto(getattr(self, name), given)  # in place: the plan points into these
 
     # ------------------------------------------------------------------ calls
     def _call(self, upd_idx, td, raw, u: int, key_words, beta: float, b: int):

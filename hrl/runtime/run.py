@@ -150,6 +150,10 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
             r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
             impl=r.impl,
         )
+    elif r.backend == "native_host":
+        from hrl.replay.host_native import make_host_native_replay
+
+        replay = make_host_native_replay(r, cfg.train.batch_size)
     else:
         from hrl.replay.host_buffer import make_host_replay
 

@@ -1363,6 +1363,10 @@ struct HrlDirectPlan {
   int64_t table_rows, row_bytes, n_fields;
   const int64_t* offsets;
   const int64_t* sizes;
+  // Non-finite TD errors: 0 refuse the update (ReplayHandle raises, naming the entry), 1 give
+  // them the largest priority so far, as PrioritizedReplay.update does under jit (a training
+  // loop's host replay must keep the jitted buffer's semantics).
+  int64_t nonfinite_to_max;
 };
 
 template <typename Fmt>
@@ -1382,7 +1386,8 @@ ffi::Error DirectStep(const HrlDirectPlan& plan, uint32_t* scalars, uint32_t* tr
                        plan.max_word,
                        static_cast<float>(plan.leaf_scale),
                        static_cast<float>(plan.root_scale)};
-  if (td != nullptr) {  // before anything changes: the caller raises, naming the entry
+  if (td != nullptr && plan.nonfinite_to_max == 0) {  // before anything changes: the caller
+                                                      // raises, naming the entry
     for (int64_t i = 0; i < u; ++i)
       if (!std::isfinite(td[i]))
         return ffi::Error(ffi::ErrorCode::kOutOfRange, std::to_string(i));
