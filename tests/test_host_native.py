@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_runtime import assert_trees_equal, tiny_config
 
-from hrl.config import config_from_dict
 from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.host_native import HostNativeReplay, HostNativeState
 from hrl.runtime import build, initial_state, train
@@ -19,33 +19,15 @@ native = pytest.importorskip("hrl.replay.native")
 pytestmark = pytest.mark.skipif(not native.available(), reason="native kernels do not build here")
 
 
+# tiny_config's run with a buffer small enough to wrap, two SGD steps per round, the native
+# kernels and the host loop.
+HOST_RUN = {"seed": 5, "replay.capacity": 300, "replay.impl": "native",
+            "train.total_env_steps": 4096, "train.train_ratio": 0.5,
+            "train.executor": "sequential"}
+
+
 def _cfg(**overrides):
-    data = {
-        "algo": "dqn", "seed": 5, "name": "native-host",
-        "env": {"name": "gymnax:CartPole-v1", "num_envs": 4},
-        "agent": {"hidden_sizes": [16, 16], "eps_decay_steps": 500},
-        "replay": {"capacity": 300, "fanout": 4, "impl": "native"},
-        "train": {"total_env_steps": 4096, "batch_size": 16, "train_ratio": 0.5,
-                  "rollout_length": 4, "learning_starts": 64, "chunk_env_steps": 256,
-                  "executor": "sequential"},
-        "log": {"progress": False},
-    }
-    for dotted, value in overrides.items():
-        node = data
-        *parents, leaf = dotted.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return config_from_dict(data)
-
-
-def _assert_equal(a, b, what):
-    leaves_a = jax.tree_util.tree_leaves_with_path(a)
-    leaves_b = jax.tree.leaves(b)
-    assert len(leaves_a) == len(leaves_b), what
-    for (path, x), y in zip(leaves_a, leaves_b, strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y),
-                                      err_msg=f"{what}{jax.tree_util.keystr(path)}")
+    return tiny_config(**{**HOST_RUN, **overrides})
 
 
 @pytest.mark.parametrize("overrides", [
@@ -67,8 +49,8 @@ def test_host_loop_run_equals_the_jitted_buffer_bit_for_bit(overrides):
         runs[backend] = built, jax.device_get(state), out
     (_, ref, ref_out), (built, got, out) = runs["jax"], runs["native_host"]
     assert isinstance(got.replay, HostNativeState) and int(got.updates) > 0
-    _assert_equal(got.replace(replay=None), ref.replace(replay=None), "state")
-    _assert_equal(built.replay.replay_state(got.replay), ref.replay, "replay")
+    assert_trees_equal(got.replace(replay=None), ref.replace(replay=None))
+    assert_trees_equal(built.replay.replay_state(got.replay), ref.replay)
     for name in ("td_abs", "completed", "completed_return"):
         np.testing.assert_array_equal(getattr(out, name), getattr(ref_out, name), err_msg=name)
 
@@ -83,9 +65,8 @@ def test_resume_from_a_checkpoint_equals_the_uninterrupted_run(tmp_path):
     resumed = train(cfg, run_dir=tmp_path / "split", resume=True, progress=False)
     assert resumed["env_steps"] == 768 and resumed["updates"] == full["updates"]
     like = initial_state(build(cfg))
-    _assert_equal(restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like),
-                  restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
-                  "checkpoint")
+    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like),
+                       restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like))
     assert ((tmp_path / "full" / "episodes.csv").read_text()
             == (tmp_path / "split" / "episodes.csv").read_text())
 
@@ -105,11 +86,11 @@ def test_nonfinite_td_errors_take_the_largest_priority_as_under_jit():
     key = jax.random.PRNGKey(1)
     got = host.sample(hs, np.asarray(key), 8, 0.5)
     want = rb.sample(ref, key, 8, jnp.float32(0.5))
-    _assert_equal(got, want, "sample")
+    assert_trees_equal(got, want)
     td = np.array([0.5, np.nan, 3.0, -np.inf, 0.0, 7.0, np.inf, -2.0], np.float32)
     hs = host.update(hs, got.indices, td)
     ref = jax.jit(rb.update)(ref, want.indices, jnp.asarray(td))
-    _assert_equal(host.replay_state(hs), ref, "after update")
+    assert_trees_equal(host.replay_state(hs), ref)
     assert float(ref.max_priority) == pytest.approx(7.0 + 1e-6)
 
 
@@ -122,7 +103,7 @@ def test_a_restored_copy_is_loaded_and_a_wrong_layout_is_refused():
     host.init(example)  # the kernels' arrays emptied
     host.sync_backend(copy)
     assert int(host._state().size) == 10
-    _assert_equal(host._state(), copy, "restored")
+    assert_trees_equal(host._state(), copy)
     bad = copy.replace(rows=np.zeros((16, copy.rows.shape[1]), np.uint32))
     with pytest.raises(ValueError, match=r"rows: expected uint32\[32, "):
         host.sync_backend(bad)

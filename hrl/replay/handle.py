@@ -79,6 +79,12 @@ class _Packing:
     level_shapes: tuple  # shapes of the sum tree's levels (the min tree's are the same)
     has_min: bool
 
+    @classmethod
+    def of(cls, replay: PrioritizedReplay, state: ReplayState) -> _Packing:
+        return cls(capacity=replay.capacity, fanout=replay.fanout,
+                   level_shapes=tuple(level.shape for level in state.tree.levels),
+                   has_min=state.min_tree is not None)
+
     @property
     def tree_words(self) -> int:
         return sum(int(np.prod(s)) for s in self.level_shapes)
@@ -142,13 +148,7 @@ class ReplayHandle:
         self._size = int(state.size)
         self.packed = _packed_available(replay)
         if self.packed:
-            tree = state.tree
-            self._packing = _Packing(
-                capacity=replay.capacity,
-                fanout=replay.fanout,
-                level_shapes=tuple(level.shape for level in tree.levels),
-                has_min=state.min_tree is not None,
-            )
+            self._packing = _Packing.of(replay, state)
             scalars, trees = jax.jit(self._packing.pack)(state)
             self._arrays = {"scalars": scalars, "trees": trees, "rows": jnp.array(state.rows)}
         else:
@@ -266,10 +266,7 @@ class ReplayHandle:
         if priorities is not None:
             priorities = self.replay._check_priorities(priorities, (m,), "add")
         if self._direct is not None:
-            leaves = [np.ascontiguousarray(leaf, dtype) for leaf, dtype
-                      in zip(self._layout.treedef.flatten_up_to(items), self._layout.dtypes,
-                             strict=True)]
-            self._direct.add(leaves, None if priorities is None else np.asarray(priorities))
+            self._direct.add(items, None if priorities is None else np.asarray(priorities))
             self._size = min(self._size + m, self.replay.capacity)
             return
         fn = self._call("add", priorities is not None)

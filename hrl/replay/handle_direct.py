@@ -230,9 +230,12 @@ class DirectState:
     def update_and_sample(self, indices, td, key_words, beta: float) -> Sample:
         return self._call(indices, td, None, indices.shape[0], key_words, beta, self.batch)
 
-    def add(self, leaves, priorities) -> None:
-        """`PrioritizedReplay.add` of M items (flattened leaves, C-contiguous, of the layout's
-        dtypes; raw priorities checked finite and >= 0, or None for the largest so far)."""
+    def add(self, items, priorities) -> None:
+        """`PrioritizedReplay.add` of M items (a pytree of the layout's structure, on the host,
+        checked; raw priorities checked finite and >= 0, or None for the largest so far)."""
+        layout = self.layout
+        leaves = [np.ascontiguousarray(leaf, dtype) for leaf, dtype
+                  in zip(layout.treedef.flatten_up_to(items), layout.dtypes, strict=True)]
         m = leaves[0].shape[0]
         cap = self.replay.capacity
         insert_pos, size, _, added = self.scalars.view(np.int32).tolist()

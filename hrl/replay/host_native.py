@@ -73,9 +73,7 @@ class HostNativeReplay:
         from hrl.replay.handle_direct import DirectState
 
         state = self.replay.init(example_item)
-        packing = _Packing(capacity=self.replay.capacity, fanout=self.replay.fanout,
-                           level_shapes=tuple(level.shape for level in state.tree.levels),
-                           has_min=state.min_tree is not None)
+        packing = _Packing.of(self.replay, state)
         scalars, trees = jax.jit(packing.pack)(state)
         self._packing, self._template = packing, state
         self._direct = DirectState(self.replay, scalars, trees, state.rows, state.layout,
@@ -108,12 +106,7 @@ class HostNativeReplay:
 
     # ------------------------------------------------------------------ operations
     def add(self, state: HostNativeState, items) -> HostNativeState:
-        d = self._bound(state)
-        layout = d.layout
-        leaves = [np.ascontiguousarray(leaf, dtype) for leaf, dtype
-                  in zip(layout.treedef.flatten_up_to(jax.device_get(items)), layout.dtypes,
-                         strict=True)]
-        d.add(leaves, None)
+        self._bound(state).add(jax.device_get(items), None)
         return self._state()
 
     def sample(self, state: HostNativeState, key, batch_size: int, beta) -> Sample:
