@@ -1,24 +1,27 @@
 """Does the relaxed dependency hide the replay's latency? Strict vs relaxed, the tree on another
 device than the learner.
 
-    .venv/bin/python experiments/bench_relaxed.py [--staleness 1 4] [--rounds 3] [--iters 60]
+    .venv/bin/python experiments/bench_relaxed.py [--sizes small large] [--staleness 1 4]
+        [--rounds 3] [--iters 30]
 
-DQN + PER on gymnax CartPole-v1 (M=8, 64x64, batch 64, one SGD step per 2 env steps; an
-iteration is 4 vector steps, 32 env steps, then 16 SGD steps), the sequential host loop, with
-the sum tree in three places other than the learner's device, and on it for reference:
+DQN + PER on gymnax CartPole-v1 (M=8, one SGD step per 2 env steps; an iteration is 4 vector
+steps, 32 env steps, then 16 SGD steps; `small`: 64x64 layers, batch 64, `large`: 256x256,
+batch 256, where a train step takes milliseconds), the sequential host loop in synchronous CPU
+dispatch, with the sum tree in three places other than the learner's device, and on it for
+reference:
 * `jax`: the JAX buffer on the learner's device (the reference: every replay call an XLA
   program in the same queue as the train step);
 * `native_host`: the whole buffer in host memory, stepped by the C++ kernels from the host
-  thread (`hrl.replay.host_native`; ctypes releases the GIL, so XLA's train step can run
-  meanwhile);
+  thread (`hrl.replay.host_native`);
 * `opencl`: the host buffer over the OpenCL tree (PoCL on this CPU, or any OpenCL device);
 * `cpu:1`: the JAX buffer on a second XLA CPU device (sample and update placed on cpu:1, the
   env, inference and training on cpu:0).
 Strict: sample(t+1) waits for update(t), which waits for train(t). Relaxed with staleness s:
-update(t-s) and sample(t+1) need nothing from train(t), so the host issues them while train(t)
-runs (`HostLoop._learn`). Interleaved rounds; speed-up = strict wall / relaxed wall within a
-round, median over rounds; each tree's strict speed is also compared with the `jax` tree's in
-the same round. Writes experiments/results/relaxed/speed.{csv,md}.
+update(t-s) and sample(t+1) need nothing from train(t); for a tree off the learner's device
+(opencl, cpu:1) a second thread runs them while train(t) runs (`HostLoop._relaxed_step`), for
+the others they run after it, in order. Interleaved rounds; speed-up = strict wall / relaxed
+wall within a round, median over rounds; each tree's strict speed is also compared with the
+`jax` tree's in the same round. Writes experiments/results/relaxed/speed.{csv,md}.
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ from hrl.runtime import build, initial_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results" / "relaxed"
-BASE = ["env.num_envs=8", "agent.hidden_sizes=[64,64]", "train.batch_size=64",
-        "replay.capacity=50000", "train.learning_starts=256", "train.train_ratio=0.5",
+SIZES = {"small": ["agent.hidden_sizes=[64,64]", "train.batch_size=64"],
+         "large": ["agent.hidden_sizes=[256,256]", "train.batch_size=256"]}
+BASE = ["env.num_envs=8", "replay.capacity=50000", "train.learning_starts=256",
+        "train.train_ratio=0.5",
         "train.rollout_length=4", "train.total_env_steps=10000000", "train.executor=sequential",
-        "train.cpu_dispatch=async",  # both modes: relaxed overlaps train only with async calls
+        "train.cpu_dispatch=sync",
         "log.progress=false"]
 TREES = {
     "jax": [],
@@ -74,7 +79,8 @@ def main() -> int:
     p.add_argument("--staleness", nargs="+", type=int, default=[1, 4])
     p.add_argument("--trees", nargs="+", default=list(TREES), choices=list(TREES))
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--iters", type=int, default=60)
+    p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     args = p.parse_args()
     from rich.progress import Progress
 
@@ -83,15 +89,18 @@ def main() -> int:
         for s in args.staleness]
     rows = []
     with Progress() as progress:
-        task = progress.add_task("relaxed", total=args.rounds * len(args.trees) * len(settings))
+        task = progress.add_task("relaxed", total=args.rounds * len(args.sizes)
+                                 * len(args.trees) * len(settings))
         for r in range(args.rounds):
-            for tree in args.trees:
-                for name, deps in settings:
-                    progress.update(task, description=f"round {r + 1} tree {tree} {name}")
-                    wall, steps = measure(TREES[tree] + deps, args.iters)
-                    rows.append({"round": r + 1, "tree": tree, "setting": name, "wall_s": wall,
-                                 "env_steps_per_s": steps / wall})
-                    progress.advance(task)
+            for size in args.sizes:
+                for tree in args.trees:
+                    for name, deps in settings:
+                        progress.update(task, description=f"round {r + 1} {size} {tree} {name}")
+                        wall, steps = measure(SIZES[size] + TREES[tree] + deps, args.iters)
+                        rows.append({"round": r + 1, "size": size, "tree": tree,
+                                     "setting": name, "wall_s": wall,
+                                     "env_steps_per_s": steps / wall})
+                        progress.advance(task)
     OUT.mkdir(parents=True, exist_ok=True)
     with (OUT / "speed.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -105,25 +114,31 @@ def main() -> int:
         "Speed-up: strict wall / relaxed wall within a round, median over rounds. Strict vs the "
         "jax tree: the `jax` tree's strict wall / this tree's strict wall, same round, median.",
         "",
-        "| tree | setting | env steps/s (median) | speed-up vs strict | strict vs the jax tree |",
-        "|---|---|---|---|---|",
+        "| size | tree | setting | env steps/s (median) | speed-up vs strict (range) | "
+        "strict vs the jax tree |",
+        "|---|---|---|---|---|---|",
     ]
 
-    def walls(tree, name):
-        return [x["wall_s"] for x in rows if x["tree"] == tree and x["setting"] == name]
+    def walls(size, tree, name):
+        return [x["wall_s"] for x in rows
+                if x["size"] == size and x["tree"] == tree and x["setting"] == name]
 
-    for tree in args.trees:
-        strict = walls(tree, "strict")
-        for name, _ in settings:
-            rate = statistics.median(x["env_steps_per_s"] for x in rows
-                                     if x["tree"] == tree and x["setting"] == name)
-            speed = statistics.median(a / b for a, b in zip(strict, walls(tree, name),
-                                                            strict=True))
-            vs_jax = ""
-            if name == "strict" and "jax" in args.trees:
-                ratios = [a / b for a, b in zip(walls("jax", "strict"), strict, strict=True)]
-                vs_jax = f"{statistics.median(ratios):.2f}x"
-            lines.append(f"| {tree} | {name} | {rate:,.0f} | {speed:.2f}x | {vs_jax} |")
+    for size in args.sizes:
+        for tree in args.trees:
+            strict = walls(size, tree, "strict")
+            for name, _ in settings:
+                rate = statistics.median(x["env_steps_per_s"] for x in rows
+                                         if x["size"] == size and x["tree"] == tree
+                                         and x["setting"] == name)
+                ratios = [a / b for a, b in zip(strict, walls(size, tree, name), strict=True)]
+                speed = (f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}x-"
+                         f"{max(ratios):.2f}x)")
+                vs_jax = ""
+                if name == "strict" and "jax" in args.trees:
+                    ratios = [a / b for a, b in zip(walls(size, "jax", "strict"), strict,
+                                                    strict=True)]
+                    vs_jax = f"{statistics.median(ratios):.2f}x"
+                lines.append(f"| {size} | {tree} | {name} | {rate:,.0f} | {speed} | {vs_jax} |")
     (OUT / "speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -29,6 +29,7 @@ from hrl.runtime import (
     restore_checkpoint,
     train,
 )
+from hrl.runtime.pending import HostPendingQueue
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "experiments" / "configs"
@@ -473,22 +474,31 @@ def test_bad_executor_settings_name_the_key(overrides, message):
         _small_run("dqn_cartpole_gymnasium", overrides, iterations=1)
 
 
-def test_pending_head_then_join_is_pending_push():
-    """The host loop reads the update leaving the relaxed queue before td(t) joins it (so it
-    need not wait for train(t)); that is pending_push's output and queue, step after step."""
-    loop = build(tiny_config(**{"train.dependency": "relaxed", "train.staleness": 3,
-                                "train.fused": False})).loop
-    pending = pending_init(3, 4)
-    split = pending
+def test_host_pending_queue_is_pending_push():
+    """The host loops' relaxed queue (slots on the host, so reading the update that leaves
+    needs no device call behind train(t)) gives pending_push's outputs step after step, and
+    hands back its queue bit for bit, from an empty queue and from one restored part full."""
     rng = np.random.default_rng(0)
-    for _ in range(7):
-        idx = jnp.asarray(rng.integers(0, 100, 4), jnp.int32)
-        td = jnp.asarray(rng.normal(size=4), jnp.float32)
-        pending, want = pending_push(pending, idx, td)
-        got = loop._pending_head(split)
-        split = loop._pending_join(split, idx, td)
-        assert_trees_equal(got, want)
-        assert_trees_equal(split, pending)
+
+    def row():
+        return (jnp.asarray(rng.integers(0, 100, 4), jnp.int32),
+                jnp.asarray(rng.normal(size=4), jnp.float32))
+
+    pending = pending_init(3, 4)
+    for start in range(3):  # 0: empty; then restored from a queue with 1, 2 slots filled
+        if start:
+            pending, _ = pending_push(pending, *row())
+        queue = HostPendingQueue(pending)
+        for _ in range(5):
+            idx, td = row()
+            pending, (want_idx, want_td, want_valid) = pending_push(pending, idx, td)
+            got_idx, got_td, got_valid = queue.leaving()
+            queue.push(idx, td)
+            assert got_valid == bool(want_valid)
+            if got_valid:
+                np.testing.assert_array_equal(got_idx, want_idx)
+                np.testing.assert_array_equal(got_td, want_td)
+        assert_trees_equal(jax.device_put(queue.to_pending()), pending)
 
 
 
@@ -525,3 +535,22 @@ def test_every_kernel_of_the_fused_program_is_attributed_to_its_primitive():
         '  %copy.1 = f32[] copy(%x)\n'
     )
     assert kernel_owners(fake) == {"ffi_call.7": "sample", "copy.1": "loop (carry, keys, counters)"}
+
+
+def test_relaxed_overlaps_the_replay_only_off_the_learners_device():
+    """The replay thread of relaxed dependency is for trees off the learner's device (where a
+    hand-off costs less than it hides); the relaxed runs of both kinds are tested bit for bit
+    (here and tests/test_runtime_host.py)."""
+    from hrl.runtime.run import replay_off_learner
+
+    cpu = jax.devices()[0]
+    assert replay_off_learner("opencl", {}) and replay_off_learner("rtl", {})
+    assert not replay_off_learner("jax", {}) and not replay_off_learner("native_host", {})
+    assert not replay_off_learner("jax", {"sample": cpu, "update": cpu})
+    assert not replay_off_learner("jax", {"sample": cpu, "train": cpu})
+    other = jax.devices()[-1]
+    if other != cpu:
+        assert replay_off_learner("jax", {"sample": other, "update": other})
+    loop = build(tiny_config(**{"train.dependency": "relaxed", "train.staleness": 2,
+                                "train.fused": False})).loop
+    assert not loop.overlap_replay

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import jax
@@ -38,7 +39,7 @@ from hrl.config import RunConfig, updates_schedule
 from hrl.replay.nstep import NStepState, nstep_init, nstep_push
 from hrl.runtime import rate_limit as rl
 from hrl.runtime.packing import TreePacking
-from hrl.runtime.pending import PendingUpdates, pending_init, pending_push
+from hrl.runtime.pending import HostPendingQueue, PendingUpdates, pending_init, pending_push
 from hrl.runtime.primitives import PRIMITIVES, Primitives, beta_at
 from hrl.runtime.rate_limit import LimiterState
 
@@ -394,6 +395,7 @@ class HostLoop:
         env_is_jax: bool,
         replay_is_jax: bool = True,
         placement: dict[str, Any] | None = None,
+        overlap_replay: bool = False,
     ):
         placement = dict(placement or {})
         unknown = set(placement) - set(PRIMITIVES)
@@ -415,6 +417,10 @@ class HostLoop:
                     )
         sch = schedule
         self._relaxed = sch.staleness > 0
+        # Relaxed dependency with the tree off the learner's device: its calls run in a thread
+        # of their own beside train(t) (`_relaxed_step`). On the learner's device, or for a
+        # tree whose calls are a few microseconds, the hand-off costs more than it hides.
+        self.overlap_replay = overlap_replay
         self._infer = jax.jit(prims.infer)
         self._env_step = jax.jit(prims.env_step) if env_is_jax else prims.env_step
         if replay_is_jax:
@@ -457,9 +463,9 @@ class HostLoop:
             lambda steps: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *steps)
         )
         self._train = None  # HostTrain, built for the agent's structure at the first round
-        self._pending_head = jax.jit(lambda p: (p.indices[p.head], p.td_errors[p.head],
-                                                p.valid[p.head]))
-        self._pending_join = jax.jit(lambda p, indices, td: pending_push(p, indices, td)[0])
+        # Relaxed dependency: the thread that writes update(t-s) and draws sample(t+1) while
+        # the calling thread trains step t (started at the first relaxed round).
+        self._replay_thread: ThreadPoolExecutor | None = None
         self.timings = {name: 0.0 for name in PRIMITIVES}  # seconds spent per primitive
 
     def _put(self, name, tree):
@@ -527,6 +533,40 @@ class HostLoop:
         actor = ActorState(env_state, obs, start, actor_carry, acc)
         return actor, self._concat(transitions), completed, returns, env_steps
 
+    def _relaxed_step(self, packed, sample, replay, queue: HostPendingQueue, key, beta):
+        """One SGD step in relaxed dependency: train(t) in this thread while a second thread
+        writes update(t-s) and then draws sample(t+1) (none when `key` is None), which need
+        nothing from train(t). The tree must be off the learner's XLA device: XLA:CPU runs a
+        device's calls in the order they were issued (async dispatch), so a call on it would
+        wait for train(t) anyway. Each hand-off between the threads costs 70-200 us on a
+        2-core VM, so this pays only where the tree's calls are slow (measured:
+        experiments/bench_relaxed.py). Same calls on the same values as
+        `FusedLoop._sgd_step`, so the results are the same bit for bit."""
+        if self._replay_thread is None:
+            self._replay_thread = ThreadPoolExecutor(1, thread_name_prefix="hrl-replay")
+        indices, td_out, valid = queue.leaving()
+
+        def replay_side(replay):
+            if valid:
+                replay = self._timed("update", self._update, replay, indices, td_out)
+            following = None if key is None else self._timed(
+                "sample", self._sample, replay, key, beta)
+            return replay, following
+
+        job = self._replay_thread.submit(replay_side, replay)
+        try:
+            trained = self._timed("train", self._train.step, packed, sample.items,
+                                  sample.weights)
+        finally:
+            replay, following = job.result()  # never leave the replay thread mid-call
+        return (*trained, replay, following)
+
+    def close(self) -> None:
+        """Stop the relaxed dependency's replay thread (a later round starts a new one)."""
+        if self._replay_thread is not None:
+            self._replay_thread.shutdown()
+            self._replay_thread = None
+
     def _learn(self, agent, replay, pending, batch, learn_keys, beta, iteration: int):
         """The learner's program: insert the batch, then (on a learning iteration) U x
         (sample -> train -> relaxed queue -> update). Returns what it changed and its logs.
@@ -543,38 +583,36 @@ class HostLoop:
                 self._train = HostTrain.build(self.prims.train, agent, sample.items,
                                               sample.weights)
             packed = self._timed("train", self._train.pack_agent, agent)
+            queue = HostPendingQueue(pending) if self._relaxed else None
             for step in range(len(learn_keys)):
-                last = step + 1 == len(learn_keys)
-                if self._relaxed:
-                    # Not waited for: train(t) runs on its device while the host writes
-                    # update(t-s) and draws sample(t+1), which need nothing from it. (The
-                    # timings then count train's dispatch, not its run.)
+                key = None if step + 1 == len(learn_keys) else learn_keys[step + 1]
+                if self._relaxed and self.overlap_replay:
+                    packed, td, metrics, td_mean, replay, following = self._relaxed_step(
+                        packed, sample, replay, queue, key, beta)
+                    queue.push(sample.indices, td)
+                elif self._relaxed:  # the same calls in order: train, update(t-s), sample
                     packed, td, metrics, td_mean = self._timed(
                         "train", self._train.step, packed, sample.items, sample.weights,
                         wait=False)
-                    # The update leaving the queue, read before td(t) joins it: it waits for
-                    # td(t-1) at most. Same values as pending_push's output (tested).
-                    indices, td_out, valid = self._pending_head(pending)
-                    if bool(valid):
+                    indices, td_out, valid = queue.leaving()
+                    if valid:
                         replay = self._timed("update", self._update, replay, indices, td_out)
-                    following = None if last else self._timed(
-                        "sample", self._sample, replay, learn_keys[step + 1], beta)
-                    # Only now does the host need td(t), to move it to the queue, which lives
-                    # with the tree (the update's device).
-                    pending = self._pending_join(*self._put("update", (pending, sample.indices,
-                                                                       td)))
+                    following = None if key is None else self._timed(
+                        "sample", self._sample, replay, key, beta)
+                    queue.push(sample.indices, td)
                 else:  # depth 0: pending_push passes the update straight through
                     packed, td, metrics, td_mean = self._timed(
                         "train", self._train.step, packed, sample.items, sample.weights
                     )
                     replay = self._timed("update", self._update, replay, sample.indices, td)
-                    following = None if last else self._timed(
-                        "sample", self._sample, replay, learn_keys[step + 1], beta)
+                    following = None if key is None else self._timed(
+                        "sample", self._sample, replay, key, beta)
                 td_abs.append(td_mean)
                 metric_rows.append(metrics)
                 sample = following
-            agent = self._timed("train", self._train.unpack_agent, packed,
-                                wait=not self._relaxed)
+            if self._relaxed:  # the queue lives with the tree, on the update's device
+                pending = jax.device_put(queue.to_pending(), self._shardings.get("update"))
+            agent = self._timed("train", self._train.unpack_agent, packed)
             # The round's logs as two arrays, so they cross to the host in one transfer.
             td_abs, metric_rows = self._train.stack_logs(td_abs, metric_rows)
         return agent, replay, pending, do_learn, td_abs, metric_rows
@@ -777,6 +815,7 @@ class PipelinedLoop(HostLoop):
         return state, self._stack(rows)
 
     def close(self) -> None:
+        super().close()
         if self._process is not None:
             self._process.close()
             self._process = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 
@@ -63,3 +64,41 @@ def pending_push(pending: PendingUpdates, indices, td_errors):
         head=(head + 1) % staleness,
     )
     return pending, out
+
+
+class HostPendingQueue:
+    """The same FIFO as the host loops step it: its slots in a list on the host, so reading
+    the update that leaves the queue is no device call. (On XLA:CPU every call waits behind
+    the calls issued before it: a jitted read of the queue issued after train(t) would wait
+    for train(t), which is what the relaxed dependency must not do.) A slot holds the arrays
+    pushed into it as they are (a device's or numpy's); `to_pending` gives back the
+    `PendingUpdates` that `pending_push` would have made, bit for bit."""
+
+    def __init__(self, pending: PendingUpdates):
+        indices, td_errors, valid, head = jax.device_get(
+            (pending.indices, pending.td_errors, pending.valid, pending.head))
+        self.staleness = pending.staleness
+        self.indices, self.td_errors = list(indices), list(td_errors)
+        self.valid = [bool(v) for v in valid]
+        self.head = int(head)
+
+    def leaving(self):
+        """(indices, td_errors, valid) of the update the next `push` moves out."""
+        h = self.head
+        return self.indices[h], self.td_errors[h], self.valid[h]
+
+    def push(self, indices, td_errors) -> None:
+        h = self.head
+        self.indices[h], self.td_errors[h], self.valid[h] = indices, td_errors, True
+        self.head = (h + 1) % self.staleness
+
+    def to_pending(self) -> PendingUpdates:
+        """The queue as `PendingUpdates` of numpy arrays (waits for the rows pushed last)."""
+        indices, td_errors = jax.device_get((self.indices, self.td_errors))
+        return PendingUpdates(
+            indices=np.stack([np.asarray(x, np.int32) for x in indices]),
+            td_errors=np.stack([np.asarray(x, np.float32) for x in td_errors]),
+            valid=np.asarray(self.valid, bool),
+            head=np.int32(self.head),
+            staleness=self.staleness,
+        )

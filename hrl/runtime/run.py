@@ -176,6 +176,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
             "config key 'train.fused': the fused loop needs a JAX environment and replay.backend "
             f"'jax' (got env {cfg.env.name}, backend {r.backend!r}); set train.fused: false"
         )
+    overlap_replay = replay_off_learner(cfg.replay.backend, placement)
     if mesh is not None:
         from hrl.runtime.data_parallel import DataParallelLoop
 
@@ -184,14 +185,27 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
         loop = FusedLoop(prims, schedule)
     elif executor == "pipelined":
         loop = PipelinedLoop(prims, schedule, spec.is_jax, replay_is_jax, placement,
+                             overlap_replay=overlap_replay,
                              depth=cfg.train.pipeline_depth,
                              weight_sync_period=cfg.train.weight_sync_period,
                              actors=cfg.train.actors, config=cfg,
                              host_env=None if spec.is_jax else env,
                              rate_limit=rate_limit_of(cfg, schedule))
     else:
-        loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement)
+        loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement,
+                        overlap_replay=overlap_replay)
     return Built(cfg, env, agent, replay, schedule, loop, example)
+
+
+def replay_off_learner(backend: str, placement: dict) -> bool:
+    """Whether the tree's calls run away from the learner's device and are slow enough that
+    relaxed dependency runs them in a thread beside train(t) (`HostLoop._relaxed_step`): an
+    OpenCL or RTL tree, or sample and update placed on another device than train. Not the
+    native host tree: its calls take microseconds, less than a hand-off between threads."""
+    if backend in ("opencl", "rtl"):
+        return True
+    tree = {placement.get("sample"), placement.get("update")} - {None}
+    return bool(tree) and tree != {placement.get("train", jax.devices()[0])}
 
 
 def rate_limit_of(cfg: RunConfig, schedule: Schedule) -> RateLimit | None:
