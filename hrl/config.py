@@ -144,7 +144,7 @@ class TrainConfig:
     samples_per_insert: float | None = None
     samples_per_insert_tolerance: float | None = None
     # How XLA:CPU runs each jitted call: "async" (on XLA's worker thread while the caller goes
-    # on: what lets relaxed dependency overlap train(t) with the replay's next calls), "sync"
+    # on; one device's calls still run in the order they were issued), "sync"
     # (on the calling thread: no hand-off and wake-up per call, which a loop that waits for
     # every call gains most from when another process shares the cores), "auto" (sync for a
     # host loop - executor sequential or pipelined, a host env or replay, a placement - in
