@@ -544,22 +544,23 @@ class HostLoop:
         `FusedLoop._sgd_step`, so the results are the same bit for bit."""
         if self._replay_thread is None:
             self._replay_thread = ThreadPoolExecutor(1, thread_name_prefix="hrl-replay")
-        indices, td_out, valid = queue.leaving()
-
-        def replay_side(replay):
-            if valid:
-                replay = self._timed("update", self._update, replay, indices, td_out)
-            following = None if key is None else self._timed(
-                "sample", self._sample, replay, key, beta)
-            return replay, following
-
-        job = self._replay_thread.submit(replay_side, replay)
+        job = self._replay_thread.submit(self._update_then_sample, replay, *queue.leaving(),
+                                         key, beta)
         try:
             trained = self._timed("train", self._train.step, packed, sample.items,
                                   sample.weights)
         finally:
             replay, following = job.result()  # never leave the replay thread mid-call
         return (*trained, replay, following)
+
+    def _update_then_sample(self, replay, indices, td_errors, valid: bool, key, beta):
+        """The replay's side of an SGD step: the update (if `valid`), then the next sample
+        (none when `key` is None). Returns (replay, sample)."""
+        if valid:
+            replay = self._timed("update", self._update, replay, indices, td_errors)
+        following = None if key is None else self._timed(
+            "sample", self._sample, replay, key, beta)
+        return replay, following
 
     def close(self) -> None:
         """Stop the relaxed dependency's replay thread (a later round starts a new one)."""
@@ -594,19 +595,15 @@ class HostLoop:
                     packed, td, metrics, td_mean = self._timed(
                         "train", self._train.step, packed, sample.items, sample.weights,
                         wait=False)
-                    indices, td_out, valid = queue.leaving()
-                    if valid:
-                        replay = self._timed("update", self._update, replay, indices, td_out)
-                    following = None if key is None else self._timed(
-                        "sample", self._sample, replay, key, beta)
+                    replay, following = self._update_then_sample(replay, *queue.leaving(),
+                                                                 key, beta)
                     queue.push(sample.indices, td)
                 else:  # depth 0: pending_push passes the update straight through
                     packed, td, metrics, td_mean = self._timed(
                         "train", self._train.step, packed, sample.items, sample.weights
                     )
-                    replay = self._timed("update", self._update, replay, sample.indices, td)
-                    following = None if key is None else self._timed(
-                        "sample", self._sample, replay, key, beta)
+                    replay, following = self._update_then_sample(replay, sample.indices, td,
+                                                                 True, key, beta)
                 td_abs.append(td_mean)
                 metric_rows.append(metrics)
                 sample = following
