@@ -538,9 +538,9 @@ class HostLoop:
         writes update(t-s) and then draws sample(t+1) (none when `key` is None), which need
         nothing from train(t). The tree must be off the learner's XLA device: XLA:CPU runs a
         device's calls in the order they were issued (async dispatch), so a call on it would
-        wait for train(t) anyway. Each hand-off between the threads costs 70-200 us on a
-        2-core VM, so this pays only where the tree's calls are slow (measured:
-        experiments/bench_relaxed.py). Same calls on the same values as
+        wait for train(t) anyway. A hand-off to the thread and back costs about 55 us on a
+        2-core VM (experiments/bench_handoff.py), so this pays only where the tree's calls
+        are slow (experiments/bench_relaxed.py). Same calls on the same values as
         `FusedLoop._sgd_step`, so the results are the same bit for bit."""
         if self._replay_thread is None:
             self._replay_thread = ThreadPoolExecutor(1, thread_name_prefix="hrl-replay")
