@@ -12,7 +12,7 @@ tree on PoCL, and the pipelined executor with process actors over the host-loop 
 strict and relaxed mode, for each setting, and compares the measured seconds per iteration with
 the prediction of `hrl map` for that mapping and executor. Each run is measured in a fresh
 process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it
-(`train.cpu_dispatch` and `train.cpu_threads`: auto; a strict host loop runs sync, a relaxed one
+(`train.cpu_dispatch` and `train.cpu_threads`: auto; a host loop runs sync, the fused loop
 async, and the model prices each with loop rows measured that way). Writes validation.csv,
 validation.md and validation.png into experiments/results/mapping/. Targets (issue 11 §4):
 median absolute error <= 10% of wall time, and per setting and mode the predicted-best mapping

@@ -147,8 +147,8 @@ class TrainConfig:
     # on; one device's calls still run in the order they were issued), "sync"
     # (on the calling thread: no hand-off and wake-up per call, which a loop that waits for
     # every call gains most from when another process shares the cores), "auto" (sync for a
-    # host loop - executor sequential or pipelined, a host env or replay, a placement - in
-    # strict dependency on one device; async otherwise). Process-wide and fixed when JAX's CPU
+    # host loop - executor sequential or pipelined, a host env or replay, a placement - on one
+    # device, strict or relaxed; async otherwise). Process-wide and fixed when JAX's CPU
     # backend starts, so it applies only when the run's build is the first use of JAX in the
     # process. Results are the same bit for bit either way.
     cpu_dispatch: Literal["auto", "async", "sync"] = "auto"

@@ -9,17 +9,25 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
 * calls: `sum_c count_c * latency[c, placement(c)]`;
 * the loop's own bookkeeping per iteration (host loop or fused loop, measured by the profiler),
   charged to the host CPU (the host loop) or to the fused loop's device; a host loop's per
-  dependency mode, as it runs sync in strict and async in relaxed (`train.cpu_dispatch: auto`);
+  dependency mode, in the CPU dispatch `train.cpu_dispatch: auto` gives it in that mode;
 * links: every edge (src -> dst, bytes, count) whose ends sit on different placements costs
   `count * (hop(src) + hop(dst))`, where a placement's hop is its way to host memory: none for
   the host CPU itself, a memcpy for another host backend, a PCIe transfer for an accelerator
   (`links.Link.time`: latency + bytes / bandwidth). Two accelerators talk through the host.
 * strict dependency: everything on the critical path, in order -> the sum of calls and links;
-* relaxed dependency with staleness s: devices and links work concurrently, so an iteration is
-  bounded by the busiest *resource* (a physical device, or a PCIe link); two dependency cycles
-  still bound it: the actors' env -> infer -> env loop (every iteration) and the learner's
-  sample -> train -> update chain, of which s + 1 may overlap.
-  relaxed = max(busiest resource, actor cycle, sgd_steps * learner chain / (s + 1)).
+* relaxed dependency (staleness s > 0), as the host loops run it (`HostLoop._learn`): with the
+  tree on another placement than train, a thread writes update(t-s) and draws sample(t+1)
+  while train(t) runs, one thread hand-off per SGD step (`link:thread` in the profile); on
+  train's placement the calls run in order, as in strict. Per iteration that saves the shorter
+  of the two sides, less the hand-offs, and no resource can do more than its busy time
+  allows (the host CPU on its cores):
+  relaxed = max(strict - overlap * (min(train side, replay side) - sgd_steps * hand-off),
+                busiest resource / its cores),
+  train side = train + the batch's link from sample, replay side = sample + update + the TD
+  errors' link to update. Nothing else overlaps in the sequential executor: the actors run
+  before the learner in every mode. (Deeper overlap, s + 1 learner chains in flight, is what
+  a relaxed dependency would allow; no executor here runs it, so the model does not price
+  it.) The fused loop runs in order in one scan: relaxed = strict.
 * the pipelined executor (actors in a process of their own beside the learner's, both driven
   by host loops): the two sides run at the same time, so an iteration is bounded by the slower
   side and by what the shared host CPU can do on its cores:
@@ -27,8 +35,8 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   actor side = env and infer calls + their links + the host loop's per-actor-step bookkeeping
   + the process link for the transitions and the weights (sent by one side, read by the other:
   both pay); learner side = insert, sample, train, update + their links + the rest of the
-  bookkeeping + the same process link; strict: the learner side in sequence; relaxed: its
-  chain overlapped s + 1 deep, bounded by its busiest resource; plus the measured hand-off
+  bookkeeping + the same process link; strict: the learner side in sequence; relaxed: the
+  same less the overlap above, bounded by its busiest resource; plus the measured hand-off
   time per iteration. Fused mappings have no pipelined form (infinite). A samples-per-insert
   limiter (`train.samples_per_insert`) changes nothing here: it pins the two sides to the
   iteration's ratio, L*M inserts per U*B samples, which is what this max already assumes
@@ -92,6 +100,9 @@ class Problem:
     overhead_host_relaxed: float | None = None
     overhead_actor_relaxed: float | None = None
     overhead_pipelined_relaxed: float | None = None
+    # Seconds per SGD step to hand update and sample to the relaxed dependency's thread and
+    # take them back (profile row `link:thread`; 0 when the profile has none).
+    replay_handoff: float = 0.0
 
     def relaxed_overheads(self) -> tuple[float, float, float]:
         """(host, actor, pipelined) bookkeeping in relaxed dependency."""
@@ -155,6 +166,7 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_host_relaxed=_optional(overhead.get("host_relaxed")),
         overhead_actor_relaxed=_optional(overhead.get("host_actor_relaxed")),
         overhead_pipelined_relaxed=_optional(overhead.get("pipelined_relaxed")),
+        replay_handoff=float(overhead.get("replay_handoff", 0.0)),
     )
 
 
@@ -188,8 +200,8 @@ def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)
 def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
-              ipc_seconds, host_cores, overhead_pipelined, relaxed_overheads, n_placements,
-              n_resources, tree_shared):
+              ipc_seconds, host_cores, overhead_pipelined, relaxed_overheads, replay_handoff,
+              n_placements, n_resources, tree_shared):
     host_r, actor_r, pipelined_r = relaxed_overheads  # the three in relaxed dependency
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
@@ -231,20 +243,28 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     busy = busy + overhead_r[:, None] * overhead_res  # relaxed dependency's
 
     call_is = lambda names: jnp.array([c in names for c in CALLS])  # noqa: E731
-    actor_calls = jnp.where(call_is(ACTOR_CALLS)[None, :], call_time, 0.0).sum(1)
-    learner_calls = jnp.where(call_is(LEARNER_CALLS)[None, :], call_time, 0.0).sum(1)
+    calls_of = lambda names: jnp.where(call_is(names)[None, :], call_time, 0.0).sum(1)  # noqa: E731
+    edges_of = lambda mask: jnp.where(mask[None, :], edge_time, 0.0).sum(1)  # noqa: E731
     prim = lambda n: PRIMITIVES.index(n)  # noqa: E731
     edge_between = lambda a, b: ((edge_src == prim(a)) & (edge_dst == prim(b))) | (  # noqa: E731
         (edge_src == prim(b)) & (edge_dst == prim(a)))
     actor_edges = edge_between("env", "infer")
-    learner_edges = edge_between("sample", "train") | edge_between("train", "update")
-    actor_cycle = actor_calls + jnp.where(actor_edges[None, :], edge_time, 0.0).sum(1)
-    learner_chain = learner_calls + jnp.where(learner_edges[None, :], edge_time, 0.0).sum(1)
-    relaxed = jnp.maximum(jnp.max(busy, axis=1),
-                          jnp.maximum(actor_cycle, learner_chain / (staleness + 1.0)))
+    actor_cycle = calls_of(ACTOR_CALLS) + edges_of(actor_edges)
+
+    # Relaxed dependency (module docstring): train(t) beside update(t-s) and sample(t+1) when
+    # the tree is on another placement than train, in order otherwise.
+    train_side = calls_of(("train",)) + edges_of(edge_between("sample", "train"))
+    replay_side = calls_of(("sample", "update")) + edges_of(edge_between("train", "update"))
+    overlaps = (assign[:, prim("sample")] != assign[:, prim("train")]) & (staleness > 0)
+    saved = jnp.where(overlaps, jnp.minimum(train_side, replay_side)
+                      - sgd_steps * replay_handoff, 0.0)
+    host_cpu = jax.nn.one_hot(host_resource, n_resources)
+    capacity = jnp.where(host_cpu > 0, host_cores, 1.0)  # the host CPU's cores, 1 elsewhere
+    relaxed_order = call_time.sum(1) + edge_time.sum(1) + overhead_r
+    relaxed = jnp.where(uses_exclusive, strict, jnp.maximum(
+        relaxed_order - saved, jnp.max(busy / capacity[None, :], axis=1)))
 
     # Pipelined: the actors' process and the learner's, side by side (module docstring).
-    host_cpu = jax.nn.one_hot(host_resource, n_resources)
     actor_side = actor_cycle + overhead_actor + ipc_seconds
     actor_side_r = actor_cycle + actor_r + ipc_seconds
     learner_only = lambda t, names: jnp.where(call_is(names)[None, :], t, 0.0)  # noqa: E731
@@ -260,11 +280,9 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_dst, 0.0),
                                jax.nn.one_hot(hop_resource[dst], n_resources))
     learner_relaxed = jnp.maximum(
-        jnp.max(learner_busy, axis=1),
-        learner_only(call_time, ("insert",)).sum(1) + learner_chain / (staleness + 1.0),
+        learner_strict - learner_fixed - saved, jnp.max(learner_busy / capacity[None, :], axis=1)
     ) + host_r - actor_r + ipc_seconds
     # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
-    capacity = jnp.where(host_cpu > 0, host_cores, 1.0)
     link_ends = (2.0 * ipc_seconds)[None] * host_cpu[None, :]
     shared_bound = jnp.max((busy_strict + link_ends) / capacity[None, :], axis=1)
     shared_bound_r = jnp.max((busy + link_ends) / capacity[None, :], axis=1)
@@ -365,7 +383,7 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
-        f32(prob.overhead_pipelined), f32(prob.relaxed_overheads()),
+        f32(prob.overhead_pipelined), f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
         n_placements=len(prob.placements),
         n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),

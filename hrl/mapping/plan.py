@@ -20,12 +20,13 @@ Device names for `--devices`:
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from pathlib import Path
 
 from hrl.mapping import dse, parallel
 from hrl.mapping import fpga as fpga_model
 from hrl.mapping.links import Link
-from hrl.mapping.model import LinearModel, fit_models
+from hrl.mapping.model import METRICS, LinearModel, fit_models
 from hrl.mapping.platform import (
     GpuSpec,
     Placement,
@@ -36,6 +37,7 @@ from hrl.mapping.platform import (
 )
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
 from hrl.mapping.workload import PRIMITIVES, Workload
+from hrl.runtime.cpu_backend import HOST_LOOP_DISPATCH
 
 # How each measured placement sits in the machine.
 MEASURED_KINDS = {
@@ -102,6 +104,16 @@ def host_link_from_profile(profile: dict, metric: str = "wall",
     return Link(call.removeprefix("link:"), 1.0 / m.slope, m.intercept,
                 f"measured {what} ({m.n_points} sizes, median rel. error "
                 f"{m.rel_err_median:.0%})")
+
+
+def thread_handoff_from_profile(profile: dict | None, metric: str = "wall") -> float | None:
+    """Seconds for one hand-off to a second thread and back (`link:thread`, the relaxed
+    dependency's replay thread), the median of the profile's rows; None when it has none."""
+    from hrl.mapping.profile import HANDOFF_CALL
+
+    key = METRICS[metric]
+    times = [r[key] for r in (profile or {}).get("rows", ()) if r["call"] == HANDOFF_CALL]
+    return statistics.median(times) if times else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -343,10 +355,10 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                   if profile else None)
     if collective is not None:
         links[COLLECTIVE_LINK] = collective
-    # A host loop runs sync in strict dependency and async in relaxed (train.cpu_dispatch:
-    # auto), and pays per call differently in each: its bookkeeping is priced per mode.
-    overheads = loop_overheads(profile, models, metric, dispatch="sync")
-    relaxed = loop_overheads(profile, models, metric, dispatch="async")
+    # A host loop pays per call, differently in each CPU dispatch: its bookkeeping is priced
+    # with the rows in the dispatch `train.cpu_dispatch: auto` gives it in each mode.
+    overheads = loop_overheads(profile, models, metric, dispatch=HOST_LOOP_DISPATCH["strict"])
+    relaxed = loop_overheads(profile, models, metric, dispatch=HOST_LOOP_DISPATCH["relaxed"])
     process = host_link_from_profile(profile, metric, "link:process") if profile else None
     cores = host_cores(profile)
     loop_overhead = {k: v(workload) for k, v in overheads.items()}
@@ -354,6 +366,8 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     loop_overhead.update({"host_relaxed": relaxed["host"](workload),
                           "host_actor_relaxed": relaxed["host"].actor_part(workload),
                           "pipelined_relaxed": relaxed["pipelined"](workload)})
+    handoff = thread_handoff_from_profile(profile, metric)
+    loop_overhead["replay_handoff"] = handoff or 0.0
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,
                       loop_overhead=loop_overhead, process_link=process, host_cores=cores)
     if process is None:
@@ -362,6 +376,11 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     else:
         notes.append(f"pipelined executor: {cores} host cores shared; {process.source}")
     _check_every_call_has_a_placement(exp, workload, models)
+    notes.append("relaxed dependency: update and sample beside train when the tree is on "
+                 "another placement than train, "
+                 + (f"{handoff * 1e6:.0f} us a thread hand-off per SGD step (link:thread)"
+                    if handoff is not None else
+                    "thread hand-offs not costed (no link:thread in the profile: re-profile)"))
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
     for k, v in overheads.items():

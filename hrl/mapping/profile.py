@@ -66,10 +66,11 @@ GRIDS = {
 LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4), (16, 1), (1, 16), (16, 32))
 LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
 # The CPU dispatch each loop's rows are measured in: the fused loop always runs async; a host
-# loop runs sync in strict dependency and async in relaxed (`train.cpu_dispatch: auto`).
+# loop runs sync under `train.cpu_dispatch: auto` (`cpu_backend.HOST_LOOP_DISPATCH`), async
+# when a run pins it (its rows also show what async dispatch costs a host loop).
 LOOP_DISPATCH = {"fused": ("async",), "host": ("sync", "async"), "pipelined": ("sync", "async")}
 # The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
-LINK_ROWS = ("host", "process", "cpu-collective")
+LINK_ROWS = ("host", "process", "cpu-collective", "thread")
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
               "capacity", "fanout", "depth", "work", "latency_s", "p10_s", "p90_s", "cpu_s",
               "repeats")
@@ -439,6 +440,22 @@ class Profiler:
             there.put(None)
             echo.join(timeout=10)
 
+    def _profile_thread_handoff(self, repeats: int):
+        """A hand-off to a second thread and back (`link:thread`): what the relaxed dependency
+        pays per SGD step to run update and sample beside train (`HostLoop._relaxed_step`,
+        a ThreadPoolExecutor of one thread). A no-op job, HANDOFF_BATCH round trips per timed
+        call, so the row is well above the timer's resolution."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            def round_trips():
+                for _ in range(HANDOFF_BATCH):
+                    pool.submit(int).result()
+
+            t = _median_time(round_trips, repeats)
+        self._record_link(HANDOFF_CALL, 0, {k: v / HANDOFF_BATCH for k, v in t.items()},
+                          repeats)
+
     def _profile_collective_link(self, repeats: int, scan: int):
         """A ring step of a collective between virtual CPU devices (`link:cpu-collective`):
         `collective_timings` in a subprocess started with two virtual CPU devices (JAX reads
@@ -464,8 +481,8 @@ class Profiler:
         Each loop is measured in a fresh process per CPU dispatch (`LOOP_DISPATCH`), started
         as a run of that loop would start it (`hrl.runtime.cpu_backend`): dispatch and intra-op
         threads are fixed per process, and a host loop pays per call, so its bookkeeping
-        differs between the two (`train.cpu_dispatch: auto` runs a strict host loop sync, a
-        relaxed one async). Rows carry the dispatch they were measured in."""
+        differs between the two (`train.cpu_dispatch: auto` runs a host loop sync). Rows carry
+        the dispatch they were measured in."""
         from hrl.config import to_dict
 
         # A host env (gymnasium) cannot run inside the fused loop.
@@ -491,7 +508,7 @@ class Profiler:
 
     # ------------------------------------------------------------------ driver
     def link_tasks(self, names=LINK_ROWS) -> list[tuple[str, Callable[[], None]]]:
-        """The link measurements named (`LINK_ROWS`: host, process, cpu-collective)."""
+        """The link measurements named (`LINK_ROWS`: host, process, cpu-collective, thread)."""
         unknown = sorted(set(names) - set(LINK_ROWS))
         if unknown:
             raise ValueError(f"unknown link rows {unknown}; choose from {list(LINK_ROWS)}")
@@ -499,7 +516,8 @@ class Profiler:
         every = {"host": ("host memory copy", lambda: self._profile_host_link(rep)),
                  "process": ("process link", lambda: self._profile_process_link(rep)),
                  "cpu-collective": ("collective between 2 virtual CPU devices",
-                                    lambda: self._profile_collective_link(rep, scan))}
+                                    lambda: self._profile_collective_link(rep, scan)),
+                 "thread": ("thread hand-off", lambda: self._profile_thread_handoff(rep))}
         return [every[n] for n in LINK_ROWS if n in names]
 
     def tasks(self) -> list[tuple[str, Callable[[], None]]]:
@@ -576,6 +594,8 @@ def _echo(inbox, outbox) -> None:
 
 # ----------------------------------------------------------------------------- collectives
 COLLECTIVE_CALL = "link:cpu-collective"
+HANDOFF_CALL = "link:thread"
+HANDOFF_BATCH = 200  # round trips per timed call of the thread hand-off
 COLLECTIVE_DEVICES = 2
 COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced per psum
 COLLECTIVE_MIN_SCAN = 200
