@@ -63,15 +63,25 @@ TREES = {
 }
 
 
-def measure(overrides: list[str], iters: int) -> tuple[float, int]:
+PARTS = ("train", "sample", "update")  # the loop's seconds per primitive, reported per iteration
+
+
+def measure(overrides: list[str], iters: int) -> tuple[float, int, dict[str, float]]:
+    """Wall seconds of `iters` iterations, their env steps, and the loop's ms per iteration in
+    train, sample and update (insert included). With the replay thread the three overlap, so
+    a part that grows over strict is one that the other side slowed down."""
     cfg = load_config(ROOT / "configs" / "dqn_cartpole.yaml", BASE + overrides)
     built = build(cfg)
     state, _ = built.loop.run(initial_state(built), 12)  # compile, fill past learning_starts
     jax.block_until_ready(state)
+    built.loop.timings = dict.fromkeys(built.loop.timings, 0.0)
     start = time.perf_counter()
     state, _ = built.loop.run(state, iters)
     jax.block_until_ready(state)
-    return time.perf_counter() - start, iters * cfg.env_steps_per_iter
+    wall = time.perf_counter() - start
+    built.loop.close()
+    parts = {f"{k}_ms_per_iter": built.loop.timings[k] * 1e3 / iters for k in PARTS}
+    return wall, iters * cfg.env_steps_per_iter, parts
 
 
 def main() -> int:
@@ -96,10 +106,12 @@ def main() -> int:
                 for tree in args.trees:
                     for name, deps in settings:
                         progress.update(task, description=f"round {r + 1} {size} {tree} {name}")
-                        wall, steps = measure(SIZES[size] + TREES[tree] + deps, args.iters)
+                        wall, steps, parts = measure(SIZES[size] + TREES[tree] + deps,
+                                                     args.iters)
                         rows.append({"round": r + 1, "size": size, "tree": tree,
                                      "setting": name, "wall_s": wall,
-                                     "env_steps_per_s": steps / wall})
+                                     "env_steps_per_s": steps / wall,
+                                     "ms_per_iter": wall * 1e3 / args.iters, **parts})
                         progress.advance(task)
     OUT.mkdir(parents=True, exist_ok=True)
     with (OUT / "speed.csv").open("w", newline="") as f:
@@ -114,9 +126,12 @@ def main() -> int:
         "Speed-up: strict wall / relaxed wall within a round, median over rounds. Strict vs the "
         "jax tree: the `jax` tree's strict wall / this tree's strict wall, same round, median.",
         "",
+        "Per iteration: wall ms, and the ms the loop spent in train / sample / update (insert "
+        "included), medians; with the replay thread they overlap.",
+        "",
         "| size | tree | setting | env steps/s (median) | speed-up vs strict (range) | "
-        "strict vs the jax tree |",
-        "|---|---|---|---|---|---|",
+        "strict vs the jax tree | ms per iteration: wall, train / sample / update |",
+        "|---|---|---|---|---|---|---|",
     ]
 
     def walls(size, tree, name):
@@ -127,9 +142,12 @@ def main() -> int:
         for tree in args.trees:
             strict = walls(size, tree, "strict")
             for name, _ in settings:
-                rate = statistics.median(x["env_steps_per_s"] for x in rows
-                                         if x["size"] == size and x["tree"] == tree
-                                         and x["setting"] == name)
+                mine = [x for x in rows
+                        if x["size"] == size and x["tree"] == tree and x["setting"] == name]
+                rate = statistics.median(x["env_steps_per_s"] for x in mine)
+                ms = " / ".join(f"{statistics.median(x[f'{k}_ms_per_iter'] for x in mine):.1f}"
+                                for k in PARTS)
+                ms = f"{statistics.median(x['ms_per_iter'] for x in mine):.1f}, {ms}"
                 ratios = [a / b for a, b in zip(strict, walls(size, tree, name), strict=True)]
                 speed = (f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}x-"
                          f"{max(ratios):.2f}x)")
@@ -138,7 +156,8 @@ def main() -> int:
                     ratios = [a / b for a, b in zip(walls(size, "jax", "strict"), strict,
                                                     strict=True)]
                     vs_jax = f"{statistics.median(ratios):.2f}x"
-                lines.append(f"| {size} | {tree} | {name} | {rate:,.0f} | {speed} | {vs_jax} |")
+                lines.append(f"| {size} | {tree} | {name} | {rate:,.0f} | {speed} | {vs_jax} "
+                             f"| {ms} |")
     (OUT / "speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
