@@ -727,8 +727,8 @@ class PipelinedLoop(HostLoop):
     while it steps and every primitive call is a Python dispatch, so thread actors barely
     overlap the learner; process actors do not share the GIL, at the price of moving weights
     and transitions between processes. Measured on 2 cores (experiments/bench_executors.py,
-    gymnasium CartPole, M = 8 and 16, depth 2): thread 0.91-1.00x, process 1.49x the sequential
-    loop, against an ideal overlap bound of 1.7-1.9x.
+    gymnasium CartPole, M = 8 and 16, depths 1 and 2): thread 0.92-1.24x, process 1.46-1.67x
+    the sequential loop, against an ideal overlap bound of 1.7-1.75x.
 
     `rate_limit` (a `hrl.runtime.rate_limit.RateLimit`, or None: off) bounds the actors' lead
     in samples per insert as well: an actor iteration waits until its inserts keep the
