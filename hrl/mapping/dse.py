@@ -267,12 +267,10 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     # Pipelined: the actors' process and the learner's, side by side (module docstring).
     actor_side = actor_cycle + overhead_actor + ipc_seconds
     actor_side_r = actor_cycle + actor_r + ipc_seconds
-    learner_only = lambda t, names: jnp.where(call_is(names)[None, :], t, 0.0)  # noqa: E731
     learner_names = ("insert",) + LEARNER_CALLS
     learner_edge = ~actor_edges
-    learner_fixed = overhead_host - overhead_actor + ipc_seconds
-    learner_strict = (learner_only(call_time, learner_names).sum(1)
-                      + jnp.where(learner_edge[None, :], edge_time, 0.0).sum(1) + learner_fixed)
+    learner_in_order = calls_of(learner_names) + edges_of(learner_edge)
+    learner_strict = learner_in_order + overhead_host - overhead_actor + ipc_seconds
     learner_onehot = res_onehot * call_is(learner_names)[None, :, None]
     learner_busy = jnp.einsum("mc,mcr->mr", call_time, learner_onehot)
     learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_src, 0.0),
@@ -280,7 +278,7 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_dst, 0.0),
                                jax.nn.one_hot(hop_resource[dst], n_resources))
     learner_relaxed = jnp.maximum(
-        learner_strict - learner_fixed - saved, jnp.max(learner_busy / capacity[None, :], axis=1)
+        learner_in_order - saved, jnp.max(learner_busy / capacity[None, :], axis=1)
     ) + host_r - actor_r + ipc_seconds
     # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
     link_ends = (2.0 * ipc_seconds)[None] * host_cpu[None, :]

@@ -357,8 +357,11 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
         links[COLLECTIVE_LINK] = collective
     # A host loop pays per call, differently in each CPU dispatch: its bookkeeping is priced
     # with the rows in the dispatch `train.cpu_dispatch: auto` gives it in each mode.
-    overheads = loop_overheads(profile, models, metric, dispatch=HOST_LOOP_DISPATCH["strict"])
-    relaxed = loop_overheads(profile, models, metric, dispatch=HOST_LOOP_DISPATCH["relaxed"])
+    # (Fitted once per dispatch: both modes run sync today.)
+    by_dispatch = {d: loop_overheads(profile, models, metric, dispatch=d)
+                   for d in set(HOST_LOOP_DISPATCH.values())}
+    overheads = by_dispatch[HOST_LOOP_DISPATCH["strict"]]
+    relaxed = by_dispatch[HOST_LOOP_DISPATCH["relaxed"]]
     process = host_link_from_profile(profile, metric, "link:process") if profile else None
     cores = host_cores(profile)
     loop_overhead = {k: v(workload) for k, v in overheads.items()}
