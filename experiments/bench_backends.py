@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
+from hrl.mapping.profile import cpu_name
 from hrl.replay.backends import make_backend
 
 RESULTS = Path(__file__).parent / "results" / "backends"
@@ -143,7 +143,7 @@ def main(argv=None) -> None:
         f"(all threads), each the best of {args.reps} rounds of {args.calls} calls, rounds "
         f"alternating between backends (median wall times in the CSV); "
         f"ratio > 1: slower than {names[0]}. "
-        f"Host: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Host: {cpu_name()}, {os.cpu_count()} CPUs, "
         f"load average at the end {os.getloadavg()[0]:.1f}. Devices: "
         + ", ".join(f"{name}: {device}" for name, device in devices.items()) + ". "
         "Regenerate: `.venv/bin/python experiments/bench_backends.py`.",

@@ -18,7 +18,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -92,6 +91,7 @@ def main() -> int:
         jax.config.update("jax_cpu_enable_async_dispatch", args.child == "async")
         print(json.dumps(measure(args.reps)))
         return 0
+    from hrl.mapping.profile import cpu_name
     from hrl.runtime.cpu_backend import run_json_child
 
     results = {mode: run_json_child([__file__, "--reps", str(args.reps), "--child", mode],
@@ -104,7 +104,7 @@ def main() -> int:
         for a, s in zip(results["async"], results["sync"], strict=True):
             w.writerow([a["call"], f"{a['us']:.1f}", f"{s['us']:.1f}"])
     lines = ["# What a jitted call costs from Python on XLA:CPU", "",
-             f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
+             f"{cpu_name()}, {os.cpu_count()} cores, load "
              f"average {os.getloadavg()[0]:.1f} at the end. Regenerate: `.venv/bin/python "
              f"experiments/bench_call_overhead.py --reps {args.reps}`. Best of 5 batches of "
              f"{args.reps} waited calls, us per call.", "",

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import platform
 import statistics
 import sys
 import time
@@ -162,10 +161,12 @@ def main(argv=None) -> int:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
+    from hrl.mapping.profile import cpu_name  # the children are done: jax may load now
+
     lines = ["# XLA:CPU intra-op threads: one against one per core", "",
              f"Regenerate: `.venv/bin/python experiments/bench_cpu_threads.py --rounds "
              f"{args.rounds} --chunks {args.chunks}`", "",
-             f"Machine: {platform.processor() or platform.machine()}, {cores} usable cores; "
+             f"Machine: {cpu_name()}, {cores} usable cores; "
              "env steps/s per chunk, over all chunks of all rounds (fresh process each).", "",
              "| setting | cpu_threads | median | p10 | p90 | one thread / per core |",
              "|---|---:|---:|---:|---:|---:|"]

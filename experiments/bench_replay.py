@@ -55,7 +55,6 @@ import argparse
 import csv
 import gc
 import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -67,7 +66,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hrl.mapping.profile import machine_info
+from hrl.mapping.profile import cpu_name
 from hrl.replay import native, pallas_kernels
 from hrl.replay import sumtree as sumtree_module
 from hrl.replay.buffer import make_prioritized_replay
@@ -644,7 +643,7 @@ def round_ratios(rows) -> str:
 def machine_note() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     dispatch = "async" if jax.config.values["jax_cpu_enable_async_dispatch"] else "sync"
-    model = machine_info().get("cpu_model") or platform.processor() or platform.machine()
+    model = cpu_name()
     return (
         f"{model}, {os.cpu_count()} CPUs, load average "
         f"{load:.1f} at start; jax {jax.__version__} ({dispatch} CPU dispatch), "

@@ -32,7 +32,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -216,10 +215,12 @@ def write_results(results: dict, args) -> None:
         w.writeheader()
         w.writerows(rows)
     plot(rows, cores)
+    from hrl.mapping.profile import cpu_name  # the children are done: jax may load now
+
     lines = [
         "# Data-parallel scaling (weak: fixed work per device)",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {cores} cores shared by all "
+        f"Machine: {cpu_name()}, {cores} cores shared by all "
         "virtual devices (so the ideal speed-up is min(D, cores)); "
         f"{args.rounds} rounds of at least 3 timed chunks of {args.iters} iterations "
         "and 2 s, medians over rounds (each round's numbers: `scaling_rounds.csv`). Load "

@@ -26,7 +26,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ import jax
 import numpy as np
 
 from hrl.config import config_from_dict, to_dict
+from hrl.mapping.profile import cpu_name
 from hrl.runtime import build, initial_state
 
 OUT = Path(__file__).resolve().parent / "results" / "train"
@@ -155,7 +155,7 @@ def write_outputs(rows: list[dict], stem: str, title: str, command: str) -> None
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    machine = (f"{cpu_name()}, {os.cpu_count()} cores, "
                f"jax {jax.__version__} on {jax.devices()[0].platform}")
     lines = [
         f"# {title} training throughput (fused loop)",

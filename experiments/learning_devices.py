@@ -40,7 +40,6 @@ if ARGS is not None:  # virtual CPU devices must be asked for before JAX starts
                                f" --xla_force_host_platform_device_count={ARGS.devices}").strip()
 
 import csv  # noqa: E402
-import platform  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -49,6 +48,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from hrl.config import load_config  # noqa: E402
+from hrl.mapping.profile import cpu_name  # noqa: E402
 from hrl.runtime import train  # noqa: E402
 from hrl.runtime.aggregate import aggregate_curve, plot_curves  # noqa: E402
 from hrl.runtime.metrics import read_episodes  # noqa: E402
@@ -109,7 +109,7 @@ def main() -> int:
     lines = [
         f"# Learning on 1 and {d} devices ({cfg_name}, {ARGS.seeds} seeds)",
         "",
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (the {d} devices "
+        f"{cpu_name()}, {os.cpu_count()} cores (the {d} devices "
         f"are virtual CPU devices sharing them), jax {jax.__version__}; overrides: "
         f"{' '.join(base) or 'none'}. Regenerate: `python experiments/learning_devices.py`.",
         "",

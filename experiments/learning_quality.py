@@ -46,7 +46,6 @@ if ARGS is not None and ARGS.isa == "avx2":  # must precede the first JAX import
 
 import csv  # noqa: E402
 import dataclasses  # noqa: E402
-import platform  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -55,6 +54,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from hrl.config import load_config  # noqa: E402
+from hrl.mapping.profile import cpu_name  # noqa: E402
 from hrl.runtime import build, initial_state, train  # noqa: E402
 from hrl.runtime.aggregate import aggregate_curve, plot_curves, write_curve_csv  # noqa: E402
 from hrl.runtime.metrics import read_episodes  # noqa: E402
@@ -170,7 +170,7 @@ def write_tables(rows: list[dict], isa: str) -> None:
     lines = [
         f"# Learning quality over seeds ({isa} ISA)",
         "",
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, jax "
+        f"{cpu_name()}, {os.cpu_count()} cores, jax "
         f"{jax.__version__}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}. Regenerate: "
         f"`python experiments/learning_quality.py{' --isa avx2' if suffix else ''}`.",
         "",

@@ -28,7 +28,6 @@ import glob
 import gzip
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -44,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_train import bench_config  # noqa: E402
 
 from hrl.config import config_from_dict  # noqa: E402
+from hrl.mapping.profile import cpu_name  # noqa: E402
 from hrl.runtime import build, initial_state  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "train"
@@ -175,7 +175,7 @@ def main() -> None:
             w.writerow(["primitive", key, f"{c:.2f}", f"{us:.3f}", f"{us / traced:.4f}"])
         for key, (c, us) in sorted(per_kind.items(), key=lambda kv: -kv[1][1]):
             w.writerow(["kernel_kind", key, f"{c:.2f}", f"{us:.3f}", f"{us / traced:.4f}"])
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    machine = (f"{cpu_name()}, {os.cpu_count()} cores, "
                f"jax {jax.__version__}, load average {os.getloadavg()[0]:.1f}")
     lines = [
         f"# One fused DQN iteration, kernel by kernel (M={args.envs}, batch "

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -34,6 +33,7 @@ import jax
 import numpy as np
 
 from hrl.config import load_config
+from hrl.mapping.profile import cpu_name
 from hrl.runtime import train
 from hrl.runtime.aggregate import aggregate_curve, curve_on_grid, iqm, plot_curves, summarize
 from hrl.runtime.metrics import read_episodes
@@ -136,7 +136,7 @@ def _write_md(rows, statements, args) -> None:
     lines = [
         "# Strict vs relaxed priority-update dependency: reward over seeds",
         "",
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, jax "
+        f"{cpu_name()}, {os.cpu_count()} cores, jax "
         f"{jax.__version__}; {args.seeds} seeds per setting, each config's full budget. "
         "Regenerate: `python experiments/relaxed_reward.py`.",
         "Final: mean of the last 10 episodes at the end; AUC: mean of that running mean over "

@@ -780,19 +780,26 @@ def rtl_cycle_rows() -> list[dict]:
 
 
 # ----------------------------------------------------------------------------- files
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo (the VMs here change between Intel and AMD, and
+    platform.processor() says only "x86_64"), else what platform knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return py_platform.processor() or py_platform.machine()
+
+
 def machine_info() -> dict:
     import os
 
-    info = {"python": py_platform.python_version(), "machine": py_platform.machine(),
+    return {"python": py_platform.python_version(), "machine": py_platform.machine(),
             "processor": py_platform.processor(), "cpus": os.cpu_count(),
-            "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()]}
-    try:
-        with open("/proc/cpuinfo") as f:
-            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
-        info["cpu_model"] = names[0] if names else ""
-    except OSError:
-        pass
-    return info
+            "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()],
+            "cpu_model": cpu_name()}
 
 
 def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=()) -> tuple[Path, Path]:
