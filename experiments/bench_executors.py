@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import platform
 import statistics
 import sys
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 import jax
 
 from hrl.config import load_config
+from hrl.mapping.profile import cpu_name
 from hrl.runtime import build, initial_state
 
 ROOT = Path(__file__).resolve().parent
@@ -95,7 +95,7 @@ def main() -> int:
 
     lines = [
         "# Pipelined vs sequential executor (gymnasium CartPole, DQN + PER)", "",
-        f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, load average "
+        f"{cpu_name()}, {os.cpu_count()} cores, jax {jax.__version__}, load average "
         f"{os.getloadavg()[0]:.1f} at the end. Regenerate: `python experiments/bench_executors.py"
         f" {' '.join(sys.argv[1:])}`.".rstrip(),
         "Speed-up: median over rounds of (sequential wall / this wall), each ratio within one "

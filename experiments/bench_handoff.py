@@ -79,9 +79,11 @@ def main() -> int:
     def med(k):
         return statistics.median(x[k] for x in rows)
 
+    from hrl.mapping.profile import cpu_name  # jax, which it imports, loads after the timing
+
     text = (
         "# One hand-off to a second thread and back (no-op job)\n\n"
-        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"load average {os.getloadavg()[0]:.1f} at the end. Regenerate: `python "
         f"experiments/bench_handoff.py {' '.join(sys.argv[1:])}`.".rstrip() + "\n\n"
         "| ThreadPoolExecutor (us) | two SimpleQueues (us) | ratio (range) |\n|---|---|---|\n"

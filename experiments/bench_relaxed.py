@@ -34,7 +34,6 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -43,6 +42,7 @@ from pathlib import Path  # noqa: E402
 import jax  # noqa: E402
 
 from hrl.config import load_config  # noqa: E402
+from hrl.mapping.profile import cpu_name  # noqa: E402
 from hrl.runtime import build, initial_state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
@@ -120,7 +120,7 @@ def main() -> int:
         writer.writerows(rows)
     lines = [
         "# Strict vs relaxed: iteration speed with the tree off the learner's device", "",
-        f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, load average "
+        f"{cpu_name()}, {os.cpu_count()} cores, jax {jax.__version__}, load average "
         f"{os.getloadavg()[0]:.1f} at the end. Regenerate: `python experiments/bench_relaxed.py"
         f" {' '.join(sys.argv[1:])}`.".rstrip(),
         "Speed-up: strict wall / relaxed wall within a round, median over rounds. Strict vs the "
