@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -90,6 +91,10 @@ def main(argv=None) -> int:
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
     ap.add_argument("--quick", action="store_true", help="one setting, few iterations")
     ap.add_argument("--iterations", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="interleaved rounds: every run is measured once per round, in a "
+                         "fresh process, and its median over rounds compared (one measurement "
+                         "on a shared 2-core VM strayed by 30%%)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
     ap.add_argument("--out", default=str(OUT))
@@ -107,7 +112,7 @@ def main(argv=None) -> int:
 
     from hrl.config import load_config, to_dict
     from hrl.mapping.plan import plan
-    from hrl.mapping.profile import Profiler, load_profile, write_profile
+    from hrl.mapping.profile import Profiler, cpu_name, load_profile, write_profile
     from hrl.mapping.validate import mode_overrides, runnable_mappings
     from hrl.mapping.workload import workload_from_config
     from hrl.runtime.cpu_backend import start_cpu_backend
@@ -146,34 +151,43 @@ def main(argv=None) -> int:
                               f"profile (notes: {profiles[kind].get('skipped')})")
                 continue
             jobs += [(label, kind, s, m, mode, st) for mode, st in modes]
-    results = []
+    predicted, measured = [], [[] for _ in jobs]
+    for _label, kind, s, m, mode, st in jobs:
+        cfg = load_config(CONFIGS[kind], [*overrides_for(s), *m.overrides,
+                                          *mode_overrides(mode, st)])
+        w = workload_from_config(cfg)
+        devices = sorted({p.removesuffix("-fused") for p in m.mapping.values()})
+        pred = {}
+        for metric in ("cpu", "wall"):
+            e = plan(w, profiles[kind], devices, staleness=max(st, 1),
+                     metric=metric).exploration
+            pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
+        predicted.append(pred)
     with Progress(console=console) as bar:
-        job = bar.add_task("validate", total=len(jobs))
-        for label, kind, s, m, mode, st in jobs:
-            bar.update(job, description=f"{label} {m.label} {mode}")
-            cfg = load_config(CONFIGS[kind], [*overrides_for(s), *m.overrides,
-                                              *mode_overrides(mode, st)])
-            w = workload_from_config(cfg)
-            devices = sorted({p.removesuffix("-fused") for p in m.mapping.values()})
-            pred = {}
-            for metric in ("cpu", "wall"):
-                e = plan(w, profiles[kind], devices, staleness=max(st, 1),
-                         metric=metric).exploration
-                pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
-            meas = measure_in_fresh_process(
-                str(CONFIGS[kind]), [*overrides_for(s), *m.overrides, *mode_overrides(mode, st)],
-                args.iterations)
-            results.append({
-                "setting": label, "mapping": m.label, "mode": mode, "staleness": st,
-                "env_steps_per_iter": meas["env_steps_per_iter"],
-                "sgd_per_iter": meas["sgd_per_iter"],
-                "predicted_s": pred[args.metric],
-                "measured_s": meas[f"{args.metric}_s"],
-                "error": pred[args.metric] / meas[f"{args.metric}_s"] - 1.0,
-                "predicted_cpu_s": pred["cpu"], "measured_cpu_s": meas["cpu_s"],
-                "predicted_wall_s": pred["wall"], "measured_wall_s": meas["wall_s"],
-                "error_wall": pred["wall"] / meas["wall_s"] - 1.0})
-            bar.advance(job)
+        job = bar.add_task("validate", total=len(jobs) * args.rounds)
+        for r in range(args.rounds):
+            for i, (label, kind, s, m, mode, st) in enumerate(jobs):
+                bar.update(job, description=f"round {r + 1}: {label} {m.label} {mode}")
+                measured[i].append(measure_in_fresh_process(
+                    str(CONFIGS[kind]),
+                    [*overrides_for(s), *m.overrides, *mode_overrides(mode, st)],
+                    args.iterations))
+                bar.advance(job)
+    results = []
+    for (label, _kind, _s, m, mode, st), pred, rounds in zip(jobs, predicted, measured,
+                                                            strict=True):
+        meas = {k: statistics.median(x[k] for x in rounds) for k in ("wall_s", "cpu_s")}
+        results.append({
+            "setting": label, "mapping": m.label, "mode": mode, "staleness": st,
+            "env_steps_per_iter": rounds[0]["env_steps_per_iter"],
+            "sgd_per_iter": rounds[0]["sgd_per_iter"],
+            "predicted_s": pred[args.metric],
+            "measured_s": meas[f"{args.metric}_s"],
+            "error": pred[args.metric] / meas[f"{args.metric}_s"] - 1.0,
+            "predicted_cpu_s": pred["cpu"], "measured_cpu_s": meas["cpu_s"],
+            "predicted_wall_s": pred["wall"], "measured_wall_s": meas["wall_s"],
+            "error_wall": pred["wall"] / meas["wall_s"] - 1.0,
+            "measured_wall_rounds_s": " ".join(f"{x['wall_s']:.6f}" for x in rounds)})
 
     with open(out / "validation.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(results[0]))
@@ -182,7 +196,9 @@ def main(argv=None) -> int:
     errors = [abs(r["error"]) for r in results]
     med = statistics.median(errors)
     med_wall = statistics.median(abs(r["error_wall"]) for r in results)
-    lines = [f"Compared figure: {args.metric} seconds per iteration.", "",
+    lines = [f"Compared figure: {args.metric} seconds per iteration, each run's median over "
+             f"{args.rounds} interleaved rounds (one fresh process per run and round; the CSV "
+             "has every round's wall time).", "",
              "| setting | mapping | mode | predicted [ms/iter] | measured [ms/iter] | error "
              "| wall: predicted | wall: measured | wall error |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -216,8 +232,8 @@ def main(argv=None) -> int:
                f"{close} contests with the runner-up within 30% of the best.\n")
     text = "\n".join(lines + picks) + "\n" + summary
     (out / "validation.md").write_text(
-        "# Mapping model validation\n\nRegenerate: `.venv/bin/python "
-        "experiments/validate_mapping.py`\n\n" + text)
+        "# Mapping model validation\n\nMachine: " + cpu_name() + f", {os.cpu_count()} cores. "
+        "Regenerate: `.venv/bin/python experiments/validate_mapping.py`\n\n" + text)
     _plot(results, out / "validation.png")
     console.print(text)
     console.print(f"-> {out / 'validation.csv'}, {out / 'validation.md'}, "
