@@ -283,3 +283,45 @@ def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, 
     assert main(["profile", CONFIG, "--only", "rtl-tables", "--run-dir",
                  str(tmp_path / "none")]) == 2
     assert "existing profile" in capsys.readouterr().err
+
+
+def test_relaxed_overlap_probe_times_both_sides_on_opencl():
+    """`overlap:thread`: the relaxed dependency's replay thread beside train, with the tree on
+    PoCL, measured in a fresh process; the four timings agree with each other."""
+    from hrl.config import load_config, to_dict
+    from hrl.mapping.profile import overlap_rows_subprocess
+    from hrl.replay.backends import BackendUnavailableError, opencl
+
+    try:
+        opencl.list_devices()
+    except BackendUnavailableError as e:
+        pytest.skip(f"no OpenCL platform: {e}")
+    (row,) = overlap_rows_subprocess(to_dict(load_config(CONFIG)), "opencl", 256, 4,
+                                     [(8, 16)], repeats=5)
+    for key in ("train_s", "replay_s", "sequential_s", "parallel_s", "handoff_s"):
+        assert row[key] > 0, key
+    # in sequence, the two sides take at least the longer of them
+    assert row["sequential_s"] > max(row["train_s"], row["replay_s"]) * 0.5
+    assert np.isfinite(row["overlap"]) and np.isfinite(row["overlap_cpu"])
+
+
+def test_plan_prices_the_relaxed_overlap_measured_nearest_the_workload():
+    from hrl.mapping.plan import replay_overlap_from_profile
+    from hrl.mapping.workload import Workload
+
+    def row(place, width, batch, eta):
+        return {"call": "overlap:thread", "placement": place, "width": width, "batch": batch,
+                "overlap": eta, "overlap_cpu": eta - 1.0}
+
+    profile = {"rows": [row("pocl", 64, 32, -0.6), row("pocl", 256, 256, 0.4),
+                        row("pocl", 64, 256, 1.7), row("rtl", 64, 32, 0.9)]}
+    small = Workload(hidden=(64, 64), batch_size=40)
+    got = replay_overlap_from_profile(profile, small)
+    assert got["pocl"][0] == pytest.approx(-0.6) and got["rtl"][0] == pytest.approx(0.9)
+    assert "batch 32" in got["pocl"][1]
+    big = Workload(hidden=(200, 200), batch_size=300)
+    assert replay_overlap_from_profile(profile, big)["pocl"][0] == pytest.approx(0.4)
+    wide_batch = Workload(hidden=(64, 64), batch_size=200)  # measured 1.7: capped at 1
+    assert replay_overlap_from_profile(profile, wide_batch)["pocl"][0] == 1.0
+    assert replay_overlap_from_profile(profile, small, "cpu")["pocl"][0] == pytest.approx(-1.6)
+    assert replay_overlap_from_profile({"rows": []}, small) == {}

@@ -89,10 +89,18 @@ def test_relaxed_overlaps_train_with_a_tree_on_another_placement():
     assert exp.relaxed[row] == pytest.approx(exp.strict[row] - saved, rel=1e-5)
     one_core = dse.explore(shared, w, staleness=1, host_cores=1)
     assert one_core.relaxed[row] == pytest.approx(one_core.strict[row], rel=1e-5)
+    # A measured overlap scales the saving; below 0 the relaxed step costs more than strict.
+    for eta in (0.25, -0.5):
+        exp = dse.explore(places, w, staleness=1, link_overrides=LINK,
+                          loop_overhead={"replay_handoff": handoff,
+                                         "replay_overlap": {"acc": eta}})
+        row = exp.row_of(mapping)
+        assert exp.relaxed[row] == pytest.approx(
+            exp.strict[row] - eta * replay_side + 2 * handoff, rel=1e-5)
 
 
 def naive_times(exp, w, staleness, link, overhead=0.0, overhead_actor=0.0, ipc=0.0, cores=1,
-                handoff=0.0):
+                handoff=0.0, overlap=None):
     """Per-mapping reference computed with Python loops, straight from the definitions:
     (strict, relaxed, pipelined strict, pipelined relaxed)."""
     prob = exp.problem
@@ -130,7 +138,9 @@ def naive_times(exp, w, staleness, link, overhead=0.0, overhead_actor=0.0, ipc=0
         train_side = calls["train"] + edge_t[("sample", "train")]
         replay_side = calls["sample"] + calls["update"] + edge_t[("train", "update")]
         overlaps = staleness > 0 and m["sample"] != m["train"]
-        saved = min(train_side, replay_side) - w.sgd_steps * handoff if overlaps else 0.0
+        hidden = (overlap or {}).get(m["sample"], 1.0)
+        saved = (hidden * min(train_side, replay_side) - w.sgd_steps * handoff
+                 if overlaps else 0.0)
         per_core = max(v / (cores if r == "cpu" else 1) for r, v in busy.items())
         relaxed = max(strict - saved, per_core)
         # pipelined: the two sides at once, the host CPU shared by `cores`
@@ -172,12 +182,17 @@ def test_vectorized_matches_naive_reference_on_every_mapping():
     w = Workload(num_envs=16, obs_dim=3, act_dim=1, algo="ddpg", hidden=(32, 32),
                  batch_size=64, sgd_steps=4, weight_sync_period=2)
     ipc = Link("process", bandwidth=2e9, latency=40e-6)
+    # A tree on "a" hides 40% of the shorter side, on "b" it slows train down (below 0);
+    # "cpu" has no measurement (1).
+    overlap = {"a": 0.4, "b": -0.7}
     exp = dse.explore(places, w, staleness=2, link_overrides=LINK, process_link=ipc,
                       host_cores=2, loop_overhead={"host": 0.7 * MS, "host_actor": 0.3 * MS,
-                                                   "replay_handoff": 0.04 * MS})
+                                                   "replay_handoff": 0.04 * MS,
+                                                   "replay_overlap": overlap})
     ipc_s = dse._ipc_seconds(w, ipc)
     assert ipc_s > 0
-    ref = naive_times(exp, w, 2, LINK["testlink"], 0.7 * MS, 0.3 * MS, ipc_s, 2, 0.04 * MS)
+    ref = naive_times(exp, w, 2, LINK["testlink"], 0.7 * MS, 0.3 * MS, ipc_s, 2, 0.04 * MS,
+                      overlap)
     for row in range(len(exp.assignments)):
         key = tuple(exp.problem.placements[i] for i in exp.assignments[row])
         strict, relaxed, pip_strict, pip_relaxed = ref[key]

@@ -18,10 +18,13 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
 * relaxed dependency (staleness s > 0), as the host loops run it (`HostLoop._learn`): with the
   tree on another placement than train, a thread writes update(t-s) and draws sample(t+1)
   while train(t) runs, one thread hand-off per SGD step (`link:thread` in the profile); on
-  train's placement the calls run in order, as in strict. Per iteration that saves the shorter
-  of the two sides, less the hand-offs, and no resource can do more than its busy time
-  allows (the host CPU on its cores):
-  relaxed = max(strict - overlap * (min(train side, replay side) - sgd_steps * hand-off),
+  train's placement the calls run in order, as in strict. Per iteration that saves the share
+  `overlap` of the shorter of the two sides that the thread hides where the tree sits
+  (measured: profile rows `overlap:thread`, 1 where none; below 0 where the two sides slow
+  each other down by more than they overlap, as PoCL and XLA:CPU do on 2 cores at small
+  sizes), less the hand-off, and no resource can do more than its busy time allows (the
+  host CPU on its cores):
+  relaxed = max(strict - (overlap * min(train side, replay side) - sgd_steps * hand-off),
                 busiest resource / its cores),
   train side = train + the batch's link from sample, replay side = sample + update + the TD
   errors' link to update. Nothing else overlaps in the sequential executor: the actors run
@@ -103,6 +106,15 @@ class Problem:
     # Seconds per SGD step to hand update and sample to the relaxed dependency's thread and
     # take them back (profile row `link:thread`; 0 when the profile has none).
     replay_handoff: float = 0.0
+    # (P,) the share of the shorter side the replay thread hides with the tree on each
+    # placement (profile rows `overlap:thread`; 1 where none was measured).
+    replay_overlap: np.ndarray | None = None
+
+    def overlap_per_placement(self) -> np.ndarray:
+        """`replay_overlap`, ones where the problem has none."""
+        if self.replay_overlap is None:
+            return np.ones(len(self.placements))
+        return np.asarray(self.replay_overlap, float)
 
     def relaxed_overheads(self) -> tuple[float, float, float]:
         """(host, actor, pipelined) bookkeeping in relaxed dependency."""
@@ -167,6 +179,8 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_actor_relaxed=_optional(overhead.get("host_actor_relaxed")),
         overhead_pipelined_relaxed=_optional(overhead.get("pipelined_relaxed")),
         replay_handoff=float(overhead.get("replay_handoff", 0.0)),
+        replay_overlap=np.array([float(overhead.get("replay_overlap", {}).get(n, 1.0))
+                                 for n in names]),
     )
 
 
@@ -201,7 +215,7 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
               ipc_seconds, host_cores, overhead_pipelined, relaxed_overheads, replay_handoff,
-              n_placements, n_resources, tree_shared):
+              replay_overlap, n_placements, n_resources, tree_shared):
     host_r, actor_r, pipelined_r = relaxed_overheads  # the three in relaxed dependency
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
@@ -256,7 +270,8 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     train_side = calls_of(("train",)) + edges_of(edge_between("sample", "train"))
     replay_side = calls_of(("sample", "update")) + edges_of(edge_between("train", "update"))
     overlaps = (assign[:, prim("sample")] != assign[:, prim("train")]) & (staleness > 0)
-    saved = jnp.where(overlaps, jnp.minimum(train_side, replay_side)
+    hidden = replay_overlap[assign[:, prim("sample")]]  # measured where the tree sits
+    saved = jnp.where(overlaps, hidden * jnp.minimum(train_side, replay_side)
                       - sgd_steps * replay_handoff, 0.0)
     host_cpu = jax.nn.one_hot(host_resource, n_resources)
     capacity = jnp.where(host_cpu > 0, host_cores, 1.0)  # the host CPU's cores, 1 elsewhere
@@ -382,7 +397,7 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
         f32(prob.overhead_pipelined), f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
-        n_placements=len(prob.placements),
+        f32(prob.overlap_per_placement()), n_placements=len(prob.placements),
         n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),
                        np.asarray(strict, float), np.asarray(relaxed, float),

@@ -116,6 +116,32 @@ def thread_handoff_from_profile(profile: dict | None, metric: str = "wall") -> f
     return statistics.median(times) if times else None
 
 
+def replay_overlap_from_profile(profile: dict | None, workload: Workload,
+                                metric: str = "wall") -> dict[str, tuple[float, str]]:
+    """Per placement of the tree, the share of the shorter side the relaxed dependency's
+    replay thread hides (`overlap:thread` rows, `hrl.mapping.profile._overlap_rows_main`), at
+    the measured (width, batch) nearest the workload's (on log scales), and where it was
+    measured. At most 1: a side cannot hide more than itself (a figure above 1 is noise). No
+    entry for a placement the profile did not measure (the model then assumes 1)."""
+    import math
+
+    from hrl.mapping.profile import OVERLAP_CALL
+
+    key = "overlap_cpu" if metric == "cpu" else "overlap"
+    width = max(workload.hidden) if workload.hidden else 1
+    out: dict[str, tuple[float, str]] = {}
+    rows = [r for r in (profile or {}).get("rows", ()) if r["call"] == OVERLAP_CALL
+            and key in r]
+    for place in sorted({r["placement"] for r in rows}):
+        def distance(r):
+            return math.hypot(math.log(r["width"] / width),
+                              math.log(r["batch"] / workload.batch_size))
+
+        r = min((r for r in rows if r["placement"] == place), key=distance)
+        out[place] = (min(float(r[key]), 1.0), f"width {r['width']}, batch {r['batch']}")
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class LoopOverhead:
     """Seconds per iteration the runtime's loop spends beyond its primitives:
@@ -371,6 +397,8 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                           "pipelined_relaxed": relaxed["pipelined"](workload)})
     handoff = thread_handoff_from_profile(profile, metric)
     loop_overhead["replay_handoff"] = handoff or 0.0
+    overlap = replay_overlap_from_profile(profile, workload, metric)
+    loop_overhead["replay_overlap"] = {p: eta for p, (eta, _) in overlap.items()}
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,
                       loop_overhead=loop_overhead, process_link=process, host_cores=cores)
     if process is None:
@@ -384,6 +412,10 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                  + (f"{handoff * 1e6:.0f} us a thread hand-off per SGD step (link:thread)"
                     if handoff is not None else
                     "thread hand-offs not costed (no link:thread in the profile: re-profile)"))
+    for place, (eta, where) in overlap.items():
+        notes.append(f"relaxed dependency, tree on {place}: the replay thread hides "
+                     f"{eta:.0%} of the shorter side (overlap:thread at {where}; below 0: the "
+                     "two sides slow each other down more than they overlap)")
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
     for k, v in overheads.items():

@@ -96,6 +96,35 @@ def _median_time(fn: Callable[[], object], repeats: int) -> dict[str, float]:
             "cpu_s": statistics.median(cpu)}
 
 
+def _interleaved_times(fns: dict[str, Callable[[], object]], repeats: int,
+                       paired: tuple[str, str]) -> tuple[dict[str, dict], dict[str, float]]:
+    """`_median_time` of several functions that take turns (one call of each per round, the
+    order rotating), so a slow spell of a shared machine falls on all of them alike. Returns
+    their timings and the median over rounds of the paired difference fns[a] - fns[b] of
+    `paired` = (a, b), {"latency_s", "cpu_s"}."""
+    names = list(fns)
+    for fn in fns.values():  # warm-up: compilation and first-touch excluded
+        jax.block_until_ready(fn())
+        jax.block_until_ready(fn())
+    wall = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    for i in range(repeats):
+        for n in names[i % len(names):] + names[:i % len(names)]:
+            c0, t0 = time.process_time(), time.perf_counter()
+            jax.block_until_ready(fns[n]())
+            wall[n].append(time.perf_counter() - t0)
+            cpu[n].append(time.process_time() - c0)
+    out = {}
+    for n in names:
+        q = np.quantile(wall[n], [0.1, 0.9])
+        out[n] = {"latency_s": statistics.median(wall[n]), "p10_s": float(q[0]),
+                  "p90_s": float(q[1]), "cpu_s": statistics.median(cpu[n])}
+    a, b = paired
+    diff = {"latency_s": statistics.median(np.subtract(wall[a], wall[b])),
+            "cpu_s": statistics.median(np.subtract(cpu[a], cpu[b]))}
+    return out, {k: float(v) for k, v in diff.items()}
+
+
 def _copy(tree):
     """A copy of a device pytree that a donating call may consume."""
     return jax.tree.map(jnp.copy, tree)
@@ -362,25 +391,62 @@ class Profiler:
             out.append((place, backend))
         return out
 
-    def _profile_backend(self, name, backend, s: Setting, repeats: int, batches, num_envs):
-        """sample / update / insert of the runtime's host replay (`hrl.replay.host_buffer`)
-        on `backend`, through the same primitive functions the host loop calls."""
+    def _filled_host_replay(self, backend: str, capacity: int, fanout: int, agent, batch: int):
+        """The runtime's host replay (`hrl.replay.host_buffer`) on `backend`, every slot
+        written with random priorities, and the primitives the host loop calls on it.
+        Returns (replay, primitives, state)."""
         from hrl.replay.host_buffer import make_host_replay
 
         rng = np.random.default_rng(0)
-        rcfg = dataclasses.replace(self.cfg.replay, backend=backend, capacity=s.capacity,
-                                   fanout=s.fanout)
+        rcfg = dataclasses.replace(self.cfg.replay, backend=backend, capacity=capacity,
+                                   fanout=fanout)
         replay = make_host_replay(rcfg)
         state = replay.init(self.example)
-        agent = _agent(self.cfg.algo, s.width, self.spec)
-        prims = self._prims(agent, replay, batches[0], 1)
-        chunk = min(s.capacity, 1 << 14)
-        for start in range(0, s.capacity, chunk):
-            m = min(chunk, s.capacity - start)
+        prims = self._prims(agent, replay, batch, 1)
+        chunk = min(capacity, 1 << 14)
+        for start in range(0, capacity, chunk):
+            m = min(chunk, capacity - start)
             items = {k: np.zeros((m, *v.shape), v.dtype) for k, v in self.example.items()}
             state = prims.insert(state, items)
             state = prims.update(state, np.arange(start, start + m, dtype=np.int32),
                                  rng.uniform(0.01, 2.0, m).astype(np.float32))
+        return replay, prims, state
+
+    def _profile_overlap(self, name: str, backend: str, repeats: int):
+        """How much of the shorter side the relaxed dependency's replay thread hides
+        (`overlap:thread`), with the tree on host backend `backend` and train on the CPU,
+        at the grid's first capacity and fan-out and every width and batch (the first width
+        and batch only for the RTL simulation, whose calls take milliseconds). Measured in a
+        fresh process in the dispatch and threads a relaxed host loop with this tree runs in
+        (`_overlap_rows_main`); each row holds the four timings and the overlap they give."""
+        from hrl.config import to_dict
+
+        g = self.grid
+        if backend == "rtl":
+            points = [(g["width"][0], g["batch"][0])]
+        else:
+            points = list(itertools.product(g["width"], g["batch"]))
+        try:
+            got = overlap_rows_subprocess(to_dict(self.cfg), backend, g["capacity"][0],
+                                          g["fanout"][0], points, repeats)
+        except RuntimeError as err:
+            self.skipped.append(f"{OVERLAP_CALL} on {name}: {err}")
+            return
+        for (width, batch), m in zip(points, got, strict=True):
+            s = Setting(num_envs=1, width=width, batch=batch, capacity=g["capacity"][0],
+                        fanout=g["fanout"][0])
+            self._record(OVERLAP_CALL, name, "host", s, "sample",
+                         {"latency_s": m["parallel_s"], "cpu_s": m["parallel_cpu_s"],
+                          "p10_s": m["parallel_p10_s"], "p90_s": m["parallel_p90_s"]}, repeats)
+            self.rows[-1].update({k: v for k, v in m.items() if not k.startswith("parallel")})
+
+    def _profile_backend(self, name, backend, s: Setting, repeats: int, batches, num_envs):
+        """sample / update / insert of the runtime's host replay (`hrl.replay.host_buffer`)
+        on `backend`, through the same primitive functions the host loop calls."""
+        rng = np.random.default_rng(0)
+        agent = _agent(self.cfg.algo, s.width, self.spec)
+        replay, prims, state = self._filled_host_replay(backend, s.capacity, s.fanout, agent,
+                                                        batches[0])
         beta = np.float32(0.4)
         for b in batches:
             sb = dataclasses.replace(s, batch=b)
@@ -558,6 +624,10 @@ class Profiler:
                             lambda name=name, b=backend, s=s, reps=reps: self._profile_backend(
                                 name, b, s, reps, g["batch"],
                                 [m for m in g["num_envs"] if m <= s.capacity])))
+            if self.loops:  # a relaxed loop's thread, measured like the loops: a subprocess
+                out.append((f"relaxed overlap on {name}",
+                            lambda name=name, b=backend: self._profile_overlap(
+                                name, b, rep if b != "rtl" else 3)))
         out += self.link_tasks()
         if self.loops:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
@@ -596,6 +666,8 @@ def _echo(inbox, outbox) -> None:
 COLLECTIVE_CALL = "link:cpu-collective"
 HANDOFF_CALL = "link:thread"
 HANDOFF_BATCH = 200  # round trips per timed call of the thread hand-off
+OVERLAP_CALL = "overlap:thread"  # the relaxed dependency's replay thread beside train
+OVERLAP_MIN_REPEATS = 60  # rounds of the four interleaved timings per point
 COLLECTIVE_DEVICES = 2
 COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced per psum
 COLLECTIVE_MIN_SCAN = 200
@@ -734,6 +806,103 @@ def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
                        "settings": [list(x) for x in settings]})
     return run_json_child(["-c", code, args], "the loop probe", timeout, env=_child_env(),
                           tail=1000)
+
+
+def _overlap_rows_main() -> None:
+    """Entry of the subprocess `overlap_rows_subprocess` starts: argv[1] is a JSON {"base",
+    "backend", "capacity", "fanout", "points", "repeats"}. Per (width, batch) point, four
+    timings of one SGD step's calls as `HostLoop._learn` makes them in relaxed dependency:
+    train alone (`HostTrain.step`, waited for), the replay side alone (update, then the next
+    sample on the host tree), the two in sequence, and the two in parallel (the replay side
+    submitted to a thread of its own, train in this one, then the join:
+    `HostLoop._relaxed_step`); and a no-op hand-off to the thread. The overlap is the share
+    of the shorter side the parallel run hides, hand-off put back:
+    (sequential - parallel + hand-off) / min(train, replay side), from the wall times
+    ("overlap") and from the CPU times ("overlap_cpu"). Prints one JSON line, a dict per
+    point."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hrl.config import config_from_dict
+    from hrl.runtime.cpu_backend import start_cpu_backend
+    from hrl.runtime.loop import HostTrain
+
+    a = json.loads(sys.argv[1])
+    data = json.loads(json.dumps(a["base"]))
+    data["replay"].update(backend=a["backend"], capacity=a["capacity"], fanout=a["fanout"])
+    data["train"].update(dependency="relaxed", staleness=1, fused=False, executor="auto",
+                         learning_starts=min(data["train"]["learning_starts"], a["capacity"]))
+    cfg = config_from_dict(data)
+    start_cpu_backend(cfg)  # the dispatch and threads of a relaxed host loop with this tree
+    prof = Profiler(cfg, progress=False, loops=False)
+    repeats = max(OVERLAP_MIN_REPEATS, a["repeats"])
+    rng = np.random.default_rng(0)
+    beta = np.float32(0.4)
+    out = []
+    with ThreadPoolExecutor(1) as pool:
+        handoff = _median_time(lambda: [pool.submit(int).result()
+                                        for _ in range(HANDOFF_BATCH)], repeats)
+        handoff = {k: v / HANDOFF_BATCH for k, v in handoff.items()}
+        for width, batch in a["points"]:
+            agent = _agent(cfg.algo, width, prof.spec)
+            _, prims, tree = prof._filled_host_replay(a["backend"], a["capacity"], a["fanout"],
+                                                      agent, batch)
+            sample = prims.sample(tree, jax.random.PRNGKey(6), beta)
+            host_train = HostTrain.build(prims.train, agent.init(jax.random.PRNGKey(0)),
+                                         sample.items, sample.weights)
+            packed = host_train.pack_agent(agent.init(jax.random.PRNGKey(0)))
+            idx = rng.integers(0, a["capacity"], batch).astype(np.int32)
+            td = rng.uniform(0.01, 2.0, batch).astype(np.float32)
+            key = jax.random.PRNGKey(7)
+
+            def train():
+                nonlocal packed
+                packed, *rest = host_train.step(packed, sample.items, sample.weights)
+                return jax.block_until_ready(rest)
+
+            def replay_side():
+                nonlocal tree
+                tree = prims.update(tree, idx, td)
+                return prims.sample(tree, key, beta).indices
+
+            def sequential():
+                return train(), replay_side()
+
+            def parallel():
+                job = pool.submit(replay_side)
+                try:
+                    return train()
+                finally:
+                    job.result()
+
+            t, saved = _interleaved_times({"train": train, "replay": replay_side,
+                                           "sequential": sequential, "parallel": parallel},
+                                          repeats, paired=("sequential", "parallel"))
+            row = {"train_s": t["train"]["latency_s"], "replay_s": t["replay"]["latency_s"],
+                   "sequential_s": t["sequential"]["latency_s"],
+                   "handoff_s": handoff["latency_s"]}
+            for suffix, key_ in (("", "latency_s"), ("_cpu", "cpu_s")):
+                shorter = min(t["train"][key_], t["replay"][key_])
+                row["overlap" + suffix] = ((saved[key_] + handoff[key_]) / shorter
+                                           if shorter > 0 else 0.0)
+            row.update({"parallel_s": t["parallel"]["latency_s"],
+                        "parallel_cpu_s": t["parallel"]["cpu_s"],
+                        "parallel_p10_s": t["parallel"]["p10_s"],
+                        "parallel_p90_s": t["parallel"]["p90_s"]})
+            out.append(row)
+    print(json.dumps(out))
+
+
+def overlap_rows_subprocess(base: dict, backend: str, capacity: int, fanout: int, points,
+                            repeats: int, timeout: float = 900.0) -> list[dict]:
+    """`_overlap_rows_main` in a fresh Python (see `Profiler._profile_overlap`). Raises
+    RuntimeError with the child's error when it fails."""
+    code = "from hrl.mapping.profile import _overlap_rows_main; _overlap_rows_main()"
+    args = json.dumps({"base": base, "backend": backend, "capacity": int(capacity),
+                       "fanout": int(fanout), "points": [list(p) for p in points],
+                       "repeats": int(repeats)})
+    return run_json_child(["-c", code, args], "the relaxed-overlap probe", timeout,
+                          env=_child_env(), tail=1000)
 
 
 def _child_env(**extra) -> dict:
