@@ -2,26 +2,29 @@
 device than the learner.
 
     .venv/bin/python experiments/bench_relaxed.py [--sizes small large] [--staleness 1 4]
-        [--rounds 3] [--iters 30]
+        [--rounds 3] [--iters 30] [--trees ...] [--out DIR]
 
 DQN + PER on gymnax CartPole-v1 (M=8, one SGD step per 2 env steps; an iteration is 4 vector
 steps, 32 env steps, then 16 SGD steps; `small`: 64x64 layers, batch 64, `large`: 256x256,
 batch 256, where a train step takes milliseconds), the sequential host loop in synchronous CPU
-dispatch, with the sum tree in three places other than the learner's device, and on it for
-reference:
+dispatch, with the sum tree in three (on request four) places other than the learner's
+device, and on it for reference:
 * `jax`: the JAX buffer on the learner's device (the reference: every replay call an XLA
   program in the same queue as the train step);
 * `native_host`: the whole buffer in host memory, stepped by the C++ kernels from the host
   thread (`hrl.replay.host_native`);
 * `opencl`: the host buffer over the OpenCL tree (PoCL on this CPU, or any OpenCL device);
 * `cpu:1`: the JAX buffer on a second XLA CPU device (sample and update placed on cpu:1, the
-  env, inference and training on cpu:0).
+  env, inference and training on cpu:0);
+* `rtl`: the host buffer over the replay manager's RTL in a Verilog simulation (its own
+  process; fixed-point priorities), on request (`--trees rtl`).
 Strict: sample(t+1) waits for update(t), which waits for train(t). Relaxed with staleness s:
 update(t-s) and sample(t+1) need nothing from train(t); for a tree off the learner's device
-(opencl, cpu:1) a second thread runs them while train(t) runs (`HostLoop._relaxed_step`), for
+(opencl, cpu:1, rtl) a second thread runs them while train(t) runs (`HostLoop._relaxed_step`), for
 the others they run after it, in order. Interleaved rounds; speed-up = strict wall / relaxed
 wall within a round, median over rounds; each tree's strict speed is also compared with the
-`jax` tree's in the same round. Writes experiments/results/relaxed/speed.{csv,md}.
+`jax` tree's in the same round. Writes experiments/results/relaxed/speed.{csv,md} (or into
+--out).
 """
 
 from __future__ import annotations
@@ -60,7 +63,13 @@ TREES = {
     "opencl": ["replay.backend=opencl"],
     "cpu:1": ["placement.env=cpu:0", "placement.infer=cpu:0", "placement.train=cpu:0",
               "placement.sample=cpu:1", "placement.update=cpu:1"],
+    "rtl": ["replay.backend=rtl", "replay.fmt=fixed"],
 }
+# Trees measured unless --trees names them. The RTL simulation is on request: at the large
+# size an iteration takes about half a second, 455 ms of it in the simulated sample descents
+# (16 samples of 256), beside 23 ms of train, so relaxed dependency has almost nothing to hide
+# (1.02x measured, `--trees rtl --sizes large --rounds 2 --iters 10`, results/relaxed-rtl/).
+DEFAULT_TREES = ["jax", "native_host", "opencl", "cpu:1"]
 
 
 PARTS = ("train", "sample", "update")  # the loop's seconds per primitive, reported per iteration
@@ -87,11 +96,13 @@ def measure(overrides: list[str], iters: int) -> tuple[float, int, dict[str, flo
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--staleness", nargs="+", type=int, default=[1, 4])
-    p.add_argument("--trees", nargs="+", default=list(TREES), choices=list(TREES))
+    p.add_argument("--trees", nargs="+", default=DEFAULT_TREES, choices=list(TREES))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    p.add_argument("--out", default=str(OUT), help="folder of speed.{csv,md}")
     args = p.parse_args()
+    out = Path(args.out)
     from rich.progress import Progress
 
     settings = [("strict", [])] + [
@@ -113,8 +124,8 @@ def main() -> int:
                                      "env_steps_per_s": steps / wall,
                                      "ms_per_iter": wall * 1e3 / args.iters, **parts})
                         progress.advance(task)
-    OUT.mkdir(parents=True, exist_ok=True)
-    with (OUT / "speed.csv").open("w", newline="") as f:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "speed.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
@@ -158,7 +169,7 @@ def main() -> int:
                     vs_jax = f"{statistics.median(ratios):.2f}x"
                 lines.append(f"| {size} | {tree} | {name} | {rate:,.0f} | {speed} | {vs_jax} "
                              f"| {ms} |")
-    (OUT / "speed.md").write_text("\n".join(lines) + "\n")
+    (out / "speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -185,6 +185,21 @@ def test_loop_rows_are_measured_in_a_process_with_their_dispatch(dispatch):
     assert got[0]["async"] is (dispatch == "async")
 
 
+@pytest.mark.parametrize("loop", ["host", "pipelined"])
+def test_loop_row_configs_run_the_row_s_actor_and_sgd_steps(loop):
+    """A loop row's config runs L actor steps and U SGD steps per iteration over the envs its
+    loop is profiled with (the pipelined executor's at 8, where its processes stay busy)."""
+    from hrl.config import load_config, to_dict
+    from hrl.mapping.profile import LOOP_ENVS, loop_row_config
+    from hrl.mapping.workload import workload_from_config
+
+    cfg = loop_row_config(to_dict(load_config(CONFIG)), loop, steps=4, sgd=3, dispatch="sync")
+    w = workload_from_config(cfg)
+    assert cfg.env.num_envs == LOOP_ENVS[loop] == (8 if loop == "pipelined" else 1)
+    assert (w.rollout_length, w.sgd_steps) == (4, pytest.approx(3.0))
+    assert cfg.train.executor == ("pipelined" if loop == "pipelined" else "auto")
+
+
 def test_host_loop_bookkeeping_is_fitted_per_cpu_dispatch_and_priced_per_mode(tiny_profile):
     """Host-loop rows measured sync and async give two fits; built exactly linear here, each
     fit recovers its coefficients with a leave-one-out error of 0%. A profile with async rows

@@ -65,6 +65,10 @@ GRIDS = {
 # L, U <= 4 once put 0.8 ms on each SGD step of the host loop, twice what U=32 measures).
 LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4), (16, 1), (1, 16), (16, 32))
 LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
+# Envs per actor step in each loop's rows. The pipelined executor's rows run 8: at one env
+# both of its processes idle on every hand-off (each side a fraction of a millisecond), and the
+# residual fitted there (0.5-0.6 ms per iteration) overstated runs of 8-64 envs by 10-30%.
+LOOP_ENVS = {"fused": 1, "host": 1, "pipelined": 8}
 # The CPU dispatch each loop's rows are measured in: the fused loop always runs async; a host
 # loop runs sync under `train.cpu_dispatch: auto` (`cpu_backend.HOST_LOOP_DISPATCH`), async
 # when a run pins it (its rows also show what async dispatch costs a host loop).
@@ -542,7 +546,7 @@ class Profiler:
         (n-step window, pending queue, key splits, host transfers of returns, and for the host
         loops the cost of each call), which `plan` fits as c0 + cL * L + cU * U per iteration
         for the fused and the host loop, and as a constant per iteration beyond its two sides
-        for the pipelined executor (the hand-offs).
+        for the pipelined executor (the hand-offs; its rows run `LOOP_ENVS` envs).
 
         Each loop is measured in a fresh process per CPU dispatch (`LOOP_DISPATCH`), started
         as a run of that loop would start it (`hrl.runtime.cpu_backend`): dispatch and intra-op
@@ -555,6 +559,7 @@ class Profiler:
         loops = ("fused", "host", "pipelined") if self.spec.is_jax else ("host", "pipelined")
         s = Setting(num_envs=1, width=LOOP_WIDTH, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
                     fanout=self.cfg.replay.fanout)
+        depth = self._workload(s).depth
         for loop in loops:
             for dispatch in LOOP_DISPATCH[loop]:
                 try:
@@ -565,9 +570,10 @@ class Profiler:
                 for (steps, sgd), m in zip(LOOP_SETTINGS, got, strict=True):
                     self.rows.append({
                         "call": f"loop:{loop}", "placement": "loop", "mode": "loop",
-                        "env": self.env_name, "algo": self.cfg.algo, "num_envs": 1,
+                        "env": self.env_name, "algo": self.cfg.algo,
+                        "num_envs": LOOP_ENVS[loop],
                         "width": LOOP_WIDTH, "batch": LOOP_BATCH, "capacity": LOOP_CAPACITY,
-                        "fanout": s.fanout, "depth": self._workload(s).depth,
+                        "fanout": s.fanout, "depth": depth,
                         "rollout": steps, "sgd": sgd, "dispatch": dispatch, "work": 0.0,
                         "latency_s": m["wall_s"], "cpu_s": m["cpu_s"], "p10_s": m["wall_s"],
                         "p90_s": m["wall_s"], "repeats": 3})
@@ -754,14 +760,15 @@ def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
     from hrl.config import config_from_dict
 
     data = json.loads(json.dumps(base))
-    data["env"].update(num_envs=1)
+    data["env"].update(num_envs=LOOP_ENVS[loop])
     if data["algo"] == "dqn":
         data["agent"]["hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
     else:
         data["agent"]["actor_hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
         data["agent"]["critic_hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
     data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
-    data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH, train_ratio=sgd / steps,
+    data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH,
+                         train_ratio=sgd / (steps * LOOP_ENVS[loop]),
                          learning_starts=LOOP_BATCH * 4, fused=loop == "fused",
                          dependency="strict", staleness=0, total_env_steps=10**7,
                          cpu_dispatch=dispatch, executor="auto", actors="thread")
