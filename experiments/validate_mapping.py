@@ -97,6 +97,10 @@ def main(argv=None) -> int:
                          "on a shared 2-core VM strayed by 30%%)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
+    ap.add_argument("--backends", nargs="+", default=["jax", "opencl"],
+                    choices=["jax", "opencl", "rtl"],
+                    help="replay trees profiled and validated (rtl: the RTL simulation, about "
+                         "half a second per iteration at gymnasium M=8x16, so on request)")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--metric", default="wall", choices=["cpu", "wall"],
                     help="the figure compared (default wall: the pipelined executor's actors "
@@ -131,7 +135,7 @@ def main(argv=None) -> int:
         where = Path(args.profile or out) / PROFILE_DIRS[kind]
         if not args.profile:
             cfg = load_config(CONFIGS[kind])
-            prof = Profiler(cfg, grid=VALIDATION_GRID, backends=("jax", "opencl"))
+            prof = Profiler(cfg, grid=VALIDATION_GRID, backends=tuple(args.backends))
             rows = prof.run()
             write_profile(rows, where, to_dict(cfg), prof.skipped)
             console.print(f"profile: {where}")
@@ -143,7 +147,7 @@ def main(argv=None) -> int:
     jobs = []
     for label, kind, s in settings:
         profiled = {r["placement"] for r in profiles[kind]["rows"]}
-        for m in runnable_mappings(backends=("jax", "opencl")):
+        for m in runnable_mappings(backends=tuple(args.backends)):
             if kind == "gymnasium" and m.label == "cpu-fused":
                 continue  # a host env cannot run inside the fused loop
             if not set(m.mapping.values()) <= profiled:

@@ -140,6 +140,25 @@ def test_mapping_auto_chooses_a_runnable_mapping(tiny_profile):
     assert new.train.fused == (choice.mapping.label == "cpu-fused")
 
 
+def test_the_rtl_mapping_runs_in_fixed_point_and_keeps_a_config_s_own_format():
+    """The RTL holds fixed-point words only, so its mapping asks for them (a float32 config
+    failed when the buffer opened the simulation); a config that is fixed point already keeps
+    its word and integer bits."""
+    from hrl.config import load_config
+    from hrl.mapping.instantiate import overrides_for
+    from hrl.mapping.validate import runnable_mappings
+
+    for m in runnable_mappings():
+        if "replay.backend=rtl" in m.overrides:
+            assert load_config(CONFIG, list(m.overrides)).replay.fmt == "fixed"
+    rtl = next(m for m in runnable_mappings() if m.label == "replay-on-rtl")
+    choice = type("C", (), {"mapping": rtl})()
+    for fmt, want in (("float32", "fixed"), ("fixed:24:10", "fixed:24:10")):
+        cfg = load_config(CONFIG, [f"replay.fmt={fmt}"])
+        new = load_config(CONFIG, [f"replay.fmt={fmt}", *overrides_for(choice, cfg)])
+        assert (new.replay.backend, new.replay.fmt) == ("rtl", want)
+
+
 def test_pipelined_hand_off_time_is_the_median_residual_of_its_loop_rows(tiny_profile):
     """The profiler's `loop:pipelined` rows minus what the model predicts for them without
     hand-offs: their median is the pipelined executor's overhead (here rows built 1.5 ms,
@@ -340,3 +359,18 @@ def test_plan_prices_the_relaxed_overlap_measured_nearest_the_workload():
     assert replay_overlap_from_profile(profile, wide_batch)["pocl"][0] == 1.0
     assert replay_overlap_from_profile(profile, small, "cpu")["pocl"][0] == pytest.approx(-1.6)
     assert replay_overlap_from_profile({"rows": []}, small) == {}
+
+
+def test_the_profiler_times_the_rtl_tree_in_fixed_point_for_a_float_config():
+    """A float32 config's profile once skipped the RTL ("fixed point only"); the profiler
+    now runs the RTL tree in fixed point, as its runnable mapping does, and other trees in
+    the config's format."""
+    from hrl.config import load_config
+    from hrl.mapping.profile import Profiler, host_backend_fmt
+
+    assert host_backend_fmt("rtl", "float32") == "fixed"
+    assert host_backend_fmt("rtl", "fixed:24:10") == "fixed:24:10"
+    assert host_backend_fmt("opencl", "float32") == "float32"
+    prof = Profiler(load_config(CONFIG), grid=TINY_GRID, backends=("rtl",), progress=False,
+                    loops=False)
+    assert prof._host_backends() == [("rtl", "rtl")] and prof.skipped == []

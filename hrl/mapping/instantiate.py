@@ -149,9 +149,13 @@ def _runnable_data_parallel(cfg, result: Plan, mode: str, kind: str, max_devices
 
 
 def overrides_for(choice: Choice, cfg) -> list[str]:
-    """Config overrides that make the runtime run the chosen mapping (keeps the mode)."""
+    """Config overrides that make the runtime run the chosen mapping (keeps the mode, and a
+    fixed-point format the config already has where the mapping needs fixed point)."""
     mode = cfg.train.dependency
-    return [*choice.mapping.overrides, *mode_overrides(mode, cfg.train.staleness)]
+    keep_fmt = cfg.replay.fmt.startswith("fixed")
+    mapping = [o for o in choice.mapping.overrides
+               if not (keep_fmt and o == "replay.fmt=fixed")]
+    return [*mapping, *mode_overrides(mode, cfg.train.staleness)]
 
 
 # ----------------------------------------------------------------------------- CLI hooks

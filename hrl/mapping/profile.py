@@ -379,12 +379,12 @@ class Profiler:
         from hrl.replay.backends import BackendUnavailableError, make_backend
 
         out = []
-        fmt = self.cfg.replay.fmt
         for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
             if backend not in self.backends:
                 continue
             try:
-                tree = make_backend(backend, 16, 4, fmt)
+                tree = make_backend(backend, 16, 4, host_backend_fmt(backend,
+                                                                     self.cfg.replay.fmt))
             except (BackendUnavailableError, ValueError, TypeError, RuntimeError) as err:
                 self.skipped.append(f"{backend}: {err}")
                 continue
@@ -403,7 +403,8 @@ class Profiler:
 
         rng = np.random.default_rng(0)
         rcfg = dataclasses.replace(self.cfg.replay, backend=backend, capacity=capacity,
-                                   fanout=fanout)
+                                   fanout=fanout,
+                                   fmt=host_backend_fmt(backend, self.cfg.replay.fmt))
         replay = make_host_replay(rcfg)
         state = replay.init(self.example)
         prims = self._prims(agent, replay, batch, 1)
@@ -753,6 +754,13 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
     return [(int(n), t) for n, t in pairs]
 
 
+def host_backend_fmt(backend: str, fmt: str) -> str:
+    """The priority format the profiler runs host backend `backend` in: the config's, but
+    fixed point for the RTL, which keeps fixed-point words only (as its runnable mapping
+    does, `hrl.mapping.validate.runnable_mappings`)."""
+    return "fixed" if backend == "rtl" and not fmt.startswith("fixed") else fmt
+
+
 def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
     """The config of one loop row: `base` (a config dict) at the loop-row sizes, L=`steps`
     actor steps and U=`sgd` SGD steps per iteration, strict, run by `loop` (fused, host, or
@@ -836,7 +844,8 @@ def _overlap_rows_main() -> None:
 
     a = json.loads(sys.argv[1])
     data = json.loads(json.dumps(a["base"]))
-    data["replay"].update(backend=a["backend"], capacity=a["capacity"], fanout=a["fanout"])
+    data["replay"].update(backend=a["backend"], capacity=a["capacity"], fanout=a["fanout"],
+                          fmt=host_backend_fmt(a["backend"], data["replay"]["fmt"]))
     data["train"].update(dependency="relaxed", staleness=1, fused=False, executor="auto",
                          learning_starts=min(data["train"]["learning_starts"], a["capacity"]))
     cfg = config_from_dict(data)

@@ -47,8 +47,11 @@ def runnable_mappings(backends=("jax", "opencl", "rtl")) -> list[RunnableMapping
         if backend in backends and host_replay:
             m = {p: "cpu" for p in PRIMITIVES}
             m.update(sample=place, update=place)
+            # The RTL keeps fixed-point words only (`instantiate.overrides_for` keeps a
+            # config's own fixed:W:I).
+            fmt = ("replay.fmt=fixed",) if backend == "rtl" else ()
             out.append(RunnableMapping(f"replay-on-{place}", m,
-                                       ("train.fused=false", f"replay.backend={backend}")))
+                                       ("train.fused=false", f"replay.backend={backend}", *fmt)))
     pipelined = ("train.fused=false", "train.executor=pipelined", "train.actors=process",
                  "train.pipeline_depth=1")
     out += [RunnableMapping(f"{m.label} pipelined", m.mapping,
