@@ -66,9 +66,11 @@ TREES = {
     "rtl": ["replay.backend=rtl", "replay.fmt=fixed"],
 }
 # Trees measured unless --trees names them. The RTL simulation is on request: at the large
-# size an iteration takes about half a second, 455 ms of it in the simulated sample descents
-# (16 samples of 256), beside 23 ms of train, so relaxed dependency has almost nothing to hide
-# (1.02x measured, `--trees rtl --sizes large --rounds 2 --iters 10`, results/relaxed-rtl/).
+# size an iteration takes about half a second, 474 ms of it in the simulated tree calls (16
+# samples and updates of 256; the loop books most of the update's time under sample, whose
+# blocking read waits for it), beside 23 ms of train, so relaxed dependency has almost
+# nothing to hide (1.02x measured, `--trees rtl --sizes large --rounds 2 --iters 10`,
+# results/relaxed-rtl/).
 DEFAULT_TREES = ["jax", "native_host", "opencl", "cpu:1"]
 
 
