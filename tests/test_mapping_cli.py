@@ -366,11 +366,12 @@ def test_the_profiler_times_the_rtl_tree_in_fixed_point_for_a_float_config():
     now runs the RTL tree in fixed point, as its runnable mapping does, and other trees in
     the config's format."""
     from hrl.config import load_config
-    from hrl.mapping.profile import Profiler, host_backend_fmt
+    from hrl.mapping.profile import Profiler
+    from hrl.replay.backends import format_for
 
-    assert host_backend_fmt("rtl", "float32") == "fixed"
-    assert host_backend_fmt("rtl", "fixed:24:10") == "fixed:24:10"
-    assert host_backend_fmt("opencl", "float32") == "float32"
+    assert format_for("rtl", "float32") == "fixed"
+    assert format_for("rtl", "fixed:24:10") == "fixed:24:10"
+    assert format_for("opencl", "float32") == "float32"
     prof = Profiler(load_config(CONFIG), grid=TINY_GRID, backends=("rtl",), progress=False,
                     loops=False)
     assert prof._host_backends() == [("rtl", "rtl")] and prof.skipped == []

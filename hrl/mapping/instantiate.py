@@ -151,10 +151,14 @@ def _runnable_data_parallel(cfg, result: Plan, mode: str, kind: str, max_devices
 def overrides_for(choice: Choice, cfg) -> list[str]:
     """Config overrides that make the runtime run the chosen mapping (keeps the mode, and a
     fixed-point format the config already has where the mapping needs fixed point)."""
+    from hrl.replay.backends import format_for
+
     mode = cfg.train.dependency
-    keep_fmt = cfg.replay.fmt.startswith("fixed")
-    mapping = [o for o in choice.mapping.overrides
-               if not (keep_fmt and o == "replay.fmt=fixed")]
+    backend = dict(o.split("=", 1) for o in choice.mapping.overrides).get(
+        "replay.backend", cfg.replay.backend)
+    fmt = format_for(backend, cfg.replay.fmt)
+    mapping = [o if not o.startswith("replay.fmt=") else f"replay.fmt={fmt}"
+               for o in choice.mapping.overrides]
     return [*mapping, *mode_overrides(mode, cfg.train.staleness)]
 
 

@@ -376,15 +376,14 @@ class Profiler:
     # ------------------------------------------------------------------ other backends
     def _host_backends(self) -> list[tuple[str, str]]:
         """(placement name, replay.backend value) for each host replay backend usable here."""
-        from hrl.replay.backends import BackendUnavailableError, make_backend
+        from hrl.replay.backends import BackendUnavailableError, format_for, make_backend
 
         out = []
         for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
             if backend not in self.backends:
                 continue
             try:
-                tree = make_backend(backend, 16, 4, host_backend_fmt(backend,
-                                                                     self.cfg.replay.fmt))
+                tree = make_backend(backend, 16, 4, format_for(backend, self.cfg.replay.fmt))
             except (BackendUnavailableError, ValueError, TypeError, RuntimeError) as err:
                 self.skipped.append(f"{backend}: {err}")
                 continue
@@ -399,12 +398,13 @@ class Profiler:
         """The runtime's host replay (`hrl.replay.host_buffer`) on `backend`, every slot
         written with random priorities, and the primitives the host loop calls on it.
         Returns (replay, primitives, state)."""
+        from hrl.replay.backends import format_for
         from hrl.replay.host_buffer import make_host_replay
 
         rng = np.random.default_rng(0)
         rcfg = dataclasses.replace(self.cfg.replay, backend=backend, capacity=capacity,
                                    fanout=fanout,
-                                   fmt=host_backend_fmt(backend, self.cfg.replay.fmt))
+                                   fmt=format_for(backend, self.cfg.replay.fmt))
         replay = make_host_replay(rcfg)
         state = replay.init(self.example)
         prims = self._prims(agent, replay, batch, 1)
@@ -754,13 +754,6 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
     return [(int(n), t) for n, t in pairs]
 
 
-def host_backend_fmt(backend: str, fmt: str) -> str:
-    """The priority format the profiler runs host backend `backend` in: the config's, but
-    fixed point for the RTL, which keeps fixed-point words only (as its runnable mapping
-    does, `hrl.mapping.validate.runnable_mappings`)."""
-    return "fixed" if backend == "rtl" and not fmt.startswith("fixed") else fmt
-
-
 def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
     """The config of one loop row: `base` (a config dict) at the loop-row sizes, L=`steps`
     actor steps and U=`sgd` SGD steps per iteration, strict, run by `loop` (fused, host, or
@@ -839,13 +832,14 @@ def _overlap_rows_main() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from hrl.config import config_from_dict
+    from hrl.replay.backends import format_for
     from hrl.runtime.cpu_backend import start_cpu_backend
     from hrl.runtime.loop import HostTrain
 
     a = json.loads(sys.argv[1])
     data = json.loads(json.dumps(a["base"]))
     data["replay"].update(backend=a["backend"], capacity=a["capacity"], fanout=a["fanout"],
-                          fmt=host_backend_fmt(a["backend"], data["replay"]["fmt"]))
+                          fmt=format_for(a["backend"], data["replay"]["fmt"]))
     data["train"].update(dependency="relaxed", staleness=1, fused=False, executor="auto",
                          learning_starts=min(data["train"]["learning_starts"], a["capacity"]))
     cfg = config_from_dict(data)

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from hrl.mapping.workload import PRIMITIVES
+from hrl.replay.backends import FIXED_POINT_ONLY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +48,9 @@ def runnable_mappings(backends=("jax", "opencl", "rtl")) -> list[RunnableMapping
         if backend in backends and host_replay:
             m = {p: "cpu" for p in PRIMITIVES}
             m.update(sample=place, update=place)
-            # The RTL keeps fixed-point words only (`instantiate.overrides_for` keeps a
-            # config's own fixed:W:I).
-            fmt = ("replay.fmt=fixed",) if backend == "rtl" else ()
+            # A fixed-point-only tree (the RTL) asks for fixed point; `instantiate.overrides_for`
+            # keeps a config's own fixed:W:I.
+            fmt = ("replay.fmt=fixed",) if backend in FIXED_POINT_ONLY else ()
             out.append(RunnableMapping(f"replay-on-{place}", m,
                                        ("train.fused=false", f"replay.backend={backend}", *fmt)))
     pipelined = ("train.fused=false", "train.executor=pipelined", "train.actors=process",

@@ -20,7 +20,8 @@ import inspect
 from hrl.replay.backends.base import BackendUnavailableError, TreeBackend
 from hrl.replay.formats import PriorityFormat
 
-__all__ = ["BACKENDS", "BackendUnavailableError", "TreeBackend", "make_backend"]
+__all__ = ["BACKENDS", "FIXED_POINT_ONLY", "BackendUnavailableError", "TreeBackend",
+           "format_for", "make_backend"]
 
 # name -> (module, class). Modules are imported on first use, so 'jax' never needs pyopencl.
 BACKENDS: dict[str, tuple[str, str]] = {
@@ -28,6 +29,16 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "opencl": ("hrl.replay.backends.opencl", "open_opencl_backend"),
     "rtl": ("hrl.replay.backends.rtl_kernel", "open_rtl_sim"),
 }
+
+# Backends whose tree keeps fixed-point words only (the RTL replay manager).
+FIXED_POINT_ONLY = frozenset({"rtl"})
+
+
+def format_for(name: str, fmt: str) -> str:
+    """The priority format backend `name` runs a config's `fmt` in: `fmt` itself, or 'fixed'
+    where the backend keeps fixed-point words only and `fmt` is not fixed point already."""
+    return "fixed" if name in FIXED_POINT_ONLY and not fmt.startswith("fixed") else fmt
+
 
 _MISSING_MODULE_HINT = {
     "rtl": (
