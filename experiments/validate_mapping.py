@@ -8,7 +8,8 @@ brackets the settings below (`hrl profile` with VALIDATION_GRID) into
 experiments/results/mapping/profile/ (gymnax CartPole) and profile-gymnasium/ (gymnasium
 CartPole, host envs). Step 2 runs every mapping the runtime can instantiate here
 (hrl.mapping.validate.runnable_mappings: the fused loop, the sequential host loop, the replay
-tree on PoCL, and the pipelined executor with process actors over the host-loop mappings), in
+tree on a second XLA CPU device and on PoCL, and the pipelined executor with process actors over
+the host-loop mappings), in
 strict and relaxed mode, for each setting, and compares the measured seconds per iteration with
 the prediction of `hrl map` for that mapping and executor. Each run is measured in a fresh
 process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it
@@ -62,16 +63,21 @@ def overrides_for(s: dict) -> list[str]:
             "log.progress=false"]
 
 
+# This process's environment before it asked XLA for a second CPU device to profile on: each
+# run gets the devices its own placement asks for, as under `hrl train`.
+RUN_ENV = dict(os.environ)
+
+
 def measure_in_fresh_process(config: str, overrides: list[str], iterations: int) -> dict:
     """`measure_iteration` of one run in a fresh Python, so that the run starts JAX's CPU
-    backend as `hrl train` would (train.cpu_dispatch and train.cpu_threads: auto; both are
-    fixed per process)."""
+    backend as `hrl train` would (train.cpu_dispatch, train.cpu_threads and the CPU devices
+    of its placement; all fixed per process)."""
     import json
 
     from hrl.runtime.cpu_backend import run_json_child
 
     return run_json_child([__file__, "--measure", json.dumps([config, overrides, iterations])],
-                          f"measuring {overrides}", 1200, cwd=ROOT)
+                          f"measuring {overrides}", 1200, cwd=ROOT, env=RUN_ENV)
 
 
 def _measure_main(arg: str) -> None:
@@ -97,10 +103,11 @@ def main(argv=None) -> int:
                          "on a shared 2-core VM strayed by 30%%)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
-    ap.add_argument("--backends", nargs="+", default=["jax", "opencl"],
-                    choices=["jax", "opencl", "rtl"],
-                    help="replay trees profiled and validated (rtl: the RTL simulation, about "
-                         "half a second per iteration at gymnasium M=8x16, so on request)")
+    ap.add_argument("--backends", nargs="+", default=["jax", "cpu1", "opencl"],
+                    choices=["jax", "cpu1", "opencl", "rtl"],
+                    help="replay trees profiled and validated (cpu1: the JAX tree on a second "
+                         "XLA CPU device; rtl: the RTL simulation, about half a second per "
+                         "iteration at gymnasium M=8x16, so on request)")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--metric", default="wall", choices=["cpu", "wall"],
                     help="the figure compared (default wall: the pipelined executor's actors "
@@ -119,11 +126,14 @@ def main(argv=None) -> int:
     from hrl.mapping.profile import Profiler, cpu_name, load_profile, write_profile
     from hrl.mapping.validate import mode_overrides, runnable_mappings
     from hrl.mapping.workload import workload_from_config
-    from hrl.runtime.cpu_backend import start_cpu_backend
+    from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
 
     # Before any JAX, as `hrl profile` starts it: async dispatch (the profile's timings assume
-    # it) and the intra-op threads of the gymnax config's runs (one process profiles both
-    # configs; the host loops' own rows are measured in processes of their own).
+    # it), the intra-op threads of the gymnax config's runs (one process profiles both
+    # configs; the host loops' own rows are measured in processes of their own) and, for the
+    # cpu1 tree, a second CPU device.
+    if "cpu1" in args.backends:
+        ensure_cpu_devices(2)
     start_cpu_backend(load_config(CONFIGS["gymnax"]), dispatch="async")
     console = Console()
     out = Path(args.out)

@@ -121,3 +121,43 @@ def test_cpu_threads_sizes_xla_pool_and_leaves_every_thread_all_cores():
     pool, masks, main_mask = json.loads(out.stdout.strip().splitlines()[-1])
     assert pool == 1
     assert masks == [cores] and main_mask == cores  # narrowed only while the backend started
+
+
+@pytest.mark.parametrize("placement, expected", [
+    ({}, 1), ({"env": "host", "train": "cpu"}, 1), ({"sample": "cpu:1", "update": "cpu:1"}, 2),
+    ({"train": "cpu:0", "sample": "cpu:3"}, 4), ({"train": "gpu:1"}, 1),
+])
+def test_the_placement_names_the_cpu_devices_a_run_needs(placement, expected):
+    from hrl.runtime.cpu_backend import cpu_devices_of
+
+    cfg = load_config(CARTPOLE, [f"placement.{k}={v}" for k, v in placement.items()])
+    assert cpu_devices_of(cfg) == expected
+
+
+# A run whose placement names cpu:1, built in a fresh process whose XLA_FLAGS say nothing of
+# CPU devices: where its replay state and its agent end up.
+PLACED = """
+import json, jax
+from hrl.config import load_config
+from hrl.runtime import build, initial_state
+cfg = load_config("experiments/configs/dqn_cartpole.yaml", [
+    "train.executor=sequential", "env.num_envs=4", "agent.hidden_sizes=[16,16]",
+    "train.batch_size=16", "train.learning_starts=32", "replay.capacity=256",
+    "log.progress=false", "placement.infer=cpu:0", "placement.train=cpu:0",
+    "placement.sample=cpu:1", "placement.update=cpu:1"])
+built = build(cfg)
+state, _ = built.loop.run(initial_state(built), 12)
+where = lambda tree: sorted({str(d) for x in jax.tree.leaves(tree) for d in x.devices()})
+print(json.dumps([len(jax.devices("cpu")), where(state.replay), where(state.agent)]))
+"""
+
+
+def test_a_placement_on_cpu_1_makes_the_second_device_itself():
+    """`placement.sample: cpu:1` needed XLA_FLAGS=--xla_force_host_platform_device_count=2 set
+    by hand before JAX started; the run now asks for the devices its placement names."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    out = subprocess.run([sys.executable, "-c", PLACED], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    devices, replay, agent = json.loads(out.stdout.strip().splitlines()[-1])
+    assert devices == 2 and replay == ["cpu:1"] and agent == ["cpu:0"]

@@ -319,18 +319,21 @@ def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, 
     assert "existing profile" in capsys.readouterr().err
 
 
-def test_relaxed_overlap_probe_times_both_sides_on_opencl():
+@pytest.mark.parametrize("backend", ["opencl", "jax"])
+def test_relaxed_overlap_probe_times_both_sides(backend):
     """`overlap:thread`: the relaxed dependency's replay thread beside train, with the tree on
-    PoCL, measured in a fresh process; the four timings agree with each other."""
+    PoCL or (jax) on a second XLA CPU device the probe's process makes itself, measured in a
+    fresh process; the four timings agree with each other."""
     from hrl.config import load_config, to_dict
     from hrl.mapping.profile import overlap_rows_subprocess
     from hrl.replay.backends import BackendUnavailableError, opencl
 
-    try:
-        opencl.list_devices()
-    except BackendUnavailableError as e:
-        pytest.skip(f"no OpenCL platform: {e}")
-    (row,) = overlap_rows_subprocess(to_dict(load_config(CONFIG)), "opencl", 256, 4,
+    if backend == "opencl":
+        try:
+            opencl.list_devices()
+        except BackendUnavailableError as e:
+            pytest.skip(f"no OpenCL platform: {e}")
+    (row,) = overlap_rows_subprocess(to_dict(load_config(CONFIG)), backend, 256, 4,
                                      [(8, 16)], repeats=5)
     for key in ("train_s", "replay_s", "sequential_s", "parallel_s", "handoff_s"):
         assert row[key] > 0, key
@@ -375,3 +378,57 @@ def test_the_profiler_times_the_rtl_tree_in_fixed_point_for_a_float_config():
     prof = Profiler(load_config(CONFIG), grid=TINY_GRID, backends=("rtl",), progress=False,
                     loops=False)
     assert prof._host_backends() == [("rtl", "rtl")] and prof.skipped == []
+
+
+# Profiles the tree on cpu1 in a process with two CPU devices and prints its rows' keys.
+SECOND_CPU_PROFILE = """
+import json, sys
+from hrl.runtime.cpu_backend import ensure_cpu_devices
+ensure_cpu_devices(2)
+from hrl.config import load_config
+from hrl.mapping.profile import Profiler
+grid = json.loads(sys.argv[1])
+prof = Profiler(load_config(sys.argv[2]), grid=grid, backends=("jax",), progress=False,
+                loops=False)
+labels = [label for label, _ in prof.tasks()]
+for label, task in prof.tasks():
+    if label.endswith("on cpu1"):
+        task()
+print(json.dumps([labels, sorted({(r["call"], r["placement"], r["batch"]) for r in prof.rows})]))
+"""
+
+
+def test_the_profile_times_the_tree_alone_on_a_second_cpu_device():
+    """Placement cpu1: sample, update and insert of the JAX buffer on cpu:1, as the host loop
+    calls them, and nothing else (the learner's calls stay on cpu, and no scan rows: the fused
+    loop runs on one device)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", SECOND_CPU_PROFILE, json.dumps(TINY_GRID),
+                          CONFIG], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    labels, rows = json.loads(out.stdout.strip().splitlines()[-1])
+    on_cpu1 = [label for label in labels if label.endswith("on cpu1")]
+    assert on_cpu1 == ["replay N=64 K=4 on cpu1"]
+    assert {(c, p) for c, p, _ in rows} == {("sample", "cpu1"), ("update", "cpu1"),
+                                             ("insert", "cpu1")}
+    assert {b for c, _, b in rows if c == "sample"} == set(TINY_GRID["batch"])
+
+
+def test_the_second_cpu_mapping_pins_the_learner_to_the_first():
+    from hrl.config import load_config
+    from hrl.mapping.validate import runnable_mappings
+    from hrl.runtime.cpu_backend import cpu_devices_of
+
+    by_label = {m.label: m for m in runnable_mappings()}
+    for label in ("replay-on-cpu1", "replay-on-cpu1 pipelined"):
+        m = by_label[label]
+        assert m.mapping == {"env": "cpu", "infer": "cpu", "train": "cpu", "sample": "cpu1",
+                             "update": "cpu1"}
+        cfg = load_config(CONFIG, list(m.overrides))
+        assert cfg.placement == {"infer": "cpu:0", "train": "cpu:0", "sample": "cpu:1",
+                                 "update": "cpu:1"}
+        assert cpu_devices_of(cfg) == 2 and cfg.replay.backend == "jax"
+    assert by_label["replay-on-cpu1 pipelined"].executor == "pipelined"
+    assert "replay-on-cpu1" not in {m.label for m in runnable_mappings(backends=("jax",))}

@@ -81,8 +81,10 @@ def run(args: argparse.Namespace) -> int:
     links = None if only is None else [n for n in only if n != "rtl-tables"]
     rows, skipped = [], []
     if links is None or links:
-        from hrl.runtime.cpu_backend import start_cpu_backend
+        from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
 
+        if "jax" in backends:  # a second CPU device to time the tree on (placement cpu1)
+            ensure_cpu_devices(2)
         # The intra-op threads a run of this config gets (train.cpu_threads), so that the
         # profile prices what runs; async dispatch, which the profile's timings assume.
         start_cpu_backend(cfg, dispatch="async")

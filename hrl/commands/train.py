@@ -81,15 +81,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"hrl train: error: {err}", file=sys.stderr)
         return 2
     if cfg.train.devices > 1 and not distributed:
-        from hrl.runtime.data_parallel import ensure_cpu_devices
+        from hrl.runtime.cpu_backend import ensure_cpu_devices
 
         ensure_cpu_devices(cfg.train.devices)
-    elif getattr(args, "mapping", None) and args.mapping_devices > 1 and not distributed:
-        # --mapping auto may choose train.devices up to N: make the virtual CPU devices now,
-        # before JAX starts (the same way as --devices).
-        from hrl.runtime.data_parallel import ensure_cpu_devices
+    elif getattr(args, "mapping", None) and not distributed:
+        # --mapping auto may choose train.devices up to N, or the replay tree on a second CPU
+        # device (cpu1): make the virtual CPU devices now, before the exploration starts JAX
+        # (the same way as --devices).
+        from hrl.runtime.cpu_backend import ensure_cpu_devices
 
-        ensure_cpu_devices(args.mapping_devices)
+        ensure_cpu_devices(max(args.mapping_devices, 2))
 
     from rich.console import Console
 

@@ -8,6 +8,8 @@ Device names for `--devices`:
 * `cpu`  -- JAX on the host CPU: the host loop (`cpu`) and the fused loop (`cpu-fused`);
 * `gpu`  -- JAX on a GPU: measured if the profile holds GPU rows, else modelled from
   `specs/gpu_h100_sxm.yaml` (public specs + assumptions, labelled as such everywhere);
+* `cpu1` -- the JAX replay tree alone on a second XLA CPU device (`placement.sample/update:
+  cpu:1`; the learner stays on cpu:0), measured where the profile has it;
 * `pocl`, `opencl<i>` -- the OpenCL replay backend on that device (measured);
 * `rtl`  -- the RTL replay manager in simulation (measured, if the profile has it);
 * `fpga:<board>` -- the RMM and MLP learner modelled on a board (u200, u250, u280) from the
@@ -45,6 +47,8 @@ MEASURED_KINDS = {
     "cpu-fused": dict(kind="jax", resource="cpu", link="local", exclusive=True),
     "gpu": dict(kind="jax", resource="gpu", link="pcie4x16"),
     "gpu-fused": dict(kind="jax", resource="gpu", link="pcie4x16", exclusive=True),
+    # A virtual device sharing the host's cores; its arrays reach cpu:0 by a host copy.
+    "cpu1": dict(kind="jax", resource="cpu", link="host"),
     "pocl": dict(kind="opencl", resource="cpu", link="host"),
     "rtl": dict(kind="rtl-sim", resource="cpu", link="host"),
 }

@@ -188,6 +188,12 @@ class Profiler:
             gpus = []
         if gpus:
             self.jax_placements.append(("gpu", gpus[0]))
+        # A second XLA CPU device holds only the tree (`placement.sample/update: cpu:1`): the
+        # learner stays on cpu:0. Profiled where this process has one (`hrl profile` asks for
+        # two CPU devices when it profiles the jax tree).
+        cpus = jax.devices("cpu")
+        self.tree_placements = ([(SECOND_CPU, cpus[1])]
+                                if len(cpus) > 1 and "jax" in self.backends else [])
         self.skipped: list[str] = []
 
     # ------------------------------------------------------------------ helpers
@@ -320,7 +326,9 @@ class Profiler:
                 self._record("train", f"{placement}-fused", "fused", s, "train", t, repeats)
 
     def _profile_replay_jax(self, placement, device, s: Setting, repeats: int, scan: int,
-                            batches, num_envs):
+                            batches, num_envs, fused: bool = True):
+        """sample / update / insert of the JAX buffer on `device`, dispatched as the host loop
+        calls them and (if `fused`) inside a scan as the fused loop does."""
         rng = np.random.default_rng(0)
         replay = self._replay(s.capacity, s.fanout)
         state = self._filled_replay(replay, device, rng)
@@ -334,11 +342,11 @@ class Profiler:
                 key = jax.random.PRNGKey(4)
                 t = _median_time(lambda: sample(state, key, beta), repeats)
                 self._record("sample", placement, "dispatched", sb, "sample", t, repeats)
-                # Fused: consume the indices so the scan keeps every call.
-                t = _scan_time(lambda c, k, p=prims: c + jnp.sum(p.sample(state, k, beta)
-                                                                 .indices), jnp.int32(0), scan,
-                               repeats)
-                self._record("sample", f"{placement}-fused", "fused", sb, "sample", t, repeats)
+                if fused:  # consume the indices so the scan keeps every call
+                    t = _scan_time(lambda c, k, p=prims: c + jnp.sum(
+                        p.sample(state, k, beta).indices), jnp.int32(0), scan, repeats)
+                    self._record("sample", f"{placement}-fused", "fused", sb, "sample", t,
+                                 repeats)
                 idx = jnp.asarray(rng.integers(0, s.capacity, b).astype(np.int32))
                 td = jnp.asarray(rng.uniform(0, 2, b).astype(np.float32))
                 # Donated, as the host loop calls it: written in place, never copied.
@@ -352,10 +360,11 @@ class Profiler:
 
                 t = _median_time(update_call, repeats)
                 self._record("update", placement, "dispatched", sb, "update", t, repeats)
-                t = _scan_time(lambda st, k, p=prims: p.update(st, idx,
-                                                               td * jax.random.uniform(k)),
-                               state, scan, repeats)
-                self._record("update", f"{placement}-fused", "fused", sb, "update", t, repeats)
+                if fused:
+                    t = _scan_time(lambda st, k, p=prims: p.update(
+                        st, idx, td * jax.random.uniform(k)), state, scan, repeats)
+                    self._record("update", f"{placement}-fused", "fused", sb, "update", t,
+                                 repeats)
             prims = self._prims(agent, replay, batches[0], 1)
             for m in num_envs:
                 sm = dataclasses.replace(s, num_envs=m)
@@ -370,8 +379,11 @@ class Profiler:
 
                 t = _median_time(insert_call, repeats)
                 self._record("insert", placement, "dispatched", sm, "insert", t, repeats)
-                t = _scan_time(lambda st, k: prims.insert(st, items), state, scan, repeats)
-                self._record("insert", f"{placement}-fused", "fused", sm, "insert", t, repeats)
+                if fused:
+                    t = _scan_time(lambda st, k: prims.insert(st, items), state, scan,
+                                   repeats)
+                    self._record("insert", f"{placement}-fused", "fused", sm, "insert", t,
+                                 repeats)
 
     # ------------------------------------------------------------------ other backends
     def _host_backends(self) -> list[tuple[str, str]]:
@@ -423,7 +435,8 @@ class Profiler:
         at the grid's first capacity and fan-out and every width and batch (the first width
         and batch only for the RTL simulation, whose calls take milliseconds). Measured in a
         fresh process in the dispatch and threads a relaxed host loop with this tree runs in
-        (`_overlap_rows_main`); each row holds the four timings and the overlap they give."""
+        (`_overlap_rows_main`); each row holds the four timings and the overlap they give.
+        `backend` "jax": the JAX tree on the second CPU device (placement `cpu1`)."""
         from hrl.config import to_dict
 
         g = self.grid
@@ -623,6 +636,16 @@ class Profiler:
                             lambda p=placement, d=device, s=s: self._profile_replay_jax(
                                 p, d, s, rep, scan, g["batch"],
                                 [m for m in g["num_envs"] if m <= s.capacity])))
+        for placement, device in self.tree_placements:
+            for n, k in itertools.product(g["capacity"], g["fanout"]):
+                s = dataclasses.replace(base, capacity=n, fanout=k)
+                out.append((f"replay N={n} K={k} on {placement}",
+                            lambda p=placement, d=device, s=s: self._profile_replay_jax(
+                                p, d, s, rep, scan, g["batch"],
+                                [m for m in g["num_envs"] if m <= s.capacity], fused=False)))
+            if self.loops:
+                out.append((f"relaxed overlap on {placement}",
+                            lambda p=placement: self._profile_overlap(p, "jax", rep)))
         for name, backend in self._host_backends():
             for n, k in itertools.product(g["capacity"], g["fanout"]):
                 s = dataclasses.replace(base, capacity=n, fanout=k)
@@ -674,6 +697,12 @@ COLLECTIVE_CALL = "link:cpu-collective"
 HANDOFF_CALL = "link:thread"
 HANDOFF_BATCH = 200  # round trips per timed call of the thread hand-off
 OVERLAP_CALL = "overlap:thread"  # the relaxed dependency's replay thread beside train
+# The placement of the JAX tree on the second XLA CPU device, and how a config says it: the
+# learner's primitives are pinned to the first device (an unplaced primitive runs where its
+# inputs are, and the sample's batch comes from cpu:1).
+SECOND_CPU = "cpu1"
+SECOND_CPU_PLACEMENT = {"infer": "cpu:0", "train": "cpu:0", "sample": "cpu:1",
+                        "update": "cpu:1"}
 OVERLAP_MIN_REPEATS = 60  # rounds of the four interleaved timings per point
 COLLECTIVE_DEVICES = 2
 COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced per psum
@@ -842,8 +871,11 @@ def _overlap_rows_main() -> None:
                           fmt=format_for(a["backend"], data["replay"]["fmt"]))
     data["train"].update(dependency="relaxed", staleness=1, fused=False, executor="auto",
                          learning_starts=min(data["train"]["learning_starts"], a["capacity"]))
+    jax_tree = a["backend"] == "jax"  # on the second CPU device, the learner on the first
+    if jax_tree:
+        data["placement"] = dict(SECOND_CPU_PLACEMENT)
     cfg = config_from_dict(data)
-    start_cpu_backend(cfg)  # the dispatch and threads of a relaxed host loop with this tree
+    start_cpu_backend(cfg)  # the dispatch, threads and devices of a relaxed host loop like it
     prof = Profiler(cfg, progress=False, loops=False)
     repeats = max(OVERLAP_MIN_REPEATS, a["repeats"])
     rng = np.random.default_rng(0)
@@ -855,25 +887,43 @@ def _overlap_rows_main() -> None:
         handoff = {k: v / HANDOFF_BATCH for k, v in handoff.items()}
         for width, batch in a["points"]:
             agent = _agent(cfg.algo, width, prof.spec)
-            _, prims, tree = prof._filled_host_replay(a["backend"], a["capacity"], a["fanout"],
-                                                      agent, batch)
-            sample = prims.sample(tree, jax.random.PRNGKey(6), beta)
-            host_train = HostTrain.build(prims.train, agent.init(jax.random.PRNGKey(0)),
-                                         sample.items, sample.weights)
-            packed = host_train.pack_agent(agent.init(jax.random.PRNGKey(0)))
             idx = rng.integers(0, a["capacity"], batch).astype(np.int32)
             td = rng.uniform(0.01, 2.0, batch).astype(np.float32)
-            key = jax.random.PRNGKey(7)
+            key = np.asarray(jax.random.PRNGKey(7))  # on the host, as the loop keeps its keys
+            learner = tree_device = None
+            if jax_tree:  # as HostLoop calls it: jitted, donated, inputs moved by `_put`
+                learner, tree_device = jax.devices("cpu")[:2]
+                replay = prof._replay(a["capacity"], a["fanout"])
+                tree = prof._filled_replay(replay, tree_device, rng)
+                prims = prof._prims(agent, replay, batch, 1)
+                sample_fn = jax.jit(prims.sample)
+                update_fn = jax.jit(prims.update, donate_argnums=0)
+                sample = sample_fn(tree, jax.device_put(key, tree_device), beta)
+            else:
+                _, prims, tree = prof._filled_host_replay(a["backend"], a["capacity"],
+                                                          a["fanout"], agent, batch)
+                sample_fn, update_fn = prims.sample, prims.update
+                sample = sample_fn(tree, jax.random.PRNGKey(6), beta)
+            items, weights = jax.device_put((sample.items, sample.weights), learner)
+            host_train = HostTrain.build(prims.train, agent.init(jax.random.PRNGKey(0)),
+                                         items, weights)
+            packed = jax.device_put(host_train.pack_agent(agent.init(jax.random.PRNGKey(0))),
+                                    learner)
 
             def train():
                 nonlocal packed
-                packed, *rest = host_train.step(packed, sample.items, sample.weights)
+                batch_items, batch_weights = ((sample.items, sample.weights)
+                                              if learner is None else jax.device_put(
+                                                  (sample.items, sample.weights), learner))
+                packed, *rest = host_train.step(packed, batch_items, batch_weights)
                 return jax.block_until_ready(rest)
 
             def replay_side():
                 nonlocal tree
-                tree = prims.update(tree, idx, td)
-                return prims.sample(tree, key, beta).indices
+                i, t, k = ((idx, td, key) if tree_device is None
+                           else jax.device_put((idx, td, key), tree_device))
+                tree = update_fn(tree, i, t)
+                return jax.block_until_ready(sample_fn(tree, k, beta).indices)
 
             def sequential():
                 return train(), replay_side()

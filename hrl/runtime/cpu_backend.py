@@ -78,10 +78,28 @@ def cpu_threads_of(cfg: RunConfig) -> int | None:
     return 1 if fused_on_one_device and usable_cores() <= 2 else None
 
 
+def cpu_devices_of(cfg: RunConfig) -> int:
+    """The XLA CPU devices the config's placement names: one more than its highest `cpu:N`
+    (1 when it names none)."""
+    indices = [int(where.partition(":")[2] or 0) for where in cfg.placement.values()
+               if where.startswith("cpu")]
+    return max(indices, default=0) + 1
+
+
+def ensure_cpu_devices(count: int) -> None:
+    """Ask XLA for `count` virtual CPU devices, unless XLA_FLAGS already says how many or
+    `count` is 1. Only works before JAX starts its backends (`start_cpu_backend`, or a CLI
+    before it); GPUs are not affected."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if count > 1 and "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
+
+
 def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
-    """Start JAX's backends with the config's CPU dispatch (or `dispatch`, "sync" or "async")
-    and intra-op threads, unless they have started already (then nothing changes). True if
-    the settings were applied."""
+    """Start JAX's backends with the config's CPU dispatch (or `dispatch`, "sync" or "async"),
+    intra-op threads and the CPU devices its placement names (`placement.sample: cpu:1` makes
+    two), unless they have started already (then nothing changes). True if the settings were
+    applied."""
     from jax._src import xla_bridge
 
     if xla_bridge.backends_are_initialized():
@@ -89,6 +107,7 @@ def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
     dispatch = dispatch or cpu_dispatch_of(cfg)
     if dispatch not in ("sync", "async"):
         raise ValueError(f"dispatch must be 'sync' or 'async', got {dispatch!r}")
+    ensure_cpu_devices(cpu_devices_of(cfg))
     jax.config.update("jax_cpu_enable_async_dispatch", dispatch == "async")
     threads = cpu_threads_of(cfg)
     if threads is not None and threads < usable_cores() and hasattr(os, "sched_setaffinity"):

@@ -22,7 +22,6 @@ joined by `jax.distributed.initialize` (`hrl launch`): the mesh takes the first 
 from __future__ import annotations
 
 import functools
-import os
 
 import jax
 import numpy as np
@@ -36,14 +35,6 @@ AXIS = "devices"
 # TrainState fields that belong to one device (its actors, its replay shard, its relaxed
 # queue): stacked on a leading device axis. The rest is the same on every device.
 PER_DEVICE = ("replay", "env", "obs", "episode_start", "actor_carry", "nstep", "pending")
-
-
-def ensure_cpu_devices(count: int) -> None:
-    """Ask XLA for `count` virtual CPU devices unless XLA_FLAGS already says how many. Only
-    works before JAX starts its backends (a CLI calls it first); GPUs are not affected."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
 
 
 def make_mesh(devices: int) -> Mesh:
