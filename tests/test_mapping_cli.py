@@ -392,9 +392,13 @@ prof = Profiler(load_config(sys.argv[2]), grid=grid, backends=("jax",), progress
                 loops=False)
 labels = [label for label, _ in prof.tasks()]
 for label, task in prof.tasks():
-    if label.endswith("on cpu1"):
+    if label.endswith("on cpu1") or label == "between two CPU devices":
         task()
-print(json.dumps([labels, sorted({(r["call"], r["placement"], r["batch"]) for r in prof.rows})]))
+links = [r for r in prof.rows if r["call"] == "link:cpu-device"]
+rows = sorted({(r["call"], r["placement"], r["batch"]) for r in prof.rows if r not in links})
+from hrl.mapping.plan import cpu_device_link_from_profile
+link = cpu_device_link_from_profile({"rows": links})
+print(json.dumps([labels, rows, [r["work"] for r in links], link.latency, link.bandwidth]))
 """
 
 
@@ -408,9 +412,12 @@ def test_the_profile_times_the_tree_alone_on_a_second_cpu_device():
     out = subprocess.run([sys.executable, "-c", SECOND_CPU_PROFILE, json.dumps(TINY_GRID),
                           CONFIG], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    labels, rows = json.loads(out.stdout.strip().splitlines()[-1])
+    labels, rows, link_bytes, latency, bandwidth = json.loads(out.stdout.strip().splitlines()[-1])
     on_cpu1 = [label for label in labels if label.endswith("on cpu1")]
     assert on_cpu1 == ["replay N=64 K=4 on cpu1"]
+    # The batch's move from cpu:1 to the learner's call, at four sizes, priced per transfer.
+    assert len(link_bytes) == 4 and link_bytes == sorted(link_bytes) and link_bytes[0] > 0
+    assert latency >= 0 and bandwidth > 0
     assert {(c, p) for c, p, _ in rows} == {("sample", "cpu1"), ("update", "cpu1"),
                                              ("insert", "cpu1")}
     assert {b for c, _, b in rows if c == "sample"} == set(TINY_GRID["batch"])

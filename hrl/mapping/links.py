@@ -62,6 +62,10 @@ LINKS: dict[str, Link] = {
     # Replaced by the profiler's memcpy measurement when a profile is loaded.
     "host": Link("host", 10 * GB, 1e-6,
                  "host memory copy: 10 GB/s and 1 us per transfer assumed until measured"),
+    # Replaced by the profiler's measurement (`link:cpu-device`) when the profile has it.
+    "cpu-device": Link("cpu-device", 10 * GB, 1e-6,
+                       "between two XLA CPU devices: a host memory copy, 10 GB/s and 1 us per "
+                       "transfer assumed until measured"),
 }
 
 

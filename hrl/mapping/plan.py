@@ -47,8 +47,9 @@ MEASURED_KINDS = {
     "cpu-fused": dict(kind="jax", resource="cpu", link="local", exclusive=True),
     "gpu": dict(kind="jax", resource="gpu", link="pcie4x16"),
     "gpu-fused": dict(kind="jax", resource="gpu", link="pcie4x16", exclusive=True),
-    # A virtual device sharing the host's cores; its arrays reach cpu:0 by a host copy.
-    "cpu1": dict(kind="jax", resource="cpu", link="host"),
+    # A virtual device sharing the host's cores; its arrays cross to cpu:0 as the host loop
+    # moves them (`link:cpu-device` in the profile).
+    "cpu1": dict(kind="jax", resource="cpu", link="cpu-device"),
     "pocl": dict(kind="opencl", resource="cpu", link="host"),
     "rtl": dict(kind="rtl-sim", resource="cpu", link="host"),
 }
@@ -103,11 +104,30 @@ def host_link_from_profile(profile: dict, metric: str = "wall",
         return None
     what = {"link:host": "host memory copy",
             "link:process": "process link (queues, pickle)",
+            "link:cpu-device": "move between two XLA CPU devices (a host view the call copies "
+                               "in)",
             "link:cpu-collective": "ring step of a psum between 2 virtual CPU devices, "
                                    "rendezvous included"}.get(call, call)
     return Link(call.removeprefix("link:"), 1.0 / m.slope, m.intercept,
                 f"measured {what} ({m.n_points} sizes, median rel. error "
                 f"{m.rel_err_median:.0%})")
+
+
+def cpu_device_link_from_profile(profile: dict | None, metric: str = "wall") -> Link | None:
+    """The move of a batch between two XLA CPU devices (`link:cpu-device`): fitted on its rows
+    like the host link, or, where a jitted call aliases the host memory it is given (the time
+    does not grow with the bytes), their median per transfer at unbounded bandwidth; None when
+    the profile has no such rows."""
+    fitted = host_link_from_profile(profile, metric, "link:cpu-device") if profile else None
+    if fitted is not None:
+        return fitted
+    times = [r[METRICS[metric]] for r in (profile or {}).get("rows", ())
+             if r["call"] == "link:cpu-device"]
+    if not times:
+        return None
+    return Link("cpu-device", float("inf"), statistics.median(times),
+                f"measured move between two XLA CPU devices ({len(times)} batch sizes; the "
+                "call aliases the host memory: the median per transfer, no per-byte cost)")
 
 
 def thread_handoff_from_profile(profile: dict | None, metric: str = "wall") -> float | None:
@@ -385,6 +405,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                   if profile else None)
     if collective is not None:
         links[COLLECTIVE_LINK] = collective
+    between = cpu_device_link_from_profile(profile, metric)
+    if between is not None:
+        links["cpu-device"] = between
     # A host loop pays per call, differently in each CPU dispatch: its bookkeeping is priced
     # with the rows in the dispatch `train.cpu_dispatch: auto` gives it in each mode.
     # (Fitted once per dispatch: both modes run sync today.)

@@ -74,7 +74,7 @@ LOOP_ENVS = {"fused": 1, "host": 1, "pipelined": 8}
 # when a run pins it (its rows also show what async dispatch costs a host loop).
 LOOP_DISPATCH = {"fused": ("async",), "host": ("sync", "async"), "pipelined": ("sync", "async")}
 # The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
-LINK_ROWS = ("host", "process", "cpu-collective", "thread")
+LINK_ROWS = ("host", "process", "cpu-collective", "thread", "cpu-device")
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
               "capacity", "fanout", "depth", "work", "latency_s", "p10_s", "p90_s", "cpu_s",
               "repeats")
@@ -491,6 +491,33 @@ class Profiler:
             t = _median_time(lambda x=x: np.array(x, copy=True), repeats)
             self._record_link("link:host", nbytes, t, repeats)
 
+    def _profile_cpu_device_link(self, repeats: int):
+        """A batch of transitions from the second CPU device into a call on the first, as the
+        host loop moves it (`HostLoop._put`: each array a view of its host memory, which the
+        jitted call copies in or aliases): the call with the batch on cpu:1 minus the same call
+        with it on cpu:0, interleaved, at batch sizes 32 .. 16384. Only in a process with two
+        CPU devices (`hrl profile` makes them)."""
+        cpus = jax.devices("cpu")
+        if len(cpus) < 2:
+            self.skipped.append(f"{CPU_DEVICE_CALL}: this process has one CPU device")
+            return
+        call = jax.jit(lambda anchor, *xs: anchor + sum(x.reshape(-1)[0].astype(jnp.float32)
+                                                        for x in xs))
+        anchor = jax.device_put(jnp.zeros((), jnp.float32), cpus[0])
+        for batch in (32, 256, 2048, 16384):
+            leaves = [np.zeros((batch, *v.shape), v.dtype) for v in self.example.values()]
+            leaves.append(np.ones((batch,), np.float32))  # the IS weights
+            there = jax.device_put(leaves, cpus[1])
+            here = jax.device_put(leaves, cpus[0])
+            t, saved = _interleaved_times(
+                {"cross": lambda there=there: call(anchor, *[np.asarray(x) for x in there]),
+                 "local": lambda here=here: call(anchor, *here)},
+                repeats, paired=("cross", "local"))
+            self._record_link(CPU_DEVICE_CALL, sum(x.nbytes for x in leaves), {
+                "latency_s": max(saved["latency_s"], 0.0), "cpu_s": max(saved["cpu_s"], 0.0),
+                "p10_s": max(t["cross"]["p10_s"] - t["local"]["p10_s"], 0.0),
+                "p90_s": max(t["cross"]["p90_s"] - t["local"]["p90_s"], 0.0)}, repeats)
+
     def _record_link(self, call: str, nbytes: int, times: dict, repeats: int):
         """A link row: `times` for moving `nbytes` (no primitive, env or network)."""
         self.rows.append({"call": call, "placement": "host", "mode": "host", "env": "",
@@ -603,7 +630,9 @@ class Profiler:
                  "process": ("process link", lambda: self._profile_process_link(rep)),
                  "cpu-collective": ("collective between 2 virtual CPU devices",
                                     lambda: self._profile_collective_link(rep, scan)),
-                 "thread": ("thread hand-off", lambda: self._profile_thread_handoff(rep))}
+                 "thread": ("thread hand-off", lambda: self._profile_thread_handoff(rep)),
+                 "cpu-device": ("between two CPU devices",
+                                lambda: self._profile_cpu_device_link(rep))}
         return [every[n] for n in LINK_ROWS if n in names]
 
     def tasks(self) -> list[tuple[str, Callable[[], None]]]:
@@ -658,7 +687,8 @@ class Profiler:
                 out.append((f"relaxed overlap on {name}",
                             lambda name=name, b=backend: self._profile_overlap(
                                 name, b, rep if b != "rtl" else 3)))
-        out += self.link_tasks()
+        # Between CPU devices only where the tree has a second one to sit on.
+        out += self.link_tasks([n for n in LINK_ROWS if n != "cpu-device" or self.tree_placements])
         if self.loops:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
         return out
@@ -695,6 +725,7 @@ def _echo(inbox, outbox) -> None:
 # ----------------------------------------------------------------------------- collectives
 COLLECTIVE_CALL = "link:cpu-collective"
 HANDOFF_CALL = "link:thread"
+CPU_DEVICE_CALL = "link:cpu-device"
 HANDOFF_BATCH = 200  # round trips per timed call of the thread hand-off
 OVERLAP_CALL = "overlap:thread"  # the relaxed dependency's replay thread beside train
 # The placement of the JAX tree on the second XLA CPU device, and how a config says it: the

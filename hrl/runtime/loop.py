@@ -343,6 +343,10 @@ class FusedLoop:
         return state, jax.device_get(out)
 
 
+def _on_cpu(array: jax.Array) -> bool:
+    return all(d.platform == "cpu" for d in array.sharding.device_set)
+
+
 class HostTrain(NamedTuple):
     """The SGD step as the host calls it (`HostLoop`, and `hrl profile`, which times it so):
     the agent packed into one vector per dtype and the metrics into one
@@ -408,6 +412,8 @@ class HostLoop:
         # What `_put` compares each argument's sharding with, built once rather than per call.
         self._shardings = {name: SingleDeviceSharding(device)
                            for name, device in placement.items()}
+        self._placed_on_cpu = {name: device.platform == "cpu"
+                               for name, device in placement.items()}
         if not replay_is_jax:  # a host backend places itself (its own device option)
             for name in ("sample", "update"):
                 if name in placement:
@@ -472,13 +478,30 @@ class HostLoop:
         """`tree`'s leaves on the device placed for `name`. Leaves already there are passed as
         they are: `jax.device_put` costs about 10 us per array even then (148 us for the replay
         state's 15: experiments/bench_call_overhead.py), against well under 1 us to compare
-        shardings."""
+        shardings. So are host values (NumPy arrays, scalars) when an argument already sits
+        there: a jitted call runs where its placed arguments are and copies host values there
+        itself, while each `device_put` call took tens of microseconds (a gymnasium run with
+        the tree on cpu:1 spent half its iteration in them: 30 calls per iteration). Between
+        two CPU devices an array crosses the same way, as a view of its host memory: a
+        `device_put` of six small arrays from cpu:1 to cpu:0 took 66 us, the views 7 us."""
         sharding = self._shardings.get(name)
         if sharding is None:
             return tree
         leaves, treedef = jax.tree.flatten(tree)
-        away = [i for i, leaf in enumerate(leaves)
-                if not (isinstance(leaf, jax.Array) and leaf.sharding == sharding)]
+        there = [isinstance(leaf, jax.Array) and leaf.sharding == sharding for leaf in leaves]
+        anchored = any(there)
+        to_cpu = self._placed_on_cpu[name]
+        away = []
+        for i, leaf in enumerate(leaves):
+            if there[i]:
+                continue
+            if not isinstance(leaf, jax.Array):
+                if not anchored:
+                    away.append(i)
+            elif anchored and to_cpu and _on_cpu(leaf):
+                leaves[i] = np.asarray(leaf)
+            else:
+                away.append(i)
         if away:
             for i, leaf in zip(away, jax.device_put([leaves[i] for i in away], sharding),
                                strict=True):

@@ -90,7 +90,9 @@ def resolve_placement(cfg: RunConfig, env_is_jax: bool, replay_is_jax: bool) -> 
             available = []
         i = int(index or 0)
         if i >= len(available):
-            hint = (" (more CPU devices: XLA_FLAGS=--xla_force_host_platform_device_count=N "
+            hint = (" (a run asks for the CPU devices its placement names when it is the "
+                    "first use of JAX in its process; here JAX had started already: build the "
+                    "run first, or set XLA_FLAGS=--xla_force_host_platform_device_count=N "
                     "before JAX starts)") if kind == "cpu" else ""
             raise ValueError(
                 f"config key 'placement.{name}': {where!r}, but this process has "
