@@ -480,10 +480,10 @@ class HostLoop:
         state's 15: experiments/bench_call_overhead.py), against well under 1 us to compare
         shardings. So are host values (NumPy arrays, scalars) when an argument already sits
         there: a jitted call runs where its placed arguments are and copies host values there
-        itself, while each `device_put` call took tens of microseconds (a gymnasium run with
-        the tree on cpu:1 spent half its iteration in them: 30 calls per iteration). Between
-        two CPU devices an array crosses the same way, as a view of its host memory: a
-        `device_put` of six small arrays from cpu:1 to cpu:0 took 66 us, the views 7 us."""
+        itself, while each `device_put` call costs tens of microseconds in Python (with the
+        tree on cpu:1, a gymnasium run once spent half its iteration in them). Between two CPU
+        devices an array crosses the same way, as a view of its host memory, which the call
+        copies in or aliases: `hrl profile` times that move (`link:cpu-device`)."""
         sharding = self._shardings.get(name)
         if sharding is None:
             return tree
