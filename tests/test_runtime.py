@@ -369,7 +369,7 @@ def test_config_placement_runs_each_primitive_on_its_device_with_the_same_result
 @pytest.mark.parametrize("override,message", [
     ("placement.learner=cpu:0", "placement.learner.*not a primitive"),
     ("placement.infer=tpu", "placement.infer.*host, cpu, gpu"),
-    ("placement.infer=cpu:7", "placement.infer.*'cpu:7'.*cpu device.*JAX had started"),
+    ("placement.infer=cpu:7", "placement.infer.*'cpu:7'.*1 cpu device.*JAX had started"),
     ("placement.env=host", "placement.env.*only for a host primitive"),
 ])
 def test_bad_placement_names_the_key(override, message):

@@ -929,32 +929,27 @@ def _overlap_rows_main() -> None:
                 prims = prof._prims(agent, replay, batch, 1)
                 sample_fn = jax.jit(prims.sample)
                 update_fn = jax.jit(prims.update, donate_argnums=0)
-                sample = sample_fn(tree, jax.device_put(key, tree_device), beta)
             else:
                 _, prims, tree = prof._filled_host_replay(a["backend"], a["capacity"],
                                                           a["fanout"], agent, batch)
                 sample_fn, update_fn = prims.sample, prims.update
-                sample = sample_fn(tree, jax.random.PRNGKey(6), beta)
-            items, weights = jax.device_put((sample.items, sample.weights), learner)
+            to_learner, to_tree = _placed_call(learner), _placed_call(tree_device)
+            sample = sample_fn(*to_tree(tree, key, beta))
             host_train = HostTrain.build(prims.train, agent.init(jax.random.PRNGKey(0)),
-                                         items, weights)
+                                         sample.items, sample.weights)
             packed = jax.device_put(host_train.pack_agent(agent.init(jax.random.PRNGKey(0))),
                                     learner)
 
             def train():
                 nonlocal packed
-                batch_items, batch_weights = ((sample.items, sample.weights)
-                                              if learner is None else jax.device_put(
-                                                  (sample.items, sample.weights), learner))
-                packed, *rest = host_train.step(packed, batch_items, batch_weights)
+                packed, *rest = host_train.step(*to_learner(packed, sample.items,
+                                                            sample.weights))
                 return jax.block_until_ready(rest)
 
             def replay_side():
                 nonlocal tree
-                i, t, k = ((idx, td, key) if tree_device is None
-                           else jax.device_put((idx, td, key), tree_device))
-                tree = update_fn(tree, i, t)
-                return jax.block_until_ready(sample_fn(tree, k, beta).indices)
+                tree = update_fn(*to_tree(tree, idx, td))
+                return jax.block_until_ready(sample_fn(*to_tree(tree, key, beta)).indices)
 
             def sequential():
                 return train(), replay_side()
@@ -982,6 +977,19 @@ def _overlap_rows_main() -> None:
                         "parallel_p90_s": t["parallel"]["p90_s"]})
             out.append(row)
     print(json.dumps(out))
+
+
+def _placed_call(device):
+    """What `HostLoop._put` does to a call's arguments placed on `device` (None: unplaced,
+    passed as they are)."""
+    from jax.sharding import SingleDeviceSharding
+
+    from hrl.runtime.loop import put_for_call
+
+    if device is None:
+        return lambda *args: args
+    sharding = SingleDeviceSharding(device)
+    return lambda *args: put_for_call(args, sharding)
 
 
 def overlap_rows_subprocess(base: dict, backend: str, capacity: int, fanout: int, points,

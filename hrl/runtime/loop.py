@@ -343,8 +343,41 @@ class FusedLoop:
         return state, jax.device_get(out)
 
 
-def _on_cpu(array: jax.Array) -> bool:
-    return all(d.platform == "cpu" for d in array.sharding.device_set)
+def _on_cpu(sharding) -> bool:
+    return all(d.platform == "cpu" for d in sharding.device_set)
+
+
+def put_for_call(tree, sharding):
+    """`tree`'s leaves ready for a jitted call on `sharding`'s device, moved the cheapest way.
+
+    Leaves already there are passed as they are: `jax.device_put` costs about 10 us per array
+    even then (148 us for the replay state's 15: experiments/bench_call_overhead.py), against
+    well under 1 us to compare shardings. So are host values (NumPy arrays, scalars) when an
+    argument already sits there: a jitted call runs where its placed arguments are and copies
+    host values there itself, while each `device_put` call costs tens of microseconds in
+    Python (with the tree on cpu:1, a gymnasium run once spent half its iteration in them).
+    Between two CPU devices an array crosses the same way, as a view of its host memory, which
+    the call copies in or aliases: `hrl profile` times that move (`link:cpu-device`). The rest
+    goes through one `device_put`."""
+    leaves, treedef = jax.tree.flatten(tree)
+    there = [isinstance(leaf, jax.Array) and leaf.sharding == sharding for leaf in leaves]
+    anchored = any(there)
+    away = []
+    for i, leaf in enumerate(leaves):
+        if there[i]:
+            continue
+        if not isinstance(leaf, jax.Array):
+            if not anchored:
+                away.append(i)
+        elif anchored and _on_cpu(leaf.sharding) and _on_cpu(sharding):
+            leaves[i] = np.asarray(leaf)
+        else:
+            away.append(i)
+    if away:
+        for i, leaf in zip(away, jax.device_put([leaves[i] for i in away], sharding),
+                           strict=True):
+            leaves[i] = leaf
+    return jax.tree.unflatten(treedef, leaves)
 
 
 class HostTrain(NamedTuple):
@@ -412,8 +445,6 @@ class HostLoop:
         # What `_put` compares each argument's sharding with, built once rather than per call.
         self._shardings = {name: SingleDeviceSharding(device)
                            for name, device in placement.items()}
-        self._placed_on_cpu = {name: device.platform == "cpu"
-                               for name, device in placement.items()}
         if not replay_is_jax:  # a host backend places itself (its own device option)
             for name in ("sample", "update"):
                 if name in placement:
@@ -475,38 +506,9 @@ class HostLoop:
         self.timings = {name: 0.0 for name in PRIMITIVES}  # seconds spent per primitive
 
     def _put(self, name, tree):
-        """`tree`'s leaves on the device placed for `name`. Leaves already there are passed as
-        they are: `jax.device_put` costs about 10 us per array even then (148 us for the replay
-        state's 15: experiments/bench_call_overhead.py), against well under 1 us to compare
-        shardings. So are host values (NumPy arrays, scalars) when an argument already sits
-        there: a jitted call runs where its placed arguments are and copies host values there
-        itself, while each `device_put` call costs tens of microseconds in Python (with the
-        tree on cpu:1, a gymnasium run once spent half its iteration in them). Between two CPU
-        devices an array crosses the same way, as a view of its host memory, which the call
-        copies in or aliases: `hrl profile` times that move (`link:cpu-device`)."""
+        """`tree` as the call placed for `name` takes it (`put_for_call`)."""
         sharding = self._shardings.get(name)
-        if sharding is None:
-            return tree
-        leaves, treedef = jax.tree.flatten(tree)
-        there = [isinstance(leaf, jax.Array) and leaf.sharding == sharding for leaf in leaves]
-        anchored = any(there)
-        to_cpu = self._placed_on_cpu[name]
-        away = []
-        for i, leaf in enumerate(leaves):
-            if there[i]:
-                continue
-            if not isinstance(leaf, jax.Array):
-                if not anchored:
-                    away.append(i)
-            elif anchored and to_cpu and _on_cpu(leaf):
-                leaves[i] = np.asarray(leaf)
-            else:
-                away.append(i)
-        if away:
-            for i, leaf in zip(away, jax.device_put([leaves[i] for i in away], sharding),
-                               strict=True):
-                leaves[i] = leaf
-        return jax.tree.unflatten(treedef, leaves)
+        return tree if sharding is None else put_for_call(tree, sharding)
 
     def _timed(self, name, fn, *args, wait: bool = True):
         start = time.perf_counter()
