@@ -90,6 +90,16 @@ def last_occurrence_mask(indices: jax.Array) -> jax.Array:
     return jnp.zeros(indices.shape, bool).at[order].set(is_last_sorted)
 
 
+def _set_prefix(level: jax.Array, values: jax.Array) -> jax.Array:
+    """`level` with its first len(values) words (in row-major order) replaced by `values`.
+    A write of the whole level is the values themselves: XLA:CPU of jax 0.11 crashes when it
+    partitions a whole-array `.at[:n].set` inside `shard_map` (the sharded replay's update)."""
+    flat = level.reshape(-1)
+    if values.shape[0] == flat.shape[0]:
+        return values.astype(level.dtype).reshape(level.shape)
+    return flat.at[: values.shape[0]].set(values).reshape(level.shape)
+
+
 def _recompute_ancestors(tree: SumTree, levels: list, leaf_indices: jax.Array) -> list:
     """Rewrite every ancestor of `leaf_indices` from its children, level by level, bottom up.
 
@@ -106,8 +116,7 @@ def _recompute_ancestors(tree: SumTree, levels: list, leaf_indices: jax.Array) -
         rows = children.shape[0]
         if rows <= node.shape[0]:
             parents = fmt.combine(children, k)  # (rows,); the level may pad up to a full row
-            flat = levels[level].reshape(-1).at[:rows].set(parents)
-            levels[level] = flat.reshape(levels[level].shape)
+            levels[level] = _set_prefix(levels[level], parents)
         else:
             values = fmt.combine(children[node], k)
             flat = levels[level].reshape(-1).at[node].set(values, mode="drop")
