@@ -73,6 +73,7 @@ def worker(devices: int, iters: int, out: str) -> None:
     built = build(cfg)
     state, _ = built.loop.run(initial_state(built), 2 * max(1, cfg.train.learning_starts
                                                          // cfg.env_steps_per_iter))
+    state, _ = built.loop.run(state, iters)  # the timed chunk length compiles here, untimed
     jax.block_until_ready(state)
     load = os.getloadavg()[0]
     calls, wall, cpu = 0, 0.0, 0.0
@@ -134,6 +135,13 @@ def main() -> int:
     p.add_argument("--processes", nargs="+", type=int, default=[1, 2])
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--iters", type=int, default=16)
+    p.add_argument("--results", type=Path, default=OUT,
+                   help="directory for the results (default experiments/results/scaling)")
+    p.add_argument("--from-rounds", type=Path, metavar="CSV",
+                   help="measure nothing: rebuild the table and plot from a scaling_rounds.csv "
+                   "(one written on another machine: give its --cores and --machine)")
+    p.add_argument("--cores", type=int, help="the measuring machine's cores (default this one's)")
+    p.add_argument("--machine", help="the measuring machine, in words (default this CPU's name)")
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -141,12 +149,19 @@ def main() -> int:
         worker(args.worker, args.iters, args.out)
         return 0
 
+    if args.from_rounds:
+        results = read_rounds(args.from_rounds)
+        args.rounds = max(len(rs) for rs in results.values())
+        write_results(results, args)
+        return 0
+
     from rich.progress import Progress
 
     points = [(d, n) for n in args.processes for d in args.devices
               if d % n == 0 and not (n > 1 and d == 1)]
-    OUT.mkdir(parents=True, exist_ok=True)
-    tmp = OUT / ".points"
+    out_dir = args.results
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / ".points"
     tmp.mkdir(exist_ok=True)
     results: dict[tuple, list[dict]] = {pt: [] for pt in points}
     with Progress() as bar:
@@ -160,7 +175,7 @@ def main() -> int:
     for f in tmp.iterdir():
         f.unlink()
     tmp.rmdir()
-    with (OUT / "scaling_rounds.csv").open("w", newline="") as f:
+    with (out_dir / "scaling_rounds.csv").open("w", newline="") as f:
         fields = ["devices", "processes", "round", *next(iter(results.values()))[0]]
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -171,10 +186,24 @@ def main() -> int:
     return 0
 
 
+def read_rounds(path: Path) -> dict[tuple, list[dict]]:
+    """The per-round measurements of a scaling_rounds.csv, keyed by (devices, processes)."""
+    results: dict[tuple, list[dict]] = {}
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            point = (int(row.pop("devices")), int(row.pop("processes")))
+            row.pop("round")
+            results.setdefault(point, []).append(
+                {k: int(v) if k.endswith("_bytes") else float(v) for k, v in row.items()})
+    if (1, 1) not in results:
+        raise SystemExit(f"{path}: no 1-device, 1-process row to scale against")
+    return results
+
+
 def write_results(results: dict, args) -> None:
     from hrl.mapping.scaling import DataParallelModel
 
-    cores = os.cpu_count() or 1
+    cores = args.cores or os.cpu_count() or 1
     med = {pt: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
            for pt, rs in results.items()}
     base = med[(1, 1)]
@@ -210,17 +239,32 @@ def write_results(results: dict, args) -> None:
             else "predicted",
             "rounds": len(results[(devices, processes)]),
         })
-    with (OUT / "scaling.csv").open("w", newline="") as f:
+    with (args.results / "scaling.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    plot(rows, cores)
+    plot(rows, cores, args.results / "scaling.png")
     from hrl.mapping.profile import cpu_name  # the children are done: jax may load now
 
+    points = sorted(results)
+    command = ("python experiments/bench_scaling.py --devices "
+               + " ".join(str(d) for d in sorted({d for d, _ in points}))
+               + " --processes " + " ".join(str(n) for n in sorted({n for _, n in points}))
+               + f" --rounds {args.rounds} --iters {args.iters}")
+    if args.results.resolve() != OUT:
+        results_dir = args.results.resolve()
+        shown = (results_dir.relative_to(ROOT.parent) if results_dir.is_relative_to(ROOT.parent)
+                 else results_dir)
+        command += f" --results {shown}"
+    regenerate = f"`{command}`"
+    if args.from_rounds:
+        regenerate += (f" on a machine of {cores} cores; table and plot from its rounds: "
+                       f"`python experiments/bench_scaling.py --from-rounds "
+                       f"{args.from_rounds} --cores {cores} --machine \"{args.machine}\"`")
     lines = [
         "# Data-parallel scaling (weak: fixed work per device)",
         "",
-        f"Machine: {cpu_name()}, {cores} cores shared by all "
+        f"Machine: {args.machine or cpu_name()}, {cores} cores shared by all "
         "virtual devices (so the ideal speed-up is min(D, cores)); "
         f"{args.rounds} rounds of at least 3 timed chunks of {args.iters} iterations "
         "and 2 s, medians over rounds (each round's numbers: `scaling_rounds.csv`). Load "
@@ -229,8 +273,7 @@ def write_results(results: dict, args) -> None:
         f"{max(r['load_avg'] for rs in results.values() for r in rs):.1f} (other tenants).",
         f"Per device: {ENVS_PER_DEVICE} actors x {ROLLOUT} steps per iteration, "
         f"{BATCH_PER_DEVICE} of each SGD step's samples, a {SHARD}-item replay shard; "
-        f"{SGD_PER_ITER} SGD steps per iteration. Regenerate: "
-        "`python experiments/bench_scaling.py`.",
+        f"{SGD_PER_ITER} SGD steps per iteration. Regenerate: {regenerate}.",
         "",
         "| devices | processes | env steps/s | SGD updates/s | samples/s | speed-up | "
         "eff. vs min(D, cores) | eff. vs D | CPU ms per 1k env steps (vs 1 device) | "
@@ -245,11 +288,11 @@ def write_results(results: dict, args) -> None:
             f"{r['cpu_ms_per_k_env_steps']:,.0f} ({r['cpu_cost_vs_1']:.2f}x) | "
             f"{r['model_speedup']:.2f} | {r['model_error']:+.0%} | {r['model_point']} |")
     lines += ["", "Model: " + model.describe(), ""]
-    (OUT / "scaling.md").write_text("\n".join(lines))
+    (args.results / "scaling.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
-def plot(rows: list[dict], cores: int) -> None:
+def plot(rows: list[dict], cores: int, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -273,7 +316,7 @@ def plot(rows: list[dict], cores: int) -> None:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(OUT / "scaling.png", dpi=120)
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
