@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import os
 
-# Two XLA CPU devices (before JAX starts): the learner on cpu:0, the JAX tree on cpu:1.
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                           + " --xla_force_host_platform_device_count=2").strip()
+from hrl.runtime.cpu_backend import with_cpu_device_count
+
+# Two XLA CPU devices (before JAX starts its backends): the learner on cpu:0, the JAX tree on
+# cpu:1.
+os.environ["XLA_FLAGS"] = with_cpu_device_count(os.environ.get("XLA_FLAGS", ""), 2)
 
 import argparse  # noqa: E402
 import csv  # noqa: E402

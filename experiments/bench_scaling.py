@@ -106,6 +106,7 @@ def worker(devices: int, iters: int, out: str) -> None:
 
 
 def run_point(devices: int, processes: int, iters: int, tmp: Path) -> dict:
+    from hrl.runtime.cpu_backend import with_cpu_device_count
     from hrl.runtime.distributed import COORDINATOR, NUM_PROCESSES, PROCESS_ID
 
     out = tmp / f"point-{devices}-{processes}.json"
@@ -113,8 +114,8 @@ def run_point(devices: int, processes: int, iters: int, tmp: Path) -> dict:
     port = 23000 + devices * 10 + processes
     children = []
     for process in range(processes):
-        env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count="
-                   f"{devices // processes}", JAX_PLATFORMS="cpu")
+        env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=with_cpu_device_count(
+            os.environ.get("XLA_FLAGS", ""), devices // processes))
         if processes > 1:
             env.update({COORDINATOR: f"localhost:{port}", NUM_PROCESSES: str(processes),
                         PROCESS_ID: str(process)})

@@ -21,6 +21,8 @@ import argparse
 import os
 import sys
 
+from hrl.runtime.cpu_backend import with_cpu_device_count
+
 MAX_DEVICES = 8
 
 
@@ -36,8 +38,7 @@ def _parse():
 
 ARGS = _parse() if __name__ == "__main__" else None
 if ARGS is not None:  # virtual CPU devices must be asked for before JAX starts
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               f" --xla_force_host_platform_device_count={ARGS.devices}").strip()
+    os.environ["XLA_FLAGS"] = with_cpu_device_count(os.environ.get("XLA_FLAGS", ""), ARGS.devices)
 
 import csv  # noqa: E402
 import tempfile  # noqa: E402

@@ -134,6 +134,33 @@ def test_the_placement_names_the_cpu_devices_a_run_needs(placement, expected):
     assert cpu_devices_of(cfg) == expected
 
 
+@pytest.mark.parametrize("flags, expected", [
+    ("", "--xla_force_host_platform_device_count=4"),
+    ("--xla_cpu_max_isa=AVX2", "--xla_cpu_max_isa=AVX2 --xla_force_host_platform_device_count=4"),
+    ("--xla_force_host_platform_device_count=2 --xla_cpu_max_isa=AVX2",
+     "--xla_cpu_max_isa=AVX2 --xla_force_host_platform_device_count=4"),
+])
+def test_a_device_count_in_xla_flags_is_replaced_and_other_flags_kept(flags, expected):
+    from hrl.runtime.cpu_backend import with_cpu_device_count
+
+    assert with_cpu_device_count(flags, 4) == expected
+
+
+def test_ensure_cpu_devices_writes_a_child_environment_and_keeps_a_count_already_there():
+    from hrl.runtime.cpu_backend import ensure_cpu_devices
+
+    env = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX2"}
+    before = os.environ.get("XLA_FLAGS")
+    ensure_cpu_devices(3, env)
+    assert env["XLA_FLAGS"] == "--xla_cpu_max_isa=AVX2 --xla_force_host_platform_device_count=3"
+    assert os.environ.get("XLA_FLAGS") == before  # this process's environment untouched
+    ensure_cpu_devices(8, env)  # a count already asked for stands
+    assert env["XLA_FLAGS"].endswith("count=3")
+    one = {}
+    ensure_cpu_devices(1, one)
+    assert one == {}
+
+
 # A run whose placement names cpu:1, built in a fresh process whose XLA_FLAGS say nothing of
 # CPU devices: where its replay state and its agent end up.
 PLACED = """

@@ -44,14 +44,13 @@ def _free_port() -> int:
 
 
 def _environment(coordinator: str, processes: int, process: int, devices: int) -> dict:
+    from hrl.runtime.cpu_backend import ensure_cpu_devices
     from hrl.runtime.distributed import COORDINATOR, NUM_PROCESSES, PROCESS_ID
 
     env = dict(os.environ)
     env.update({COORDINATOR: coordinator, NUM_PROCESSES: str(processes),
                 PROCESS_ID: str(process)})
-    flags = env.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" not in flags:
-        env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
+    ensure_cpu_devices(devices, env)
     return env
 
 

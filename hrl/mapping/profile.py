@@ -803,11 +803,10 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
     JAX_PLATFORMS=cpu). Raises RuntimeError with the child's error when it fails."""
     import os
 
-    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
-                     if "xla_force_host_platform_device_count" not in f)
-    env = _child_env(JAX_PLATFORMS="cpu",
-                     XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count="
-                               f"{COLLECTIVE_DEVICES}".strip())
+    from hrl.runtime.cpu_backend import with_cpu_device_count
+
+    env = _child_env(JAX_PLATFORMS="cpu", XLA_FLAGS=with_cpu_device_count(
+        os.environ.get("XLA_FLAGS", ""), COLLECTIVE_DEVICES))
     code = "from hrl.mapping.profile import _collective_main; _collective_main()"
     pairs = run_json_child(["-c", code, json.dumps({"repeats": repeats, "scan": scan})],
                            "the collective probe", timeout, env=env, tail=1000)

@@ -86,13 +86,25 @@ def cpu_devices_of(cfg: RunConfig) -> int:
     return max(indices, default=0) + 1
 
 
-def ensure_cpu_devices(count: int) -> None:
-    """Ask XLA for `count` virtual CPU devices, unless XLA_FLAGS already says how many or
-    `count` is 1. Only works before JAX starts its backends (`start_cpu_backend`, or a CLI
-    before it); GPUs are not affected."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if count > 1 and "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+
+
+def with_cpu_device_count(flags: str, count: int) -> str:
+    """XLA_FLAGS text `flags` asking for `count` virtual CPU devices: a count already there is
+    replaced, every other flag kept."""
+    kept = [f for f in flags.split() if not f.startswith(DEVICE_COUNT_FLAG)]
+    return " ".join([*kept, f"{DEVICE_COUNT_FLAG}={count}"])
+
+
+def ensure_cpu_devices(count: int, env: dict | None = None) -> None:
+    """Ask XLA for `count` virtual CPU devices in `env` (default: this process's environment),
+    unless its XLA_FLAGS already says how many or `count` is 1. In this process it only works
+    before JAX starts its backends (`start_cpu_backend`, or a CLI before it); GPUs are not
+    affected."""
+    env = os.environ if env is None else env
+    flags = env.get("XLA_FLAGS", "")
+    if count > 1 and DEVICE_COUNT_FLAG not in flags:
+        env["XLA_FLAGS"] = with_cpu_device_count(flags, count)
 
 
 def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
