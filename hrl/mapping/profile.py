@@ -492,8 +492,8 @@ class Profiler:
             self._record_link("link:host", nbytes, t, repeats)
 
     def _profile_cpu_device_link(self, repeats: int):
-        """A batch of transitions from the second CPU device into a call on the first, as the
-        host loop moves it (`HostLoop._put`: each array a view of its host memory, which the
+        """A batch of transitions from the second CPU device into a call on the first, moved by
+        the host loop's own `put_for_call` (each array a view of its host memory, which the
         jitted call copies in or aliases): the call with the batch on cpu:1 minus the same call
         with it on cpu:0, interleaved, at batch sizes 32 .. 16384. Only in a process with two
         CPU devices (`hrl profile` makes them)."""
@@ -504,14 +504,15 @@ class Profiler:
         call = jax.jit(lambda anchor, *xs: anchor + sum(x.reshape(-1)[0].astype(jnp.float32)
                                                         for x in xs))
         anchor = jax.device_put(jnp.zeros((), jnp.float32), cpus[0])
+        to_learner = _placed_call(cpus[0])
         for batch in (32, 256, 2048, 16384):
             leaves = [np.zeros((batch, *v.shape), v.dtype) for v in self.example.values()]
             leaves.append(np.ones((batch,), np.float32))  # the IS weights
             there = jax.device_put(leaves, cpus[1])
             here = jax.device_put(leaves, cpus[0])
             t, saved = _interleaved_times(
-                {"cross": lambda there=there: call(anchor, *[np.asarray(x) for x in there]),
-                 "local": lambda here=here: call(anchor, *here)},
+                {"cross": lambda there=there: call(*to_learner(anchor, *there)),
+                 "local": lambda here=here: call(*to_learner(anchor, *here))},
                 repeats, paired=("cross", "local"))
             self._record_link(CPU_DEVICE_CALL, sum(x.nbytes for x in leaves), {
                 "latency_s": max(saved["latency_s"], 0.0), "cpu_s": max(saved["cpu_s"], 0.0),

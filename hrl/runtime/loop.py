@@ -362,6 +362,7 @@ def put_for_call(tree, sharding):
     leaves, treedef = jax.tree.flatten(tree)
     there = [isinstance(leaf, jax.Array) and leaf.sharding == sharding for leaf in leaves]
     anchored = any(there)
+    to_cpu = anchored and _on_cpu(sharding)
     away = []
     for i, leaf in enumerate(leaves):
         if there[i]:
@@ -369,7 +370,7 @@ def put_for_call(tree, sharding):
         if not isinstance(leaf, jax.Array):
             if not anchored:
                 away.append(i)
-        elif anchored and _on_cpu(leaf.sharding) and _on_cpu(sharding):
+        elif to_cpu and _on_cpu(leaf.sharding):
             leaves[i] = np.asarray(leaf)
         else:
             away.append(i)
