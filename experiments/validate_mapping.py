@@ -7,11 +7,11 @@ Step 1 (unless --profile is given) profiles the primitives of each base config o
 brackets the settings below (`hrl profile` with VALIDATION_GRID) into
 experiments/results/mapping/profile/ (gymnax CartPole) and profile-gymnasium/ (gymnasium
 CartPole, host envs). Step 2 runs every mapping the runtime can instantiate here
-(hrl.mapping.validate.runnable_mappings: the fused loop, the sequential host loop, the replay
-tree on a second XLA CPU device and on PoCL, and the pipelined executor with process actors over
-the host-loop mappings), in
-strict and relaxed mode, for each setting, and compares the measured seconds per iteration with
-the prediction of `hrl map` for that mapping and executor. Each run is measured in a fresh
+(hrl.mapping.validate.runnable_mappings: the fused loop, the sequential host loop with the
+native and with the XLA tree, the replay tree on a second XLA CPU device and on PoCL, and the
+pipelined executor with process actors over the host-loop mappings), in strict and relaxed
+mode, for each setting, and compares the measured seconds per iteration with the prediction
+of `hrl map` for that mapping and executor. Each run is measured in a fresh
 process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it
 (`train.cpu_dispatch` and `train.cpu_threads`: auto; a host loop runs sync, the fused loop
 async, and the model prices each with loop rows measured that way). Writes validation.csv,
@@ -103,9 +103,10 @@ def main(argv=None) -> int:
                          "on a shared 2-core VM strayed by 30%%)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
-    ap.add_argument("--backends", nargs="+", default=["jax", "cpu1", "opencl"],
-                    choices=["jax", "cpu1", "opencl", "rtl"],
-                    help="replay trees profiled and validated (cpu1: the JAX tree on a second "
+    ap.add_argument("--backends", nargs="+", default=["jax", "xla", "cpu1", "opencl"],
+                    choices=["jax", "xla", "cpu1", "opencl", "rtl"],
+                    help="replay trees profiled and validated (xla: the JAX tree in plain XLA "
+                         "ops instead of the native kernels; cpu1: the JAX tree on a second "
                          "XLA CPU device; rtl: the RTL simulation, about half a second per "
                          "iteration at gymnasium M=8x16, so on request)")
     ap.add_argument("--out", default=str(OUT))

@@ -439,3 +439,35 @@ def test_the_second_cpu_mapping_pins_the_learner_to_the_first():
         assert cpu_devices_of(cfg) == 2 and cfg.replay.backend == "jax"
     assert by_label["replay-on-cpu1 pipelined"].executor == "pipelined"
     assert "replay-on-cpu1" not in {m.label for m in runnable_mappings(backends=("jax",))}
+
+
+def test_the_xla_tree_is_timed_on_the_learner_s_device_and_runs_as_profiled():
+    """Placement cpu-xla: sample, update and insert of the JAX buffer with its tree in plain
+    XLA ops (`replay.impl: xla`), on the first CPU device; its mapping runs that tree, and the
+    native mappings pin the kernels the profile timed whatever a config asks for."""
+    from hrl.config import load_config
+    from hrl.mapping.instantiate import overrides_for
+    from hrl.mapping.profile import Profiler
+    from hrl.mapping.validate import runnable_mappings
+
+    prof = Profiler(load_config(CONFIG), grid=TINY_GRID, backends=("xla",), progress=False,
+                    loops=False)
+    tasks = dict(prof.tasks())
+    assert [label for label in tasks if label.endswith("on cpu-xla")] == [
+        "replay N=64 K=4 on cpu-xla"]
+    tasks["replay N=64 K=4 on cpu-xla"]()
+    assert {(r["call"], r["placement"]) for r in prof.rows} == {
+        ("sample", "cpu-xla"), ("update", "cpu-xla"), ("insert", "cpu-xla")}
+    assert {r["batch"] for r in prof.rows if r["call"] == "sample"} == set(TINY_GRID["batch"])
+    by_label = {m.label: m for m in runnable_mappings()}
+    for label in ("replay-on-cpu-xla", "replay-on-cpu-xla pipelined"):
+        m = by_label[label]
+        assert m.mapping == {"env": "cpu", "infer": "cpu", "train": "cpu",
+                             "sample": "cpu-xla", "update": "cpu-xla"}
+        cfg = load_config(CONFIG, list(m.overrides))
+        assert (cfg.replay.backend, cfg.replay.impl, cfg.placement) == ("jax", "xla", {})
+    assert "replay-on-cpu-xla" not in {m.label for m in runnable_mappings(backends=("jax",))}
+    native = type("C", (), {"mapping": by_label["cpu"]})()
+    cfg = load_config(CONFIG, ["replay.impl=xla"])
+    assert load_config(CONFIG, ["replay.impl=xla", *overrides_for(native, cfg)]
+                       ).replay.impl == "auto"

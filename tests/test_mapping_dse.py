@@ -99,6 +99,33 @@ def test_relaxed_overlaps_train_with_a_tree_on_another_placement():
             exp.strict[row] - eta * replay_side + 2 * handoff, rel=1e-5)
 
 
+def test_relaxed_runs_in_order_for_a_tree_in_train_s_call_queue():
+    """The XLA tree on the learner's device (`cpu-xla`) is its own placement but joins train's
+    call queue (`Placement.queue`): XLA runs that device's calls in issue order and the host
+    loop runs no replay thread, so relaxed costs what strict does; the same tree in a queue
+    of its own is overlapped with train."""
+    cpu = dict(CPU, train=40 * MS)
+    w = Workload(num_envs=4, obs_dim=4, act_dim=2, hidden=(8,), batch_size=8, sgd_steps=2)
+    mapping = {"env": "cpu", "infer": "cpu", "sample": "tree", "update": "tree",
+               "train": "cpu"}
+    tree = {"insert": 0.5 * MS, "sample": 0.2 * MS, "update": 0.1 * MS}
+
+    def explore(queue):
+        places = [fixed_placement("cpu", cpu),
+                  dataclasses.replace(fixed_placement("tree", tree, resource="cpu"),
+                                      queue=queue)]
+        return dse.explore(places, w, staleness=1, host_cores=2,
+                           loop_overhead={"replay_handoff": 10e-6})
+
+    same = explore("cpu")
+    row = same.row_of(mapping)
+    assert same.relaxed[row] == pytest.approx(same.strict[row], rel=1e-6)
+    assert same.pipelined_relaxed[row] == pytest.approx(same.pipelined_strict[row], rel=1e-6)
+    own = explore(None)
+    saved = 2 * (0.2 + 0.1) * MS - 2 * 10e-6
+    assert own.relaxed[row] == pytest.approx(own.strict[row] - saved, rel=1e-5)
+
+
 def naive_times(exp, w, staleness, link, overhead=0.0, overhead_actor=0.0, ipc=0.0, cores=1,
                 handoff=0.0, overlap=None):
     """Per-mapping reference computed with Python loops, straight from the definitions:

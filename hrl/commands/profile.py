@@ -23,8 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="KEY=VALUE", help="override a config key (repeatable)")
     parser.add_argument("--grid", default="quick", choices=["quick", "full"],
                         help="size grid (see hrl.mapping.profile.GRIDS; default quick)")
-    parser.add_argument("--backends", default="jax,opencl,rtl",
-                        help="replay backends to time, comma separated (default jax,opencl,rtl)")
+    parser.add_argument("--backends", default="jax,xla,opencl,rtl",
+                        help="replay backends to time, comma separated (default "
+                             "jax,xla,opencl,rtl; xla: the JAX buffer's tree in plain XLA ops, "
+                             "placement cpu-xla)")
     parser.add_argument("--run-dir", help="output directory (default runs/profile-<name>-<time>)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--only", metavar="LINKS",
@@ -47,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"hrl profile: error: {err}", file=sys.stderr)
         return 2
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = sorted(set(backends) - {"jax", "opencl", "rtl"})
+    unknown = sorted(set(backends) - {"jax", "xla", "opencl", "rtl"})
     if unknown:
-        print(f"hrl profile: error: --backends: unknown {unknown}; choose from jax, opencl, rtl",
-              file=sys.stderr)
+        print(f"hrl profile: error: --backends: unknown {unknown}; choose from jax, xla, opencl, "
+              "rtl", file=sys.stderr)
         return 2
     from rich.console import Console
 

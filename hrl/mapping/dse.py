@@ -16,10 +16,11 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   (`links.Link.time`: latency + bytes / bandwidth). Two accelerators talk through the host.
 * strict dependency: everything on the critical path, in order -> the sum of calls and links;
 * relaxed dependency (staleness s > 0), as the host loops run it (`HostLoop._learn`): with the
-  tree on another placement than train, a thread writes update(t-s) and draws sample(t+1)
-  while train(t) runs, one thread hand-off per SGD step (`link:thread` in the profile); on
-  train's placement the calls run in order, as in strict. Per iteration that saves the share
-  `overlap` of the shorter of the two sides that the thread hides where the tree sits
+  tree on another placement than train and off its call queue, a thread writes update(t-s)
+  and draws sample(t+1) while train(t) runs, one thread hand-off per SGD step (`link:thread`
+  in the profile); in train's queue (its placement, or the XLA tree `cpu-xla` on the same
+  device: `Placement.queue`) the calls run in order, as in strict. Per iteration that saves
+  the share `overlap` of the shorter of the two sides that the thread hides where the tree sits
   (measured: profile rows `overlap:thread`, 1 where none; below 0 where the two sides slow
   each other down by more than they overlap, as PoCL and XLA:CPU do on 2 cores at small
   sizes), less the hand-off, and no resource can do more than its busy time allows (the
@@ -109,6 +110,15 @@ class Problem:
     # (P,) the share of the shorter side the replay thread hides with the tree on each
     # placement (profile rows `overlap:thread`; 1 where none was measured).
     replay_overlap: np.ndarray | None = None
+    # (P,) the call queue each placement's calls join (`Placement.queue`): the relaxed
+    # dependency overlaps the tree with train only where the two queues differ.
+    queue: np.ndarray | None = None
+
+    def queue_per_placement(self) -> np.ndarray:
+        """`queue`, each placement its own where the problem has none."""
+        if self.queue is None:
+            return np.arange(len(self.placements))
+        return np.asarray(self.queue, int)
 
     def overlap_per_placement(self) -> np.ndarray:
         """`replay_overlap`, ones where the problem has none."""
@@ -154,6 +164,7 @@ def build_problem(placements: list[Placement], workload: Workload,
             # A host memcpy keeps the CPU busy; a PCIe DMA occupies that board's link.
             hop_res.append(res_index("cpu" if p.link == "host" else f"link:{p.name}"))
     host = res_index("cpu")
+    queues = list(dict.fromkeys(p.queue_name for p in placements))
     edges = workload.edges()
     counts = workload.counts()
     overhead = loop_overhead or {}
@@ -181,6 +192,7 @@ def build_problem(placements: list[Placement], workload: Workload,
         replay_handoff=float(overhead.get("replay_handoff", 0.0)),
         replay_overlap=np.array([float(overhead.get("replay_overlap", {}).get(n, 1.0))
                                  for n in names]),
+        queue=np.array([queues.index(p.queue_name) for p in placements]),
     )
 
 
@@ -215,7 +227,7 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
               ipc_seconds, host_cores, overhead_pipelined, relaxed_overheads, replay_handoff,
-              replay_overlap, n_placements, n_resources, tree_shared):
+              replay_overlap, queue, n_placements, n_resources, tree_shared):
     host_r, actor_r, pipelined_r = relaxed_overheads  # the three in relaxed dependency
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
@@ -266,10 +278,11 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     actor_cycle = calls_of(ACTOR_CALLS) + edges_of(actor_edges)
 
     # Relaxed dependency (module docstring): train(t) beside update(t-s) and sample(t+1) when
-    # the tree is on another placement than train, in order otherwise.
+    # the tree's calls are off train's call queue, in order otherwise.
     train_side = calls_of(("train",)) + edges_of(edge_between("sample", "train"))
     replay_side = calls_of(("sample", "update")) + edges_of(edge_between("train", "update"))
-    overlaps = (assign[:, prim("sample")] != assign[:, prim("train")]) & (staleness > 0)
+    overlaps = (queue[assign[:, prim("sample")]] != queue[assign[:, prim("train")]]) & (
+        staleness > 0)
     hidden = replay_overlap[assign[:, prim("sample")]]  # measured where the tree sits
     saved = jnp.where(overlaps, hidden * jnp.minimum(train_side, replay_side)
                       - sgd_steps * replay_handoff, 0.0)
@@ -397,7 +410,8 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
         f32(prob.overhead_pipelined), f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
-        f32(prob.overlap_per_placement()), n_placements=len(prob.placements),
+        f32(prob.overlap_per_placement()), i32(prob.queue_per_placement()),
+        n_placements=len(prob.placements),
         n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),
                        np.asarray(strict, float), np.asarray(relaxed, float),

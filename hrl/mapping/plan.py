@@ -50,6 +50,9 @@ MEASURED_KINDS = {
     # A virtual device sharing the host's cores; its arrays cross to cpu:0 as the host loop
     # moves them (`link:cpu-device` in the profile).
     "cpu1": dict(kind="jax", resource="cpu", link="cpu-device"),
+    # The JAX buffer with its tree in plain XLA ops (`replay.impl: xla`) instead of the native
+    # kernels, on the learner's device: no transfer, and in the same call queue as train.
+    "cpu-xla": dict(kind="jax", resource="cpu", link="local", queue="cpu"),
     "pocl": dict(kind="opencl", resource="cpu", link="host"),
     "rtl": dict(kind="rtl-sim", resource="cpu", link="host"),
 }

@@ -42,6 +42,14 @@ class Placement:
     # An exclusive placement runs a whole iteration or nothing: the fused loop (`cpu-fused`)
     # traces all five primitives into one jitted scan, so it cannot host only some of them.
     exclusive: bool = False
+    # The device whose call queue the placement's calls join (None: its own). The XLA tree
+    # (`cpu-xla`) runs on the learner's device: XLA runs that device's calls in the order they
+    # were issued, so relaxed dependency cannot overlap it with train (`dse`).
+    queue: str | None = None
+
+    @property
+    def queue_name(self) -> str:
+        return self.queue or self.name
 
     def seconds(self, call: str, workload: Workload) -> float:
         """Predicted seconds of one `call`, NaN if this placement cannot run it."""
@@ -66,7 +74,7 @@ def call_key(call: str, workload: Workload) -> str:
 # ----------------------------------------------------------------------------- measured
 def measured_placement(name: str, models: dict[tuple, LinearModel], kind: str = "jax",
                        resource: str = "cpu", link: str = "local",
-                       exclusive: bool = False) -> Placement:
+                       exclusive: bool = False, queue: str | None = None) -> Placement:
     """A placement whose latencies come from fitted profile models keyed (call_key, name).
 
     `insert` falls back to the `update` model (same tree work, M leaves) when it was not
@@ -87,7 +95,7 @@ def measured_placement(name: str, models: dict[tuple, LinearModel], kind: str = 
         return NAN if model is None else float(model(w.work(call)))
 
     return Placement(name, kind, resource, link, frozenset(prims), "measured", latency,
-                     exclusive)
+                     exclusive, queue)
 
 
 # ----------------------------------------------------------------------------- FPGA

@@ -15,7 +15,10 @@ of a grid around the run's config:
 Two timings per JAX call: `dispatched` (one jitted call from Python, waited for, made as the host
 loop makes it: the SGD step on the packed agent, update and insert on a donated state; placement
 `cpu`/`gpu`) and `fused` (the call repeated inside one jitted lax.scan,
-divided by the repeats: what the fused loop pays; placement `cpu-fused`/`gpu-fused`). Replay
+divided by the repeats: what the fused loop pays; placement `cpu-fused`/`gpu-fused`). The JAX
+buffer's tree runs its default kernels there (`replay.impl: auto`: native on a CPU); backend
+`xla` also times it in plain XLA ops on the first CPU device (placement `cpu-xla`), and a
+second CPU device, where the process has one, holds it as placement `cpu1`. Replay
 backends other than JAX (`opencl` on each OpenCL device, `rtl` in simulation when its module
 exists) are timed through the same host calls the runtime makes. A host-memory copy is timed
 over a range of sizes to measure the `host` link, a round trip to a spawned process the
@@ -165,7 +168,7 @@ def _agent(cfg_algo: str, width: int, spec):
 class Profiler:
     """Times the primitives of one run config over a grid (see the module docstring)."""
 
-    def __init__(self, cfg, grid: str | dict = "quick", backends=("jax", "opencl", "rtl"),
+    def __init__(self, cfg, grid: str | dict = "quick", backends=("jax", "xla", "opencl", "rtl"),
                  progress: bool = True, loops: bool = True, only=None):
         """`only`: measure just these link rows (names of `LINK_ROWS`), nothing else."""
         from hrl.envs import example_transition, make_env
@@ -194,6 +197,9 @@ class Profiler:
         cpus = jax.devices("cpu")
         self.tree_placements = ([(SECOND_CPU, cpus[1])]
                                 if len(cpus) > 1 and "jax" in self.backends else [])
+        # The same buffer with its tree in plain XLA ops (`replay.impl: xla`) on the learner's
+        # device, beside the native kernels that `cpu` times (backend name `xla`).
+        self.xla_tree = [(XLA_TREE, cpus[0])] if "xla" in self.backends else []
         self.skipped: list[str] = []
 
     # ------------------------------------------------------------------ helpers
@@ -218,12 +224,12 @@ class Profiler:
             "work": w.work(work_call), **timing, "repeats": repeats,
         })
 
-    def _replay(self, capacity: int, fanout: int):
+    def _replay(self, capacity: int, fanout: int, impl: str = "auto"):
         from hrl.replay.buffer import make_prioritized_replay
 
         r = self.cfg.replay
         return make_prioritized_replay(capacity, alpha=r.alpha, eps=r.eps, fanout=fanout,
-                                       fmt=r.fmt, weights=r.weights)
+                                       fmt=r.fmt, weights=r.weights, impl=impl)
 
     def _filled_replay(self, replay, device, rng):
         """A full buffer with random transitions and priorities (sampling needs items)."""
@@ -326,11 +332,12 @@ class Profiler:
                 self._record("train", f"{placement}-fused", "fused", s, "train", t, repeats)
 
     def _profile_replay_jax(self, placement, device, s: Setting, repeats: int, scan: int,
-                            batches, num_envs, fused: bool = True):
-        """sample / update / insert of the JAX buffer on `device`, dispatched as the host loop
-        calls them and (if `fused`) inside a scan as the fused loop does."""
+                            batches, num_envs, fused: bool = True, impl: str = "auto"):
+        """sample / update / insert of the JAX buffer on `device`, its tree kernels `impl`
+        (`replay.impl`), dispatched as the host loop calls them and (if `fused`) inside a scan
+        as the fused loop does."""
         rng = np.random.default_rng(0)
-        replay = self._replay(s.capacity, s.fanout)
+        replay = self._replay(s.capacity, s.fanout, impl)
         state = self._filled_replay(replay, device, rng)
         agent = _agent(self.cfg.algo, s.width, self.spec)
         beta = jnp.float32(0.4)
@@ -676,6 +683,14 @@ class Profiler:
             if self.loops:
                 out.append((f"relaxed overlap on {placement}",
                             lambda p=placement: self._profile_overlap(p, "jax", rep)))
+        for placement, device in self.xla_tree:  # in train's queue: no relaxed overlap row
+            for n, k in itertools.product(g["capacity"], g["fanout"]):
+                s = dataclasses.replace(base, capacity=n, fanout=k)
+                out.append((f"replay N={n} K={k} on {placement}",
+                            lambda p=placement, d=device, s=s: self._profile_replay_jax(
+                                p, d, s, rep, scan, g["batch"],
+                                [m for m in g["num_envs"] if m <= s.capacity], fused=False,
+                                impl="xla")))
         for name, backend in self._host_backends():
             for n, k in itertools.product(g["capacity"], g["fanout"]):
                 s = dataclasses.replace(base, capacity=n, fanout=k)
@@ -733,6 +748,8 @@ OVERLAP_CALL = "overlap:thread"  # the relaxed dependency's replay thread beside
 # learner's primitives are pinned to the first device (an unplaced primitive runs where its
 # inputs are, and the sample's batch comes from cpu:1).
 SECOND_CPU = "cpu1"
+# The JAX buffer with its tree in plain XLA ops (`replay.impl: xla`) on the learner's device.
+XLA_TREE = "cpu-xla"
 SECOND_CPU_PLACEMENT = {"infer": "cpu:0", "train": "cpu:0", "sample": "cpu:1",
                         "update": "cpu:1"}
 OVERLAP_MIN_REPEATS = 60  # rounds of the four interleaved timings per point

@@ -9,6 +9,8 @@ runs.
 Runnable here (what the runtime can instantiate on a CPU-only machine):
 * `cpu-fused`: everything in the fused jitted loop (replay.backend=jax, train.fused=true);
 * `cpu`: the host loop, every primitive its own jitted call on the CPU (train.fused=false);
+* `cpu-xla`: the same with the tree in plain XLA ops instead of the native kernels
+  (replay.impl=xla);
 * `cpu1`: the host loop with the JAX replay tree on a second XLA CPU device (`placement`:
   sample and update on cpu:1, infer and train on cpu:0);
 * `pocl` / `rtl`: the host loop with the replay tree on the OpenCL backend (PoCL) or the RTL
@@ -38,21 +40,31 @@ class RunnableMapping:
     executor: str = "auto"  # the exploration's executor for it (`dse.Exploration.times`)
 
 
-def runnable_mappings(backends=("jax", "cpu1", "opencl", "rtl")) -> list[RunnableMapping]:
-    """The mappings above whose trees `backends` names (`cpu1`: the JAX tree on cpu:1)."""
-    from hrl.mapping.profile import SECOND_CPU, SECOND_CPU_PLACEMENT
+def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
+                      ) -> list[RunnableMapping]:
+    """The mappings above whose trees `backends` names (`xla`: the JAX tree in plain XLA ops
+    on the learner's device; `cpu1`: the JAX tree on cpu:1)."""
+    from hrl.mapping.profile import SECOND_CPU, SECOND_CPU_PLACEMENT, XLA_TREE
 
+    # The tree kernels the profile timed at these placements (`replay.impl: auto`, native on a
+    # CPU), whatever a config asks for.
+    native = ("replay.backend=jax", "replay.impl=auto")
     out = [
         RunnableMapping("cpu-fused", {p: "cpu-fused" for p in PRIMITIVES},
-                        ("train.fused=true", "replay.backend=jax")),
+                        ("train.fused=true", *native)),
         RunnableMapping("cpu", {p: "cpu" for p in PRIMITIVES},
-                        ("train.fused=false", "replay.backend=jax")),
+                        ("train.fused=false", *native)),
     ]
+    if "xla" in backends:
+        m = {p: "cpu" for p in PRIMITIVES}
+        m.update(sample=XLA_TREE, update=XLA_TREE)
+        out.append(RunnableMapping(f"replay-on-{XLA_TREE}", m, (
+            "train.fused=false", "replay.backend=jax", "replay.impl=xla")))
     if SECOND_CPU in backends:
         m = {p: "cpu" for p in PRIMITIVES}
         m.update(sample=SECOND_CPU, update=SECOND_CPU)
         out.append(RunnableMapping(f"replay-on-{SECOND_CPU}", m, (
-            "train.fused=false", "replay.backend=jax",
+            "train.fused=false", *native,
             *(f"placement.{p}={d}" for p, d in SECOND_CPU_PLACEMENT.items()))))
     host_replay = importlib.util.find_spec("hrl.replay.host_buffer") is not None
     for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
