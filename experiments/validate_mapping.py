@@ -2,6 +2,7 @@
 
     .venv/bin/python experiments/validate_mapping.py            # profile, then validate
     .venv/bin/python experiments/validate_mapping.py --profile experiments/results/mapping
+    .venv/bin/python experiments/validate_mapping.py --repredict   # same runs, model as now
 
 Step 1 (unless --profile is given) profiles the primitives of each base config on a grid that
 brackets the settings below (`hrl profile` with VALIDATION_GRID) into
@@ -95,6 +96,11 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", help="directory holding existing profile/ and "
                     "profile-gymnasium/ (skip step 1)")
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
+    ap.add_argument("--repredict", action="store_true",
+                    help="measure nothing: predict the runs of --out's validation.csv again "
+                         "from the profiles beside it (or --profile) with the model as it is "
+                         "now, and rewrite the report (a model change judged on runs it was "
+                         "not fitted on)")
     ap.add_argument("--quick", action="store_true", help="one setting, few iterations")
     ap.add_argument("--iterations", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=2,
@@ -144,7 +150,7 @@ def main(argv=None) -> int:
     profiles = {}
     for kind in kinds:
         where = Path(args.profile or out) / PROFILE_DIRS[kind]
-        if not args.profile:
+        if not args.profile and not args.repredict:
             cfg = load_config(CONFIGS[kind])
             prof = Profiler(cfg, grid=VALIDATION_GRID, backends=tuple(args.backends))
             rows = prof.run()
@@ -178,9 +184,11 @@ def main(argv=None) -> int:
                      metric=metric).exploration
             pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
         predicted.append(pred)
-    with Progress(console=console) as bar:
+    if args.repredict:
+        measured = _measured_from_csv(out / "validation.csv", jobs)
+    with Progress(console=console, disable=args.repredict) as bar:
         job = bar.add_task("validate", total=len(jobs) * args.rounds)
-        for r in range(args.rounds):
+        for r in range(0 if args.repredict else args.rounds):
             for i, (label, kind, s, m, mode, st) in enumerate(jobs):
                 bar.update(job, description=f"round {r + 1}: {label} {m.label} {mode}")
                 measured[i].append(measure_in_fresh_process(
@@ -202,7 +210,8 @@ def main(argv=None) -> int:
             "predicted_cpu_s": pred["cpu"], "measured_cpu_s": meas["cpu_s"],
             "predicted_wall_s": pred["wall"], "measured_wall_s": meas["wall_s"],
             "error_wall": pred["wall"] / meas["wall_s"] - 1.0,
-            "measured_wall_rounds_s": " ".join(f"{x['wall_s']:.6f}" for x in rounds)})
+            "measured_wall_rounds_s": rounds[0].get("rounds_text") or " ".join(
+                f"{x['wall_s']:.6f}" for x in rounds)})
 
     with open(out / "validation.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(results[0]))
@@ -246,14 +255,36 @@ def main(argv=None) -> int:
                f"worst predicted-best / measured-best {worst_pick:.3f} (target <= 1.05); "
                f"{close} contests with the runner-up within 30% of the best.\n")
     text = "\n".join(lines + picks) + "\n" + summary
+    how = ("Regenerate: `.venv/bin/python experiments/validate_mapping.py`" if not
+           args.repredict else "Measured by `.venv/bin/python experiments/validate_mapping.py`; "
+           "predicted again by `.venv/bin/python experiments/validate_mapping.py --repredict` "
+           "from the same profiles")
     (out / "validation.md").write_text(
         "# Mapping model validation\n\nMachine: " + cpu_name() + f", {os.cpu_count()} cores. "
-        "Regenerate: `.venv/bin/python experiments/validate_mapping.py`\n\n" + text)
+        + how + "\n\n" + text)
     _plot(results, out / "validation.png")
     console.print(text)
     console.print(f"-> {out / 'validation.csv'}, {out / 'validation.md'}, "
                   f"{out / 'validation.png'}")
     return 0
+
+
+def _measured_from_csv(path: Path, jobs) -> list[list[dict]]:
+    """The measured side of each job from an earlier run's CSV (one entry standing for its
+    rounds, whose median it holds), for `--repredict`."""
+    with open(path, newline="") as f:
+        rows = {(r["setting"], r["mapping"], r["mode"]): r for r in csv.DictReader(f)}
+    out = []
+    for label, _kind, _s, m, mode, _st in jobs:
+        r = rows.get((label, m.label, mode))
+        if r is None:
+            raise SystemExit(f"--repredict: {path} has no run {label} / {m.label} / {mode}; "
+                             "measure it first (without --repredict)")
+        out.append([{"wall_s": float(r["measured_wall_s"]), "cpu_s": float(r["measured_cpu_s"]),
+                     "env_steps_per_iter": int(r["env_steps_per_iter"]),
+                     "sgd_per_iter": float(r["sgd_per_iter"]),
+                     "rounds_text": r["measured_wall_rounds_s"]}])
+    return out
 
 
 def _plot(results, path: Path) -> None:

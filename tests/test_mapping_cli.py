@@ -159,10 +159,10 @@ def test_the_rtl_mapping_runs_in_fixed_point_and_keeps_a_config_s_own_format():
         assert (new.replay.backend, new.replay.fmt) == ("rtl", want)
 
 
-def test_pipelined_hand_off_time_is_the_median_residual_of_its_loop_rows(tiny_profile):
-    """The profiler's `loop:pipelined` rows minus what the model predicts for them without
-    hand-offs: their median is the pipelined executor's overhead (here rows built 1.5 ms,
-    1 ms and 3 ms above the prediction: 1.5 ms), and no rows mean no overhead."""
+def test_pipelined_hand_offs_are_fitted_per_side_on_its_loop_rows(tiny_profile):
+    """The profiler's `loop:pipelined` rows against the model's two sides without hand-offs:
+    rows built as max(actor side + 0.4 ms, learner side + 1.2 ms) give back both constants;
+    rows where only the learner binds give the actors' side the learner's; no rows, none."""
     from hrl.mapping import dse
     from hrl.mapping.plan import (
         MEASURED_KINDS,
@@ -177,20 +177,39 @@ def test_pipelined_hand_off_time_is_the_median_residual_of_its_loop_rows(tiny_pr
     profile = load_profile(tiny_profile[0])
     models = models_from_profile(profile)
     assert loop_overheads(profile, models)["pipelined"].c0 == 0.0
+    assert loop_overheads(profile, models)["pipelined_actor"].c0 == 0.0
+    host = loop_overheads(profile, models)["host"]
     cpu = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
-    rows = []
-    for (steps, sgd), extra in zip(((1, 1), (4, 1), (1, 4)), (1.5e-3, 1e-3, 3e-3), strict=True):
-        row = {"call": "loop:pipelined", "env": "gymnax:CartPole-v1", "algo": "dqn",
-               "width": 32, "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16,
-               "rollout": steps, "sgd": sgd}
-        w = _loop_row_workload(row)
-        exp = dse.explore([cpu], w, process_link=host_link_from_profile(
-            profile, "wall", "link:process"), host_cores=profile["machine"]["cpus"])
-        predicted = exp.times("strict", "pipelined")[exp.row_of({p: "cpu" for p in PRIMITIVES})]
-        rows.append({**row, "latency_s": predicted + extra, "cpu_s": predicted + extra})
-    found = loop_overheads({**profile, "rows": profile["rows"] + rows}, models)["pipelined"]
-    assert found.c0 == pytest.approx(1.5e-3, rel=1e-3)
-    assert "pipelined executor at 3 small settings" in found.source
+    c_actor, c_learner = 0.4e-3, 1.2e-3
+
+    def rows_for(settings):
+        rows, sides = [], []
+        for steps, sgd in settings:
+            row = {"call": "loop:pipelined", "env": "gymnax:CartPole-v1", "algo": "dqn",
+                   "width": 32, "num_envs": 8, "batch": 16, "capacity": 4096, "fanout": 16,
+                   "rollout": steps, "sgd": sgd}
+            w = _loop_row_workload(row)
+            exp = dse.explore([cpu], w, process_link=host_link_from_profile(
+                profile, "wall", "link:process"), host_cores=profile["machine"]["cpus"],
+                loop_overhead={"host": host(w), "host_actor": host.actor_part(w)})
+            actor, learner, shared = exp.pipelined_bounds(
+                exp.row_of({p: "cpu" for p in PRIMITIVES}), "strict")
+            t = max(actor + c_actor, learner + c_learner, shared)
+            sides.append("actors" if actor + c_actor >= learner + c_learner else "learner")
+            rows.append({**row, "latency_s": t, "cpu_s": t})
+        return rows, sides
+
+    rows, sides = rows_for([(64, 1), (32, 1), (1, 16), (1, 32), (2, 24)])
+    assert "actors" in sides and "learner" in sides
+    found = loop_overheads({**profile, "rows": profile["rows"] + rows}, models)
+    assert found["pipelined"].c0 == pytest.approx(c_learner, rel=0.02)
+    assert found["pipelined_actor"].c0 == pytest.approx(c_actor, rel=0.05)
+    assert "pipelined executor at 5 small settings" in found["pipelined"].source
+    rows, sides = rows_for([(1, 16), (1, 32), (2, 24)])
+    assert set(sides) == {"learner"}
+    found = loop_overheads({**profile, "rows": profile["rows"] + rows}, models)
+    assert found["pipelined"].c0 == pytest.approx(c_learner, rel=0.02)
+    assert found["pipelined_actor"].c0 == found["pipelined"].c0
 
 
 @pytest.mark.parametrize("dispatch", ["sync", "async"])
@@ -471,3 +490,30 @@ def test_the_xla_tree_is_timed_on_the_learner_s_device_and_runs_as_profiled():
     cfg = load_config(CONFIG, ["replay.impl=xla"])
     assert load_config(CONFIG, ["replay.impl=xla", *overrides_for(native, cfg)]
                        ).replay.impl == "auto"
+
+
+def test_repredict_reads_each_run_s_measurement_and_names_a_missing_one(tmp_path):
+    """`validate_mapping.py --repredict` keeps the measured side of every run from the CSV
+    (its median and the rounds' text) and stops, naming the run, where one was never
+    measured."""
+    import importlib.util
+    from pathlib import Path
+
+    from hrl.mapping.validate import runnable_mappings
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "validate_mapping.py"
+    spec = importlib.util.spec_from_file_location("validate_mapping_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cpu = next(m for m in runnable_mappings() if m.label == "cpu")
+    xla = next(m for m in runnable_mappings() if m.label == "replay-on-cpu-xla")
+    csv_path = tmp_path / "validation.csv"
+    csv_path.write_text(
+        "setting,mapping,mode,env_steps_per_iter,sgd_per_iter,measured_wall_s,"
+        "measured_cpu_s,measured_wall_rounds_s\n"
+        "S,cpu,strict,64,8.0,0.004,0.0035,0.004100 0.003900\n")
+    got = script._measured_from_csv(csv_path, [("S", "gym", {}, cpu, "strict", 0)])
+    assert got == [[{"wall_s": 0.004, "cpu_s": 0.0035, "env_steps_per_iter": 64,
+                     "sgd_per_iter": 8.0, "rounds_text": "0.004100 0.003900"}]]
+    with pytest.raises(SystemExit, match="no run S / replay-on-cpu-xla / strict"):
+        script._measured_from_csv(csv_path, [("S", "gym", {}, xla, "strict", 0)])

@@ -40,10 +40,13 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   + the process link for the transitions and the weights (sent by one side, read by the other:
   both pay); learner side = insert, sample, train, update + their links + the rest of the
   bookkeeping + the same process link; strict: the learner side in sequence; relaxed: the
-  same less the overlap above, bounded by its busiest resource; plus the measured hand-off
-  time per iteration. Fused mappings have no pipelined form (infinite). A samples-per-insert
-  limiter (`train.samples_per_insert`) changes nothing here: it pins the two sides to the
-  iteration's ratio, L*M inserts per U*B samples, which is what this max already assumes
+  same less the overlap above, bounded by its busiest resource. Each side pays its own
+  hand-offs through the queues on top (measured, `plan.loop_overheads`: fitted on the
+  profile's pipelined loop rows, those where the actors bind for theirs and those where the
+  learner binds for its), so the slower side's decides the iteration; the shared bound has
+  none. Fused mappings have no pipelined form (infinite). A samples-per-insert limiter
+  (`train.samples_per_insert`) changes nothing here: it pins the two sides to the iteration's
+  ratio, L*M inserts per U*B samples, which is what this max already assumes
   (time = max(actor seconds per insert x L*M, learner seconds per sample x r x L*M)); what it
   does change, how much of one side's jitter the other can absorb, is not modelled.
 
@@ -98,12 +101,14 @@ class Problem:
     overhead_actor: float = 0.0  # the host loop's bookkeeping that belongs to the actors
     ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
     host_cores: int = 1
-    overhead_pipelined: float = 0.0  # the pipelined executor's hand-offs per iteration
-    # The same three in relaxed dependency, where the host loops run with another CPU dispatch
+    overhead_pipelined: float = 0.0  # the pipelined executor's hand-offs per iteration: the
+    overhead_pipelined_actor: float = 0.0  # learner side's, and the actors' side's
+    # The same four in relaxed dependency, where the host loops run with another CPU dispatch
     # (None: as in strict).
     overhead_host_relaxed: float | None = None
     overhead_actor_relaxed: float | None = None
     overhead_pipelined_relaxed: float | None = None
+    overhead_pipelined_actor_relaxed: float | None = None
     # Seconds per SGD step to hand update and sample to the relaxed dependency's thread and
     # take them back (profile row `link:thread`; 0 when the profile has none).
     replay_handoff: float = 0.0
@@ -126,12 +131,14 @@ class Problem:
             return np.ones(len(self.placements))
         return np.asarray(self.replay_overlap, float)
 
-    def relaxed_overheads(self) -> tuple[float, float, float]:
-        """(host, actor, pipelined) bookkeeping in relaxed dependency."""
+    def relaxed_overheads(self) -> tuple[float, float, float, float]:
+        """(host, actor, pipelined learner side, pipelined actor side) bookkeeping in relaxed
+        dependency."""
         pick = lambda r, s: s if r is None else r  # noqa: E731
         return (pick(self.overhead_host_relaxed, self.overhead_host),
                 pick(self.overhead_actor_relaxed, self.overhead_actor),
-                pick(self.overhead_pipelined_relaxed, self.overhead_pipelined))
+                pick(self.overhead_pipelined_relaxed, self.overhead_pipelined),
+                pick(self.overhead_pipelined_actor_relaxed, self.overhead_pipelined_actor))
 
 
 def build_problem(placements: list[Placement], workload: Workload,
@@ -189,6 +196,8 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_host_relaxed=_optional(overhead.get("host_relaxed")),
         overhead_actor_relaxed=_optional(overhead.get("host_actor_relaxed")),
         overhead_pipelined_relaxed=_optional(overhead.get("pipelined_relaxed")),
+        overhead_pipelined_actor=float(overhead.get("pipelined_actor", 0.0)),
+        overhead_pipelined_actor_relaxed=_optional(overhead.get("pipelined_actor_relaxed")),
         replay_handoff=float(overhead.get("replay_handoff", 0.0)),
         replay_overlap=np.array([float(overhead.get("replay_overlap", {}).get(n, 1.0))
                                  for n in names]),
@@ -226,9 +235,11 @@ def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)
 def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
-              ipc_seconds, host_cores, overhead_pipelined, relaxed_overheads, replay_handoff,
+              ipc_seconds, host_cores, overhead_pipelined, overhead_pipelined_actor,
+              relaxed_overheads, replay_handoff,
               replay_overlap, queue, n_placements, n_resources, tree_shared):
-    host_r, actor_r, pipelined_r = relaxed_overheads  # the three in relaxed dependency
+    # the four in relaxed dependency
+    host_r, actor_r, pipelined_r, pipelined_actor_r = relaxed_overheads
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
     n_calls = latency.shape[0]
@@ -313,15 +324,17 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     shared_bound = jnp.max((busy_strict + link_ends) / capacity[None, :], axis=1)
     shared_bound_r = jnp.max((busy + link_ends) / capacity[None, :], axis=1)
     pipelined_ok = feasible & ~uses_exclusive
-    # The hand-offs between the two processes (measured, `plan.loop_overheads`) come on top.
-    pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound
-                                   ) + overhead_pipelined
-    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side_r, learner_relaxed), shared_bound_r
-                                    ) + pipelined_r
+    # Each side's hand-offs through the queues (measured, `plan.loop_overheads`) on top of it.
+    pipelined_strict = jnp.maximum(jnp.maximum(actor_side + overhead_pipelined_actor,
+                                               learner_strict + overhead_pipelined), shared_bound)
+    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side_r + pipelined_actor_r,
+                                                learner_relaxed + pipelined_r), shared_bound_r)
     inf = jnp.float32(jnp.inf)
+    sides = jnp.stack([actor_side, learner_strict, shared_bound,
+                       actor_side_r, learner_relaxed, shared_bound_r], axis=1)
     return (assign, feasible, jnp.where(feasible, strict, inf), jnp.where(feasible, relaxed, inf),
             busy, jnp.where(pipelined_ok, pipelined_strict, inf),
-            jnp.where(pipelined_ok, pipelined_relaxed, inf))
+            jnp.where(pipelined_ok, pipelined_relaxed, inf), sides)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,6 +350,15 @@ class Exploration:
     staleness: int
     pipelined_strict: np.ndarray | None = None  # (M,) the pipelined executor, inf if it
     pipelined_relaxed: np.ndarray | None = None  # cannot run the mapping
+    # (M, 6) the pipelined executor's bounds before the hand-offs: actor side, learner side,
+    # shared host CPU, strict then relaxed (what `plan` fits the hand-offs with).
+    pipelined_sides: np.ndarray | None = None
+
+    def pipelined_bounds(self, row: int, mode: str) -> tuple[float, float, float]:
+        """(actor side, learner side, shared CPU bound) of a mapping in the pipelined executor,
+        seconds per iteration without the hand-offs."""
+        first = 0 if mode == "strict" else 3
+        return tuple(float(x) for x in self.pipelined_sides[row, first:first + 3])
 
     def times(self, mode: str, executor: str = "auto") -> np.ndarray:
         """Seconds per iteration of every mapping in dependency `mode`, run by `executor`
@@ -402,21 +424,22 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
                          "enumerate at once; pass fewer --devices")
     f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
     i32 = lambda a: jnp.asarray(a, jnp.int32)  # noqa: E731
-    assign, feasible, strict, relaxed, busy, pip_strict, pip_relaxed = _evaluate(
+    assign, feasible, strict, relaxed, busy, pip_strict, pip_relaxed, sides = _evaluate(
         f32(prob.latency), f32(prob.counts), i32(prob.call_prim), i32(prob.edge_src),
         i32(prob.edge_dst), f32(prob.edge_bytes), f32(prob.edge_count), f32(prob.hop_latency),
         f32(prob.hop_bandwidth), i32(prob.hop_resource), i32(prob.compute_resource),
         jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
-        f32(prob.overhead_pipelined), f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
+        f32(prob.overhead_pipelined), f32(prob.overhead_pipelined_actor),
+        f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
         f32(prob.overlap_per_placement()), i32(prob.queue_per_placement()),
         n_placements=len(prob.placements),
         n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),
                        np.asarray(strict, float), np.asarray(relaxed, float),
                        np.asarray(busy, float), staleness, np.asarray(pip_strict, float),
-                       np.asarray(pip_relaxed, float))
+                       np.asarray(pip_relaxed, float), np.asarray(sides))
 
 
 def baselines(exp: Exploration, workload: Workload) -> dict[str, dict[str, str]]:

@@ -204,7 +204,8 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
 
     from hrl.mapping.model import METRICS
 
-    out = {"host": LoopOverhead(), "fused": LoopOverhead(), "pipelined": LoopOverhead()}
+    out = {"host": LoopOverhead(), "fused": LoopOverhead(), "pipelined": LoopOverhead(),
+           "pipelined_actor": LoopOverhead()}
     if not profile:
         return out
     if not _loop_rows(profile, "host", dispatch):
@@ -232,7 +233,8 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
             "primitives"
             + (f"; leave-one-out error of the iteration {loo:.0%} median" if loo is not None
                else "")))
-    out["pipelined"] = _pipelined_overhead(profile, models, metric, out["host"], dispatch)
+    out["pipelined"], out["pipelined_actor"] = _pipelined_overhead(profile, models, metric,
+                                                                   out["host"], dispatch)
     return out
 
 
@@ -282,34 +284,88 @@ def _loop_row_workload(r: dict) -> Workload:
 
 
 def _pipelined_overhead(profile: dict, models: dict, metric: str,
-                        host: LoopOverhead, dispatch: str) -> LoopOverhead:
-    """What the pipelined executor spends per iteration beyond the slower of its two sides
-    (the hand-offs through the queues, waking the other process): the median, over the
-    profiler's pipelined loop rows, of measured minus predicted-without-it."""
+                        host: LoopOverhead, dispatch: str) -> tuple[LoopOverhead, LoopOverhead]:
+    """What the pipelined executor spends per iteration on its hand-offs through the queues
+    (and waking the other process), on top of each side: (learner side's, actors' side's).
+    Fitted on the profiler's pipelined loop rows: iteration = max(actor side + c_actor,
+    learner side + c_learner, shared CPU bound), c >= 0 minimising the squared relative error.
+    A side that binds in none of the rows cannot be told apart from the other: it gets the
+    other's constant (one constant on the slower side, as a single fit would give)."""
     import numpy as np
 
     from hrl.mapping.model import METRICS
 
     rows = _loop_rows(profile, "pipelined", dispatch)
-    if not rows:
-        return LoopOverhead()
-    if not any(place == "cpu" for _, place in models):
-        return LoopOverhead()
+    if not rows or not any(place == "cpu" for _, place in models):
+        return LoopOverhead(), LoopOverhead()
     placement = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
     process = host_link_from_profile(profile, metric, "link:process")
     cores = host_cores(profile)
     cpu_only = {p: "cpu" for p in PRIMITIVES}
-    residuals = []
+    bounds, measured = [], []
     for r in rows:
         w = _loop_row_workload(r)
         exp = dse.explore([placement], w, loop_overhead={
             "host": host(w), "host_actor": host.actor_part(w)},
             process_link=process, host_cores=cores)
-        predicted = exp.times("strict", "pipelined")[exp.row_of(cpu_only)]
-        residuals.append(float(r[METRICS[metric]]) - predicted)
-    c0 = max(float(np.median(residuals)), 0.0)
-    return LoopOverhead(c0, source=f"pipelined executor at {len(rows)} small settings "
-                                   f"({dispatch} dispatch) minus its predicted sides (median)")
+        bounds.append(exp.pipelined_bounds(exp.row_of(cpu_only), "strict"))
+        measured.append(float(r[METRICS[metric]]))
+    bounds, measured = np.array(bounds), np.array(measured)
+    c_learner, c_actor = _two_sided_fit(bounds, measured)
+    binds = _binding_sides(bounds, c_learner, c_actor)
+    loo = []
+    if len(rows) > 2:
+        for i in range(len(rows)):
+            keep = np.arange(len(rows)) != i
+            cl, ca = _two_sided_fit(bounds[keep], measured[keep])
+            loo.append(abs(_two_sided_time(bounds[i:i + 1], cl, ca)[0] / measured[i] - 1.0))
+    where = (f"pipelined executor at {len(rows)} small settings ({dispatch} dispatch), "
+             f"{binds.count('actors')} where the actors bind, {binds.count('learner')} the "
+             "learner")
+    if loo:
+        where += f"; leave-one-out error of the iteration {float(np.median(loo)):.0%} median"
+    return LoopOverhead(c_learner, source=where), LoopOverhead(c_actor, source=where)
+
+
+def _two_sided_time(bounds, c_learner: float, c_actor: float):
+    """Predicted pipelined iteration per row of `bounds` (actor side, learner side, shared)."""
+    import numpy as np
+
+    return np.maximum(np.maximum(bounds[:, 0] + c_actor, bounds[:, 1] + c_learner), bounds[:, 2])
+
+
+def _binding_sides(bounds, c_learner: float, c_actor: float) -> list[str]:
+    actor, learner = bounds[:, 0] + c_actor, bounds[:, 1] + c_learner
+    return ["actors" if a >= max(le, s) else "learner" if le >= s else "shared"
+            for a, le, s in zip(actor, learner, bounds[:, 2], strict=True)]
+
+
+def _two_sided_fit(bounds, measured) -> tuple[float, float]:
+    """(c_learner, c_actor) >= 0 minimising the rows' squared relative error: a grid over
+    [0, the largest residual], then a finer one around its best point."""
+    import numpy as np
+
+    def loss(cl, ca):
+        pred = np.maximum(np.maximum(bounds[:, 0, None, None] + ca[None, None, :],
+                                     bounds[:, 1, None, None] + cl[None, :, None]),
+                          bounds[:, 2, None, None])
+        return (((pred - measured[:, None, None]) / measured[:, None, None]) ** 2).sum(0)
+
+    top = max(float(np.max(measured - bounds.min(axis=1))), 1e-6)
+    lo_l, hi_l, lo_a, hi_a = 0.0, top, 0.0, top
+    for _ in range(3):
+        cl, ca = np.linspace(lo_l, hi_l, 81), np.linspace(lo_a, hi_a, 81)
+        i, j = np.unravel_index(np.argmin(loss(cl, ca)), (81, 81))
+        step_l, step_a = cl[1] - cl[0], ca[1] - ca[0]
+        best_l, best_a = float(cl[i]), float(ca[j])
+        lo_l, hi_l = max(best_l - step_l, 0.0), best_l + step_l
+        lo_a, hi_a = max(best_a - step_a, 0.0), best_a + step_a
+    binds = _binding_sides(bounds, best_l, best_a)
+    if "actors" not in binds:
+        best_a = best_l
+    elif "learner" not in binds:
+        best_l = best_a
+    return best_l, best_a
 
 
 def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
@@ -424,7 +480,8 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     loop_overhead["host_actor"] = overheads["host"].actor_part(workload)  # pipelined: per side
     loop_overhead.update({"host_relaxed": relaxed["host"](workload),
                           "host_actor_relaxed": relaxed["host"].actor_part(workload),
-                          "pipelined_relaxed": relaxed["pipelined"](workload)})
+                          "pipelined_relaxed": relaxed["pipelined"](workload),
+                          "pipelined_actor_relaxed": relaxed["pipelined_actor"](workload)})
     handoff = thread_handoff_from_profile(profile, metric)
     loop_overhead["replay_handoff"] = handoff or 0.0
     overlap = replay_overlap_from_profile(profile, workload, metric)
@@ -448,12 +505,14 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                      "two sides slow each other down more than they overlap)")
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
+    what = {"host": "host-loop bookkeeping", "fused": "fused-loop bookkeeping",
+            "pipelined": "pipelined executor, the learner side's hand-offs",
+            "pipelined_actor": "pipelined executor, the actors' side's hand-offs"}
     for k, v in overheads.items():
-        notes.append(f"{k}-loop bookkeeping: {v(workload) * 1e6:.1f} us per iteration "
-                     f"({v.source})")
-    for k in ("host", "pipelined"):
+        notes.append(f"{what[k]}: {v(workload) * 1e6:.1f} us per iteration ({v.source})")
+    for k in ("host", "pipelined", "pipelined_actor"):
         if relaxed[k].source != overheads[k].source:
-            notes.append(f"{k}-loop bookkeeping, relaxed: {relaxed[k](workload) * 1e6:.1f} us "
+            notes.append(f"{what[k]}, relaxed: {relaxed[k](workload) * 1e6:.1f} us "
                          f"per iteration ({relaxed[k].source})")
     data_parallel = {}
     if counts:
