@@ -289,8 +289,8 @@ def _pipelined_overhead(profile: dict, models: dict, metric: str,
     (and waking the other process), on top of each side: (learner side's, actors' side's).
     Fitted on the profiler's pipelined loop rows: iteration = max(actor side + c_actor,
     learner side + c_learner, shared CPU bound), c >= 0 minimising the squared relative error.
-    A side that binds in none of the rows cannot be told apart from the other: it gets the
-    other's constant (one constant on the slower side, as a single fit would give)."""
+    A side that binds in none of the rows is not determined by them: it gets the other's
+    constant, or as close to it as it can come without changing any row's prediction."""
     import numpy as np
 
     from hrl.mapping.model import METRICS
@@ -341,31 +341,43 @@ def _binding_sides(bounds, c_learner: float, c_actor: float) -> list[str]:
 
 
 def _two_sided_fit(bounds, measured) -> tuple[float, float]:
-    """(c_learner, c_actor) >= 0 minimising the rows' squared relative error: a grid over
-    [0, the largest residual], then a finer one around its best point."""
+    """(c_learner, c_actor) >= 0 minimising the rows' squared relative error. Exact: for each
+    split of the rows into actor-bound, learner-bound and bound by the shared CPU, each
+    constant is a weighted mean of its rows' residuals; the split whose constants predict best
+    wins (ties: the constants nearer each other). A side with no rows gets the other's
+    constant, or as close to it as it can come without binding anywhere. 3**rows splits: the
+    profiler measures 6 rows per loop and dispatch."""
+    import itertools
+
     import numpy as np
 
-    def loss(cl, ca):
-        pred = np.maximum(np.maximum(bounds[:, 0, None, None] + ca[None, None, :],
-                                     bounds[:, 1, None, None] + cl[None, :, None]),
-                          bounds[:, 2, None, None])
-        return (((pred - measured[:, None, None]) / measured[:, None, None]) ** 2).sum(0)
+    actor, learner = bounds[:, 0], bounds[:, 1]
+    weight = 1.0 / measured ** 2
 
-    top = max(float(np.max(measured - bounds.min(axis=1))), 1e-6)
-    lo_l, hi_l, lo_a, hi_a = 0.0, top, 0.0, top
-    for _ in range(3):
-        cl, ca = np.linspace(lo_l, hi_l, 81), np.linspace(lo_a, hi_a, 81)
-        i, j = np.unravel_index(np.argmin(loss(cl, ca)), (81, 81))
-        step_l, step_a = cl[1] - cl[0], ca[1] - ca[0]
-        best_l, best_a = float(cl[i]), float(ca[j])
-        lo_l, hi_l = max(best_l - step_l, 0.0), best_l + step_l
-        lo_a, hi_a = max(best_a - step_a, 0.0), best_a + step_a
-    binds = _binding_sides(bounds, best_l, best_a)
-    if "actors" not in binds:
-        best_a = best_l
-    elif "learner" not in binds:
-        best_l = best_a
-    return best_l, best_a
+    def mean_residual(side, rows):
+        return max(float(np.sum(weight[rows] * (measured[rows] - side[rows]))
+                         / np.sum(weight[rows])), 0.0)
+
+    best = None
+    # Each row bound by the actors (0), the learner (1) or the shared CPU (2, no constant).
+    for split in itertools.product((0, 1, 2), repeat=len(measured)):
+        split = np.array(split)
+        on_actor, on_learner = split == 0, split == 1
+        cl = mean_residual(learner, on_learner) if on_learner.any() else None
+        ca = mean_residual(actor, on_actor) if on_actor.any() else None
+        if cl is None and ca is None:
+            cl = ca = 0.0
+        if cl is None:  # the learner side binds nowhere: free below where it would
+            room = float(np.min(np.maximum(actor + ca, bounds[:, 2]) - learner))
+            cl = max(min(ca, room), 0.0)
+        if ca is None:
+            room = float(np.min(np.maximum(learner + cl, bounds[:, 2]) - actor))
+            ca = max(min(cl, room), 0.0)
+        err = float(np.sum(((_two_sided_time(bounds, cl, ca) - measured) / measured) ** 2))
+        key = (round(err, 12), abs(cl - ca))
+        if best is None or key < best[0]:
+            best = (key, cl, ca)
+    return best[1], best[2]
 
 
 def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
