@@ -47,7 +47,6 @@ import argparse  # noqa: E402
 import csv  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -106,16 +105,22 @@ def measure(overrides: list[str], iters: int) -> tuple[float, int, dict[str, flo
     return wall, iters * cfg.env_steps_per_iter, parts
 
 
+def overlap_bound(row: dict) -> float:
+    """The speed-up a perfect overlap of a strict run's replay calls with the rest would give:
+    wall / max(wall - replay, replay)."""
+    wall, replay = row["ms_per_iter"], row["sample_ms_per_iter"] + row["update_ms_per_iter"]
+    return wall / max(wall - replay, replay)
+
+
 def measure_in_fresh_process(overrides: list[str], iters: int
                              ) -> tuple[float, int, dict[str, float]]:
     """`measure` in a child process of its own (no thread pool, OpenCL context or allocator
     state left over from the runs before it)."""
-    out = subprocess.run([sys.executable, __file__, "--measure",
-                          json.dumps({"overrides": overrides, "iters": iters})],
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"measuring {overrides} failed:\n{out.stderr[-3000:]}")
-    wall, steps, parts = json.loads(out.stdout.strip().splitlines()[-1])
+    from hrl.runtime.cpu_backend import run_json_child
+
+    wall, steps, parts = run_json_child(
+        [__file__, "--measure", json.dumps({"overrides": overrides, "iters": iters})],
+        f"measuring {overrides}", 1200)
     return wall, steps, parts
 
 
@@ -200,10 +205,7 @@ def main() -> int:
                          f"{max(ratios):.2f}x)")
                 vs_jax = bound = ""
                 if name == "strict":
-                    bounds = [x["ms_per_iter"] / max(x["ms_per_iter"] - replay, replay)
-                              for x in mine
-                              for replay in [x["sample_ms_per_iter"] + x["update_ms_per_iter"]]]
-                    bound = f"{statistics.median(bounds):.2f}x"
+                    bound = f"{statistics.median(overlap_bound(x) for x in mine):.2f}x"
                 if name == "strict" and "jax" in args.trees:
                     ratios = [a / b for a, b in zip(walls(size, "jax", "strict"), strict,
                                                     strict=True)]

@@ -186,16 +186,17 @@ def main(argv=None) -> int:
         predicted.append(pred)
     if args.repredict:
         measured = _measured_from_csv(out / "validation.csv", jobs)
-    with Progress(console=console, disable=args.repredict) as bar:
-        job = bar.add_task("validate", total=len(jobs) * args.rounds)
-        for r in range(0 if args.repredict else args.rounds):
-            for i, (label, kind, s, m, mode, st) in enumerate(jobs):
-                bar.update(job, description=f"round {r + 1}: {label} {m.label} {mode}")
-                measured[i].append(measure_in_fresh_process(
-                    str(CONFIGS[kind]),
-                    [*overrides_for(s), *m.overrides, *mode_overrides(mode, st)],
-                    args.iterations))
-                bar.advance(job)
+    else:
+        with Progress(console=console) as bar:
+            job = bar.add_task("validate", total=len(jobs) * args.rounds)
+            for r in range(args.rounds):
+                for i, (label, kind, s, m, mode, st) in enumerate(jobs):
+                    bar.update(job, description=f"round {r + 1}: {label} {m.label} {mode}")
+                    measured[i].append(measure_in_fresh_process(
+                        str(CONFIGS[kind]),
+                        [*overrides_for(s), *m.overrides, *mode_overrides(mode, st)],
+                        args.iterations))
+                    bar.advance(job)
     results = []
     for (label, _kind, _s, m, mode, st), pred, rounds in zip(jobs, predicted, measured,
                                                             strict=True):

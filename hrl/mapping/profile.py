@@ -195,11 +195,13 @@ class Profiler:
         # learner stays on cpu:0. Profiled where this process has one (`hrl profile` asks for
         # two CPU devices when it profiles the jax tree).
         cpus = jax.devices("cpu")
-        self.tree_placements = ([(SECOND_CPU, cpus[1])]
+        # (placement, device, replay.impl) of each. The same buffer with its tree in plain XLA
+        # ops (`replay.impl: xla`) on the learner's device, beside the native kernels that
+        # `cpu` times, is placement `cpu-xla` (backend name `xla`).
+        self.tree_placements = ([(SECOND_CPU, cpus[1], "auto")]
                                 if len(cpus) > 1 and "jax" in self.backends else [])
-        # The same buffer with its tree in plain XLA ops (`replay.impl: xla`) on the learner's
-        # device, beside the native kernels that `cpu` times (backend name `xla`).
-        self.xla_tree = [(XLA_TREE, cpus[0])] if "xla" in self.backends else []
+        if "xla" in self.backends:
+            self.tree_placements.append((XLA_TREE, cpus[0], "xla"))
         self.skipped: list[str] = []
 
     # ------------------------------------------------------------------ helpers
@@ -673,24 +675,18 @@ class Profiler:
                             lambda p=placement, d=device, s=s: self._profile_replay_jax(
                                 p, d, s, rep, scan, g["batch"],
                                 [m for m in g["num_envs"] if m <= s.capacity])))
-        for placement, device in self.tree_placements:
+        for placement, device, impl in self.tree_placements:
             for n, k in itertools.product(g["capacity"], g["fanout"]):
                 s = dataclasses.replace(base, capacity=n, fanout=k)
                 out.append((f"replay N={n} K={k} on {placement}",
-                            lambda p=placement, d=device, s=s: self._profile_replay_jax(
-                                p, d, s, rep, scan, g["batch"],
-                                [m for m in g["num_envs"] if m <= s.capacity], fused=False)))
-            if self.loops:
-                out.append((f"relaxed overlap on {placement}",
-                            lambda p=placement: self._profile_overlap(p, "jax", rep)))
-        for placement, device in self.xla_tree:  # in train's queue: no relaxed overlap row
-            for n, k in itertools.product(g["capacity"], g["fanout"]):
-                s = dataclasses.replace(base, capacity=n, fanout=k)
-                out.append((f"replay N={n} K={k} on {placement}",
-                            lambda p=placement, d=device, s=s: self._profile_replay_jax(
+                            lambda p=placement, d=device, s=s, i=impl: self._profile_replay_jax(
                                 p, d, s, rep, scan, g["batch"],
                                 [m for m in g["num_envs"] if m <= s.capacity], fused=False,
-                                impl="xla")))
+                                impl=i)))
+            # The XLA tree sits in train's queue: it has no relaxed overlap to measure.
+            if placement == SECOND_CPU and self.loops:
+                out.append((f"relaxed overlap on {placement}",
+                            lambda p=placement: self._profile_overlap(p, "jax", rep)))
         for name, backend in self._host_backends():
             for n, k in itertools.product(g["capacity"], g["fanout"]):
                 s = dataclasses.replace(base, capacity=n, fanout=k)
@@ -704,7 +700,8 @@ class Profiler:
                             lambda name=name, b=backend: self._profile_overlap(
                                 name, b, rep if b != "rtl" else 3)))
         # Between CPU devices only where the tree has a second one to sit on.
-        out += self.link_tasks([n for n in LINK_ROWS if n != "cpu-device" or self.tree_placements])
+        second_cpu = any(p == SECOND_CPU for p, _, _ in self.tree_placements)
+        out += self.link_tasks([n for n in LINK_ROWS if n != "cpu-device" or second_cpu])
         if self.loops:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
         return out
