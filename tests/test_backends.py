@@ -282,6 +282,64 @@ def test_protocol_reset_total_and_empty_batch(backend_name):
         tree.sample_from_bits(np.array([1, 2], np.uint32))
 
 
+def test_total_follows_every_write_after_a_sample(backend_name):
+    """A sample reads the root beside its indices (the OpenCL driver keeps it for the total
+    asked right after); every later write must make the total current again."""
+    tree = make_backend(backend_name, 64, 4, "fixed")
+    ref = make_backend("jax", 64, 4, "fixed")
+    bits = np.arange(1, 9, dtype=np.uint32) * np.uint32(0x1F3D5B79)
+    writes = [("update", np.array([3, 7]), np.array([0.5, 1.5], np.float32)),
+              ("update_words", np.array([7, 9]), np.array([5, 6], np.uint32)),
+              ("load_level_words", None, None), ("reset", None, None)]
+    for op, idx, values in writes:
+        if op != "reset":
+            tree.update(np.array([1, 2]), np.array([0.25, 2.0], np.float32))
+            ref.update(np.array([1, 2]), np.array([0.25, 2.0], np.float32))
+            np.testing.assert_array_equal(tree.sample_from_bits(bits), ref.sample_from_bits(bits))
+            assert tree.total() == ref.total()
+        if op == "load_level_words":
+            other = make_backend("jax", 64, 4, "fixed")
+            other.update(np.arange(10), np.full(10, 3.0, np.float32))
+            tree.load_level_words(other.level_words())
+            ref.load_level_words(other.level_words())
+        elif op == "reset":
+            tree.reset()
+            ref.reset()
+        else:
+            getattr(tree, op)(idx, values)
+            getattr(ref, op)(idx, values)
+        assert tree.total() == ref.total(), op
+
+
+@pytest.mark.hw
+def test_pocl_default_device_runs_kernels_in_the_callers_thread(opencl_available):
+    """Without POCL_DEVICES set, PoCL lists its basic and pthread devices and the backend
+    picks basic (hrl.replay.backends.opencl docstring); a POCL_DEVICES the user set stays."""
+    script = textwrap.dedent("""
+        import os
+        from hrl.replay.backends import make_backend, opencl
+        names = [d.name for _, d in opencl.list_devices()]
+        print(os.environ["POCL_DEVICES"], "|", make_backend("opencl", 10).device.name, "|",
+              ";".join(names))
+    """)
+
+    def run(**env_extra):
+        env = {k: v for k, v in os.environ.items() if k != "POCL_DEVICES"}
+        env.update(JAX_PLATFORMS="cpu", **env_extra)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return [part.strip() for part in out.stdout.strip().splitlines()[-1].split("|")]
+
+    asked, picked, names = run()
+    assert asked == "basic pthread"
+    if not any(name.startswith("basic-") for name in names.split(";")):
+        pytest.skip(f"no PoCL basic device among {names!r}")
+    assert picked.startswith("basic-")
+    asked, picked, _ = run(POCL_DEVICES="pthread")
+    assert asked == "pthread" and not picked.startswith("basic-")
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -63,10 +63,11 @@ class HostMinTree:
         """Leaves at `indices` (distinct, in range) take `values`; ancestors recomputed."""
         k = self.fanout
         self.levels[-1][indices] = values
-        node = np.unique(indices)
+        node = np.unique(indices // k)  # sorted: each level's parents dedupe without a sort
         for level in range(len(self.levels) - 2, -1, -1):
-            node = np.unique(node // k)
             self.levels[level][node] = self.levels[level + 1].reshape(-1, k)[node].min(axis=1)
+            node = node // k
+            node = node[np.concatenate(([True], node[1:] != node[:-1]))]
 
     def root(self) -> np.float32:
         return self.levels[0][0]

@@ -28,6 +28,15 @@ Agreement with the JAX reference (`hrl.replay.sumtree`):
 Compiled programs are cached per OpenCL context, and backends on the same device share a
 context, so a second backend costs no compilation.
 
+On a machine whose only OpenCL platform is PoCL's CPU driver, the default device is PoCL's
+`basic` device, which runs each kernel in the thread that waits for it, rather than its
+`pthread` device, which hands the kernel to worker threads and wakes the caller when they are
+done. A replay buffer issues one small kernel per call, and the hand-offs cost more than the
+kernel: on the 2-core development VM a sample of 256 took 55 against 92 us, and the DQN
+iteration of `experiments/bench_relaxed.py` (balanced size, strict) 13.8 against 15.9 ms.
+Unless the process has set `POCL_DEVICES` itself, the first use of this module asks PoCL for
+both devices (`basic pthread`); `replay.opencl_device: pthread` picks the other one.
+
 The RTL replay kernel (`hrl_rmm_kernel`, fpga_rtl/) has its own host driver,
 `hrl.replay.backends.rtl_kernel`; `open_opencl_backend` (what `make_backend("opencl", ...)`
 calls) hands over to it for `device="rtl-sim"` (the kernel in a Verilog simulation) and for
@@ -79,7 +88,12 @@ def float32_level_bound(level: int, depth: int, fanout: int) -> float:
     return (1 + gamma) ** (depth - level) - 1
 
 
+# PoCL's drivers, the in-thread one first (module docstring); read once, when PoCL starts.
+POCL_DEVICES_DEFAULT = "basic pthread"
+
+
 def _import_pyopencl():
+    os.environ.setdefault("POCL_DEVICES", POCL_DEVICES_DEFAULT)
     try:
         import pyopencl as cl
     except ImportError as e:
@@ -147,7 +161,8 @@ def _pick_device(device, platform, prefer_accelerator: bool):
         for _, d in found:
             if d.type & kind:
                 return d
-    return found[0][1]
+    in_thread = [d for _, d in found if d.name.startswith("basic-")]  # PoCL's naming
+    return in_thread[0] if in_thread else found[0][1]
 
 
 def _shared_context(device):
@@ -328,6 +343,9 @@ class OpenCLBackend:
         self._batch_capacity = 0
         self._pending: list = []
         self._root = np.zeros(1, self._dtype)
+        # Whether `_root` is the tree's root now: a sample reads it beside its indices, and
+        # the buffer asks for the total right after (saves a blocking round trip per sample).
+        self._root_current = False
         self.reset()
 
     # ------------------------------------------------------------------ buffers
@@ -351,6 +369,7 @@ class OpenCLBackend:
                          for buf, host in pairs]
 
     def _launch_update(self, kernel, idx: np.ndarray, values: np.ndarray, *extra) -> None:
+        self._root_current = False
         self._batch_buffers(idx.shape[0])
         self._write_inputs((self._idx_buf, idx), (self._val_buf, values))
         kernel.set_args(self._tree_buf, self._offset_buf, self._owner_buf, self._idx_buf,
@@ -362,6 +381,7 @@ class OpenCLBackend:
     # ------------------------------------------------------------------ protocol
 
     def reset(self) -> None:
+        self._root_current = False
         self._cl.enqueue_fill_buffer(self.queue, self._tree_buf, self._dtype.type(0), 0,
                                      int(self._offsets[-1]) * 4)
 
@@ -399,11 +419,14 @@ class OpenCLBackend:
         root_read = cl.enqueue_copy(self.queue, self._root, self._tree_buf, is_blocking=False)
         cl.enqueue_copy(self.queue, out, self._out_buf, is_blocking=True)  # in order: both done
         del root_read
+        self._root_current = True
         base.require_nonempty(self._root[0])
         return out
 
     def total(self) -> float:
-        self._cl.enqueue_copy(self.queue, self._root, self._tree_buf, is_blocking=True)
+        if not self._root_current:
+            self._cl.enqueue_copy(self.queue, self._root, self._tree_buf, is_blocking=True)
+            self._root_current = True
         return base.decode_root(self.fmt, self._root[0], self.depth, self.fanout)
 
     def level_words(self) -> list[np.ndarray]:
@@ -418,6 +441,7 @@ class OpenCLBackend:
     def load_level_words(self, levels) -> None:
         levels = base.check_levels(levels, self.capacity, self.fanout, self.fmt)
         flat = np.concatenate([level.reshape(-1) for level in levels])
+        self._root_current = False
         self._cl.enqueue_copy(self.queue, self._tree_buf, flat, is_blocking=True)
 
     def finish(self) -> None:
