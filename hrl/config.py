@@ -68,7 +68,8 @@ class ReplayConfig:
     # pallas on a GPU); same semantics (hrl.replay.native and hrl.replay.pallas_kernels state
     # their float32 caveats), so whole training runs may differ in the last bits between them
     impl: Literal["auto", "native", "pallas", "xla"] = "auto"
-    # backend "opencl": the device (None: the first GPU, else accelerator, else any; a
+    # backend "opencl": the device (None: the first GPU, else accelerator, else PoCL's
+    # in-thread "basic" CPU device where listed, else any; a
     # substring of the device name; or "rtl-sim": the RTL replay kernel in a Verilog
     # simulation, driven by the same OpenCL host driver as on a card; fixed point only)
     opencl_device: str | None = None
