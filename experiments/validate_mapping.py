@@ -130,18 +130,24 @@ def main(argv=None) -> int:
 
     from hrl.config import load_config, to_dict
     from hrl.mapping.plan import plan
-    from hrl.mapping.profile import Profiler, cpu_name, load_profile, write_profile
+    from hrl.mapping.profile import (
+        PROFILE_DISPATCH,
+        Profiler,
+        cpu_name,
+        load_profile,
+        write_profile,
+    )
     from hrl.mapping.validate import mode_overrides, runnable_mappings
     from hrl.mapping.workload import workload_from_config
     from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
 
-    # Before any JAX, as `hrl profile` starts it: async dispatch (the profile's timings assume
-    # it), the intra-op threads of the gymnax config's runs (one process profiles both
-    # configs; the host loops' own rows are measured in processes of their own) and, for the
-    # cpu1 tree, a second CPU device.
+    # Before any JAX, as `hrl profile` starts it: the host loops' dispatch (PROFILE_DISPATCH,
+    # in which the profile's dispatched calls are timed), the intra-op threads of the gymnax
+    # config's runs (one process profiles both configs; the host loops' own rows are measured
+    # in processes of their own) and, for the cpu1 tree, a second CPU device.
     if "cpu1" in args.backends:
         ensure_cpu_devices(2)
-    start_cpu_backend(load_config(CONFIGS["gymnax"]), dispatch="async")
+    start_cpu_backend(load_config(CONFIGS["gymnax"]), dispatch=PROFILE_DISPATCH)
     console = Console()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

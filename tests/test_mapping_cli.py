@@ -38,6 +38,13 @@ def test_profile_times_every_primitive_on_cpu(tiny_profile):
     # The collective between two virtual CPU devices (timed in a subprocess that has them).
     assert ("link:cpu-collective", "host") in calls
     assert ("link:thread", "host") in calls  # the relaxed dependency's hand-off
+    # Each primitive row says which CPU dispatch timed it (`hrl profile` starts JAX in the
+    # host loops' dispatch, PROFILE_DISPATCH; this test process runs JAX's default).
+    import jax
+
+    here = "async" if jax.config.read("jax_cpu_enable_async_dispatch") else "sync"
+    timed = [r for r in rows if r["mode"] in ("dispatched", "fused")]
+    assert timed and {r["dispatch"] for r in timed} == {here}
     timed = [r for r in rows if not r["call"].startswith("rtl-")]
     # The collective's rows are a difference of two timings (with and without the psum),
     # which may round to 0 at the smallest size; every other row is a timing.
@@ -235,14 +242,14 @@ def test_loop_rows_are_measured_in_a_process_with_their_dispatch(dispatch):
 @pytest.mark.parametrize("loop", ["host", "pipelined"])
 def test_loop_row_configs_run_the_row_s_actor_and_sgd_steps(loop):
     """A loop row's config runs L actor steps and U SGD steps per iteration over the envs its
-    loop is profiled with (the pipelined executor's at 8, where its processes stay busy)."""
+    loop is profiled with (the host loops at 8: a host env step costs more in a loop)."""
     from hrl.config import load_config, to_dict
     from hrl.mapping.profile import LOOP_ENVS, loop_row_config
     from hrl.mapping.workload import workload_from_config
 
     cfg = loop_row_config(to_dict(load_config(CONFIG)), loop, steps=4, sgd=3, dispatch="sync")
     w = workload_from_config(cfg)
-    assert cfg.env.num_envs == LOOP_ENVS[loop] == (8 if loop == "pipelined" else 1)
+    assert cfg.env.num_envs == LOOP_ENVS[loop] == (1 if loop == "fused" else 8)
     assert (w.rollout_length, w.sgd_steps) == (4, pytest.approx(3.0))
     assert cfg.train.executor == ("pipelined" if loop == "pipelined" else "auto")
 

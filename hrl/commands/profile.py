@@ -88,9 +88,11 @@ def run(args: argparse.Namespace) -> int:
 
         if "jax" in backends:  # a second CPU device to time the tree on (placement cpu1)
             ensure_cpu_devices(2)
+        from hrl.mapping.profile import PROFILE_DISPATCH
+
         # The intra-op threads a run of this config gets (train.cpu_threads), so that the
-        # profile prices what runs; async dispatch, which the profile's timings assume.
-        start_cpu_backend(cfg, dispatch="async")
+        # profile prices what runs, and the host loops' dispatch (PROFILE_DISPATCH).
+        start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
         profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
                             only=links)
         rows, skipped = profiler.run(), profiler.skipped

@@ -13,12 +13,13 @@ of a grid around the run's config:
 | insert | num_envs x capacity x fanout           | M * K * D                       |
 
 Two timings per JAX call: `dispatched` (one jitted call from Python, waited for, made as the host
-loop makes it: the SGD step on the packed agent, update and insert on a donated state; placement
-`cpu`/`gpu`) and `fused` (the call repeated inside one jitted lax.scan,
-divided by the repeats: what the fused loop pays; placement `cpu-fused`/`gpu-fused`). The JAX
-buffer's tree runs its default kernels there (`replay.impl: auto`: native on a CPU); backend
-`xla` also times it in plain XLA ops on the first CPU device (placement `cpu-xla`), and a
-second CPU device, where the process has one, holds it as placement `cpu1`. Replay
+loop makes it: the SGD step on the packed agent, update and insert on a donated state, in the
+CPU dispatch the host loops run in, `PROFILE_DISPATCH`; placement `cpu`/`gpu`) and `fused` (the
+call repeated inside one jitted lax.scan, divided by the repeats: what the fused loop pays;
+placement `cpu-fused`/`gpu-fused`). The JAX buffer's tree runs its default kernels there
+(`replay.impl: auto`: native on a CPU); backend `xla` also times it in plain XLA ops on the
+first CPU device (placement `cpu-xla`), and a second CPU device, where the process has one,
+holds it as placement `cpu1`. Replay
 backends other than JAX (`opencl` on each OpenCL device, `rtl` in simulation when its module
 exists) are timed through the same host calls the runtime makes. A host-memory copy is timed
 over a range of sizes to measure the `host` link, a round trip to a spawned process the
@@ -70,12 +71,23 @@ LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4), (16, 1), (1, 16), (16, 32))
 LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
 # Envs per actor step in each loop's rows. The pipelined executor's rows run 8: at one env
 # both of its processes idle on every hand-off (each side a fraction of a millisecond), and the
-# residual fitted there (0.5-0.6 ms per iteration) overstated runs of 8-64 envs by 10-30%.
-LOOP_ENVS = {"fused": 1, "host": 1, "pipelined": 8}
+# residual fitted there (0.5-0.6 ms per iteration) overstated runs of 8-64 envs by 10-30%. The
+# sequential host loop's run 8 too: a host env's step costs more inside the loop than alone, by
+# an amount that grows with the envs (gymnasium CartPole, 16 envs: 172 us per step in the loop,
+# 114-125 us timed alone, the same with one XLA thread), which rows of one env cannot show.
+LOOP_ENVS = {"fused": 1, "host": 8, "pipelined": 8}
 # The CPU dispatch each loop's rows are measured in: the fused loop always runs async; a host
 # loop runs sync under `train.cpu_dispatch: auto` (`cpu_backend.HOST_LOOP_DISPATCH`), async
 # when a run pins it (its rows also show what async dispatch costs a host loop).
 LOOP_DISPATCH = {"fused": ("async",), "host": ("sync", "async"), "pipelined": ("sync", "async")}
+# The CPU dispatch a profiling process starts JAX in (each row records it): the host loops'
+# (`cpu_backend.HOST_LOOP_DISPATCH`), whose calls the `dispatched` rows price. Async dispatch
+# hands each call to a second thread and back: on the 2-core development VM that put 30-40 us
+# on a sample or update of the XLA tree at batch 32-96 and 45 us on the native tree's sample of
+# 256, none of which the sync host loop pays (the XLA tree's runs were predicted 17-39% slow in
+# gymnasium settings). A fused row is one call per `scan` steps, so its dispatch is amortised;
+# the loops' own rows are measured in processes of their own, in each loop's dispatch.
+PROFILE_DISPATCH = "sync"
 # The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
 LINK_ROWS = ("host", "process", "cpu-collective", "thread", "cpu-device")
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
@@ -224,6 +236,7 @@ class Profiler:
             "algo": self.cfg.algo, "num_envs": s.num_envs, "width": s.width, "batch": s.batch,
             "capacity": s.capacity, "fanout": s.fanout, "depth": w.depth,
             "work": w.work(work_call), **timing, "repeats": repeats,
+            "dispatch": "async" if jax.config.read("jax_cpu_enable_async_dispatch") else "sync",
         })
 
     def _replay(self, capacity: int, fanout: int, impl: str = "auto"):
