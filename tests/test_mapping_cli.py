@@ -43,8 +43,8 @@ def test_profile_times_every_primitive_on_cpu(tiny_profile):
     import jax
 
     here = "async" if jax.config.read("jax_cpu_enable_async_dispatch") else "sync"
-    timed = [r for r in rows if r["mode"] in ("dispatched", "fused")]
-    assert timed and {r["dispatch"] for r in timed} == {here}
+    primitive_rows = [r for r in rows if r["mode"] in ("dispatched", "fused")]
+    assert primitive_rows and {r["dispatch"] for r in primitive_rows} == {here}
     timed = [r for r in rows if not r["call"].startswith("rtl-")]
     # The collective's rows are a difference of two timings (with and without the psum),
     # which may round to 0 at the smallest size; every other row is a timing.

@@ -19,9 +19,9 @@ call repeated inside one jitted lax.scan, divided by the repeats: what the fused
 placement `cpu-fused`/`gpu-fused`). The JAX buffer's tree runs its default kernels there
 (`replay.impl: auto`: native on a CPU); backend `xla` also times it in plain XLA ops on the
 first CPU device (placement `cpu-xla`), and a second CPU device, where the process has one,
-holds it as placement `cpu1`. Replay
-backends other than JAX (`opencl` on each OpenCL device, `rtl` in simulation when its module
-exists) are timed through the same host calls the runtime makes. A host-memory copy is timed
+holds it as placement `cpu1`. Replay backends other than JAX (`opencl` on each OpenCL device,
+`rtl` in simulation when its module exists) are timed through the same host calls the runtime
+makes. A host-memory copy is timed
 over a range of sizes to measure the `host` link, a round trip to a spawned process the
 `process` link, and a `psum` between two virtual CPU devices (in a subprocess that has them)
 the `cpu-collective` link the data-parallel model prices virtual devices' collectives with
