@@ -71,6 +71,7 @@ from hrl.replay import native, pallas_kernels
 from hrl.replay import sumtree as sumtree_module
 from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.handle import ReplayHandle
+from hrl.runtime.cpu_backend import running_cpu_dispatch
 
 ALPHA, BETA, EPS = 0.6, 0.4, 1e-6
 OBS = 4
@@ -642,7 +643,7 @@ def round_ratios(rows) -> str:
 
 def machine_note() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    dispatch = "async" if jax.config.values["jax_cpu_enable_async_dispatch"] else "sync"
+    dispatch = running_cpu_dispatch()
     model = cpu_name()
     return (
         f"{model}, {os.cpu_count()} CPUs, load average "

@@ -40,9 +40,9 @@ def test_profile_times_every_primitive_on_cpu(tiny_profile):
     assert ("link:thread", "host") in calls  # the relaxed dependency's hand-off
     # Each primitive row says which CPU dispatch timed it (`hrl profile` starts JAX in the
     # host loops' dispatch, PROFILE_DISPATCH; this test process runs JAX's default).
-    import jax
+    from hrl.runtime.cpu_backend import running_cpu_dispatch
 
-    here = "async" if jax.config.read("jax_cpu_enable_async_dispatch") else "sync"
+    here = running_cpu_dispatch()
     primitive_rows = [r for r in rows if r["mode"] in ("dispatched", "fused")]
     assert primitive_rows and {r["dispatch"] for r in primitive_rows} == {here}
     timed = [r for r in rows if not r["call"].startswith("rtl-")]

@@ -21,13 +21,12 @@ placement `cpu-fused`/`gpu-fused`). The JAX buffer's tree runs its default kerne
 first CPU device (placement `cpu-xla`), and a second CPU device, where the process has one,
 holds it as placement `cpu1`. Replay backends other than JAX (`opencl` on each OpenCL device,
 `rtl` in simulation when its module exists) are timed through the same host calls the runtime
-makes. A host-memory copy is timed
-over a range of sizes to measure the `host` link, a round trip to a spawned process the
-`process` link, and a `psum` between two virtual CPU devices (in a subprocess that has them)
-the `cpu-collective` link the data-parallel model prices virtual devices' collectives with
-(`--only` measures just these link rows). The RTL's cycle counts, when its CSV exists,
-and its yosys resource table are copied into the profile as `rtl-cycles` / `rtl-resources`
-rows (they feed the FPGA model, not a fit).
+makes. A host-memory copy is timed over a range of sizes to measure the `host` link, a round
+trip to a spawned process the `process` link, and a `psum` between two virtual CPU devices (in
+a subprocess that has them) the `cpu-collective` link the data-parallel model prices virtual
+devices' collectives with (`--only` measures just these link rows). The RTL's cycle counts,
+when its CSV exists, and its yosys resource table are copied into the profile as `rtl-cycles`
+/ `rtl-resources` rows (they feed the FPGA model, not a fit).
 
 Every figure is a median over `repeats` timed calls after warm-up (compilation excluded).
 """
@@ -53,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hrl.mapping.workload import Workload, env_sizes
-from hrl.runtime.cpu_backend import run_json_child
+from hrl.runtime.cpu_backend import run_json_child, running_cpu_dispatch
 
 # Grids: "quick" for tests and a first look, "full" for the reported profile.
 GRIDS = {
@@ -197,6 +196,7 @@ class Profiler:
         self.spec = make_env(cfg.env.name, 1, **cfg.env.kwargs).spec
         self.example = example_transition(self.spec)
         self.jax_placements = [("cpu", jax.devices("cpu")[0])]
+        self.dispatch = running_cpu_dispatch()  # fixed once the backend has started (above)
         try:
             gpus = jax.devices("gpu")
         except RuntimeError:
@@ -236,7 +236,7 @@ class Profiler:
             "algo": self.cfg.algo, "num_envs": s.num_envs, "width": s.width, "batch": s.batch,
             "capacity": s.capacity, "fanout": s.fanout, "depth": w.depth,
             "work": w.work(work_call), **timing, "repeats": repeats,
-            "dispatch": "async" if jax.config.read("jax_cpu_enable_async_dispatch") else "sync",
+            "dispatch": self.dispatch,
         })
 
     def _replay(self, capacity: int, fanout: int, impl: str = "auto"):

@@ -107,6 +107,12 @@ def ensure_cpu_devices(count: int, env: dict | None = None) -> None:
         env["XLA_FLAGS"] = with_cpu_device_count(flags, count)
 
 
+def running_cpu_dispatch() -> str:
+    """The CPU dispatch this process's JAX runs in, "sync" or "async" (what
+    `start_cpu_backend` set, or JAX's default)."""
+    return "async" if jax.config.read("jax_cpu_enable_async_dispatch") else "sync"
+
+
 def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
     """Start JAX's backends with the config's CPU dispatch (or `dispatch`, "sync" or "async"),
     intra-op threads and the CPU devices its placement names (`placement.sample: cpu:1` makes
