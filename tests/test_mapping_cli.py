@@ -45,6 +45,9 @@ def test_profile_times_every_primitive_on_cpu(tiny_profile):
     here = running_cpu_dispatch()
     primitive_rows = [r for r in rows if r["mode"] in ("dispatched", "fused")]
     assert primitive_rows and {r["dispatch"] for r in primitive_rows} == {here}
+    # A dispatched call is timed between the host loop's other calls; a fused one in its scan.
+    assert {r.get("context") for r in rows if r["mode"] == "dispatched"} == {"loop"}
+    assert {r.get("context") for r in rows if r["mode"] == "fused"} == {None}
     timed = [r for r in rows if not r["call"].startswith("rtl-")]
     # The collective's rows are a difference of two timings (with and without the psum),
     # which may round to 0 at the smallest size; every other row is a timing.
@@ -60,6 +63,20 @@ def test_profile_times_every_primitive_on_cpu(tiny_profile):
     assert len(csv_rows) == len([r for r in timed if not r["call"].startswith("loop:")])
     data = json.loads((out / "profile.json").read_text())
     assert data["format"] == "hrl-profile-1" and data["machine"]["cpus"] >= 1
+
+
+def test_a_call_is_timed_after_the_calls_that_precede_it_in_the_loop():
+    from hrl.mapping.profile import LOOP_CYCLE, LoopContext, _median_time
+
+    made = []
+    context = LoopContext({c: (lambda c=c: made.append(c)) for c in LOOP_CYCLE})
+    t = _median_time(lambda: made.append("timed"), 2, context.around("train"))
+    between = ["update", "env", "infer", "sample"]
+    assert made == ["timed", "timed", *between, "timed", *between, "timed"]  # 2 warm-ups
+    assert t["context"] == "loop" and "context" not in _median_time(lambda: None, 1)
+    made.clear()
+    context.around("insert")()  # once an iteration, where the first sample is
+    assert made == ["train", "update", "env", "infer"]
 
 
 def test_plan_on_profile_predicts_unprofiled_sizes(tiny_profile):

@@ -14,19 +14,20 @@ of a grid around the run's config:
 
 Two timings per JAX call: `dispatched` (one jitted call from Python, waited for, made as the host
 loop makes it: the SGD step on the packed agent, update and insert on a donated state, in the
-CPU dispatch the host loops run in, `PROFILE_DISPATCH`; placement `cpu`/`gpu`) and `fused` (the
+CPU dispatch the host loops run in, `PROFILE_DISPATCH`, and on a CPU after the calls that
+precede it in the loop, `LoopContext`; placement `cpu`/`gpu`) and `fused` (the
 call repeated inside one jitted lax.scan, divided by the repeats: what the fused loop pays;
 placement `cpu-fused`/`gpu-fused`). The JAX buffer's tree runs its default kernels there
 (`replay.impl: auto`: native on a CPU); backend `xla` also times it in plain XLA ops on the
 first CPU device (placement `cpu-xla`), and a second CPU device, where the process has one,
 holds it as placement `cpu1`. Replay backends other than JAX (`opencl` on each OpenCL device,
 `rtl` in simulation when its module exists) are timed through the same host calls the runtime
-makes. A host-memory copy is timed over a range of sizes to measure the `host` link, a round
-trip to a spawned process the `process` link, and a `psum` between two virtual CPU devices (in
-a subprocess that has them) the `cpu-collective` link the data-parallel model prices virtual
-devices' collectives with (`--only` measures just these link rows). The RTL's cycle counts,
-when its CSV exists, and its yosys resource table are copied into the profile as `rtl-cycles`
-/ `rtl-resources` rows (they feed the FPGA model, not a fit).
+makes, in the same loop context. A host-memory copy is timed over a range of sizes to measure
+the `host` link, a round trip to a spawned process the `process` link, and a `psum` between two
+virtual CPU devices (in a subprocess that has them) the `cpu-collective` link the data-parallel
+model prices virtual devices' collectives with (`--only` measures just these link rows). The
+RTL's cycle counts, when its CSV exists, and its yosys resource table are copied into the
+profile as `rtl-cycles` / `rtl-resources` rows (they feed the FPGA model, not a fit).
 
 Every figure is a median over `repeats` timed calls after warm-up (compilation excluded).
 """
@@ -71,9 +72,7 @@ LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
 # Envs per actor step in each loop's rows. The pipelined executor's rows run 8: at one env
 # both of its processes idle on every hand-off (each side a fraction of a millisecond), and the
 # residual fitted there (0.5-0.6 ms per iteration) overstated runs of 8-64 envs by 10-30%. The
-# sequential host loop's run 8 too: a host env's step costs more inside the loop than alone, by
-# an amount that grows with the envs (gymnasium CartPole, 16 envs: 172 us per step in the loop,
-# 114-125 us timed alone, the same with one XLA thread), which rows of one env cannot show.
+# sequential host loop's run 8 too, the size of the runs it prices.
 LOOP_ENVS = {"fused": 1, "host": 8, "pipelined": 8}
 # The CPU dispatch each loop's rows are measured in: the fused loop always runs async; a host
 # loop runs sync under `train.cpu_dispatch: auto` (`cpu_backend.HOST_LOOP_DISPATCH`), async
@@ -94,8 +93,10 @@ ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "
               "repeats")
 
 
-def _median_time(fn: Callable[[], object], repeats: int) -> dict[str, float]:
-    """Median wall and CPU seconds of `fn()` (waited for), after two warm-up calls.
+def _median_time(fn: Callable[[], object], repeats: int,
+                 between: Callable[[], None] | None = None) -> dict[str, float]:
+    """Median wall and CPU seconds of `fn()` (waited for), after two warm-up calls; `between`
+    (untimed) runs before each call, as the calls around it in a loop do (`LoopContext`).
 
     CPU time is the process's (all threads). On a shared machine the wall time of a call
     includes the time other processes hold the cores; the CPU time does not, so it is the
@@ -105,13 +106,18 @@ def _median_time(fn: Callable[[], object], repeats: int) -> dict[str, float]:
     jax.block_until_ready(fn())
     wall, cpu = [], []
     for _ in range(repeats):
+        if between is not None:
+            between()
         c0, t0 = time.process_time(), time.perf_counter()
         jax.block_until_ready(fn())
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     q = np.quantile(wall, [0.1, 0.9])
-    return {"latency_s": statistics.median(wall), "p10_s": float(q[0]), "p90_s": float(q[1]),
-            "cpu_s": statistics.median(cpu)}
+    out = {"latency_s": statistics.median(wall), "p10_s": float(q[0]), "p90_s": float(q[1]),
+           "cpu_s": statistics.median(cpu)}
+    if between is not None:
+        out["context"] = "loop"  # the row says it was timed between the loop's other calls
+    return out
 
 
 def _interleaved_times(fns: dict[str, Callable[[], object]], repeats: int,
@@ -154,6 +160,37 @@ def _scan_time(step: Callable, carry, n: int, repeats: int) -> dict[str, float]:
     run = jax.jit(lambda c: jax.lax.scan(lambda c, k: (step(c, k), None), c, keys)[0])
     t = _median_time(lambda: run(carry), max(5, repeats // 3))
     return {k: v / n for k, v in t.items()}
+
+
+# A host loop's calls in the order it makes them, round after round (insert, once per
+# iteration, sits where sample does). Each dispatched call is timed after the calls that
+# precede it in this cycle (`LoopContext`): they evict its code and data from the caches
+# and the predictors, so a call costs more in the loop than repeated alone. Measured on the
+# 2-core VM, gymnasium CartPole 16 envs, batch 64, width 64: env step 123 -> 168 us, infer
+# 20 -> 41, sample 22 -> 35 (PoCL's: 75 -> 133), update 26 -> 39 (PoCL's: 110 -> 161) in
+# this cycle against alone; the loop's own timers gave 173, 46, 33 and 48 (129, 205).
+LOOP_CYCLE = ("env", "infer", "sample", "train", "update")
+
+
+class LoopContext:
+    """The host loop's calls at one setting (`LOOP_CYCLE`, the runtime's own primitives on
+    the first CPU device: the env, infer, the native tree's sample and update, the packed
+    SGD step), which `around(call)` runs, untimed, between two timed calls of `call`."""
+
+    def __init__(self, calls: dict[str, Callable[[], object]]):
+        self.calls = calls
+
+    def around(self, call: str) -> Callable[[], None]:
+        """The calls that come between two of `call`'s in the loop's cycle, in order."""
+        at = LOOP_CYCLE.index("sample" if call == "insert" else call)
+        order = LOOP_CYCLE[at + 1:] + LOOP_CYCLE[:at]
+        fns = [self.calls[c] for c in order]
+
+        def run() -> None:
+            for fn in fns:
+                jax.block_until_ready(fn())
+
+        return run
 
 
 @dataclasses.dataclass
@@ -215,6 +252,7 @@ class Profiler:
         if "xla" in self.backends:
             self.tree_placements.append((XLA_TREE, cpus[0], "xla"))
         self.skipped: list[str] = []
+        self._contexts: dict[tuple[int, int, int], LoopContext] = {}
 
     # ------------------------------------------------------------------ helpers
     def _workload(self, s: Setting) -> Workload:
@@ -262,6 +300,77 @@ class Profiler:
             state = add(state, items, pri)
         return jax.device_put(state, device)
 
+    def _context(self, device, num_envs: int, width: int, batch: int) -> LoopContext | None:
+        """The loop context of dispatched calls on `device` at these sizes (built once per
+        sizes), or None off the CPU: a GPU's calls are not the host's caches' to lose."""
+        if device is not None and device.platform != "cpu":
+            return None
+        key = (num_envs, width, batch)
+        if key not in self._contexts:
+            self._contexts[key] = self._build_context(num_envs, width, batch)
+        return self._contexts[key]
+
+    def _build_context(self, num_envs: int, width: int, batch: int) -> LoopContext:
+        from hrl.runtime.loop import HostTrain
+
+        rng = np.random.default_rng(7)
+        cpu = jax.devices("cpu")[0]
+        g = self.grid
+        agent = _agent(self.cfg.algo, width, self.spec)
+        replay = self._replay(g["capacity"][0], g["fanout"][0])
+        tree = self._filled_replay(replay, cpu, rng)
+        prims = self._prims(agent, replay, batch, num_envs)
+        with jax.default_device(cpu):
+            agent_state = agent.init(jax.random.PRNGKey(0))
+            env_step = jax.jit(prims.env_step) if self.spec.is_jax else prims.env_step
+            env_state, obs = prims.env_reset(jax.random.PRNGKey(1))
+            carry = agent.init_carry(num_envs)
+            start = jnp.zeros((num_envs,), bool)
+            infer = jax.jit(prims.infer)
+            sample = jax.jit(prims.sample)
+            update = jax.jit(prims.update, donate_argnums=0)
+            beta, step0 = jnp.float32(0.4), jnp.int32(0)
+            drawn = sample(tree, jax.random.PRNGKey(2), beta)
+            host_train = HostTrain.build(prims.train, agent_state, drawn.items, drawn.weights)
+            # Host keys, as the loop passes them (one transfer per iteration, not per call).
+            keys = iter(np.asarray(jax.random.split(jax.random.PRNGKey(3), 1 << 16)))
+        live = {"env": env_state, "obs": obs, "actions": None, "packed":
+                host_train.pack_agent(agent_state), "td": jnp.ones((batch,), jnp.float32),
+                "tree": _copy(tree)}
+
+        def env_call():
+            actions = live["actions"]
+            if actions is None:
+                actions = self._random_actions(num_envs, rng)
+            if not self.spec.is_jax:
+                actions = np.asarray(actions)
+            live["env"], out = env_step(live["env"], actions, next(keys))
+            live["obs"] = out.obs
+            return out.reward
+
+        def infer_call():
+            _, live["actions"] = infer(agent_state, carry, live["obs"], next(keys), step0,
+                                       start)
+            return live["actions"]
+
+        def train_call():
+            live["packed"], live["td"], *_ = host_train.step(live["packed"], drawn.items,
+                                                             drawn.weights)
+            return live["td"]
+
+        def update_call():
+            live["tree"] = update(live["tree"], drawn.indices, live["td"])
+            return live["tree"]
+
+        return LoopContext({"env": env_call, "infer": infer_call, "train": train_call,
+                            "sample": lambda: sample(tree, next(keys), beta).indices,
+                            "update": update_call})
+
+    def _between(self, call: str, device, s: Setting) -> Callable[[], None] | None:
+        """What runs between two timed calls of `call` on `device` at setting `s`."""
+        context = self._context(device, s.num_envs, s.width, s.batch)
+        return None if context is None else context.around(call)
+
     # ------------------------------------------------------------------ JAX primitives
     def _profile_env(self, placement, device, s: Setting, repeats: int, scan: int):
         from hrl.envs import make_env
@@ -272,7 +381,8 @@ class Profiler:
                 return
             state, _ = env.reset(jax.random.PRNGKey(0))
             actions = self._random_actions(s.num_envs, np.random.default_rng(0))
-            t = _median_time(lambda: env.step(state, actions, None)[1].reward, repeats)
+            t = _median_time(lambda: env.step(state, actions, None)[1].reward, repeats,
+                             self._between("env", None, s))
             self._record("env", "cpu", "dispatched", s, "env", t, repeats)
             return
         with jax.default_device(device):
@@ -280,7 +390,8 @@ class Profiler:
             actions = jnp.asarray(self._random_actions(s.num_envs, np.random.default_rng(0)))
             step = jax.jit(env.step)
             key = jax.random.PRNGKey(2)
-            t = _median_time(lambda: step(state, actions, key), repeats)
+            t = _median_time(lambda: step(state, actions, key), repeats,
+                             self._between("env", device, s))
             self._record("env", placement, "dispatched", s, "env", t, repeats)
             t = _scan_time(lambda c, k: env.step(c, actions, k)[0], state, scan, repeats)
             self._record("env", f"{placement}-fused", "fused", s, "env", t, repeats)
@@ -313,7 +424,8 @@ class Profiler:
                 step0 = jnp.int32(0)
                 infer = jax.jit(prims.infer)
                 key = jax.random.PRNGKey(3)
-                t = _median_time(lambda: infer(state, carry, obs, key, step0, start), repeats)
+                t = _median_time(lambda: infer(state, carry, obs, key, step0, start), repeats,
+                                 self._between("infer", device, s))
                 self._record("infer", placement, "dispatched", s, "infer", t, repeats)
 
                 def infer_step(o, k):  # feed actions back so the scan cannot hoist the call
@@ -340,7 +452,7 @@ class Profiler:
                     packed, *rest = host_train.step(packed, batch, weights)
                     return packed, rest
 
-                t = _median_time(train_call, repeats)
+                t = _median_time(train_call, repeats, self._between("train", device, s))
                 self._record("train", placement, "dispatched", s, "train", t, repeats)
                 t = _scan_time(lambda st, k: prims.train(st, batch, weights)[0], state,
                                scan, repeats)
@@ -362,7 +474,8 @@ class Profiler:
                 prims = self._prims(agent, replay, b, 1)
                 sample = jax.jit(prims.sample)
                 key = jax.random.PRNGKey(4)
-                t = _median_time(lambda: sample(state, key, beta), repeats)
+                t = _median_time(lambda: sample(state, key, beta), repeats,
+                                 self._between("sample", device, sb))
                 self._record("sample", placement, "dispatched", sb, "sample", t, repeats)
                 if fused:  # consume the indices so the scan keeps every call
                     t = _scan_time(lambda c, k, p=prims: c + jnp.sum(
@@ -380,7 +493,7 @@ class Profiler:
                     owned = update(owned, idx, td)
                     return owned
 
-                t = _median_time(update_call, repeats)
+                t = _median_time(update_call, repeats, self._between("update", device, sb))
                 self._record("update", placement, "dispatched", sb, "update", t, repeats)
                 if fused:
                     t = _scan_time(lambda st, k, p=prims: p.update(
@@ -399,7 +512,7 @@ class Profiler:
                     owned = insert(owned, items)
                     return owned
 
-                t = _median_time(insert_call, repeats)
+                t = _median_time(insert_call, repeats, self._between("insert", device, sm))
                 self._record("insert", placement, "dispatched", sm, "insert", t, repeats)
                 if fused:
                     t = _scan_time(lambda st, k: prims.insert(st, items), state, scan,
@@ -492,18 +605,19 @@ class Profiler:
             sb = dataclasses.replace(s, batch=b)
             p = self._prims(agent, replay, b, 1)
             key = jax.random.PRNGKey(5)
-            t = _median_time(lambda p=p: p.sample(state, key, beta).indices, repeats)
+            t = _median_time(lambda p=p: p.sample(state, key, beta).indices, repeats,
+                             self._between("sample", None, sb))
             self._record("sample", name, "host", sb, "sample", t, repeats)
             idx = rng.integers(0, s.capacity, b).astype(np.int32)
             td = rng.uniform(0.01, 2, b).astype(np.float32)
             t = _median_time(lambda: (p.update(state, idx, td), replay.backend.total())[1],
-                             repeats)
+                             repeats, self._between("update", None, sb))
             self._record("update", name, "host", sb, "update", t, repeats)
         for m in num_envs:
             sm = dataclasses.replace(s, num_envs=m)
             items = {k: np.zeros((m, *v.shape), v.dtype) for k, v in self.example.items()}
             t = _median_time(lambda: (prims.insert(state, items), replay.backend.total())[1],
-                             repeats)
+                             repeats, self._between("insert", None, sm))
             self._record("insert", name, "host", sm, "insert", t, repeats)
 
     def _profile_host_link(self, repeats: int):
