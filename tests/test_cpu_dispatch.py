@@ -106,9 +106,10 @@ cfg = load_config("experiments/configs/dqn_cartpole.yaml", [
 built = build(cfg)
 built.loop.run(initial_state(built), 4)
 tasks = "/proc/self/task"
-pool = sum(open(f"{tasks}/{t}/comm").read().startswith("tf_XLAEigen") for t in os.listdir(tasks))
+names = sorted(open(f"{tasks}/{t}/comm").read().strip() for t in os.listdir(tasks))
+pool = sum(n.startswith("tf_XLAEigen") for n in names)
 masks = {len(os.sched_getaffinity(int(t))) for t in os.listdir(tasks)}
-print(json.dumps([pool, sorted(masks), len(os.sched_getaffinity(0))]))
+print(json.dumps([pool, sorted(masks), len(os.sched_getaffinity(0)), names]))
 """
 
 
@@ -118,8 +119,8 @@ def test_cpu_threads_sizes_xla_pool_and_leaves_every_thread_all_cores():
     cores = len(os.sched_getaffinity(0))
     out = subprocess.run([sys.executable, "-c", POOL, "1"], capture_output=True, text=True,
                          check=True, timeout=300)
-    pool, masks, main_mask = json.loads(out.stdout.strip().splitlines()[-1])
-    assert pool == 1
+    pool, masks, main_mask, names = json.loads(out.stdout.strip().splitlines()[-1])
+    assert pool == 1, f"XLA intra-op threads: {pool}; the process's threads: {names}"
     assert masks == [cores] and main_mask == cores  # narrowed only while the backend started
 
 

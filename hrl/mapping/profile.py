@@ -333,7 +333,7 @@ class Profiler:
             drawn = sample(tree, jax.random.PRNGKey(2), beta)
             host_train = HostTrain.build(prims.train, agent_state, drawn.items, drawn.weights)
             # Host keys, as the loop passes them (one transfer per iteration, not per call).
-            keys = iter(np.asarray(jax.random.split(jax.random.PRNGKey(3), 1 << 16)))
+            keys = itertools.cycle(np.asarray(jax.random.split(jax.random.PRNGKey(3), 1024)))
         live = {"env": env_state, "obs": obs, "actions": None, "packed":
                 host_train.pack_agent(agent_state), "td": jnp.ones((batch,), jnp.float32),
                 "tree": _copy(tree)}
