@@ -51,8 +51,10 @@ SETTINGS = [
 CAPACITY = 8192
 # Brackets the settings (M 8..64, B 32..256, width 64..256); three points where the models
 # are fitted on the number of envs and the batch, so each has a leave-one-out error.
+# Two rounds: one profile taken in a slow spell of this VM predicted every run 25% slow.
 VALIDATION_GRID = {"num_envs": (8, 24, 64), "width": (64, 256), "batch": (32, 96, 256),
-                   "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20}
+                   "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20,
+                   "rounds": 2}
 QUICK_SETTINGS = [SETTINGS[0], SETTINGS[2]]
 
 
@@ -93,8 +95,10 @@ def _measure_main(arg: str) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", help="directory holding existing profile/ and "
-                    "profile-gymnasium/ (skip step 1)")
+    ap.add_argument("--profile", nargs="+",
+                    help="directory holding existing profile/ and profile-gymnasium/ (skip "
+                         "step 1); several: their rows merged as the profiler merges its "
+                         "rounds (profile.merge_rounds, the lowest latency of each row)")
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
     ap.add_argument("--repredict", action="store_true",
                     help="measure nothing: predict the runs of --out's validation.csv again "
@@ -135,6 +139,7 @@ def main(argv=None) -> int:
         Profiler,
         cpu_name,
         load_profile,
+        merge_rounds,
         write_profile,
     )
     from hrl.mapping.validate import mode_overrides, runnable_mappings
@@ -155,14 +160,15 @@ def main(argv=None) -> int:
     kinds = sorted({kind for _, kind, _ in settings})
     profiles = {}
     for kind in kinds:
-        where = Path(args.profile or out) / PROFILE_DIRS[kind]
+        where = [Path(d) / PROFILE_DIRS[kind] for d in (args.profile or [out])]
         if not args.profile and not args.repredict:
             cfg = load_config(CONFIGS[kind])
             prof = Profiler(cfg, grid=VALIDATION_GRID, backends=tuple(args.backends))
             rows = prof.run()
-            write_profile(rows, where, to_dict(cfg), prof.skipped)
-            console.print(f"profile: {where}")
-        profiles[kind] = load_profile(where)
+            write_profile(rows, where[0], to_dict(cfg), prof.skipped)
+            console.print(f"profile: {where[0]}")
+        loaded = [load_profile(w) for w in where]
+        profiles[kind] = {**loaded[0], "rows": merge_rounds([p["rows"] for p in loaded])}
     if args.profile_only:
         return 0
 

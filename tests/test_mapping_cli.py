@@ -79,6 +79,44 @@ def test_a_call_is_timed_after_the_calls_that_precede_it_in_the_loop():
     assert made == ["train", "update", "env", "infer"]
 
 
+def test_rounds_keep_each_row_as_measured_where_it_was_fastest():
+    from hrl.mapping.profile import merge_rounds
+
+    def row(call, batch, latency, **extra):
+        return {"call": call, "placement": "cpu", "mode": "dispatched", "batch": batch,
+                "latency_s": latency, "cpu_s": latency / 2, **extra}
+
+    first = [row("train:dqn", 4, 2.0), row("sample", 4, 1.0), row("link:host", 0, 5.0, work=8.0),
+             row("link:host", 0, 9.0, work=64.0)]
+    second = [row("sample", 4, 3.0), row("train:dqn", 4, 1.5, repeats=7),
+              row("link:host", 0, 4.0, work=64.0), row("update", 4, 0.5)]
+    merged = merge_rounds([first, second])
+    assert [(r["call"], r.get("work"), r["latency_s"]) for r in merged] == [
+        ("train:dqn", None, 1.5), ("sample", None, 1.0), ("link:host", 8.0, 5.0),
+        ("link:host", 64.0, 4.0), ("update", None, 0.5)]
+    assert merged[0]["repeats"] == 7 and merged[0]["cpu_s"] == 0.75  # the whole row, not a mix
+    assert merge_rounds([first]) == first
+
+
+def test_a_grid_s_rounds_measure_every_row_again(monkeypatch):
+    from hrl.config import load_config
+    from hrl.mapping import profile
+
+    got = []
+    monkeypatch.setattr(profile, "merge_rounds",
+                        lambda rounds: got.append(rounds) or rounds[-1])
+    grid = {**TINY_GRID, "rounds": 2}
+    rows = profile.Profiler(load_config(CONFIG), grid=grid, backends=("jax",), progress=False,
+                            loops=False, only=("thread",)).run()
+    assert len(got) == 1 and len(got[0]) == 2
+    assert [r["call"] for r in got[0][0]] == [r["call"] for r in got[0][1]] == ["link:thread"]
+    assert rows == got[0][1]
+    with pytest.raises(ValueError, match="rounds"):
+        profile.Profiler(load_config(CONFIG), grid={**TINY_GRID, "rounds": 0},
+                         backends=("jax",), progress=False, loops=False,
+                         only=("thread",)).run()
+
+
 def test_plan_on_profile_predicts_unprofiled_sizes(tiny_profile):
     from hrl.mapping.plan import plan
     from hrl.mapping.profile import load_profile
