@@ -95,6 +95,9 @@ def test_rounds_keep_each_row_as_measured_where_it_was_fastest():
         ("train:dqn", None, 1.5), ("sample", None, 1.0), ("link:host", 8.0, 5.0),
         ("link:host", 64.0, 4.0), ("update", None, 0.5)]
     assert merged[0]["repeats"] == 7 and merged[0]["cpu_s"] == 0.75  # the whole row, not a mix
+    # A difference of interleaved timings keeps its first round: its lowest is its luckiest.
+    overlap = [[row("overlap:thread", 4, t, eta=e)] for t, e in ((2.0, 0.3), (1.0, 0.9))]
+    assert merge_rounds(overlap) == overlap[0]
     assert merge_rounds([first]) == first
 
 

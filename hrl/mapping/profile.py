@@ -872,13 +872,21 @@ ROW_IDENTITY = ("call", "placement", "mode", "env", "algo", "num_envs", "width",
                 "capacity", "fanout", "work", "rollout", "sgd", "dispatch")
 
 
+# Rows that are a difference or a ratio of interleaved timings (the relaxed overlap, the
+# collective's psum, the move between CPU devices): the interleaving already cancels a slow
+# spell, and the lowest of several rounds is the luckiest, not the truest (the lowest parallel
+# time picked an overlap that put a losing mapping first). Their first round stands.
+DIFFERENCE_CALLS = ("overlap:thread", "link:cpu-collective", "link:cpu-device")
+
+
 def merge_rounds(rounds: list[list[dict]]) -> list[dict]:
-    """One profile from several measurements of the same rows (`ROW_IDENTITY`): each row as
-    measured in the round where its latency was lowest, in the first round's order; a row
-    only some rounds have is kept as measured. On a shared VM the machine's speed drifts over
-    minutes: two profiles of the same code an hour apart had rows 0.4x-3.7x apart, and one,
-    taken in a slow spell, predicted every run 25% slow. A slow spell inflates the rows it
-    covers; the lower of two rounds measured minutes apart rarely falls in one."""
+    """One profile from several measurements of the same rows (`ROW_IDENTITY`): each timed row
+    as measured in the round where its latency was lowest (`DIFFERENCE_CALLS` as the first
+    round measured them), in the first round's order; a row only some rounds have is kept as
+    measured. On a shared VM the machine's speed drifts over minutes: two profiles of the same
+    code an hour apart had rows 0.4x-3.7x apart, and one, taken in a slow spell, predicted
+    every run 25% slow. A slow spell inflates the rows it covers; the lower of two rounds
+    measured minutes apart rarely falls in one."""
     best: dict[tuple, dict] = {}
     order: list[tuple] = []
     for rows in rounds:
@@ -890,7 +898,8 @@ def merge_rounds(rounds: list[list[dict]]) -> list[dict]:
             if key not in best:
                 best[key] = row
                 order.append(key)
-            elif row.get("latency_s", 0.0) < best[key].get("latency_s", 0.0):
+            elif (row["call"] not in DIFFERENCE_CALLS
+                  and row.get("latency_s", 0.0) < best[key].get("latency_s", 0.0)):
                 best[key] = row
     return [best[k] for k in order]
 
