@@ -51,7 +51,7 @@ SETTINGS = [
 CAPACITY = 8192
 # Brackets the settings (M 8..64, B 32..256, width 64..256); three points where the models
 # are fitted on the number of envs and the batch, so each has a leave-one-out error.
-# Two rounds: one profile taken in a slow spell of this VM predicted every run 25% slow.
+# Two rounds: one profile, taken in a slow spell of this VM, predicted every run 25% high.
 VALIDATION_GRID = {"num_envs": (8, 24, 64), "width": (64, 256), "batch": (32, 96, 256),
                    "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20,
                    "rounds": 2}

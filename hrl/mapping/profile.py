@@ -885,7 +885,7 @@ def merge_rounds(rounds: list[list[dict]]) -> list[dict]:
     round measured them), in the first round's order; a row only some rounds have is kept as
     measured. On a shared VM the machine's speed drifts over minutes: two profiles of the same
     code an hour apart had rows 0.4x-3.7x apart, and one, taken in a slow spell, predicted
-    every run 25% slow. A slow spell inflates the rows it covers; the lower of two rounds
+    every run 25% high. A slow spell inflates the rows it covers; the lower of two rounds
     measured minutes apart rarely falls in one."""
     best: dict[tuple, dict] = {}
     order: list[tuple] = []
