@@ -302,16 +302,6 @@ class Profiler:
             state = add(state, items, pri)
         return jax.device_put(state, device)
 
-    def _context(self, device, num_envs: int, width: int, batch: int) -> LoopContext | None:
-        """The loop context of dispatched calls on `device` at these sizes (built once per
-        sizes), or None off the CPU: a GPU's calls are not the host's caches' to lose."""
-        if device is not None and device.platform != "cpu":
-            return None
-        key = (num_envs, width, batch)
-        if key not in self._contexts:
-            self._contexts[key] = self._build_context(num_envs, width, batch)
-        return self._contexts[key]
-
     def _build_context(self, num_envs: int, width: int, batch: int) -> LoopContext:
         from hrl.runtime.loop import HostTrain
 
@@ -369,9 +359,15 @@ class Profiler:
                             "update": update_call})
 
     def _between(self, call: str, device, s: Setting) -> Callable[[], None] | None:
-        """What runs between two timed calls of `call` on `device` at setting `s`."""
-        context = self._context(device, s.num_envs, s.width, s.batch)
-        return None if context is None else context.around(call)
+        """What runs between two timed calls of `call` on `device` (None: the host) at setting
+        `s`: the loop context at its sizes (built once per sizes), or nothing off the CPU, where
+        a GPU's calls are not the host's caches' to lose."""
+        if device is not None and device.platform != "cpu":
+            return None
+        key = (s.num_envs, s.width, s.batch)
+        if key not in self._contexts:
+            self._contexts[key] = self._build_context(*key)
+        return self._contexts[key].around(call)
 
     # ------------------------------------------------------------------ JAX primitives
     def _profile_env(self, placement, device, s: Setting, repeats: int, scan: int):
