@@ -108,11 +108,27 @@ def test_a_grid_s_rounds_measure_every_row_again(monkeypatch):
     got = []
     monkeypatch.setattr(profile, "merge_rounds",
                         lambda rounds: got.append(rounds) or rounds[-1])
+    calls = {"thread": 0, "cpu-device": 0}
+    for name, method in (("thread", "_profile_thread_handoff"),
+                         ("cpu-device", "_profile_cpu_device_link")):
+        real = getattr(profile.Profiler, method)
+
+        def counted(self, *args, name=name, real=real):
+            calls[name] += 1
+            return real(self, *args)
+
+        monkeypatch.setattr(profile.Profiler, method, counted)
     grid = {**TINY_GRID, "rounds": 2}
-    rows = profile.Profiler(load_config(CONFIG), grid=grid, backends=("jax",), progress=False,
-                            loops=False, only=("thread",)).run()
+    prof = profile.Profiler(load_config(CONFIG), grid=grid, backends=("jax",), progress=False,
+                            loops=False, only=("thread", "cpu-device"))
+    rows = prof.run()
     assert len(got) == 1 and len(got[0]) == 2
-    assert [r["call"] for r in got[0][0]] == [r["call"] for r in got[0][1]] == ["link:thread"]
+    assert [r["call"] for r in got[0][0] if r["call"] == "link:thread"] == ["link:thread"]
+    # The move between CPU devices is a difference whose first round stands (or, in a process
+    # with one CPU device, skipped): the second round does not measure it again.
+    assert [r["call"] for r in got[0][1]] == ["link:thread"]
+    assert calls == {"thread": 2, "cpu-device": 1}
+    assert len(prof.skipped) == len(set(prof.skipped))
     assert rows == got[0][1]
     with pytest.raises(ValueError, match="rounds"):
         profile.Profiler(load_config(CONFIG), grid={**TINY_GRID, "rounds": 0},

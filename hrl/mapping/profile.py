@@ -850,14 +850,23 @@ class Profiler:
                       disable=not self.progress) as bar:
             job = bar.add_task("", total=len(tasks) * rounds)
             for r in range(rounds):
-                self.rows = []
+                self.rows, again = [], []
                 for label, fn in tasks:
                     bar.update(job, description=f"round {r + 1}: {label}" if rounds > 1
                                else label)
+                    before = len(self.rows)
                     fn()
                     bar.advance(job)
+                    # A later round measures again only what it could improve: not a task
+                    # that was skipped or measured only rows whose first round stands.
+                    if _kept_by_min(self.rows[before:]):
+                        again.append((label, fn))
+                    else:
+                        bar.update(job, total=bar.tasks[job].total - (rounds - 1 - r))
                 measured.append(self.rows)
+                tasks = again
         self.rows = merge_rounds(measured)
+        self.skipped = list(dict.fromkeys(self.skipped))  # a part skipped in every round
         if self.only is None:
             self.rows.extend(rtl_cycle_rows())
         return self.rows
@@ -873,6 +882,11 @@ ROW_IDENTITY = ("call", "placement", "mode", "env", "algo", "num_envs", "width",
 # spell, and the lowest of several rounds is the luckiest, not the truest (the lowest parallel
 # time picked an overlap that put a losing mapping first). Their first round stands.
 DIFFERENCE_CALLS = ("overlap:thread", "link:cpu-collective", "link:cpu-device")
+
+
+def _kept_by_min(rows: list[dict]) -> bool:
+    """Whether any of `rows` is one that `merge_rounds` keeps from its fastest round."""
+    return any(r["call"] not in DIFFERENCE_CALLS for r in rows)
 
 
 def merge_rounds(rounds: list[list[dict]]) -> list[dict]:
@@ -894,7 +908,7 @@ def merge_rounds(rounds: list[list[dict]]) -> list[dict]:
             if key not in best:
                 best[key] = row
                 order.append(key)
-            elif (row["call"] not in DIFFERENCE_CALLS
+            elif (_kept_by_min([row])
                   and row.get("latency_s", 0.0) < best[key].get("latency_s", 0.0)):
                 best[key] = row
     return [best[k] for k in order]
