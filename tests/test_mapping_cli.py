@@ -96,8 +96,9 @@ def test_rounds_keep_each_row_as_measured_where_it_was_fastest():
         ("link:host", 64.0, 4.0), ("update", None, 0.5)]
     assert merged[0]["repeats"] == 7 and merged[0]["cpu_s"] == 0.75  # the whole row, not a mix
     # A difference of interleaved timings keeps its first round: its lowest is its luckiest.
-    overlap = [[row("overlap:thread", 4, t, eta=e)] for t, e in ((2.0, 0.3), (1.0, 0.9))]
-    assert merge_rounds(overlap) == overlap[0]
+    for call in ("overlap:loop", "overlap:thread"):
+        overlap = [[row(call, 4, t, eta=e)] for t, e in ((2.0, 0.3), (1.0, 0.9))]
+        assert merge_rounds(overlap) == overlap[0]
     assert merge_rounds([first]) == first
 
 
@@ -428,11 +429,13 @@ def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, 
     assert "existing profile" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("backend", ["opencl", "jax"])
-def test_relaxed_overlap_probe_times_both_sides(backend):
-    """`overlap:thread`: the relaxed dependency's replay thread beside train, with the tree on
+@pytest.mark.parametrize("backend,executors", [("opencl", ("sequential",)),
+                                               ("jax", ("sequential", "pipelined"))])
+def test_relaxed_overlap_probe_times_the_runtime_loops(backend, executors):
+    """`overlap:loop`: the runtime's loops in strict and relaxed dependency with the tree on
     PoCL or (jax) on a second XLA CPU device the probe's process makes itself, measured in a
-    fresh process; the four timings agree with each other."""
+    fresh process; the overlap is what relaxed saved per SGD step, hand-off put back, over
+    the shorter side the strict loop's timers saw."""
     from hrl.config import load_config, to_dict
     from hrl.mapping.profile import overlap_rows_subprocess
     from hrl.replay.backends import BackendUnavailableError, opencl
@@ -443,34 +446,75 @@ def test_relaxed_overlap_probe_times_both_sides(backend):
         except BackendUnavailableError as e:
             pytest.skip(f"no OpenCL platform: {e}")
     (row,) = overlap_rows_subprocess(to_dict(load_config(CONFIG)), backend, 256, 4,
-                                     [(8, 16)], repeats=5)
-    for key in ("train_s", "replay_s", "sequential_s", "parallel_s", "handoff_s"):
+                                     [(8, 16)], repeats=3, executors=executors)
+    for key in ("train_s", "replay_s", "strict_s", "relaxed_s", "handoff_s"):
         assert row[key] > 0, key
-    # in sequence, the two sides take at least the longer of them
-    assert row["sequential_s"] > max(row["train_s"], row["replay_s"]) * 0.5
-    assert np.isfinite(row["overlap"]) and np.isfinite(row["overlap_cpu"])
+    # an SGD step of the strict loop holds both sides, and the loop's glue besides
+    assert row["strict_s"] > row["train_s"] + row["replay_s"]
+    assert row["saved_s"] == pytest.approx(row["strict_s"] - row["relaxed_s"], abs=0.3 * (
+        row["strict_s"] + row["relaxed_s"]))  # a median of paired differences, not of each
+    shorter = min(row["train_s"], row["replay_s"])
+    assert row["overlap"] == pytest.approx((row["saved_s"] + row["handoff_s"]) / shorter)
+    assert np.isfinite(row["overlap_cpu"])
+    assert ("overlap_pipelined" in row) == ("pipelined" in executors)
+    if "pipelined" in executors:
+        assert row["pipelined_strict_s"] > 0 and row["pipelined_relaxed_s"] > 0
+
+
+def test_overlap_loops_are_the_runtime_s_in_both_modes():
+    """The loops an overlap row compares differ in their dependency alone, and put the tree
+    where the row says: the JAX tree on the second CPU device, a host backend as itself."""
+    from hrl.config import load_config, to_dict
+    from hrl.mapping.profile import SECOND_CPU_PLACEMENT, overlap_loop_config
+
+    base = to_dict(load_config(CONFIG))
+    strict, relaxed = (overlap_loop_config(base, "jax", 1024, 4, 64, 32, "pipelined", r)
+                       for r in (False, True))
+    assert (strict.train.dependency, strict.train.staleness) == ("strict", 0)
+    assert (relaxed.train.dependency, relaxed.train.staleness) == ("relaxed", 1)
+    assert to_dict(strict)["train"] | {"dependency": "relaxed", "staleness": 1} == \
+        to_dict(relaxed)["train"]
+    for cfg in (strict, relaxed):
+        assert cfg.placement == SECOND_CPU_PLACEMENT and cfg.train.executor == "pipelined"
+        assert cfg.train.actors == "process" and tuple(cfg.agent.hidden_sizes) == (64, 64)
+        assert cfg.replay.capacity == 1024 and cfg.train.batch_size == 32
+    pocl = overlap_loop_config(base, "opencl", 1024, 4, 64, 32, "sequential", True)
+    assert pocl.replay.backend == "opencl" and pocl.train.executor == "sequential"
 
 
 def test_plan_prices_the_relaxed_overlap_measured_nearest_the_workload():
     from hrl.mapping.plan import replay_overlap_from_profile
     from hrl.mapping.workload import Workload
 
-    def row(place, width, batch, eta):
-        return {"call": "overlap:thread", "placement": place, "width": width, "batch": batch,
-                "overlap": eta, "overlap_cpu": eta - 1.0}
+    def row(place, width, batch, eta, call="overlap:loop", **more):
+        return {"call": call, "placement": place, "width": width, "batch": batch,
+                "overlap": eta, "overlap_cpu": eta - 1.0, **more}
 
-    profile = {"rows": [row("pocl", 64, 32, -0.6), row("pocl", 256, 256, 0.4),
-                        row("pocl", 64, 256, 1.7), row("rtl", 64, 32, 0.9)]}
+    profile = {"rows": [row("pocl", 64, 32, -0.6, overlap_pipelined=-0.8),
+                        row("pocl", 256, 256, 0.4), row("pocl", 64, 256, 1.7),
+                        row("rtl", 64, 32, 0.9),
+                        # an older profile's probe, out of the loop: read only where a
+                        # placement has no loop row
+                        row("pocl", 64, 40, 0.95, "overlap:thread"),
+                        row("cpu1", 64, 32, 0.3, "overlap:thread")]}
     small = Workload(hidden=(64, 64), batch_size=40)
     got = replay_overlap_from_profile(profile, small)
     assert got["pocl"][0] == pytest.approx(-0.6) and got["rtl"][0] == pytest.approx(0.9)
-    assert "batch 32" in got["pocl"][1]
+    assert "overlap:loop" in got["pocl"][1] and "batch 32" in got["pocl"][1]
+    assert got["cpu1"] == (pytest.approx(0.3), "overlap:thread at width 64, batch 32")
     big = Workload(hidden=(200, 200), batch_size=300)
     assert replay_overlap_from_profile(profile, big)["pocl"][0] == pytest.approx(0.4)
     wide_batch = Workload(hidden=(64, 64), batch_size=200)  # measured 1.7: capped at 1
     assert replay_overlap_from_profile(profile, wide_batch)["pocl"][0] == 1.0
     assert replay_overlap_from_profile(profile, small, "cpu")["pocl"][0] == pytest.approx(-1.6)
+    # the pipelined executor's own figure where the row has one, the sequential one's else
+    piped = replay_overlap_from_profile(profile, small, executor="pipelined")
+    assert piped["pocl"][0] == pytest.approx(-0.8) and piped["rtl"][0] == pytest.approx(0.9)
+    assert replay_overlap_from_profile(profile, big, executor="pipelined")["pocl"][0] == \
+        pytest.approx(0.4)
     assert replay_overlap_from_profile({"rows": []}, small) == {}
+    with pytest.raises(ValueError, match="executor must be"):
+        replay_overlap_from_profile(profile, small, executor="fused")
 
 
 def test_the_profiler_times_the_rtl_tree_in_fixed_point_for_a_float_config():

@@ -21,10 +21,10 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   in the profile); in train's queue (its placement, or the XLA tree `cpu-xla` on the same
   device: `Placement.queue`) the calls run in order, as in strict. Per iteration that saves
   the share `overlap` of the shorter of the two sides that the thread hides where the tree sits
-  (measured: profile rows `overlap:thread`, 1 where none; below 0 where the two sides slow
-  each other down by more than they overlap, as PoCL and XLA:CPU do on 2 cores at small
-  sizes), less the hand-off, and no resource can do more than its busy time allows (the
-  host CPU on its cores):
+  (measured in the runtime's own loops, strict against relaxed: profile rows `overlap:loop`,
+  1 where none; below 0 where the two sides slow each other down by more than they overlap,
+  as PoCL and XLA:CPU do on 2 cores at small sizes), less the hand-off, and no resource can
+  do more than its busy time allows (the host CPU on its cores):
   relaxed = max(strict - (overlap * min(train side, replay side) - sgd_steps * hand-off),
                 busiest resource / its cores),
   train side = train + the batch's link from sample, replay side = sample + update + the TD
@@ -40,7 +40,8 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   + the process link for the transitions and the weights (sent by one side, read by the other:
   both pay); learner side = insert, sample, train, update + their links + the rest of the
   bookkeeping + the same process link; strict: the learner side in sequence; relaxed: the
-  same less the overlap above, bounded by its busiest resource. Each side pays its own
+  same less the overlap above (the pipelined executor's own, measured with the actors'
+  process beside the learner), bounded by its busiest resource. Each side pays its own
   hand-offs through the queues on top (measured, `plan.loop_overheads`: fitted on the
   profile's pipelined loop rows, those where the actors bind for theirs and those where the
   learner binds for its), so the slower side's decides the iteration; the shared bound has
@@ -113,8 +114,10 @@ class Problem:
     # take them back (profile row `link:thread`; 0 when the profile has none).
     replay_handoff: float = 0.0
     # (P,) the share of the shorter side the replay thread hides with the tree on each
-    # placement (profile rows `overlap:thread`; 1 where none was measured).
+    # placement (profile rows `overlap:loop`; 1 where none was measured), in the sequential
+    # executor and in the pipelined one (None: as in the sequential).
     replay_overlap: np.ndarray | None = None
+    replay_overlap_pipelined: np.ndarray | None = None
     # (P,) the call queue each placement's calls join (`Placement.queue`): the relaxed
     # dependency overlaps the tree with train only where the two queues differ.
     queue: np.ndarray | None = None
@@ -125,8 +128,11 @@ class Problem:
             return np.arange(len(self.placements))
         return np.asarray(self.queue, int)
 
-    def overlap_per_placement(self) -> np.ndarray:
-        """`replay_overlap`, ones where the problem has none."""
+    def overlap_per_placement(self, executor: str = "sequential") -> np.ndarray:
+        """`replay_overlap` (`executor` "pipelined": `replay_overlap_pipelined` where the
+        problem has it), ones where the problem has none."""
+        if executor == "pipelined" and self.replay_overlap_pipelined is not None:
+            return np.asarray(self.replay_overlap_pipelined, float)
         if self.replay_overlap is None:
             return np.ones(len(self.placements))
         return np.asarray(self.replay_overlap, float)
@@ -175,6 +181,8 @@ def build_problem(placements: list[Placement], workload: Workload,
     edges = workload.edges()
     counts = workload.counts()
     overhead = loop_overhead or {}
+    sequential = overhead.get("replay_overlap", {})  # measured overlap per placement
+    pipelined = overhead.get("replay_overlap_pipelined", {})
     return Problem(
         placements=tuple(names), resources=tuple(resources),
         latency=np.array(latency_table(placements, workload, CALLS), float),
@@ -199,8 +207,9 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_pipelined_actor=float(overhead.get("pipelined_actor", 0.0)),
         overhead_pipelined_actor_relaxed=_optional(overhead.get("pipelined_actor_relaxed")),
         replay_handoff=float(overhead.get("replay_handoff", 0.0)),
-        replay_overlap=np.array([float(overhead.get("replay_overlap", {}).get(n, 1.0))
-                                 for n in names]),
+        replay_overlap=np.array([sequential.get(n, 1.0) for n in names], float),
+        replay_overlap_pipelined=np.array([pipelined.get(n, sequential.get(n, 1.0))
+                                           for n in names], float),
         queue=np.array([queues.index(p.queue_name) for p in placements]),
     )
 
@@ -237,7 +246,8 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
               ipc_seconds, host_cores, overhead_pipelined, overhead_pipelined_actor,
               relaxed_overheads, replay_handoff,
-              replay_overlap, queue, n_placements, n_resources, tree_shared):
+              replay_overlap, replay_overlap_pipelined, queue, n_placements, n_resources,
+              tree_shared):
     # the four in relaxed dependency
     host_r, actor_r, pipelined_r, pipelined_actor_r = relaxed_overheads
     assign = enumerate_assignments(n_placements)  # (M, 5)
@@ -294,9 +304,13 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     replay_side = calls_of(("sample", "update")) + edges_of(edge_between("train", "update"))
     overlaps = (queue[assign[:, prim("sample")]] != queue[assign[:, prim("train")]]) & (
         staleness > 0)
-    hidden = replay_overlap[assign[:, prim("sample")]]  # measured where the tree sits
-    saved = jnp.where(overlaps, hidden * jnp.minimum(train_side, replay_side)
-                      - sgd_steps * replay_handoff, 0.0)
+    shorter = jnp.minimum(train_side, replay_side)
+
+    def saved_with(overlap):  # measured where the tree sits, per executor
+        return jnp.where(overlaps, overlap[assign[:, prim("sample")]] * shorter
+                         - sgd_steps * replay_handoff, 0.0)
+
+    saved = saved_with(replay_overlap)
     host_cpu = jax.nn.one_hot(host_resource, n_resources)
     capacity = jnp.where(host_cpu > 0, host_cores, 1.0)  # the host CPU's cores, 1 elsewhere
     relaxed_order = call_time.sum(1) + edge_time.sum(1) + overhead_r
@@ -317,7 +331,8 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_dst, 0.0),
                                jax.nn.one_hot(hop_resource[dst], n_resources))
     learner_relaxed = jnp.maximum(
-        learner_in_order - saved, jnp.max(learner_busy / capacity[None, :], axis=1)
+        learner_in_order - saved_with(replay_overlap_pipelined),
+        jnp.max(learner_busy / capacity[None, :], axis=1)
     ) + host_r - actor_r + ipc_seconds
     # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
     link_ends = (2.0 * ipc_seconds)[None] * host_cpu[None, :]
@@ -433,7 +448,8 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
         f32(prob.overhead_pipelined), f32(prob.overhead_pipelined_actor),
         f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
-        f32(prob.overlap_per_placement()), i32(prob.queue_per_placement()),
+        f32(prob.overlap_per_placement()), f32(prob.overlap_per_placement("pipelined")),
+        i32(prob.queue_per_placement()),
         n_placements=len(prob.placements),
         n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),

@@ -144,28 +144,40 @@ def thread_handoff_from_profile(profile: dict | None, metric: str = "wall") -> f
 
 
 def replay_overlap_from_profile(profile: dict | None, workload: Workload,
-                                metric: str = "wall") -> dict[str, tuple[float, str]]:
-    """Per placement of the tree, the share of the shorter side the relaxed dependency's
-    replay thread hides (`overlap:thread` rows, `hrl.mapping.profile._overlap_rows_main`), at
+                                metric: str = "wall", executor: str = "sequential"
+                                ) -> dict[str, tuple[float, str]]:
+    """Per placement of the tree, the share of the shorter side that relaxed dependency hides
+    in `executor`'s loop (`overlap:loop` rows, `hrl.mapping.profile._overlap_rows_main`), at
     the measured (width, batch) nearest the workload's (on log scales), and where it was
-    measured. At most 1: a side cannot hide more than itself (a figure above 1 is noise). No
-    entry for a placement the profile did not measure (the model then assumes 1)."""
+    measured. At most 1: a side cannot hide more than itself (a figure above 1 is noise).
+    The pipelined executor's own figure where the row has one, else the sequential one's;
+    an older profile's `overlap:thread` rows (the thread timed out of the loop) where a
+    placement has no `overlap:loop` row. No entry for a placement the profile did not
+    measure (the model then assumes 1)."""
     import math
 
-    from hrl.mapping.profile import OVERLAP_CALL
+    from hrl.mapping.profile import LEGACY_OVERLAP_CALL, OVERLAP_CALL
 
+    if executor not in ("sequential", "pipelined"):
+        raise ValueError(f"executor must be 'sequential' or 'pipelined', got {executor!r}")
     key = "overlap_cpu" if metric == "cpu" else "overlap"
+    keys = [f"overlap_{executor}", key] if executor != "sequential" and metric != "cpu" else [key]
     width = max(workload.hidden) if workload.hidden else 1
     out: dict[str, tuple[float, str]] = {}
-    rows = [r for r in (profile or {}).get("rows", ()) if r["call"] == OVERLAP_CALL
-            and key in r]
+    rows = [r for r in (profile or {}).get("rows", ())
+            if r["call"] in (OVERLAP_CALL, LEGACY_OVERLAP_CALL) and key in r]
     for place in sorted({r["placement"] for r in rows}):
+        here = [r for r in rows if r["placement"] == place]
+        call = OVERLAP_CALL if any(r["call"] == OVERLAP_CALL for r in here) else \
+            LEGACY_OVERLAP_CALL
+
         def distance(r):
             return math.hypot(math.log(r["width"] / width),
                               math.log(r["batch"] / workload.batch_size))
 
-        r = min((r for r in rows if r["placement"] == place), key=distance)
-        out[place] = (min(float(r[key]), 1.0), f"width {r['width']}, batch {r['batch']}")
+        r = min((r for r in here if r["call"] == call), key=distance)
+        eta = next(r[k] for k in keys if k in r)
+        out[place] = (min(float(eta), 1.0), f"{call} at width {r['width']}, batch {r['batch']}")
     return out
 
 
@@ -498,6 +510,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     loop_overhead["replay_handoff"] = handoff or 0.0
     overlap = replay_overlap_from_profile(profile, workload, metric)
     loop_overhead["replay_overlap"] = {p: eta for p, (eta, _) in overlap.items()}
+    overlap_pipelined = replay_overlap_from_profile(profile, workload, metric, "pipelined")
+    loop_overhead["replay_overlap_pipelined"] = {p: eta for p, (eta, _) in
+                                                 overlap_pipelined.items()}
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,
                       loop_overhead=loop_overhead, process_link=process, host_cores=cores)
     if process is None:
@@ -513,8 +528,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                     "thread hand-offs not costed (no link:thread in the profile: re-profile)"))
     for place, (eta, where) in overlap.items():
         notes.append(f"relaxed dependency, tree on {place}: the replay thread hides "
-                     f"{eta:.0%} of the shorter side (overlap:thread at {where}; below 0: the "
-                     "two sides slow each other down more than they overlap)")
+                     f"{eta:.0%} of the shorter side in the sequential executor, "
+                     f"{overlap_pipelined[place][0]:.0%} in the pipelined ({where}; below 0: "
+                     "the two sides slow each other down more than they overlap)")
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
     what = {"host": "host-loop bookkeeping", "fused": "fused-loop bookkeeping",

@@ -563,33 +563,35 @@ class Profiler:
         return replay, prims, state
 
     def _profile_overlap(self, name: str, backend: str, repeats: int):
-        """How much of the shorter side the relaxed dependency's replay thread hides
-        (`overlap:thread`), with the tree on host backend `backend` and train on the CPU,
-        at the grid's first capacity and fan-out and every width and batch (the first width
-        and batch only for the RTL simulation, whose calls take milliseconds). Measured in a
-        fresh process in the dispatch and threads a relaxed host loop with this tree runs in
-        (`_overlap_rows_main`); each row holds the four timings and the overlap they give.
-        `backend` "jax": the JAX tree on the second CPU device (placement `cpu1`)."""
+        """What relaxed dependency saves in the runtime's loops with the tree on host backend
+        `backend` and train on the CPU (`overlap:loop`), at the grid's first capacity and
+        fan-out and every width and batch (the first width and batch, and the sequential
+        executor only, for the RTL simulation, whose calls take milliseconds). Measured in a
+        fresh process, as a run with this tree starts (`_overlap_rows_main`); each row holds
+        the loops' timings and the overlap they give. `backend` "jax": the JAX tree on the
+        second CPU device (placement `cpu1`)."""
         from hrl.config import to_dict
 
         g = self.grid
+        executors = OVERLAP_EXECUTORS
         if backend == "rtl":
-            points = [(g["width"][0], g["batch"][0])]
+            points, executors = [(g["width"][0], g["batch"][0])], ("sequential",)
         else:
             points = list(itertools.product(g["width"], g["batch"]))
         try:
             got = overlap_rows_subprocess(to_dict(self.cfg), backend, g["capacity"][0],
-                                          g["fanout"][0], points, repeats)
+                                          g["fanout"][0], points, repeats, executors)
         except RuntimeError as err:
             self.skipped.append(f"{OVERLAP_CALL} on {name}: {err}")
             return
         for (width, batch), m in zip(points, got, strict=True):
-            s = Setting(num_envs=1, width=width, batch=batch, capacity=g["capacity"][0],
-                        fanout=g["fanout"][0])
+            s = Setting(num_envs=OVERLAP_LOOP[0], width=width, batch=batch,
+                        capacity=g["capacity"][0], fanout=g["fanout"][0])
             self._record(OVERLAP_CALL, name, "host", s, "sample",
-                         {"latency_s": m["parallel_s"], "cpu_s": m["parallel_cpu_s"],
-                          "p10_s": m["parallel_p10_s"], "p90_s": m["parallel_p90_s"]}, repeats)
-            self.rows[-1].update({k: v for k, v in m.items() if not k.startswith("parallel")})
+                         {"latency_s": m["relaxed_s"], "cpu_s": m["relaxed_cpu_s"],
+                          "p10_s": m["relaxed_p10_s"], "p90_s": m["relaxed_p90_s"]}, repeats)
+            self.rows[-1].update({k: v for k, v in m.items()
+                                  if not k.startswith("relaxed_")})
 
     def _profile_backend(self, name, backend, s: Setting, repeats: int, batches, num_envs):
         """sample / update / insert of the runtime's host replay (`hrl.replay.host_buffer`)
@@ -881,7 +883,8 @@ ROW_IDENTITY = ("call", "placement", "mode", "env", "algo", "num_envs", "width",
 # collective's psum, the move between CPU devices): the interleaving already cancels a slow
 # spell, and the lowest of several rounds is the luckiest, not the truest (the lowest parallel
 # time picked an overlap that put a losing mapping first). Their first round stands.
-DIFFERENCE_CALLS = ("overlap:thread", "link:cpu-collective", "link:cpu-device")
+DIFFERENCE_CALLS = ("overlap:loop", "overlap:thread", "link:cpu-collective",
+                    "link:cpu-device")
 
 
 def _kept_by_min(rows: list[dict]) -> bool:
@@ -925,7 +928,20 @@ COLLECTIVE_CALL = "link:cpu-collective"
 HANDOFF_CALL = "link:thread"
 CPU_DEVICE_CALL = "link:cpu-device"
 HANDOFF_BATCH = 200  # round trips per timed call of the thread hand-off
-OVERLAP_CALL = "overlap:thread"  # the relaxed dependency's replay thread beside train
+# What relaxed dependency saves in the runtime's own loops, with the tree off the learner's
+# device (`_overlap_rows_main`). Profiles before timed the replay thread beside train alone,
+# out of the loop (`overlap:thread`, still read where a profile has no `overlap:loop` row):
+# there it hid up to 80% of the shorter side, while relaxed runs of the loops with the tree
+# on the second CPU device were 10-40% slower than strict on the 2-core VM.
+OVERLAP_CALL = "overlap:loop"
+LEGACY_OVERLAP_CALL = "overlap:thread"
+# The loops an overlap row times: envs, actor steps and SGD steps per iteration (an actor
+# step per two SGD steps, as in three of the validation's four settings: with the actors'
+# share of the cores, the pipelined executor's relaxed runs change), the executors, and
+# iterations per timed run.
+OVERLAP_LOOP = (8, 4, 8)
+OVERLAP_EXECUTORS = ("sequential", "pipelined")
+OVERLAP_ITERATIONS = 8
 # The placement of the JAX tree on the second XLA CPU device, and how a config says it: the
 # learner's primitives are pinned to the first device (an unplaced primitive runs where its
 # inputs are, and the sample's batch comes from cpu:1).
@@ -934,7 +950,7 @@ SECOND_CPU = "cpu1"
 XLA_TREE = "cpu-xla"
 SECOND_CPU_PLACEMENT = {"infer": "cpu:0", "train": "cpu:0", "sample": "cpu:1",
                         "update": "cpu:1"}
-OVERLAP_MIN_REPEATS = 60  # rounds of the four interleaved timings per point
+OVERLAP_MIN_REPEATS = 9  # timed runs of each loop per point, strict and relaxed in turns
 COLLECTIVE_DEVICES = 2
 COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced per psum
 COLLECTIVE_MIN_SCAN = 200
@@ -1013,6 +1029,15 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
     return [(int(n), t) for n, t in pairs]
 
 
+def _set_width(data: dict, width: int) -> None:
+    """Two hidden layers `width` wide for the agent of config dict `data` (DDPG: both nets)."""
+    if data["algo"] == "dqn":
+        data["agent"]["hidden_sizes"] = [width, width]
+    else:
+        data["agent"]["actor_hidden_sizes"] = [width, width]
+        data["agent"]["critic_hidden_sizes"] = [width, width]
+
+
 def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
     """The config of one loop row: `base` (a config dict) at the loop-row sizes, L=`steps`
     actor steps and U=`sgd` SGD steps per iteration, strict, run by `loop` (fused, host, or
@@ -1021,11 +1046,7 @@ def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
 
     data = json.loads(json.dumps(base))
     data["env"].update(num_envs=LOOP_ENVS[loop])
-    if data["algo"] == "dqn":
-        data["agent"]["hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
-    else:
-        data["agent"]["actor_hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
-        data["agent"]["critic_hidden_sizes"] = [LOOP_WIDTH, LOOP_WIDTH]
+    _set_width(data, LOOP_WIDTH)
     data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
     data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH,
                          train_ratio=sgd / (steps * LOOP_ENVS[loop]),
@@ -1075,106 +1096,101 @@ def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
                           tail=1000)
 
 
+def overlap_loop_config(base: dict, backend: str, capacity: int, fanout: int, width: int,
+                        batch: int, executor: str, relaxed: bool):
+    """The config of one loop an `overlap:loop` row times: `base` (a config dict) with the tree
+    on host backend `backend` ("jax": the JAX tree on the second XLA CPU device, the learner
+    on the first), `OVERLAP_LOOP` envs, actor steps and SGD steps per iteration, the agent's
+    layers `width` wide, sampling `batch`, run by `executor` (sequential, or pipelined with
+    process actors one iteration ahead, as validation runs it), relaxed (staleness 1) or
+    strict."""
+    from hrl.config import config_from_dict
+    from hrl.replay.backends import format_for
+
+    envs, steps, sgd = OVERLAP_LOOP
+    data = json.loads(json.dumps(base))
+    data["env"].update(num_envs=envs)
+    _set_width(data, width)
+    data["replay"].update(backend=backend, capacity=capacity, fanout=fanout,
+                          fmt=format_for(backend, data["replay"]["fmt"]))
+    if backend == "jax":
+        data["placement"] = dict(SECOND_CPU_PLACEMENT)
+    data["train"].update(rollout_length=steps, batch_size=batch, train_ratio=sgd / (steps * envs),
+                         learning_starts=min(4 * batch, capacity), fused=False,
+                         dependency="relaxed" if relaxed else "strict",
+                         staleness=1 if relaxed else 0, total_env_steps=10**7,
+                         executor=executor, actors="thread")
+    if executor == "pipelined":
+        data["train"].update(actors="process", pipeline_depth=1)
+    data.setdefault("log", {})["progress"] = False
+    return config_from_dict(data)
+
+
 def _overlap_rows_main() -> None:
     """Entry of the subprocess `overlap_rows_subprocess` starts: argv[1] is a JSON {"base",
-    "backend", "capacity", "fanout", "points", "repeats"}. Per (width, batch) point, four
-    timings of one SGD step's calls as `HostLoop._learn` makes them in relaxed dependency:
-    train alone (`HostTrain.step`, waited for), the replay side alone (update, then the next
-    sample on the host tree), the two in sequence, and the two in parallel (the replay side
-    submitted to a thread of its own, train in this one, then the join:
-    `HostLoop._relaxed_step`); and a no-op hand-off to the thread. The overlap is the share
-    of the shorter side the parallel run hides, hand-off put back:
-    (sequential - parallel + hand-off) / min(train, replay side), from the wall times
-    ("overlap") and from the CPU times ("overlap_cpu"). Prints one JSON line, a dict per
-    point."""
+    "backend", "capacity", "fanout", "points", "executors", "repeats"}. Per (width, batch)
+    point and executor, the runtime's own loop (`overlap_loop_config`) in strict and in
+    relaxed dependency, timed in turns (`_interleaved_times`), and what relaxed saves per SGD
+    step ("saved_s", the median of the paired differences). From the strict sequential loop's
+    own timers: train's side and the replay's side (sample, update and insert) per SGD step.
+    And a no-op hand-off to a thread ("handoff_s"). The overlap is the share of the shorter
+    side that relaxed dependency hides in the loop, hand-off put back:
+    (saved + hand-off) / min(train, replay side), from the wall times ("overlap",
+    "overlap_pipelined" for the pipelined executor) and the CPU times of this process
+    ("overlap_cpu"). Prints one JSON line, a dict per point."""
     import sys
     from concurrent.futures import ThreadPoolExecutor
 
-    from hrl.config import config_from_dict
-    from hrl.replay.backends import format_for
+    from hrl.mapping.validate import WarmLoop
     from hrl.runtime.cpu_backend import start_cpu_backend
-    from hrl.runtime.loop import HostTrain
 
     a = json.loads(sys.argv[1])
-    data = json.loads(json.dumps(a["base"]))
-    data["replay"].update(backend=a["backend"], capacity=a["capacity"], fanout=a["fanout"],
-                          fmt=format_for(a["backend"], data["replay"]["fmt"]))
-    data["train"].update(dependency="relaxed", staleness=1, fused=False, executor="auto",
-                         learning_starts=min(data["train"]["learning_starts"], a["capacity"]))
-    jax_tree = a["backend"] == "jax"  # on the second CPU device, the learner on the first
-    if jax_tree:
-        data["placement"] = dict(SECOND_CPU_PLACEMENT)
-    cfg = config_from_dict(data)
-    start_cpu_backend(cfg)  # the dispatch, threads and devices of a relaxed host loop like it
-    prof = Profiler(cfg, progress=False, loops=False)
+
+    def config(width, batch, executor, relaxed):
+        return overlap_loop_config(a["base"], a["backend"], a["capacity"], a["fanout"], width,
+                                   batch, executor, relaxed)
+
+    # the dispatch, threads and devices of a relaxed loop with this tree
+    start_cpu_backend(config(*a["points"][0], "sequential", True))
     repeats = max(OVERLAP_MIN_REPEATS, a["repeats"])
-    rng = np.random.default_rng(0)
-    beta = np.float32(0.4)
-    out = []
     with ThreadPoolExecutor(1) as pool:
         handoff = _median_time(lambda: [pool.submit(int).result()
                                         for _ in range(HANDOFF_BATCH)], repeats)
-        handoff = {k: v / HANDOFF_BATCH for k, v in handoff.items()}
-        for width, batch in a["points"]:
-            agent = _agent(cfg.algo, width, prof.spec)
-            idx = rng.integers(0, a["capacity"], batch).astype(np.int32)
-            td = rng.uniform(0.01, 2.0, batch).astype(np.float32)
-            key = np.asarray(jax.random.PRNGKey(7))  # on the host, as the loop keeps its keys
-            learner = tree_device = None
-            if jax_tree:  # as HostLoop calls it: jitted, donated, inputs moved by `_put`
-                learner, tree_device = jax.devices("cpu")[:2]
-                replay = prof._replay(a["capacity"], a["fanout"])
-                tree = prof._filled_replay(replay, tree_device, rng)
-                prims = prof._prims(agent, replay, batch, 1)
-                sample_fn = jax.jit(prims.sample)
-                update_fn = jax.jit(prims.update, donate_argnums=0)
-            else:
-                _, prims, tree = prof._filled_host_replay(a["backend"], a["capacity"],
-                                                          a["fanout"], agent, batch)
-                sample_fn, update_fn = prims.sample, prims.update
-            to_learner, to_tree = _placed_call(learner), _placed_call(tree_device)
-            sample = sample_fn(*to_tree(tree, key, beta))
-            host_train = HostTrain.build(prims.train, agent.init(jax.random.PRNGKey(0)),
-                                         sample.items, sample.weights)
-            packed = jax.device_put(host_train.pack_agent(agent.init(jax.random.PRNGKey(0))),
-                                    learner)
-
-            def train():
-                nonlocal packed
-                packed, *rest = host_train.step(*to_learner(packed, sample.items,
-                                                            sample.weights))
-                return jax.block_until_ready(rest)
-
-            def replay_side():
-                nonlocal tree
-                tree = update_fn(*to_tree(tree, idx, td))
-                return jax.block_until_ready(sample_fn(*to_tree(tree, key, beta)).indices)
-
-            def sequential():
-                return train(), replay_side()
-
-            def parallel():
-                job = pool.submit(replay_side)
-                try:
-                    return train()
-                finally:
-                    job.result()
-
-            t, saved = _interleaved_times({"train": train, "replay": replay_side,
-                                           "sequential": sequential, "parallel": parallel},
-                                          repeats, paired=("sequential", "parallel"))
-            row = {"train_s": t["train"]["latency_s"], "replay_s": t["replay"]["latency_s"],
-                   "sequential_s": t["sequential"]["latency_s"],
-                   "handoff_s": handoff["latency_s"]}
-            for suffix, key_ in (("", "latency_s"), ("_cpu", "cpu_s")):
-                shorter = min(t["train"][key_], t["replay"][key_])
-                row["overlap" + suffix] = ((saved[key_] + handoff[key_]) / shorter
-                                           if shorter > 0 else 0.0)
-            row.update({"parallel_s": t["parallel"]["latency_s"],
-                        "parallel_cpu_s": t["parallel"]["cpu_s"],
-                        "parallel_p10_s": t["parallel"]["p10_s"],
-                        "parallel_p90_s": t["parallel"]["p90_s"]})
-            out.append(row)
+    handoff = {k: v / HANDOFF_BATCH for k, v in handoff.items()}
+    out = []
+    for width, batch in a["points"]:
+        row = {"handoff_s": handoff["latency_s"]}
+        for executor in a["executors"]:
+            with (WarmLoop(config(width, batch, executor, False), OVERLAP_ITERATIONS) as strict,
+                  WarmLoop(config(width, batch, executor, True), OVERLAP_ITERATIONS) as relaxed):
+                if executor == "sequential":
+                    for timers in (strict.loop.timings, relaxed.loop.timings):
+                        timers.update(dict.fromkeys(timers, 0.0))
+                t, saved = _interleaved_times({"strict": strict.step, "relaxed": relaxed.step},
+                                              repeats, paired=("strict", "relaxed"))
+                per_step = OVERLAP_ITERATIONS * strict.sgd_per_iteration
+                if executor == "sequential":  # its timers saw 2 + repeats runs
+                    timers, runs = strict.loop.timings, (2 + repeats) * per_step
+                    row["train_s"] = timers["train"] / runs
+                    row["replay_s"] = (timers["sample"] + timers["update"]) / runs
+            prefix = "" if executor == "sequential" else f"{executor}_"
+            row.update({f"{prefix}strict_s": t["strict"]["latency_s"] / per_step,
+                        f"{prefix}relaxed_s": t["relaxed"]["latency_s"] / per_step,
+                        f"{prefix}saved_s": saved["latency_s"] / per_step})
+            if executor == "sequential":
+                row.update({"relaxed_cpu_s": t["relaxed"]["cpu_s"] / per_step,
+                            "relaxed_p10_s": t["relaxed"]["p10_s"] / per_step,
+                            "relaxed_p90_s": t["relaxed"]["p90_s"] / per_step,
+                            "saved_cpu_s": saved["cpu_s"] / per_step})
+        shorter = min(row["train_s"], row["replay_s"])
+        for name, saved_key, handoff_key in (("overlap", "saved_s", "latency_s"),
+                                             ("overlap_cpu", "saved_cpu_s", "cpu_s"),
+                                             ("overlap_pipelined", "pipelined_saved_s",
+                                              "latency_s")):
+            if saved_key in row:
+                row[name] = ((row[saved_key] + handoff[handoff_key]) / shorter
+                             if shorter > 0 else 0.0)
+        out.append(row)
     print(json.dumps(out))
 
 
@@ -1192,13 +1208,17 @@ def _placed_call(device):
 
 
 def overlap_rows_subprocess(base: dict, backend: str, capacity: int, fanout: int, points,
-                            repeats: int, timeout: float = 900.0) -> list[dict]:
+                            repeats: int, executors=OVERLAP_EXECUTORS,
+                            timeout: float = 1800.0) -> list[dict]:
     """`_overlap_rows_main` in a fresh Python (see `Profiler._profile_overlap`). Raises
     RuntimeError with the child's error when it fails."""
+    if not executors or executors[0] != "sequential":
+        raise ValueError(f"executors must start with 'sequential' (its timers give the two "
+                         f"sides), got {list(executors)}")
     code = "from hrl.mapping.profile import _overlap_rows_main; _overlap_rows_main()"
     args = json.dumps({"base": base, "backend": backend, "capacity": int(capacity),
                        "fanout": int(fanout), "points": [list(p) for p in points],
-                       "repeats": int(repeats)})
+                       "executors": list(executors), "repeats": int(repeats)})
     return run_json_child(["-c", code, args], "the relaxed-overlap probe", timeout,
                           env=_child_env(), tail=1000)
 

@@ -93,36 +93,57 @@ def mode_overrides(mode: str, staleness: int) -> tuple[str, ...]:
 def measure_iteration(cfg, iterations: int, repeats: int = 3) -> dict:
     """Median wall and CPU seconds per iteration of the runtime's loop for `cfg` (after
     warm-up), and the env steps and SGD steps of one iteration."""
-    from hrl.runtime.run import build
-
-    built = build(cfg)
-    loop = built.loop
-    try:
-        return _measure(built, loop, iterations, repeats)
-    finally:
-        if hasattr(loop, "close"):
-            loop.close()  # the pipelined executor's actors' process
-
-
-def _measure(built, loop, iterations: int, repeats: int) -> dict:
-    from hrl.runtime.run import initial_state
-
-    sch = built.schedule
-    state = initial_state(built)
-    # Warm-up: fill the buffer past learning_starts, compile every path (incl. the n-iter scan).
-    warm = -(-sch.learning_starts // sch.env_steps_per_iter) + 2 * sch.period
-    state, _ = loop.run(state, warm)
-    state, _ = loop.run(state, iterations)
-    wall, cpu = [], []
-    for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        state, out = loop.run(state, iterations)
-        jax.block_until_ready(state)
-        wall.append((time.perf_counter() - t0) / iterations)
-        cpu.append((time.process_time() - c0) / iterations)
-        if not np.all(out.trained[sch.period - 1::sch.period]):
-            raise RuntimeError("validation run did not train in every learning round; raise "
-                               "the warm-up or lower train.learning_starts")
+    with WarmLoop(cfg, iterations) as run:
+        run.step()
+        wall, cpu = [], []
+        for _ in range(repeats):
+            c0, t0 = time.process_time(), time.perf_counter()
+            run.step()
+            wall.append((time.perf_counter() - t0) / iterations)
+            cpu.append((time.process_time() - c0) / iterations)
+        sch = run.schedule
     return {"wall_s": float(np.median(wall)), "cpu_s": float(np.median(cpu)),
             "env_steps_per_iter": sch.env_steps_per_iter,
             "sgd_per_iter": sch.updates_per_round / sch.period}
+
+
+class WarmLoop:
+    """The runtime's loop for `cfg`, built and run past its warm-up (the buffer filled past
+    learning_starts, every path compiled), then stepped `iterations` at a time (`step`), each
+    step checked to have trained in every learning round. A context manager: leaving it
+    closes the loop (the pipelined executor's actors' process)."""
+
+    def __init__(self, cfg, iterations: int):
+        from hrl.runtime.run import build, initial_state
+
+        built = build(cfg)
+        self.loop, self.schedule, self.iterations = built.loop, built.schedule, iterations
+        sch = self.schedule
+        self.sgd_per_iteration = sch.updates_per_round / sch.period
+        try:
+            self.state = initial_state(built)
+            warm = -(-sch.learning_starts // sch.env_steps_per_iter) + 2 * sch.period
+            self.state, _ = self.loop.run(self.state, warm)
+        except BaseException:
+            self.close()
+            raise
+
+    def step(self):
+        """Run `iterations` more; returns the state (ready)."""
+        sch = self.schedule
+        self.state, out = self.loop.run(self.state, self.iterations)
+        jax.block_until_ready(self.state)
+        if not np.all(out.trained[sch.period - 1::sch.period]):
+            raise RuntimeError("validation run did not train in every learning round; raise "
+                               "the warm-up or lower train.learning_starts")
+        return self.state
+
+    def close(self) -> None:
+        if hasattr(self.loop, "close"):
+            self.loop.close()  # the pipelined executor's actors' process
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
