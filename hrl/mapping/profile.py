@@ -931,14 +931,14 @@ HANDOFF_BATCH = 200  # round trips per timed call of the thread hand-off
 # What relaxed dependency saves in the runtime's own loops, with the tree off the learner's
 # device (`_overlap_rows_main`). Profiles before timed the replay thread beside train alone,
 # out of the loop (`overlap:thread`, still read where a profile has no `overlap:loop` row):
-# there it hid up to 80% of the shorter side, while relaxed runs of the loops with the tree
-# on the second CPU device were 10-40% slower than strict on the 2-core VM.
+# there it hid up to 80% of the shorter side, while relaxed runs with the tree on the second
+# CPU device took 1.09x-1.44x their strict runs (gymnasium M=8x16, the 2-core VM).
 OVERLAP_CALL = "overlap:loop"
 LEGACY_OVERLAP_CALL = "overlap:thread"
 # The loops an overlap row times: envs, actor steps and SGD steps per iteration (an actor
-# step per two SGD steps, as in three of the validation's four settings: with the actors'
-# share of the cores, the pipelined executor's relaxed runs change), the executors, and
-# iterations per timed run.
+# step per two SGD steps, as in three of the validation's four settings: what relaxed saves
+# in the pipelined executor depends on how much of the cores its actors' process takes), the
+# executors, and iterations per timed run.
 OVERLAP_LOOP = (8, 4, 8)
 OVERLAP_EXECUTORS = ("sequential", "pipelined")
 OVERLAP_ITERATIONS = 8
