@@ -693,16 +693,7 @@ class Profiler:
         pays per SGD step to run update and sample beside train (`HostLoop._relaxed_step`,
         a ThreadPoolExecutor of one thread). A no-op job, HANDOFF_BATCH round trips per timed
         call, so the row is well above the timer's resolution."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(1) as pool:
-            def round_trips():
-                for _ in range(HANDOFF_BATCH):
-                    pool.submit(int).result()
-
-            t = _median_time(round_trips, repeats)
-        self._record_link(HANDOFF_CALL, 0, {k: v / HANDOFF_BATCH for k, v in t.items()},
-                          repeats)
+        self._record_link(HANDOFF_CALL, 0, thread_handoff_time(repeats), repeats)
 
     def _profile_collective_link(self, repeats: int, scan: int):
         """A ring step of a collective between virtual CPU devices (`link:cpu-collective`):
@@ -1126,6 +1117,21 @@ def overlap_loop_config(base: dict, backend: str, capacity: int, fanout: int, wi
     return config_from_dict(data)
 
 
+def thread_handoff_time(repeats: int) -> dict[str, float]:
+    """`_median_time` of one hand-off of a no-op job to a ThreadPoolExecutor of one thread and
+    back, timed HANDOFF_BATCH round trips at a time so the figure stands well above the
+    timer's resolution."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        def round_trips():
+            for _ in range(HANDOFF_BATCH):
+                pool.submit(int).result()
+
+        t = _median_time(round_trips, repeats)
+    return {k: v / HANDOFF_BATCH for k, v in t.items()}
+
+
 def _overlap_rows_main() -> None:
     """Entry of the subprocess `overlap_rows_subprocess` starts: argv[1] is a JSON {"base",
     "backend", "capacity", "fanout", "points", "executors", "repeats"}. Per (width, batch)
@@ -1139,7 +1145,6 @@ def _overlap_rows_main() -> None:
     "overlap_pipelined" for the pipelined executor) and the CPU times of this process
     ("overlap_cpu"). Prints one JSON line, a dict per point."""
     import sys
-    from concurrent.futures import ThreadPoolExecutor
 
     from hrl.mapping.validate import WarmLoop
     from hrl.runtime.cpu_backend import start_cpu_backend
@@ -1153,10 +1158,7 @@ def _overlap_rows_main() -> None:
     # the dispatch, threads and devices of a relaxed loop with this tree
     start_cpu_backend(config(*a["points"][0], "sequential", True))
     repeats = max(OVERLAP_MIN_REPEATS, a["repeats"])
-    with ThreadPoolExecutor(1) as pool:
-        handoff = _median_time(lambda: [pool.submit(int).result()
-                                        for _ in range(HANDOFF_BATCH)], repeats)
-    handoff = {k: v / HANDOFF_BATCH for k, v in handoff.items()}
+    handoff = thread_handoff_time(repeats)
     out = []
     for width, batch in a["points"]:
         row = {"handoff_s": handoff["latency_s"]}

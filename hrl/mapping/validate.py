@@ -101,10 +101,9 @@ def measure_iteration(cfg, iterations: int, repeats: int = 3) -> dict:
             run.step()
             wall.append((time.perf_counter() - t0) / iterations)
             cpu.append((time.process_time() - c0) / iterations)
-        sch = run.schedule
     return {"wall_s": float(np.median(wall)), "cpu_s": float(np.median(cpu)),
-            "env_steps_per_iter": sch.env_steps_per_iter,
-            "sgd_per_iter": sch.updates_per_round / sch.period}
+            "env_steps_per_iter": run.schedule.env_steps_per_iter,
+            "sgd_per_iter": run.sgd_per_iteration}
 
 
 class WarmLoop:
