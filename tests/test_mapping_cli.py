@@ -2,6 +2,8 @@
 
 import csv
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -301,6 +303,20 @@ def test_pipelined_hand_offs_are_fitted_on_the_profile_s_loop_rows(tiny_profile)
               for a, le, sh in bounds]
     assert fitted == pytest.approx([r["latency_s"] for r in rows], rel=1e-6)
     assert "pipelined executor at 5 small settings" in found["pipelined"].source
+
+
+def test_profiler_children_see_no_gpu_whatever_the_parent_runs_on(monkeypatch):
+    """Every probe child measures CPU loops and links: on a GPU machine a child that started
+    the GPU backend took GPU memory beside its parent and failed out of memory (H100)."""
+    from hrl.mapping.profile import _child_env
+
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = _child_env(XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    assert env["JAX_PLATFORMS"] == "cpu"
+    assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2"
+    assert env["PYTHONPATH"].split(os.pathsep)[-1] == "/elsewhere"
+    assert (Path(env["PYTHONPATH"].split(os.pathsep)[0]) / "hrl" / "mapping").is_dir()
 
 
 @pytest.mark.parametrize("dispatch", ["sync", "async"])

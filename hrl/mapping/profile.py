@@ -1012,7 +1012,7 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
 
     from hrl.runtime.cpu_backend import with_cpu_device_count
 
-    env = _child_env(JAX_PLATFORMS="cpu", XLA_FLAGS=with_cpu_device_count(
+    env = _child_env(XLA_FLAGS=with_cpu_device_count(
         os.environ.get("XLA_FLAGS", ""), COLLECTIVE_DEVICES))
     code = "from hrl.mapping.profile import _collective_main; _collective_main()"
     pairs = run_json_child(["-c", code, json.dumps({"repeats": repeats, "scan": scan})],
@@ -1233,12 +1233,15 @@ def overlap_rows_subprocess(base: dict, backend: str, capacity: int, fanout: int
 
 def _child_env(**extra) -> dict:
     """This process's environment for a child that imports hrl from this checkout, plus
-    `extra`."""
+    `extra`. The child sees no GPU (JAX_PLATFORMS=cpu): every child measures CPU loops and
+    links, and on a GPU machine a child that starts the GPU backend takes its share of the
+    GPU's memory beside this process's (on an H100 the profiler's children failed with
+    CUDA_ERROR_OUT_OF_MEMORY, and the parent after them)."""
     import os
 
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-    return dict(os.environ, PYTHONPATH=path, **extra)
+    return {**os.environ, "PYTHONPATH": path, "JAX_PLATFORMS": "cpu", **extra}
 
 
 # ----------------------------------------------------------------------------- RTL cycles
