@@ -450,8 +450,8 @@ def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, 
 def test_relaxed_overlap_probe_times_the_runtime_loops(backend, executors):
     """`overlap:loop`: the runtime's loops in strict and relaxed dependency with the tree on
     PoCL or (jax) on a second XLA CPU device the probe's process makes itself, measured in a
-    fresh process; the overlap is what relaxed saved per SGD step, hand-off put back, over
-    the shorter side the strict loop's timers saw."""
+    fresh process. The row holds what relaxed saved per SGD step and the two sides the strict
+    loop's timers saw; the overlap is formed in `plan`, with the profile's link:thread."""
     from hrl.config import load_config, to_dict
     from hrl.mapping.profile import overlap_rows_subprocess
     from hrl.replay.backends import BackendUnavailableError, opencl
@@ -463,16 +463,16 @@ def test_relaxed_overlap_probe_times_the_runtime_loops(backend, executors):
             pytest.skip(f"no OpenCL platform: {e}")
     (row,) = overlap_rows_subprocess(to_dict(load_config(CONFIG)), backend, 256, 4,
                                      [(8, 16)], repeats=3, executors=executors)
-    for key in ("train_s", "replay_s", "strict_s", "relaxed_s", "handoff_s"):
+    for key in ("train_s", "replay_s", "strict_s", "relaxed_s"):
         assert row[key] > 0, key
     # an SGD step of the strict loop holds both sides, and the loop's glue besides
     assert row["strict_s"] > row["train_s"] + row["replay_s"]
     assert row["saved_s"] == pytest.approx(row["strict_s"] - row["relaxed_s"], abs=0.3 * (
         row["strict_s"] + row["relaxed_s"]))  # a median of paired differences, not of each
-    shorter = min(row["train_s"], row["replay_s"])
-    assert row["overlap"] == pytest.approx((row["saved_s"] + row["handoff_s"]) / shorter)
-    assert np.isfinite(row["overlap_cpu"])
-    assert ("overlap_pipelined" in row) == ("pipelined" in executors)
+    assert np.isfinite(row["saved_cpu_s"])
+    # one hand-off figure, the profile's link:thread: the probe times none of its own
+    assert not any(k.startswith(("overlap", "handoff")) for k in row)
+    assert ("pipelined_saved_s" in row) == ("pipelined" in executors)
     if "pipelined" in executors:
         assert row["pipelined_strict_s"] > 0 and row["pipelined_relaxed_s"] > 0
 
@@ -531,6 +531,37 @@ def test_plan_prices_the_relaxed_overlap_measured_nearest_the_workload():
     assert replay_overlap_from_profile({"rows": []}, small) == {}
     with pytest.raises(ValueError, match="executor must be"):
         replay_overlap_from_profile(profile, small, executor="fused")
+
+
+def test_plan_forms_the_overlap_from_the_loop_s_saving_with_the_profile_s_hand_off():
+    """A loop row holds what relaxed saved and the two sides; the overlap is formed with the
+    hand-off the model takes back off, so the model's saving at the measured point is the
+    measured saving, whatever hand-off the profile holds."""
+    from hrl.mapping.plan import replay_overlap_from_profile
+    from hrl.mapping.workload import Workload
+
+    row = {"call": "overlap:loop", "placement": "cpu1", "width": 64, "batch": 32,
+           "train_s": 200e-6, "replay_s": 100e-6, "saved_s": -30e-6, "saved_cpu_s": -50e-6,
+           "pipelined_saved_s": 20e-6}
+    w = Workload(hidden=(64, 64), batch_size=32)
+    for handoff in (0.0, 35e-6, 52e-6):
+        eta = replay_overlap_from_profile({"rows": [row]}, w, handoff=handoff)["cpu1"][0]
+        assert eta == pytest.approx((-30e-6 + handoff) / 100e-6)
+        assert eta * 100e-6 - handoff == pytest.approx(-30e-6)  # the model's saving
+        piped = replay_overlap_from_profile({"rows": [row]}, w, executor="pipelined",
+                                            handoff=handoff)["cpu1"][0]
+        assert piped == pytest.approx((20e-6 + handoff) / 100e-6)
+    cpu = replay_overlap_from_profile({"rows": [row]}, w, "cpu", handoff=10e-6)["cpu1"][0]
+    assert cpu == pytest.approx((-50e-6 + 10e-6) / 100e-6)
+    # a saving above the shorter side is noise: capped at the whole side
+    big = dict(row, saved_s=400e-6)
+    assert replay_overlap_from_profile({"rows": [big]}, w, handoff=35e-6)["cpu1"][0] == 1.0
+    # a row that also stores an overlap (older profiles) is still formed from its saving
+    old = dict(row, overlap=0.9, handoff_s=52e-6)
+    assert replay_overlap_from_profile({"rows": [old]}, w, handoff=35e-6)["cpu1"][0] == \
+        pytest.approx(0.05)
+    with pytest.raises(ValueError, match="executor must be"):
+        replay_overlap_from_profile({"rows": [row]}, w, executor="fused")
 
 
 def test_the_profiler_times_the_rtl_tree_in_fixed_point_for_a_float_config():

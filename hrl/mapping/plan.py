@@ -144,28 +144,50 @@ def thread_handoff_from_profile(profile: dict | None, metric: str = "wall") -> f
 
 
 def replay_overlap_from_profile(profile: dict | None, workload: Workload,
-                                metric: str = "wall", executor: str = "sequential"
+                                metric: str = "wall", executor: str = "sequential",
+                                handoff: float = 0.0
                                 ) -> dict[str, tuple[float, str]]:
     """Per placement of the tree, the share of the shorter side that relaxed dependency hides
-    in `executor`'s loop (`overlap:loop` rows, `hrl.mapping.profile._overlap_rows_main`), at
-    the measured (width, batch) nearest the workload's (on log scales), and where it was
-    measured. At most 1: a side cannot hide more than itself (a figure above 1 is noise).
-    The pipelined executor's own figure where the row has one, else the sequential one's;
-    an older profile's `overlap:thread` rows (the thread timed out of the loop) where a
-    placement has no `overlap:loop` row. No entry for a placement the profile did not
-    measure (the model then assumes 1)."""
+    in `executor`'s loop, at the measured (width, batch) nearest the workload's (on log
+    scales), and where it was measured. At most 1: a side cannot hide more than itself (a
+    figure above 1 is noise).
+
+    From an `overlap:loop` row (`hrl.mapping.profile._overlap_rows_main`): what relaxed saved
+    per SGD step in the loop (the pipelined executor's own figure where the row has one, else
+    the sequential one's), hand-off put back, over the shorter of the strict loop's two sides:
+    (saved + handoff) / min(train, replay). `handoff` is the figure the model takes back off
+    per SGD step (`link:thread`, `thread_handoff_from_profile`), so the model's saving at
+    the measured point is the measured one. Rows that hold only an overlap (an older
+    profile's `overlap:thread`, the thread timed out of the loop) are read as stored, and
+    only where a placement has no `overlap:loop` row. No entry for a placement the profile did not measure (the model then assumes 1)."""
     import math
 
     from hrl.mapping.profile import LEGACY_OVERLAP_CALL, OVERLAP_CALL
 
     if executor not in ("sequential", "pipelined"):
         raise ValueError(f"executor must be 'sequential' or 'pipelined', got {executor!r}")
-    key = "overlap_cpu" if metric == "cpu" else "overlap"
-    keys = [f"overlap_{executor}", key] if executor != "sequential" and metric != "cpu" else [key]
+    cpu = metric == "cpu"
+    stored = ["overlap_cpu" if cpu else "overlap"]
+    saved_keys = ["saved_cpu_s" if cpu else "saved_s"]
+    if executor == "pipelined" and not cpu:
+        stored.insert(0, "overlap_pipelined")
+        saved_keys.insert(0, "pipelined_saved_s")
     width = max(workload.hidden) if workload.hidden else 1
+
+    def measured(r):  # a loop row: what relaxed saved and the two sides
+        return "train_s" in r and "replay_s" in r and any(k in r for k in saved_keys)
+
+    def share(r) -> float:
+        if not measured(r):
+            return float(next(r[k] for k in stored if k in r))
+        shorter = min(r["train_s"], r["replay_s"])
+        saved = next(r[k] for k in saved_keys if k in r)
+        return (saved + handoff) / shorter if shorter > 0 else 0.0
+
     out: dict[str, tuple[float, str]] = {}
     rows = [r for r in (profile or {}).get("rows", ())
-            if r["call"] in (OVERLAP_CALL, LEGACY_OVERLAP_CALL) and key in r]
+            if r["call"] in (OVERLAP_CALL, LEGACY_OVERLAP_CALL)
+            and (measured(r) or any(k in r for k in stored))]
     for place in sorted({r["placement"] for r in rows}):
         here = [r for r in rows if r["placement"] == place]
         call = OVERLAP_CALL if any(r["call"] == OVERLAP_CALL for r in here) else \
@@ -176,8 +198,7 @@ def replay_overlap_from_profile(profile: dict | None, workload: Workload,
                               math.log(r["batch"] / workload.batch_size))
 
         r = min((r for r in here if r["call"] == call), key=distance)
-        eta = next(r[k] for k in keys if k in r)
-        out[place] = (min(float(eta), 1.0), f"{call} at width {r['width']}, batch {r['batch']}")
+        out[place] = (min(share(r), 1.0), f"{call} at width {r['width']}, batch {r['batch']}")
     return out
 
 
@@ -508,9 +529,11 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                           "pipelined_actor_relaxed": relaxed["pipelined_actor"](workload)})
     handoff = thread_handoff_from_profile(profile, metric)
     loop_overhead["replay_handoff"] = handoff or 0.0
-    overlap = replay_overlap_from_profile(profile, workload, metric)
+    overlap = replay_overlap_from_profile(profile, workload, metric,
+                                          handoff=loop_overhead["replay_handoff"])
     loop_overhead["replay_overlap"] = {p: eta for p, (eta, _) in overlap.items()}
-    overlap_pipelined = replay_overlap_from_profile(profile, workload, metric, "pipelined")
+    overlap_pipelined = replay_overlap_from_profile(profile, workload, metric, "pipelined",
+                                                    handoff=loop_overhead["replay_handoff"])
     loop_overhead["replay_overlap_pipelined"] = {p: eta for p, (eta, _) in
                                                  overlap_pipelined.items()}
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=links,

@@ -568,7 +568,7 @@ class Profiler:
         fan-out and every width and batch (the first width and batch, and the sequential
         executor only, for the RTL simulation, whose calls take milliseconds). Measured in a
         fresh process, as a run with this tree starts (`_overlap_rows_main`); each row holds
-        the loops' timings and the overlap they give. `backend` "jax": the JAX tree on the
+        the loops' timings, from which `plan` forms the overlap. `backend` "jax": the JAX tree on the
         second CPU device (placement `cpu1`)."""
         from hrl.config import to_dict
 
@@ -1139,11 +1139,11 @@ def _overlap_rows_main() -> None:
     relaxed dependency, timed in turns (`_interleaved_times`), and what relaxed saves per SGD
     step ("saved_s", the median of the paired differences). From the strict sequential loop's
     own timers: train's side and the replay's side (sample, update and insert) per SGD step.
-    And a no-op hand-off to a thread ("handoff_s"). The overlap is the share of the shorter
-    side that relaxed dependency hides in the loop, hand-off put back:
-    (saved + hand-off) / min(train, replay side), from the wall times ("overlap",
-    "overlap_pipelined" for the pipelined executor) and the CPU times of this process
-    ("overlap_cpu"). Prints one JSON line, a dict per point."""
+    The row holds what was measured, not the overlap: `plan.replay_overlap_from_profile`
+    forms it with the profile's one hand-off figure (`link:thread`), which the model takes
+    back off (a hand-off timed here too measured 52 us where link:thread had 34, and the
+    model's saving at the measured point was off by the difference). Prints one JSON line,
+    a dict per point."""
     import sys
 
     from hrl.mapping.validate import WarmLoop
@@ -1158,10 +1158,9 @@ def _overlap_rows_main() -> None:
     # the dispatch, threads and devices of a relaxed loop with this tree
     start_cpu_backend(config(*a["points"][0], "sequential", True))
     repeats = max(OVERLAP_MIN_REPEATS, a["repeats"])
-    handoff = thread_handoff_time(repeats)
     out = []
     for width, batch in a["points"]:
-        row = {"handoff_s": handoff["latency_s"]}
+        row = {}
         for executor in a["executors"]:
             with (WarmLoop(config(width, batch, executor, False), OVERLAP_ITERATIONS) as strict,
                   WarmLoop(config(width, batch, executor, True), OVERLAP_ITERATIONS) as relaxed):
@@ -1190,14 +1189,6 @@ def _overlap_rows_main() -> None:
                             "relaxed_p10_s": t["relaxed"]["p10_s"] / per_step,
                             "relaxed_p90_s": t["relaxed"]["p90_s"] / per_step,
                             "saved_cpu_s": saved["cpu_s"] / per_step})
-        shorter = min(row["train_s"], row["replay_s"])
-        for name, saved_key, handoff_key in (("overlap", "saved_s", "latency_s"),
-                                             ("overlap_cpu", "saved_cpu_s", "cpu_s"),
-                                             ("overlap_pipelined", "pipelined_saved_s",
-                                              "latency_s")):
-            if saved_key in row:
-                row[name] = ((row[saved_key] + handoff[handoff_key]) / shorter
-                             if shorter > 0 else 0.0)
         out.append(row)
     print(json.dumps(out))
 
