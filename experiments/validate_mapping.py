@@ -56,6 +56,10 @@ VALIDATION_GRID = {"num_envs": (8, 24, 64), "width": (64, 256), "batch": (32, 96
                    "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20,
                    "rounds": 2}
 QUICK_SETTINGS = [SETTINGS[0], SETTINGS[2]]
+# The reference workload (hrl.mapping.speed) is timed in this process before the first run of
+# a round, after every REFERENCE_EVERY runs and after the last: a run's reference is the mean
+# of the two samples around it, its median over rounds calibrates its prediction.
+REFERENCE_EVERY = 12
 
 
 def overrides_for(s: dict) -> list[str]:
@@ -142,6 +146,7 @@ def main(argv=None) -> int:
         merge_rounds,
         write_profile,
     )
+    from hrl.mapping.speed import reference_time, speed_scale
     from hrl.mapping.validate import mode_overrides, runnable_mappings
     from hrl.mapping.workload import workload_from_config
     from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
@@ -168,7 +173,9 @@ def main(argv=None) -> int:
             write_profile(rows, where[0], to_dict(cfg), prof.skipped)
             console.print(f"profile: {where[0]}")
         loaded = [load_profile(w) for w in where]
-        profiles[kind] = {**loaded[0], "rows": merge_rounds([p["rows"] for p in loaded])}
+        profiles[kind] = {**loaded[0], "rows": merge_rounds([p["rows"] for p in loaded]),
+                          "speed_reference": [x for p in loaded
+                                              for x in p.get("speed_reference", ())]}
     if args.profile_only:
         return 0
 
@@ -202,17 +209,30 @@ def main(argv=None) -> int:
         with Progress(console=console) as bar:
             job = bar.add_task("validate", total=len(jobs) * args.rounds)
             for r in range(args.rounds):
+                samples = {}  # job index -> the reference timed just before it
                 for i, (label, kind, s, m, mode, st) in enumerate(jobs):
+                    if i % REFERENCE_EVERY == 0:
+                        samples[i] = reference_time()["seconds"]
                     bar.update(job, description=f"round {r + 1}: {label} {m.label} {mode}")
                     measured[i].append(measure_in_fresh_process(
                         str(CONFIGS[kind]),
                         [*overrides_for(s), *m.overrides, *mode_overrides(mode, st)],
                         args.iterations))
                     bar.advance(job)
+                samples[len(jobs)] = reference_time()["seconds"]
+                for i in range(len(jobs)):
+                    before = max(k for k in samples if k <= i)
+                    after = min(k for k in samples if k > i)
+                    measured[i][-1]["speed_ref_s"] = (samples[before] + samples[after]) / 2
     results = []
-    for (label, _kind, _s, m, mode, st), pred, rounds in zip(jobs, predicted, measured,
-                                                            strict=True):
+    for (label, kind, _s, m, mode, st), pred, rounds in zip(jobs, predicted, measured,
+                                                           strict=True):
         meas = {k: statistics.median(x[k] for x in rounds) for k in ("wall_s", "cpu_s")}
+        refs = [x["speed_ref_s"] for x in rounds if x.get("speed_ref_s") is not None]
+        ref = statistics.median(refs) if refs else None
+        scale = (speed_scale(ref, profiles[kind]["speed_reference"]) if ref is not None
+                 else None)
+        calibrated = pred[args.metric] * scale if scale is not None else None
         results.append({
             "setting": label, "mapping": m.label, "mode": mode, "staleness": st,
             "env_steps_per_iter": rounds[0]["env_steps_per_iter"],
@@ -224,7 +244,12 @@ def main(argv=None) -> int:
             "predicted_wall_s": pred["wall"], "measured_wall_s": meas["wall_s"],
             "error_wall": pred["wall"] / meas["wall_s"] - 1.0,
             "measured_wall_rounds_s": rounds[0].get("rounds_text") or " ".join(
-                f"{x['wall_s']:.6f}" for x in rounds)})
+                f"{x['wall_s']:.6f}" for x in rounds),
+            "speed_ref_s": "" if ref is None else ref,
+            "speed_scale": "" if scale is None else scale,
+            "predicted_calibrated_s": "" if calibrated is None else calibrated,
+            "error_calibrated": ("" if calibrated is None
+                                 else calibrated / meas[f"{args.metric}_s"] - 1.0)})
 
     with open(out / "validation.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(results[0]))
@@ -267,6 +292,7 @@ def main(argv=None) -> int:
                f"(target <= 10% of wall time); wall-time median absolute error {med_wall:.1%}; "
                f"worst predicted-best / measured-best {worst_pick:.3f} (target <= 1.05); "
                f"{close} contests with the runner-up within 30% of the best.\n")
+    summary += _calibrated_summary(results)
     summary += _relaxed_ratio_summary(results)
     text = "\n".join(lines + picks) + "\n" + summary
     how = ("Regenerate: `.venv/bin/python experiments/validate_mapping.py`" if not
@@ -310,6 +336,21 @@ def _relaxed_ratio_summary(results: list[dict]) -> str:
             f"{statistics.median(errors):+.1%}).\n")
 
 
+def _calibrated_summary(results: list[dict]) -> str:
+    """The error once each prediction is scaled by how much slower or faster the machine ran
+    the reference workload beside the run than while it was profiled (hrl.mapping.speed)."""
+    cal = [r for r in results if r["error_calibrated"] != ""]
+    if not cal:
+        return ""
+    scales = [r["speed_scale"] for r in cal]
+    return (f"Calibrated to the machine's speed beside each run (the reference workload timed "
+            f"at {min(scales):.3f}x-{max(scales):.3f}x its time in the profile; {len(cal)} "
+            f"runs): median absolute error "
+            f"{statistics.median(abs(r['error_calibrated']) for r in cal):.1%} (signed "
+            f"{statistics.median(r['error_calibrated'] for r in cal):+.1%}; uncalibrated "
+            f"{statistics.median(r['error'] for r in cal):+.1%}).\n")
+
+
 def _measured_from_csv(path: Path, jobs) -> list[list[dict]]:
     """The measured side of each job from an earlier run's CSV (one entry standing for its
     rounds, whose median it holds), for `--repredict`."""
@@ -324,7 +365,8 @@ def _measured_from_csv(path: Path, jobs) -> list[list[dict]]:
         out.append([{"wall_s": float(r["measured_wall_s"]), "cpu_s": float(r["measured_cpu_s"]),
                      "env_steps_per_iter": int(r["env_steps_per_iter"]),
                      "sgd_per_iter": float(r["sgd_per_iter"]),
-                     "rounds_text": r["measured_wall_rounds_s"]}])
+                     "rounds_text": r["measured_wall_rounds_s"],
+                     "speed_ref_s": float(r["speed_ref_s"]) if r.get("speed_ref_s") else None}])
     return out
 
 

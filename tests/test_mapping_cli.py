@@ -25,8 +25,25 @@ def tiny_profile(tmp_path_factory):
     prof = Profiler(cfg, grid=TINY_GRID, backends=("jax",), progress=False, loops=False)
     rows = prof.run()
     out = tmp_path_factory.mktemp("profile")
-    write_profile(rows, out, to_dict(cfg), prof.skipped)
+    write_profile(rows, out, to_dict(cfg), prof.skipped, prof.speed)
     return out, rows
+
+
+def test_profile_keeps_the_reference_workload_timed_around_its_round(tiny_profile):
+    """The reference (hrl.mapping.speed) is timed at the start and the end of each round and
+    stored in profile.json, which a planner compares with its time at run time."""
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.speed import PARTS, profile_reference
+
+    out, _ = tiny_profile
+    speed = load_profile(out)["speed_reference"]
+    assert [s["round"] for s in speed] == [0, 0]
+    for s in speed:
+        assert all(s[p] > 0 for p in PARTS)
+        assert s["seconds"] == pytest.approx(sum(s[p] for p in PARTS))
+    assert speed[0]["time"] < speed[1]["time"]
+    assert min(s["seconds"] for s in speed) <= profile_reference(speed) <= max(
+        s["seconds"] for s in speed)
 
 
 def test_profile_times_every_primitive_on_cpu(tiny_profile):
@@ -695,6 +712,30 @@ def test_repredict_reads_each_run_s_measurement_and_names_a_missing_one(tmp_path
         "S,cpu,strict,64,8.0,0.004,0.0035,0.004100 0.003900\n")
     got = script._measured_from_csv(csv_path, [("S", "gym", {}, cpu, "strict", 0)])
     assert got == [[{"wall_s": 0.004, "cpu_s": 0.0035, "env_steps_per_iter": 64,
-                     "sgd_per_iter": 8.0, "rounds_text": "0.004100 0.003900"}]]
+                     "sgd_per_iter": 8.0, "rounds_text": "0.004100 0.003900",
+                     "speed_ref_s": None}]]
     with pytest.raises(SystemExit, match="no run S / replay-on-cpu-xla / strict"):
         script._measured_from_csv(csv_path, [("S", "gym", {}, xla, "strict", 0)])
+    # a pass that timed the reference workload beside its runs keeps it for calibration
+    csv_path.write_text(
+        "setting,mapping,mode,env_steps_per_iter,sgd_per_iter,measured_wall_s,"
+        "measured_cpu_s,measured_wall_rounds_s,speed_ref_s\n"
+        "S,cpu,strict,64,8.0,0.004,0.0035,0.004100 0.003900,0.0081\n")
+    got = script._measured_from_csv(csv_path, [("S", "gym", {}, cpu, "strict", 0)])
+    assert got[0][0]["speed_ref_s"] == pytest.approx(0.0081)
+
+
+def test_validation_reports_the_error_calibrated_to_the_machine_s_speed():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "validate_mapping.py"
+    spec = importlib.util.spec_from_file_location("validate_mapping_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    runs = [{"error": e, "speed_scale": k, "error_calibrated": (1 + e) * k - 1}
+            for e, k in ((-0.10, 1.10), (-0.12, 1.12), (-0.05, 1.05))]
+    text = script._calibrated_summary(runs)
+    assert "1.050x-1.120x" in text and "3 runs" in text
+    assert "median absolute error 1.0%" in text and "uncalibrated -10.0%" in text
+    assert script._calibrated_summary([{"error": 0.1, "error_calibrated": ""}]) == ""

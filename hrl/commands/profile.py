@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
               "--run-dir a directory holding one", file=sys.stderr)
         return 2
     links = None if only is None else [n for n in only if n != "rtl-tables"]
-    rows, skipped = [], []
+    rows, skipped, speed = [], [], []
     if links is None or links:
         from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
 
@@ -95,14 +95,14 @@ def run(args: argparse.Namespace) -> int:
         start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
         profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
                             only=links)
-        rows, skipped = profiler.run(), profiler.skipped
+        rows, skipped, speed = profiler.run(), profiler.skipped, profiler.speed
     if only is not None and (run_dir / "profile.json").is_file():
         calls = [f"link:{n}" for n in links]
         if "rtl-tables" in only:
             rows, calls = rows + rtl_cycle_rows(), calls + list(RTL_TABLE_CALLS)
         csv_path, json_path = update_profile(run_dir, rows, calls, skipped)
     else:
-        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), skipped)
+        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), skipped, speed)
     for s in skipped:
         console.print(f"[yellow]skipped:[/yellow] {s}")
     console.print(f"{len(rows)} rows -> {csv_path} and {json_path}")

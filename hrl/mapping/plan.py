@@ -159,7 +159,8 @@ def replay_overlap_from_profile(profile: dict | None, workload: Workload,
     per SGD step (`link:thread`, `thread_handoff_from_profile`), so the model's saving at
     the measured point is the measured one. Rows that hold only an overlap (an older
     profile's `overlap:thread`, the thread timed out of the loop) are read as stored, and
-    only where a placement has no `overlap:loop` row. No entry for a placement the profile did not measure (the model then assumes 1)."""
+    only where a placement has no `overlap:loop` row. No entry for a placement the profile
+    did not measure (the model then assumes 1)."""
     import math
 
     from hrl.mapping.profile import LEGACY_OVERLAP_CALL, OVERLAP_CALL

@@ -230,6 +230,9 @@ class Profiler:
         self.loops = loops
         self.only = None if only is None else tuple(only)
         self.rows: list[dict] = []
+        # the reference workload's time at the start and the end of each round
+        # (`hrl.mapping.speed`): how fast the machine ran while it was profiled
+        self.speed: list[dict] = []
         self.env_name = cfg.env.name
         self.obs_dim, self.act_dim = env_sizes(cfg.env.name)
         self.spec = make_env(cfg.env.name, 1, **cfg.env.kwargs).spec
@@ -568,8 +571,8 @@ class Profiler:
         fan-out and every width and batch (the first width and batch, and the sequential
         executor only, for the RTL simulation, whose calls take milliseconds). Measured in a
         fresh process, as a run with this tree starts (`_overlap_rows_main`); each row holds
-        the loops' timings, from which `plan` forms the overlap. `backend` "jax": the JAX tree on the
-        second CPU device (placement `cpu1`)."""
+        the loops' timings, from which `plan` forms the overlap. `backend` "jax": the JAX
+        tree on the second CPU device (placement `cpu1`)."""
         from hrl.config import to_dict
 
         g = self.grid
@@ -824,6 +827,12 @@ class Profiler:
             out.append(("the runtime's loops (bookkeeping)", lambda: self._profile_loops(rep)))
         return out
 
+    def _time_reference(self, round_: int) -> None:
+        if self.only is None:  # a profile's rows, not a refresh of a few links
+            from hrl.mapping.speed import reference_time
+
+            self.speed.append({**reference_time(), "round": round_})
+
     def run(self) -> list[dict]:
         from rich.progress import (
             BarColumn,
@@ -844,6 +853,7 @@ class Profiler:
             job = bar.add_task("", total=len(tasks) * rounds)
             for r in range(rounds):
                 self.rows, again = [], []
+                self._time_reference(r)
                 for label, fn in tasks:
                     bar.update(job, description=f"round {r + 1}: {label}" if rounds > 1
                                else label)
@@ -857,6 +867,7 @@ class Profiler:
                     else:
                         bar.update(job, total=bar.tasks[job].total - (rounds - 1 - r))
                 measured.append(self.rows)
+                self._time_reference(r)
                 tasks = again
         self.rows = merge_rounds(measured)
         self.skipped = list(dict.fromkeys(self.skipped))  # a part skipped in every round
@@ -1291,8 +1302,10 @@ def machine_info() -> dict:
             "cpu_model": cpu_name()}
 
 
-def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=()) -> tuple[Path, Path]:
-    """profile.csv (timed rows) and profile.json (rows, config, machine) in `run_dir`."""
+def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=(),
+                  speed=()) -> tuple[Path, Path]:
+    """profile.csv (timed rows) and profile.json (rows, config, machine, and the reference
+    workload's samples, `speed`: `Profiler.speed`) in `run_dir`."""
     run_dir.mkdir(parents=True, exist_ok=True)
     timed = [r for r in rows if not r["call"].startswith(("rtl-", "loop:"))]
     csv_path = run_dir / "profile.csv"
@@ -1303,7 +1316,8 @@ def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=()) -
     json_path = run_dir / "profile.json"
     json_path.write_text(json.dumps({
         "format": "hrl-profile-1", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": machine_info(), "config": cfg_dict, "skipped": list(skipped), "rows": rows,
+        "machine": machine_info(), "config": cfg_dict, "skipped": list(skipped),
+        "speed_reference": list(speed), "rows": rows,
     }, indent=1, default=str))
     return csv_path, json_path
 
@@ -1319,7 +1333,7 @@ def update_profile(run_dir: Path, rows: list[dict], calls, skipped=()) -> tuple[
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "calls": sorted(calls),
         "machine": machine_info(), "skipped": list(skipped)}]
     csv_path, json_path = write_profile(kept + rows, Path(run_dir), data["config"],
-                                        data.get("skipped", []))
+                                        data.get("skipped", []), data.get("speed_reference", []))
     new = json.loads(json_path.read_text())
     new.update(created=data.get("created", new["created"]), machine=data["machine"],
                updates=updates)

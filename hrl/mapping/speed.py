@@ -1,0 +1,121 @@
+"""How fast the machine runs now, against when it was profiled.
+
+A shared VM's speed drifts with its neighbours: on the 2-core validation VM, the same runs
+predicted from profiles taken an hour apart differed by 4-10 points of median error, and a
+pass's signed error ran from -18% to +25% while the spread of its runs about that level
+stayed at 5-7%. The profiler times a fixed reference workload (`reference_time`) at the start
+and the end of each round and keeps the samples in the profile; timed again where the runs
+are, the ratio of the two (`speed_scale`) scales every predicted time. The scale is one
+number for all mappings: it moves the level of the predictions and never their order, so the
+mapping picked is the same with or without it.
+
+The reference mixes the three kinds of work the runs spend their time in, in about equal
+shares: small jitted XLA calls waited for one by one (a host loop's train and infer calls,
+the fused loop's compute), a pure-Python loop (gymnasium's envs, the loops' bookkeeping) and
+numpy gathers and prefix sums over a replay-sized array (the host trees).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+
+REFERENCE_REPEATS = 15
+PARTS = ("xla_s", "python_s", "numpy_s")
+
+
+def _xla_part():
+    import jax
+    import jax.numpy as jnp
+
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    params = (jax.random.normal(k1, (64, 64)) * 0.1, jax.random.normal(k2, (64, 2)) * 0.1)
+    x = jax.random.normal(k3, (32, 64))
+
+    @jax.jit
+    def step(params, x):
+        def loss(p):
+            return jnp.mean(jnp.tanh(x @ p[0]) @ p[1]) ** 2
+
+        grads = jax.grad(loss)(params)
+        return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+
+    jax.block_until_ready(step(params, x))  # compiled outside the timing
+
+    def run():
+        p = params
+        for _ in range(160):
+            p = jax.block_until_ready(step(p, x))
+
+    return run
+
+
+def _python_part():
+    def run():  # CartPole's Euler step in plain Python, as gymnasium writes it
+        x = v = th = om = 0.01
+        for i in range(12000):
+            force = 10.0 if i % 2 else -10.0
+            cos, sin = math.cos(th), math.sin(th)
+            temp = (force + 0.05 * om * om * sin) / 1.1
+            acc = (9.8 * sin - cos * temp) / (0.5 * (4.0 / 3.0 - 0.1 * cos * cos / 1.1))
+            x, v = x + 0.02 * v, v + 0.02 * (temp - 0.05 * acc * cos / 1.1)
+            th, om = th + 0.02 * om, om + 0.02 * acc
+
+    return run
+
+
+def _numpy_part():
+    rng = np.random.default_rng(0)
+    leaves = rng.random(1 << 16).astype(np.float32)
+    idx = rng.integers(0, leaves.size, (160, 256))
+
+    def run():
+        for i in range(len(idx)):
+            np.cumsum(leaves[idx[i]])
+            leaves[idx[i]] += np.float32(1e-6)
+            np.add.reduceat(leaves, np.arange(0, leaves.size, 1024))
+
+    return run
+
+
+def reference_time(repeats: int = REFERENCE_REPEATS) -> dict:
+    """Seconds of the reference workload now: each part's median over `repeats` runs
+    ("xla_s", "python_s", "numpy_s"), their sum ("seconds") and when ("time", Unix seconds).
+    About 0.2 s; the XLA part compiles once per call."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    out = {}
+    for name, make in zip(PARTS, (_xla_part, _python_part, _numpy_part), strict=True):
+        run = make()
+        run()  # warm: caches, branch predictors, the allocator
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t0)
+        out[name] = statistics.median(times)
+    out["seconds"] = sum(out[p] for p in PARTS)
+    out["time"] = time.time()
+    return out
+
+
+def profile_reference(samples) -> float | None:
+    """The reference seconds a profile was taken at: the median of its samples (None when
+    it has none, as profiles taken before there was a reference)."""
+    seconds = [float(s["seconds"]) for s in samples or ()]
+    return statistics.median(seconds) if seconds else None
+
+
+def speed_scale(now_seconds: float, samples) -> float | None:
+    """How much longer everything takes now than when the profile was taken: the reference
+    now over the profile's (`profile_reference`). None when the profile has no samples."""
+    then = profile_reference(samples)
+    if then is None:
+        return None
+    if not (now_seconds > 0 and then > 0):
+        raise ValueError(f"reference seconds must be > 0, got now {now_seconds!r}, "
+                         f"profile {then!r}")
+    return now_seconds / then

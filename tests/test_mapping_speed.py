@@ -1,0 +1,25 @@
+"""The reference workload that tells how fast the machine runs now against its profile."""
+
+import pytest
+
+from hrl.mapping.speed import PARTS, profile_reference, reference_time, speed_scale
+
+
+def test_reference_time_sums_its_parts():
+    got = reference_time(repeats=2)
+    assert all(got[p] > 0 for p in PARTS)
+    assert got["seconds"] == pytest.approx(sum(got[p] for p in PARTS))
+    with pytest.raises(ValueError, match="repeats must be >= 1, got 0"):
+        reference_time(repeats=0)
+
+
+def test_speed_scale_is_now_over_the_profile_s_median():
+    samples = [{"seconds": 2.0}, {"seconds": 4.0}, {"seconds": 3.0}]
+    assert profile_reference(samples) == 3.0
+    assert speed_scale(3.3, samples) == pytest.approx(1.1)
+    assert speed_scale(1.5, samples) == pytest.approx(0.5)
+    # a profile taken before there was a reference: no calibration
+    assert profile_reference([]) is None and speed_scale(3.0, None) is None
+    with pytest.raises(ValueError, match="reference seconds must be > 0, got now 0.0"):
+        speed_scale(0.0, samples)
+
