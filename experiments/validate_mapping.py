@@ -170,7 +170,7 @@ def main(argv=None) -> int:
             cfg = load_config(CONFIGS[kind])
             prof = Profiler(cfg, grid=VALIDATION_GRID, backends=tuple(args.backends))
             rows = prof.run()
-            write_profile(rows, where[0], to_dict(cfg), prof.skipped)
+            write_profile(rows, where[0], to_dict(cfg), prof.skipped, prof.speed)
             console.print(f"profile: {where[0]}")
         loaded = [load_profile(w) for w in where]
         profiles[kind] = {**loaded[0], "rows": merge_rounds([p["rows"] for p in loaded]),
