@@ -195,6 +195,28 @@ def test_map_and_report_commands_write_the_report(tiny_profile, tmp_path):
     assert (out / "report.md").is_file()
 
 
+def test_map_calibrate_says_how_fast_the_machine_runs_against_its_profile(tiny_profile,
+                                                                          tmp_path, capsys):
+    """`hrl map --calibrate` times the profile's reference workload again and says the
+    scale; a profile taken before the reference existed is named as the problem."""
+    from hrl.cli import main
+
+    out = tmp_path / "map"
+    assert main(["map", CONFIG, "--profile", str(tiny_profile[0]), "--devices", "cpu",
+                 "--out", str(out), "--calibrate"]) == 0
+    scale = json.loads((out / "request.json").read_text())["speed_scale"]
+    assert scale > 0
+    assert f"reference workload at {scale:.3f}x its time" in (out / "report.md").read_text()
+    old = json.loads((tiny_profile[0] / "profile.json").read_text())
+    old.pop("speed_reference")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "profile.json").write_text(json.dumps(old))
+    capsys.readouterr()
+    assert main(["map", CONFIG, "--profile", str(tmp_path / "old"), "--devices", "cpu",
+                 "--out", str(out), "--calibrate"]) == 2
+    assert "holds no reference workload timings" in capsys.readouterr().err
+
+
 def test_cli_errors_are_clear(tmp_path, capsys):
     from hrl.cli import main
 

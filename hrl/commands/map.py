@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", default="wall", choices=["wall", "cpu"],
                         help="fit the profile's wall times (default) or its CPU times (stable "
                              "on a shared, loaded machine)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="time the profile's reference workload now (hrl.mapping.speed, "
+                             "a fraction of a second) and say how much slower or faster this "
+                             "machine runs than when it was profiled; the report's predicted "
+                             "times scaled by that (the ranking is the same)")
     parser.add_argument("--out", help="report directory (default: PROFILE_DIR/map-<config>)")
 
 
@@ -64,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("give --profile DIR (from `hrl profile`) or --devices with "
                              "modelled devices only (gpu, fpga:<board>)")
         staleness = args.staleness if args.staleness is not None else max(1, cfg.train.staleness)
+        scale = _speed_scale_now(cfg, profile) if args.calibrate else None
         spec = GpuSpec.load(args.gpu_spec) if args.gpu_spec else None
         workload = workload_from_config(cfg)
         result = plan(workload, profile, devices, staleness, spec, metric=args.metric,
@@ -71,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"hrl map: error: {err}", file=sys.stderr)
         return 2
+    if scale is not None:
+        result.notes.append(_calibration_note(result, scale))
     print_summary(result, console)
     if args.out:
         out = Path(args.out)
@@ -83,6 +91,33 @@ def run(args: argparse.Namespace) -> int:
     (out / "request.json").write_text(json.dumps({
         "config": str(args.config), "overrides": args.overrides, "profile": args.profile,
         "devices": devices, "staleness": staleness, "gpu_spec": args.gpu_spec,
-        "metric": args.metric, "scaling": args.scaling}, indent=1))
+        "metric": args.metric, "scaling": args.scaling, "speed_scale": scale}, indent=1))
     console.print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0
+
+
+def _speed_scale_now(cfg, profile: dict | None) -> float:
+    """The reference workload's time now over its time in `profile`, timed in a CPU backend
+    started as the profiler starts it (the config's intra-op threads, the profile's
+    dispatch). ValueError when there is no profile or it holds no reference."""
+    from hrl.mapping.profile import PROFILE_DISPATCH
+    from hrl.mapping.speed import reference_time, speed_scale
+    from hrl.runtime.cpu_backend import start_cpu_backend
+
+    if profile is None:
+        raise ValueError("--calibrate needs --profile: the speed is compared with the "
+                         "profile's")
+    if not profile.get("speed_reference"):
+        raise ValueError("--calibrate: the profile holds no reference workload timings "
+                         "(taken before hrl recorded them); profile again")
+    start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
+    return speed_scale(reference_time()["seconds"], profile["speed_reference"])
+
+
+def _calibration_note(result, scale: float) -> str:
+    exp = result.exploration
+    chosen = ", ".join(f"{mode} {exp.times(mode)[exp.best(mode)] * scale * 1e3:.3f} ms"
+                       for mode in ("strict", "relaxed"))
+    return (f"speed: this machine runs the reference workload at {scale:.3f}x its time in "
+            f"the profile, so every predicted time is {scale:.3f}x here now (the ranking "
+            f"does not change); the chosen mappings' iteration now: {chosen}")
