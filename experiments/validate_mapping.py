@@ -111,7 +111,7 @@ def main(argv=None) -> int:
                          "not fitted on)")
     ap.add_argument("--quick", action="store_true", help="one setting, few iterations")
     ap.add_argument("--iterations", type=int, default=40)
-    ap.add_argument("--rounds", type=int, default=2,
+    ap.add_argument("--rounds", type=int, default=3,
                     help="interleaved rounds: every run is measured once per round, in a "
                          "fresh process, and its median over rounds compared (one measurement "
                          "on a shared 2-core VM strayed by 30%%)")
