@@ -40,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibrate", action="store_true",
                         help="time the profile's reference workload now (hrl.mapping.speed, "
                              "a fraction of a second) and say how much slower or faster this "
-                             "machine runs than when it was profiled; the report's predicted "
-                             "times scaled by that (the ranking is the same)")
+                             "machine runs than when it was profiled; a note in the report "
+                             "gives the chosen mappings' iteration time scaled by that (every "
+                             "mapping scales alike: the ranking is the same)")
     parser.add_argument("--out", help="report directory (default: PROFILE_DIR/map-<config>)")
 
 
@@ -98,11 +99,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _speed_scale_now(cfg, profile: dict | None) -> float:
     """The reference workload's time now over its time in `profile`, timed in a CPU backend
-    started as the profiler starts it (the config's intra-op threads, the profile's
-    dispatch). ValueError when there is no profile or it holds no reference."""
-    from hrl.mapping.profile import PROFILE_DISPATCH
+    started as the profiler starts it (a second CPU device where the profile has the tree on
+    one, the config's intra-op threads, the profile's dispatch). ValueError when there is no
+    profile or it holds no reference."""
+    from hrl.mapping.profile import PROFILE_DISPATCH, SECOND_CPU
     from hrl.mapping.speed import reference_time, speed_scale
-    from hrl.runtime.cpu_backend import start_cpu_backend
+    from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
 
     if profile is None:
         raise ValueError("--calibrate needs --profile: the speed is compared with the "
@@ -110,6 +112,8 @@ def _speed_scale_now(cfg, profile: dict | None) -> float:
     if not profile.get("speed_reference"):
         raise ValueError("--calibrate: the profile holds no reference workload timings "
                          "(taken before hrl recorded them); profile again")
+    if any(r["placement"] == SECOND_CPU for r in profile["rows"]):
+        ensure_cpu_devices(2)
     start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
     return speed_scale(reference_time()["seconds"], profile["speed_reference"])
 
