@@ -139,25 +139,21 @@ def main(argv=None) -> int:
     from hrl.config import load_config, to_dict
     from hrl.mapping.plan import plan
     from hrl.mapping.profile import (
-        PROFILE_DISPATCH,
         Profiler,
         cpu_name,
         load_profile,
         merge_rounds,
+        start_profiling_backend,
         write_profile,
     )
     from hrl.mapping.speed import reference_time, speed_scale
     from hrl.mapping.validate import mode_overrides, runnable_mappings
     from hrl.mapping.workload import workload_from_config
-    from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
 
-    # Before any JAX, as `hrl profile` starts it: the host loops' dispatch (PROFILE_DISPATCH,
-    # in which the profile's dispatched calls are timed), the intra-op threads of the gymnax
-    # config's runs (one process profiles both configs; the host loops' own rows are measured
-    # in processes of their own) and, for the cpu1 tree, a second CPU device.
-    if "cpu1" in args.backends:
-        ensure_cpu_devices(2)
-    start_cpu_backend(load_config(CONFIGS["gymnax"]), dispatch=PROFILE_DISPATCH)
+    # Before any JAX, as `hrl profile` starts it, with the intra-op threads of the gymnax
+    # config's runs (one process profiles both configs and times the reference workload
+    # beside the runs; the host loops' own rows are measured in processes of their own).
+    start_profiling_backend(load_config(CONFIGS["gymnax"]), second_cpu="cpu1" in args.backends)
     console = Console()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

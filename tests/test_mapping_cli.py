@@ -712,19 +712,24 @@ def test_the_xla_tree_is_timed_on_the_learner_s_device_and_runs_as_profiled():
                        ).replay.impl == "auto"
 
 
-def test_repredict_reads_each_run_s_measurement_and_names_a_missing_one(tmp_path):
-    """`validate_mapping.py --repredict` keeps the measured side of every run from the CSV
-    (its median and the rounds' text) and stops, naming the run, where one was never
-    measured."""
+def _validate_mapping_script():
+    """experiments/validate_mapping.py as a module (a script, not a package member)."""
     import importlib.util
-    from pathlib import Path
-
-    from hrl.mapping.validate import runnable_mappings
 
     path = Path(__file__).resolve().parents[1] / "experiments" / "validate_mapping.py"
     spec = importlib.util.spec_from_file_location("validate_mapping_script", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
+    return script
+
+
+def test_repredict_reads_each_run_s_measurement_and_names_a_missing_one(tmp_path):
+    """`validate_mapping.py --repredict` keeps the measured side of every run from the CSV
+    (its median and the rounds' text) and stops, naming the run, where one was never
+    measured."""
+    from hrl.mapping.validate import runnable_mappings
+
+    script = _validate_mapping_script()
     cpu = next(m for m in runnable_mappings() if m.label == "cpu")
     xla = next(m for m in runnable_mappings() if m.label == "replay-on-cpu-xla")
     csv_path = tmp_path / "validation.csv"
@@ -748,13 +753,7 @@ def test_repredict_reads_each_run_s_measurement_and_names_a_missing_one(tmp_path
 
 
 def test_validation_reports_the_error_calibrated_to_the_machine_s_speed():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "experiments" / "validate_mapping.py"
-    spec = importlib.util.spec_from_file_location("validate_mapping_script", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _validate_mapping_script()
     runs = [{"error": e, "speed_scale": k, "error_calibrated": (1 + e) * k - 1}
             for e, k in ((-0.10, 1.10), (-0.12, 1.12), (-0.05, 1.05))]
     text = script._calibrated_summary(runs)

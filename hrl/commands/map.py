@@ -102,9 +102,8 @@ def _speed_scale_now(cfg, profile: dict | None) -> float:
     started as the profiler starts it (a second CPU device where the profile has the tree on
     one, the config's intra-op threads, the profile's dispatch). ValueError when there is no
     profile or it holds no reference."""
-    from hrl.mapping.profile import PROFILE_DISPATCH, SECOND_CPU
+    from hrl.mapping.profile import SECOND_CPU, start_profiling_backend
     from hrl.mapping.speed import reference_time, speed_scale
-    from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
 
     if profile is None:
         raise ValueError("--calibrate needs --profile: the speed is compared with the "
@@ -112,9 +111,8 @@ def _speed_scale_now(cfg, profile: dict | None) -> float:
     if not profile.get("speed_reference"):
         raise ValueError("--calibrate: the profile holds no reference workload timings "
                          "(taken before hrl recorded them); profile again")
-    if any(r["placement"] == SECOND_CPU for r in profile["rows"]):
-        ensure_cpu_devices(2)
-    start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
+    start_profiling_backend(cfg, second_cpu=any(r["placement"] == SECOND_CPU
+                                                 for r in profile["rows"]))
     return speed_scale(reference_time()["seconds"], profile["speed_reference"])
 
 

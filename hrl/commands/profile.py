@@ -84,15 +84,9 @@ def run(args: argparse.Namespace) -> int:
     links = None if only is None else [n for n in only if n != "rtl-tables"]
     rows, skipped, speed = [], [], []
     if links is None or links:
-        from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
+        from hrl.mapping.profile import start_profiling_backend
 
-        if "jax" in backends:  # a second CPU device to time the tree on (placement cpu1)
-            ensure_cpu_devices(2)
-        from hrl.mapping.profile import PROFILE_DISPATCH
-
-        # The intra-op threads a run of this config gets (train.cpu_threads), so that the
-        # profile prices what runs, and the host loops' dispatch (PROFILE_DISPATCH).
-        start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
+        start_profiling_backend(cfg, second_cpu="jax" in backends)
         profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
                             only=links)
         rows, skipped, speed = profiler.run(), profiler.skipped, profiler.speed

@@ -88,6 +88,19 @@ LOOP_DISPATCH = {"fused": ("async",), "host": ("sync", "async"), "pipelined": ("
 # gymnasium settings). A fused row is one call per `scan` steps, so its dispatch is amortised;
 # the loops' own rows are measured in processes of their own, in each loop's dispatch.
 PROFILE_DISPATCH = "sync"
+
+
+def start_profiling_backend(cfg, second_cpu: bool) -> None:
+    """Start JAX's CPU backend as a profile is taken (before any JAX): a second CPU device to
+    time the tree on where `second_cpu` (placement cpu1), the intra-op threads a run of `cfg`
+    gets (train.cpu_threads), so that the profile prices what runs, and the host loops'
+    dispatch (PROFILE_DISPATCH). `hrl profile`, the validation and `hrl map --calibrate`
+    (whose reference workload must run as it ran in the profile) start it this way."""
+    from hrl.runtime.cpu_backend import ensure_cpu_devices, start_cpu_backend
+
+    if second_cpu:
+        ensure_cpu_devices(2)
+    start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
 # The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
 LINK_ROWS = ("host", "process", "cpu-collective", "thread", "cpu-device")
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",

@@ -17,6 +17,7 @@ numpy gathers and prefix sums over a replay-sized array (the host trees).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
@@ -27,6 +28,7 @@ REFERENCE_REPEATS = 15
 PARTS = ("xla_s", "python_s", "numpy_s")
 
 
+@functools.cache  # one compile per process: the profiler and the validation time it often
 def _xla_part():
     import jax
     import jax.numpy as jnp
@@ -84,7 +86,7 @@ def _numpy_part():
 def reference_time(repeats: int = REFERENCE_REPEATS) -> dict:
     """Seconds of the reference workload now: each part's median over `repeats` runs
     ("xla_s", "python_s", "numpy_s"), their sum ("seconds") and when ("time", Unix seconds).
-    About 0.2 s; the XLA part compiles once per call."""
+    About 0.2 s; the XLA part compiles on the first call in a process."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     out = {}
