@@ -51,10 +51,13 @@ SETTINGS = [
 CAPACITY = 8192
 # Brackets the settings (M 8..64, B 32..256, width 64..256); three points where the models
 # are fitted on the number of envs and the batch, so each has a leave-one-out error.
-# Two rounds: one profile, taken in a slow spell of this VM, predicted every run 25% high.
+# Three rounds, each row kept from its median one, as each run is compared at its median over
+# three rounds (`--merge`). One profile taken in a slow spell of this VM predicted every run
+# 25% high; keeping each row's fastest of two rounds then removed slow spells but kept the
+# rows that vary most between runs at their luckiest.
 VALIDATION_GRID = {"num_envs": (8, 24, 64), "width": (64, 256), "batch": (32, 96, 256),
                    "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20,
-                   "rounds": 2}
+                   "rounds": 3, "merge": "median"}
 QUICK_SETTINGS = [SETTINGS[0], SETTINGS[2]]
 # The reference workload (hrl.mapping.speed) is timed in this process before the first run of
 # a round, after every REFERENCE_EVERY runs and after the last: a run's reference is the mean
@@ -101,8 +104,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", nargs="+",
                     help="directory holding existing profile/ and profile-gymnasium/ (skip "
-                         "step 1); several: their rows merged as the profiler merges its "
-                         "rounds (profile.merge_rounds, the lowest latency of each row)")
+                         "step 1); several: their rounds merged as the profiler merges its "
+                         "rounds (profile.merge_rounds, see --merge)")
+    ap.add_argument("--merge", choices=["min", "median"], default=VALIDATION_GRID["merge"],
+                    help="which round of a profiled row the model reads: the fastest or the "
+                         "median (default %(default)s); a profile that kept its rounds "
+                         "(profile.json \"rounds\") can be read either way by --repredict")
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
     ap.add_argument("--repredict", action="store_true",
                     help="measure nothing: predict the runs of --out's validation.csv again "
@@ -142,7 +149,7 @@ def main(argv=None) -> int:
         Profiler,
         cpu_name,
         load_profile,
-        merge_rounds,
+        merged_rows,
         start_profiling_backend,
         write_profile,
     )
@@ -164,12 +171,17 @@ def main(argv=None) -> int:
         where = [Path(d) / PROFILE_DIRS[kind] for d in (args.profile or [out])]
         if not args.profile and not args.repredict:
             cfg = load_config(CONFIGS[kind])
-            prof = Profiler(cfg, grid=VALIDATION_GRID, backends=tuple(args.backends))
+            prof = Profiler(cfg, grid={**VALIDATION_GRID, "merge": args.merge},
+                            backends=tuple(args.backends))
             rows = prof.run()
-            write_profile(rows, where[0], to_dict(cfg), prof.skipped, prof.speed)
+            write_profile(rows, where[0], to_dict(cfg), prof.skipped, prof.speed, prof.rounds)
             console.print(f"profile: {where[0]}")
         loaded = [load_profile(w) for w in where]
-        profiles[kind] = {**loaded[0], "rows": merge_rounds([p["rows"] for p in loaded]),
+        # Each profile's own rounds where it kept them, else its merged rows as one round.
+        rounds = [rs for p in loaded for rs in p.get("rounds") or [p["rows"]]]
+        rows = merged_rows({"rows": [r for p in loaded for r in p["rows"]], "rounds": rounds},
+                           args.merge)
+        profiles[kind] = {**loaded[0], "rows": rows, "rounds": rounds if len(rounds) > 1 else [],
                           "speed_reference": [x for p in loaded
                                               for x in p.get("speed_reference", ())]}
     if args.profile_only:
@@ -254,9 +266,14 @@ def main(argv=None) -> int:
     errors = [abs(r["error"]) for r in results]
     med = statistics.median(errors)
     med_wall = statistics.median(abs(r["error_wall"]) for r in results)
+    rounds_kept = {kind: len(p.get("rounds") or ()) for kind, p in profiles.items()}
     lines = [f"Compared figure: {args.metric} seconds per iteration, each run's median over "
              f"{args.rounds} interleaved rounds (one fresh process per run and round; the CSV "
-             "has every round's wall time).", "",
+             "has every round's wall time). Profile rows: "
+             + (f"each row from its {args.merge} round of "
+                + ", ".join(f"{n} ({kind})" for kind, n in rounds_kept.items())
+                if any(rounds_kept.values()) else "as merged when profiled (no rounds kept)")
+             + ".", "",
              "| setting | mapping | mode | predicted [ms/iter] | measured [ms/iter] | error "
              "| wall: predicted | wall: measured | wall error |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -121,13 +121,58 @@ def test_rounds_keep_each_row_as_measured_where_it_was_fastest():
     assert merge_rounds([first]) == first
 
 
+def test_rounds_merge_to_each_row_s_median_round_and_a_profile_keeps_them(tmp_path):
+    """keep="median": each row whole from the round of its median latency (the lower middle
+    of an even count); a profile keeps every round, so it can be read either way later."""
+    from hrl.config import load_config, to_dict
+    from hrl.mapping.profile import (
+        Profiler,
+        load_profile,
+        merge_rounds,
+        merged_rows,
+        update_profile,
+        write_profile,
+    )
+
+    def row(call, latency, **extra):
+        return {"call": call, "placement": "cpu", "mode": "dispatched", "batch": 4,
+                "latency_s": latency, "cpu_s": latency / 2, **extra}
+
+    rounds = [[row("train:dqn", 3.0, n=1), row("overlap:loop", 5.0, n=1)],
+              [row("train:dqn", 1.0, n=2), row("overlap:loop", 1.0, n=2)],
+              [row("train:dqn", 2.0, n=3)]]
+    assert [r["n"] for r in merge_rounds(rounds, "median")] == [3, 1]  # the overlap: 1st round
+    assert [r["n"] for r in merge_rounds(rounds, "min")] == [2, 1]
+    assert merge_rounds(rounds[:2], "median") == merge_rounds(rounds[:2], "min")
+    with pytest.raises(ValueError, match="keep must be one of .*'mean'"):
+        merge_rounds(rounds, "mean")
+
+    cfg = load_config(CONFIG)
+    prof = Profiler(cfg, grid={**TINY_GRID, "rounds": 3, "merge": "median"}, backends=("jax",),
+                    progress=False, loops=False, only=("thread",))
+    rows = prof.run()
+    assert len(prof.rounds) == 3 and all(len(r) == 1 for r in prof.rounds)
+    times = sorted(r[0]["latency_s"] for r in prof.rounds)
+    assert [r["latency_s"] for r in rows] == [times[1]]
+    write_profile(rows, tmp_path, to_dict(cfg), rounds=prof.rounds)
+    saved = load_profile(tmp_path)
+    assert merged_rows(saved, "min")[0]["latency_s"] == times[0]
+    assert merged_rows(saved, "median")[0]["latency_s"] == times[1]
+    # a row refreshed by `hrl profile --only` leaves the rounds: merging again keeps it
+    update_profile(tmp_path, [row("link:thread", 9.0)], ["link:thread"])
+    assert [r["latency_s"] for r in merged_rows(load_profile(tmp_path), "min")] == [9.0]
+    with pytest.raises(ValueError, match="grid merge must be one of .*'best'"):
+        Profiler(cfg, grid={**TINY_GRID, "merge": "best"}, backends=("jax",), progress=False,
+                 loops=False, only=("thread",))
+
+
 def test_a_grid_s_rounds_measure_every_row_again(monkeypatch):
     from hrl.config import load_config
     from hrl.mapping import profile
 
     got = []
     monkeypatch.setattr(profile, "merge_rounds",
-                        lambda rounds: got.append(rounds) or rounds[-1])
+                        lambda rounds, keep="min": got.append(rounds) or rounds[-1])
     calls = {"thread": 0, "cpu-device": 0}
     for name, method in (("thread", "_profile_thread_handoff"),
                          ("cpu-device", "_profile_cpu_device_link")):

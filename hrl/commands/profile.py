@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
               "--run-dir a directory holding one", file=sys.stderr)
         return 2
     links = None if only is None else [n for n in only if n != "rtl-tables"]
-    rows, skipped, speed = [], [], []
+    rows, skipped, speed, rounds = [], [], [], []
     if links is None or links:
         from hrl.mapping.profile import start_profiling_backend
 
@@ -90,13 +90,14 @@ def run(args: argparse.Namespace) -> int:
         profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
                             only=links)
         rows, skipped, speed = profiler.run(), profiler.skipped, profiler.speed
+        rounds = profiler.rounds
     if only is not None and (run_dir / "profile.json").is_file():
         calls = [f"link:{n}" for n in links]
         if "rtl-tables" in only:
             rows, calls = rows + rtl_cycle_rows(), calls + list(RTL_TABLE_CALLS)
         csv_path, json_path = update_profile(run_dir, rows, calls, skipped)
     else:
-        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), skipped, speed)
+        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), skipped, speed, rounds)
     for s in skipped:
         console.print(f"[yellow]skipped:[/yellow] {s}")
     console.print(f"{len(rows)} rows -> {csv_path} and {json_path}")

@@ -57,7 +57,9 @@ from hrl.runtime.cpu_backend import run_json_child, running_cpu_dispatch
 
 # Grids: "quick" for tests and a first look, "full" for the reported profile. A grid may set
 # "rounds": how many times every row is measured, the rounds one after another over the whole
-# grid, and the row with the lowest latency kept (`merge_rounds`; default 1).
+# grid (default 1), and "merge": which round's row is kept, the one with the lowest latency
+# ("min", the default) or the median one ("median"; `merge_rounds`). Every round's rows are
+# kept in profile.json ("rounds"), so a profile can be merged the other way later.
 GRIDS = {
     "quick": {"num_envs": (1, 16), "width": (32, 64), "batch": (16, 64),
               "capacity": (1 << 10, 1 << 13), "fanout": (16,), "repeats": 5, "scan": 20},
@@ -243,6 +245,10 @@ class Profiler:
         self.loops = loops
         self.only = None if only is None else tuple(only)
         self.rows: list[dict] = []
+        self.merge = self.grid.get("merge", "min")
+        if self.merge not in MERGE_RULES:
+            raise ValueError(f"grid merge must be one of {MERGE_RULES}, got {self.merge!r}")
+        self.rounds: list[list[dict]] = []  # each round's rows as measured, before merging
         # the reference workload's time at the start and the end of each round
         # (`hrl.mapping.speed`): how fast the machine ran while it was profiled
         self.speed: list[dict] = []
@@ -882,7 +888,8 @@ class Profiler:
                 measured.append(self.rows)
                 self._time_reference(r)
                 tasks = again
-        self.rows = merge_rounds(measured)
+        self.rounds = measured if rounds > 1 else []
+        self.rows = merge_rounds(measured, self.merge)
         self.skipped = list(dict.fromkeys(self.skipped))  # a part skipped in every round
         if self.only is None:
             self.rows.extend(rtl_cycle_rows())
@@ -903,33 +910,58 @@ DIFFERENCE_CALLS = ("overlap:loop", "overlap:thread", "link:cpu-collective",
 
 
 def _kept_by_min(rows: list[dict]) -> bool:
-    """Whether any of `rows` is one that `merge_rounds` keeps from its fastest round."""
+    """Whether any of `rows` is one that `merge_rounds` picks from several rounds."""
     return any(r["call"] not in DIFFERENCE_CALLS for r in rows)
 
 
-def merge_rounds(rounds: list[list[dict]]) -> list[dict]:
-    """One profile from several measurements of the same rows (`ROW_IDENTITY`): each timed row
-    as measured in the round where its latency was lowest (`DIFFERENCE_CALLS` as the first
-    round measured them), in the first round's order; a row only some rounds have is kept as
-    measured. On a shared VM the machine's speed drifts over minutes: two profiles of the same
-    code an hour apart had rows 0.4x-3.7x apart, and one, taken in a slow spell, predicted
-    every run 25% high. A slow spell inflates the rows it covers; the lower of two rounds
-    measured minutes apart rarely falls in one."""
-    best: dict[tuple, dict] = {}
-    order: list[tuple] = []
+MERGE_RULES = ("min", "median")
+
+
+def merge_rounds(rounds: list[list[dict]], keep: str = "min") -> list[dict]:
+    """One profile from several measurements of the same rows (`ROW_IDENTITY`), in the first
+    round's order; a row only some rounds have is kept as measured, and `DIFFERENCE_CALLS` as
+    the first round measured them. Every other row is kept whole from one round:
+    - keep="min": the round where its latency was lowest. On a shared VM the machine's speed
+      drifts over minutes: two profiles of the same code an hour apart had rows 0.4x-3.7x
+      apart, and one, taken in a slow spell, predicted every run 25% high. A slow spell
+      inflates the rows it covers; the lower of two rounds measured minutes apart rarely
+      falls in one.
+    - keep="median": the round of its median latency (the lower middle one of an even count,
+      so two rounds keep the lower). A row whose time varies a lot between runs, like a
+      256x256 train step at batch 256 on two cores, is otherwise kept at its luckiest, while
+      a run is compared at its median over rounds."""
+    if keep not in MERGE_RULES:
+        raise ValueError(f"merge_rounds: keep must be one of {MERGE_RULES}, got {keep!r}")
+    seen_rows: dict[tuple, list[dict]] = {}
     for rows in rounds:
         seen: dict[tuple, int] = {}
         for row in rows:
             name = tuple(row.get(k) for k in ROW_IDENTITY)
             seen[name] = seen.get(name, 0) + 1
             key = (*name, seen[name])  # repeated names (none today) pair up in order
-            if key not in best:
-                best[key] = row
-                order.append(key)
-            elif (_kept_by_min([row])
-                  and row.get("latency_s", 0.0) < best[key].get("latency_s", 0.0)):
-                best[key] = row
-    return [best[k] for k in order]
+            if key not in seen_rows:
+                seen_rows[key] = [row]
+            elif _kept_by_min([row]):
+                seen_rows[key].append(row)
+    out = []
+    for measured in seen_rows.values():
+        ranked = sorted(measured, key=lambda r: r.get("latency_s", 0.0))  # stable: ties keep order
+        out.append(ranked[0] if keep == "min" else ranked[(len(ranked) - 1) // 2])
+    return out
+
+
+def merged_rows(profile: dict, keep: str) -> list[dict]:
+    """The rows of a loaded profile merged again from the rounds it keeps ("rounds", see
+    `merge_rounds`), with its rows that no round measured (the RTL tables, rows an `hrl
+    profile --only` refreshed); a profile without rounds as it is."""
+    rounds = profile.get("rounds") or []
+    if not rounds:
+        return profile["rows"]
+    names = {tuple(r.get(k) for k in ROW_IDENTITY) for rows in rounds for r in rows}
+    extra = {}
+    for r in profile["rows"]:
+        extra.setdefault(tuple(r.get(k) for k in ROW_IDENTITY), r)
+    return merge_rounds(rounds, keep) + [r for name, r in extra.items() if name not in names]
 
 
 def _echo(inbox, outbox) -> None:
@@ -1316,9 +1348,10 @@ def machine_info() -> dict:
 
 
 def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=(),
-                  speed=()) -> tuple[Path, Path]:
-    """profile.csv (timed rows) and profile.json (rows, config, machine, and the reference
-    workload's samples, `speed`: `Profiler.speed`) in `run_dir`."""
+                  speed=(), rounds=()) -> tuple[Path, Path]:
+    """profile.csv (timed rows) and profile.json (rows, config, machine, the reference
+    workload's samples, `speed`: `Profiler.speed`, and each round's rows before they were
+    merged, `rounds`: `Profiler.rounds`) in `run_dir`."""
     run_dir.mkdir(parents=True, exist_ok=True)
     timed = [r for r in rows if not r["call"].startswith(("rtl-", "loop:"))]
     csv_path = run_dir / "profile.csv"
@@ -1331,6 +1364,7 @@ def write_profile(rows: list[dict], run_dir: Path, cfg_dict: dict, skipped=(),
         "format": "hrl-profile-1", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine_info(), "config": cfg_dict, "skipped": list(skipped),
         "speed_reference": list(speed), "rows": rows,
+        **({"rounds": [list(r) for r in rounds]} if rounds else {}),
     }, indent=1, default=str))
     return csv_path, json_path
 
@@ -1345,8 +1379,11 @@ def update_profile(run_dir: Path, rows: list[dict], calls, skipped=()) -> tuple[
     updates = data.get("updates", []) + [{
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "calls": sorted(calls),
         "machine": machine_info(), "skipped": list(skipped)}]
+    # A refreshed row replaces the rounds' rows too: merging again keeps the new one.
+    rounds = [[r for r in rows_ if r["call"] not in calls] for rows_ in data.get("rounds", [])]
     csv_path, json_path = write_profile(kept + rows, Path(run_dir), data["config"],
-                                        data.get("skipped", []), data.get("speed_reference", []))
+                                        data.get("skipped", []), data.get("speed_reference", []),
+                                        rounds)
     new = json.loads(json_path.read_text())
     new.update(created=data.get("created", new["created"]), machine=data["machine"],
                updates=updates)
