@@ -65,8 +65,11 @@ QUICK_SETTINGS = [SETTINGS[0], SETTINGS[2]]
 REFERENCE_EVERY = 12
 
 
-def overrides_for(s: dict) -> list[str]:
-    return [f"env.num_envs={s['num_envs']}", f"train.rollout_length={s['rollout']}",
+def overrides_for(s: dict, iterations: int) -> list[str]:
+    """A setting's config overrides; its chunk is the `iterations` each measurement runs per
+    call, so the model prices the fused loop's cost per call as the run pays it."""
+    return [f"train.chunk_env_steps={iterations * s['num_envs'] * s['rollout']}",
+            f"env.num_envs={s['num_envs']}", f"train.rollout_length={s['rollout']}",
             f"train.batch_size={s['batch']}", f"agent.hidden_sizes=[{s['width']},{s['width']}]",
             f"train.train_ratio={s['ratio']}", f"replay.capacity={CAPACITY}",
             "train.learning_starts=512", "train.total_env_steps=10000000",
@@ -201,7 +204,7 @@ def main(argv=None) -> int:
             jobs += [(label, kind, s, m, mode, st) for mode, st in modes]
     predicted, measured = [], [[] for _ in jobs]
     for _label, kind, s, m, mode, st in jobs:
-        cfg = load_config(CONFIGS[kind], [*overrides_for(s), *m.overrides,
+        cfg = load_config(CONFIGS[kind], [*overrides_for(s, args.iterations), *m.overrides,
                                           *mode_overrides(mode, st)])
         w = workload_from_config(cfg)
         devices = sorted({p.removesuffix("-fused") for p in m.mapping.values()})
@@ -224,7 +227,8 @@ def main(argv=None) -> int:
                     bar.update(job, description=f"round {r + 1}: {label} {m.label} {mode}")
                     measured[i].append(measure_in_fresh_process(
                         str(CONFIGS[kind]),
-                        [*overrides_for(s), *m.overrides, *mode_overrides(mode, st)],
+                        [*overrides_for(s, args.iterations), *m.overrides,
+                         *mode_overrides(mode, st)],
                         args.iterations))
                     bar.advance(job)
                 samples[len(jobs)] = reference_time()["seconds"]

@@ -1,6 +1,7 @@
 """Profiler, `hrl map` and `hrl report` end to end on a tiny grid (jax backend only)."""
 
 import csv
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -409,7 +410,7 @@ def test_loop_rows_are_measured_in_a_process_with_their_dispatch(dispatch):
     from hrl.mapping.profile import loop_rows_subprocess
 
     got = loop_rows_subprocess(to_dict(load_config(CONFIG)), "host", dispatch, repeats=2,
-                               settings=[(1, 2)])
+                               settings=[(1, 2, 3)])
     assert len(got) == 1 and got[0]["wall_s"] > 0 and got[0]["cpu_s"] > 0
     assert got[0]["async"] is (dispatch == "async")
 
@@ -479,6 +480,87 @@ def test_host_loop_bookkeeping_is_fitted_per_cpu_dispatch_and_priced_per_mode(ti
     assert split.times("relaxed", "pipelined")[row] > plain.times("relaxed", "pipelined")[row]
     assert (split.times("strict", "pipelined")[row]
             == plain.times("strict", "pipelined")[row])
+
+
+def test_fused_loop_cost_per_call_is_fitted_apart_and_priced_per_chunk(tiny_profile):
+    """Fused-loop rows timed in chunks of two lengths, built exactly as c0 + c_sgd * U +
+    c_call / N beyond the primitives, give back the three; the cost per call is priced by the
+    workload's iterations per call (`hrl train`: a chunk of train.chunk_env_steps), none where
+    that is not known; rows at one chunk length keep it in c0, as before."""
+    from hrl.config import load_config
+    from hrl.mapping.plan import (
+        MEASURED_KINDS,
+        _loop_row_workload,
+        loop_overheads,
+        models_from_profile,
+    )
+    from hrl.mapping.platform import measured_placement
+    from hrl.mapping.profile import FUSED_CALL_SETTINGS, LOOP_SETTINGS, load_profile
+    from hrl.mapping.workload import Workload, workload_from_config
+
+    profile = load_profile(tiny_profile[0])
+    models = models_from_profile(profile)
+    fused = measured_placement("cpu-fused", models, **MEASURED_KINDS["cpu-fused"])
+    c0, c_sgd, c_call = 2e-5, 3e-6, 5e-4
+    rows = []
+    for steps, sgd, n in ([(s_, u, 10) for s_, u in LOOP_SETTINGS]
+                          + [(s_, u, 80) for s_, u in FUSED_CALL_SETTINGS]):
+        row = {"call": "loop:fused", "env": "gymnax:CartPole-v1", "algo": "dqn", "width": 32,
+               "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16, "rollout": steps,
+               "sgd": sgd, "dispatch": "async", "iterations": n}
+        w = _loop_row_workload(row)
+        t = (sum(k * fused.seconds(c, w) for c, k in w.counts().items())
+             + c0 + c_sgd * sgd + c_call / n)
+        rows.append({**row, "latency_s": t, "cpu_s": t})
+    got = loop_overheads({**profile, "rows": profile["rows"] + rows}, models)["fused"]
+    assert (got.c0, got.c_step, got.c_sgd, got.c_call) == pytest.approx(
+        (c0, 0.0, c_sgd, c_call), rel=1e-3, abs=1e-12)
+    assert "500 us per call" in got.source
+    w = Workload(sgd_steps=2.0, iterations_per_call=40)
+    assert got(w) == pytest.approx(c0 + 2 * c_sgd + c_call / 40)
+    assert got(dataclasses.replace(w, iterations_per_call=0)) == pytest.approx(c0 + 2 * c_sgd)
+    one_length = [r for r in rows if r["iterations"] == 10]
+    folded = loop_overheads({**profile, "rows": profile["rows"] + one_length}, models)["fused"]
+    assert folded.c_call == 0.0 and "per call" not in folded.source
+    cfg = load_config(CONFIG, ["env.num_envs=8", "train.rollout_length=2",
+                               "train.chunk_env_steps=1000"])
+    assert workload_from_config(cfg).iterations_per_call == 62
+    with pytest.raises(ValueError, match="iterations_per_call must be an int >= 0, got -1"):
+        Workload(iterations_per_call=-1)
+
+
+def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_path,
+                                                            monkeypatch):
+    """`hrl profile --only loop-fused` replaces a profile's fused-loop rows with rows at every
+    LOOP_SETTINGS point and the FUSED_CALL_SETTINGS points in longer chunks, each saying its
+    iterations per call, and keeps every other row."""
+    import shutil
+
+    from hrl.cli import main
+    from hrl.mapping import profile as prof
+
+    asked = []
+
+    def fake(base, loop, dispatch, repeats, settings=None, timeout=900.0):
+        asked.append((loop, dispatch, list(settings)))
+        return [{"wall_s": 1e-4 * (i + 1), "cpu_s": 1e-4, "async": True}
+                for i in range(len(settings))]
+
+    monkeypatch.setattr(prof, "loop_rows_subprocess", fake)
+    run_dir = tmp_path / "profile"
+    shutil.copytree(tiny_profile[0], run_dir)
+    before = prof.load_profile(run_dir)
+    assert main(["profile", CONFIG, "--only", "loop-fused", "--run-dir", str(run_dir),
+                 "--no-progress"]) == 0
+    n = prof.loop_iterations(prof.GRIDS["quick"]["repeats"])
+    want = ([(s_, u, n) for s_, u in prof.LOOP_SETTINGS]
+            + [(s_, u, n * prof.LOOP_LONG_CALL) for s_, u in prof.FUSED_CALL_SETTINGS])
+    assert asked == [("fused", "async", want)]
+    after = prof.load_profile(run_dir)
+    fused = [r for r in after["rows"] if r["call"] == "loop:fused"]
+    assert [(r["rollout"], r["sgd"], r["iterations"]) for r in fused] == want
+    assert ([r for r in after["rows"] if r["call"] != "loop:fused"]
+            == [r for r in before["rows"] if r["call"] != "loop:fused"])
 
 
 def test_profile_only_adds_the_collective_row_to_an_existing_profile(tiny_profile, tmp_path,

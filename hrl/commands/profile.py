@@ -5,7 +5,8 @@ primitive on every placement present and write profile.csv / profile.json.
 existing profile (`--run-dir` holding one) they replace its rows of those links, e.g. to add the
 collective between virtual CPU devices to a profile measured before it existed:
 `hrl profile CONFIG --grid full --only cpu-collective --run-dir DIR`. `--only rtl-tables` re-reads
-the RTL's cycle, kernel-cycle and resource tables (after the RTL changed) the same way."""
+the RTL's cycle, kernel-cycle and resource tables (after the RTL changed) the same way, and
+`--only loop-fused,loop-host,loop-pipelined` times those loops' rows again (`loop:<kind>`)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--only", metavar="LINKS",
                         help="measure only these link rows, comma separated, of host, process, "
-                             "cpu-collective, thread, cpu-device (a few seconds), and/or re-read "
+                             "cpu-collective, thread, cpu-device (a few seconds), of the loops' "
+                             "rows loop-fused, loop-host, loop-pipelined (minutes), and/or re-read "
                              "rtl-tables "
                              "(the RTL's cycle, kernel-cycle and resource CSVs); with a --run-dir "
                              "that holds a profile, its rows of those are replaced and the rest "
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     from hrl.mapping.profile import (
         LINK_ROWS,
+        LOOP_ONLY,
         RTL_TABLE_CALLS,
         Profiler,
         rtl_cycle_rows,
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     only = None
     if args.only is not None:
         only = [n.strip() for n in args.only.split(",") if n.strip()]
-        choices = (*LINK_ROWS, "rtl-tables")
+        choices = (*LINK_ROWS, *LOOP_ONLY, "rtl-tables")
         bad = sorted(set(only) - set(choices)) or ([] if only else ["(none)"])
         if bad:
             print(f"hrl profile: error: --only: unknown {bad}; choose from "
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         rows, skipped, speed = profiler.run(), profiler.skipped, profiler.speed
         rounds = profiler.rounds
     if only is not None and (run_dir / "profile.json").is_file():
-        calls = [f"link:{n}" for n in links]
+        calls = [f"loop:{LOOP_ONLY[n]}" if n in LOOP_ONLY else f"link:{n}" for n in links]
         if "rtl-tables" in only:
             rows, calls = rows + rtl_cycle_rows(), calls + list(RTL_TABLE_CALLS)
         csv_path, json_path = update_profile(run_dir, rows, calls, skipped)

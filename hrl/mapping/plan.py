@@ -206,15 +206,19 @@ def replay_overlap_from_profile(profile: dict | None, workload: Workload,
 @dataclasses.dataclass(frozen=True)
 class LoopOverhead:
     """Seconds per iteration the runtime's loop spends beyond its primitives:
-    c0 + c_step * L + c_sgd * U (L actor steps, U SGD steps per iteration)."""
+    c0 + c_step * L + c_sgd * U + c_call / N (L actor steps, U SGD steps per iteration, N
+    iterations per call of the loop: `Workload.iterations_per_call`, no c_call where 0)."""
 
     c0: float = 0.0
     c_step: float = 0.0
     c_sgd: float = 0.0
     source: str = "none measured"
+    c_call: float = 0.0
 
     def __call__(self, workload: Workload) -> float:
-        return self.c0 + self.c_step * workload.rollout_length + self.c_sgd * workload.sgd_steps
+        n = workload.iterations_per_call
+        return (self.c0 + self.c_step * workload.rollout_length
+                + self.c_sgd * workload.sgd_steps + (self.c_call / n if n else 0.0))
 
     def actor_part(self, workload: Workload) -> float:
         """The per-actor-step share, which the actors' side pays when pipelined."""
@@ -250,21 +254,28 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
         if len(rows) < 3:
             continue
         placement = measured_placement(place, models, **MEASURED_KINDS[place])
+        # A cost per call of the loop where the rows were timed at several chunk lengths (the
+        # fused loop's, `FUSED_CALL_SETTINGS`); else it stays folded into c0, as measured.
+        per_call = (all(r.get("iterations") for r in rows)
+                    and len({r["iterations"] for r in rows}) > 1)
         a, y, total = [], [], []
         for r in rows:
             w = _loop_row_workload(r)
             counts = w.counts()
             prims = sum(counts[c] * placement.seconds(c, w) for c in counts)
-            a.append([1.0, w.rollout_length, w.sgd_steps])
+            a.append([1.0, w.rollout_length, w.sgd_steps]
+                     + ([1.0 / w.iterations_per_call] if per_call else []))
             total.append(float(r[METRICS[metric]]))
             y.append(total[-1] - prims)
         coef = _relative_fit(np.array(a), np.array(y), np.array(total))
         if coef is None:
             continue
         loo = _leave_one_out(np.array(a), np.array(y), np.array(total))
-        out[kind] = LoopOverhead(*map(float, coef), source=(
+        c0, c_step, c_sgd, *c_call = map(float, coef)
+        out[kind] = LoopOverhead(c0, c_step, c_sgd, c_call=c_call[0] if c_call else 0.0, source=(
             f"{kind} loop at {len(rows)} small settings ({mode} dispatch) minus its profiled "
             "primitives"
+            + (f", {c_call[0] * 1e6:.0f} us per call" if c_call else "")
             + (f"; leave-one-out error of the iteration {loo:.0%} median" if loo is not None
                else "")))
     out["pipelined"], out["pipelined_actor"] = _pipelined_overhead(profile, models, metric,
@@ -314,7 +325,8 @@ def _loop_row_workload(r: dict) -> Workload:
                     act_dim=act, hidden=(int(r["width"]),) * 2, num_envs=int(r["num_envs"]),
                     batch_size=int(r["batch"]), capacity=int(r["capacity"]),
                     fanout=int(r["fanout"]), sgd_steps=float(r["sgd"]),
-                    rollout_length=int(r["rollout"]))
+                    rollout_length=int(r["rollout"]),
+                    iterations_per_call=int(r.get("iterations") or 0))
 
 
 def _pipelined_overhead(profile: dict, models: dict, metric: str,

@@ -78,6 +78,16 @@ LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
 # residual fitted there (0.5-0.6 ms per iteration) overstated runs of 8-64 envs by 10-30%. The
 # sequential host loop's run 8 too, the size of the runs it prices.
 LOOP_ENVS = {"fused": 1, "host": 8, "pipelined": 8}
+# The fused loop runs a whole chunk of iterations in one call and pays a fixed cost per call
+# (dispatch, the chunk's outputs handed back): on the 2-core VM its row at L=U=1 took 68.5 us
+# per iteration in chunks of 10 and 23.9 us in chunks of 80, while `hrl train` runs chunks of
+# hundreds. Its rows at these (L, U) are timed again in chunks LOOP_LONG_CALL times as long,
+# so that `plan` fits the cost per call apart from the cost per iteration.
+FUSED_CALL_SETTINGS = ((1, 1), (16, 32))
+LOOP_LONG_CALL = 8
+LOOP_KINDS = ("fused", "host", "pipelined")
+# The loops' rows by the name `hrl profile --only` takes (call `loop:<kind>`).
+LOOP_ONLY = {f"loop-{kind}": kind for kind in LOOP_KINDS}
 # The CPU dispatch each loop's rows are measured in: the fused loop always runs async; a host
 # loop runs sync under `train.cpu_dispatch: auto` (`cpu_backend.HOST_LOOP_DISPATCH`), async
 # when a run pins it (its rows also show what async dispatch costs a host loop).
@@ -235,7 +245,8 @@ class Profiler:
 
     def __init__(self, cfg, grid: str | dict = "quick", backends=("jax", "xla", "opencl", "rtl"),
                  progress: bool = True, loops: bool = True, only=None):
-        """`only`: measure just these link rows (names of `LINK_ROWS`), nothing else."""
+        """`only`: measure just these link rows (names of `LINK_ROWS`) and loops' rows
+        (names of `LOOP_ONLY`), nothing else."""
         from hrl.envs import example_transition, make_env
 
         self.cfg = cfg
@@ -731,34 +742,43 @@ class Profiler:
         except RuntimeError as err:
             self.skipped.append(f"{COLLECTIVE_CALL}: {err}")
 
-    def _profile_loops(self, repeats: int):
+    def _profile_loops(self, repeats: int, loops=None):
         """The runtime's own loops at small settings (L actor steps, U SGD steps per
         iteration, `LOOP_SETTINGS`): their time beyond the primitives is the loop's bookkeeping
         (n-step window, pending queue, key splits, host transfers of returns, and for the host
         loops the cost of each call), which `plan` fits as c0 + cL * L + cU * U per iteration
-        for the fused and the host loop, and as a constant per iteration beyond its two sides
-        for the pipelined executor (the hand-offs; its rows run `LOOP_ENVS` envs).
+        for the fused and the host loop (the fused loop's cost per call apart), and as a
+        constant per iteration beyond its two sides for the pipelined executor (the
+        hand-offs; its rows run `LOOP_ENVS` envs).
 
         Each loop is measured in a fresh process per CPU dispatch (`LOOP_DISPATCH`), started
         as a run of that loop would start it (`hrl.runtime.cpu_backend`): dispatch and intra-op
         threads are fixed per process, and a host loop pays per call, so its bookkeeping
         differs between the two (`train.cpu_dispatch: auto` runs a host loop sync). Rows carry
-        the dispatch they were measured in."""
+        the dispatch they were measured in and the iterations per call they were timed at;
+        the fused loop's also at FUSED_CALL_SETTINGS in longer calls (its cost per call).
+        `loops`: just these of LOOP_KINDS (`hrl profile --only loop-fused`)."""
         from hrl.config import to_dict
 
         # A host env (gymnasium) cannot run inside the fused loop.
-        loops = ("fused", "host", "pipelined") if self.spec.is_jax else ("host", "pipelined")
+        loops = [x for x in (loops or LOOP_KINDS) if self.spec.is_jax or x != "fused"]
+        n = loop_iterations(repeats)
         s = Setting(num_envs=1, width=LOOP_WIDTH, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
                     fanout=self.cfg.replay.fanout)
         depth = self._workload(s).depth
         for loop in loops:
             for dispatch in LOOP_DISPATCH[loop]:
+                settings = [(steps, sgd, n) for steps, sgd in LOOP_SETTINGS]
+                if loop == "fused":
+                    settings += [(steps, sgd, n * LOOP_LONG_CALL)
+                                 for steps, sgd in FUSED_CALL_SETTINGS]
                 try:
-                    got = loop_rows_subprocess(to_dict(self.cfg), loop, dispatch, repeats)
+                    got = loop_rows_subprocess(to_dict(self.cfg), loop, dispatch, repeats,
+                                               settings)
                 except RuntimeError as err:
                     self.skipped.append(f"loop:{loop} ({dispatch}): {err}")
                     continue
-                for (steps, sgd), m in zip(LOOP_SETTINGS, got, strict=True):
+                for (steps, sgd, iterations), m in zip(settings, got, strict=True):
                     self.rows.append({
                         "call": f"loop:{loop}", "placement": "loop", "mode": "loop",
                         "env": self.env_name, "algo": self.cfg.algo,
@@ -766,6 +786,7 @@ class Profiler:
                         "width": LOOP_WIDTH, "batch": LOOP_BATCH, "capacity": LOOP_CAPACITY,
                         "fanout": s.fanout, "depth": depth,
                         "rollout": steps, "sgd": sgd, "dispatch": dispatch, "work": 0.0,
+                        "iterations": iterations,
                         "latency_s": m["wall_s"], "cpu_s": m["cpu_s"], "p10_s": m["wall_s"],
                         "p90_s": m["wall_s"], "repeats": 3})
 
@@ -789,7 +810,10 @@ class Profiler:
         g = self.grid
         rep, scan = g["repeats"], g["scan"]
         if self.only is not None:
-            return self.link_tasks(self.only)
+            loops = [LOOP_ONLY[n] for n in self.only if n in LOOP_ONLY]
+            return self.link_tasks([n for n in self.only if n not in LOOP_ONLY]) + (
+                [("the runtime's loops (bookkeeping)",
+                  lambda: self._profile_loops(rep, loops))] if loops else [])
         base = Setting(num_envs=g["num_envs"][0], width=g["width"][0], batch=g["batch"][0],
                        capacity=g["capacity"][0], fanout=g["fanout"][0])
         out = []
@@ -898,7 +922,7 @@ class Profiler:
 
 # What names a row: a second measurement of the same row agrees on all of these.
 ROW_IDENTITY = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
-                "capacity", "fanout", "work", "rollout", "sgd", "dispatch")
+                "capacity", "fanout", "work", "rollout", "sgd", "dispatch", "iterations")
 
 
 # Rows that are a difference or a ratio of interleaved timings (the relaxed overlap, the
@@ -1117,25 +1141,33 @@ def _loop_rows_main() -> None:
 
     a = json.loads(sys.argv[1])
     configs = [loop_row_config(a["base"], a["loop"], steps, sgd, a["dispatch"])
-               for steps, sgd in a["settings"]]
+               for steps, sgd, _ in a["settings"]]
     start_cpu_backend(configs[0])  # as a run of this loop starts: its dispatch and threads
     out = []
-    for cfg in configs:
+    for cfg, (_, _, iterations) in zip(configs, a["settings"], strict=True):
         # Two builds, the faster kept: one config measured 1.8 and 2.7 ms per iteration in two
         # builds on this machine (repeats within a build agree), and the loop's own cost is
         # the lower figure; the other carries interference.
-        m = min((measure_iteration(cfg, iterations=max(10, a["repeats"]), repeats=3)
+        m = min((measure_iteration(cfg, iterations=iterations, repeats=3)
                  for _ in range(2)), key=lambda m: m["wall_s"])
         out.append({"wall_s": m["wall_s"], "cpu_s": m["cpu_s"],
                     "async": bool(jax.config.read("jax_cpu_enable_async_dispatch"))})
     print(json.dumps(out))
 
 
+def loop_iterations(repeats: int) -> int:
+    """Iterations per call at which a loop row is timed (a fused row also at LOOP_LONG_CALL
+    times as many)."""
+    return max(10, repeats)
+
+
 def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
-                         settings=LOOP_SETTINGS, timeout: float = 900.0) -> list[dict]:
-    """`_loop_rows_main` in a fresh Python (see `Profiler._profile_loops`): per (L, U) of
-    `settings`, {"wall_s", "cpu_s", "async"}. Raises RuntimeError with the child's error
-    when it fails."""
+                         settings=None, timeout: float = 900.0) -> list[dict]:
+    """`_loop_rows_main` in a fresh Python (see `Profiler._profile_loops`): per (L, U, N) of
+    `settings` (N iterations per call; default: LOOP_SETTINGS at `loop_iterations`), {"wall_s",
+    "cpu_s", "async"}. Raises RuntimeError with the child's error when it fails."""
+    if settings is None:
+        settings = [(steps, sgd, loop_iterations(repeats)) for steps, sgd in LOOP_SETTINGS]
     code = "from hrl.mapping.profile import _loop_rows_main; _loop_rows_main()"
     args = json.dumps({"base": base, "loop": loop, "dispatch": dispatch, "repeats": repeats,
                        "settings": [list(x) for x in settings]})

@@ -60,6 +60,10 @@ class Workload:
     weight_sync_period: int = 1
     critic_hidden: tuple[int, ...] | None = None  # ddpg critic widths (None: same as hidden)
     rollout_length: int = 1  # L: actor steps per iteration, inserted as one batch of M*L
+    # Iterations per call of the runtime's loop (`hrl train`: one chunk of
+    # train.chunk_env_steps). The fused loop pays a fixed cost per call (dispatch, handing the
+    # chunk's outputs back), spread over them. 0: not known, priced as a long chunk (no cost).
+    iterations_per_call: int = 0
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -71,6 +75,9 @@ class Workload:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"workload {name} must be a positive int, got {value!r}")
+        if not isinstance(self.iterations_per_call, int) or self.iterations_per_call < 0:
+            raise ValueError("workload iterations_per_call must be an int >= 0, got "
+                             f"{self.iterations_per_call!r}")
         if not isinstance(self.sgd_steps, (int, float)) or not 0 <= self.sgd_steps < 1e9:
             raise ValueError(f"workload sgd_steps must be a number >= 0, got {self.sgd_steps!r}")
         if not self.hidden or any(not isinstance(h, int) or h < 1 for h in self.hidden):
@@ -231,4 +238,5 @@ def workload_from_config(cfg) -> Workload:
         critic_hidden=critic, num_envs=m, batch_size=cfg.train.batch_size,
         capacity=cfg.replay.capacity, fanout=cfg.replay.fanout,
         sgd_steps=float(cfg.train.train_ratio * m * steps), rollout_length=steps,
+        iterations_per_call=max(1, cfg.train.chunk_env_steps // (m * steps)),  # as hrl train
     )
