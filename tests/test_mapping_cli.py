@@ -430,6 +430,19 @@ def test_loop_row_configs_run_the_row_s_actor_and_sgd_steps(loop):
     assert cfg.train.executor == ("pipelined" if loop == "pipelined" else "auto")
 
 
+def _exact_loop_row(placement, call: str, steps: int, sgd: int, beyond: float, **fields):
+    """A loop row of the profiler's loop sizes whose time is exactly its primitives' predicted
+    time on `placement` plus `beyond` seconds of bookkeeping."""
+    from hrl.mapping.plan import _loop_row_workload
+
+    row = {"call": call, "env": "gymnax:CartPole-v1", "algo": "dqn", "width": 32,
+           "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16, "rollout": steps,
+           "sgd": sgd, **fields}
+    w = _loop_row_workload(row)
+    t = sum(n * placement.seconds(c, w) for c, n in w.counts().items()) + beyond
+    return {**row, "latency_s": t, "cpu_s": t}
+
+
 def test_host_loop_bookkeeping_is_fitted_per_cpu_dispatch_and_priced_per_mode(tiny_profile):
     """Host-loop rows measured sync and async give two fits; built exactly linear here, each
     fit recovers its coefficients with a leave-one-out error of 0%. A profile with async rows
@@ -449,16 +462,9 @@ def test_host_loop_bookkeeping_is_fitted_per_cpu_dispatch_and_priced_per_mode(ti
     models = models_from_profile(profile)
     cpu = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
     truth = {"sync": (1e-3, 1e-4, 2e-4), "async": (2e-3, 1.5e-4, 4e-4)}
-    rows = []
-    for dispatch, (c0, c_step, c_sgd) in truth.items():
-        for steps, sgd in LOOP_SETTINGS:
-            row = {"call": "loop:host", "env": "gymnax:CartPole-v1", "algo": "dqn", "width": 32,
-                   "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16,
-                   "rollout": steps, "sgd": sgd, "dispatch": dispatch}
-            w = _loop_row_workload(row)
-            prims = sum(n * cpu.seconds(c, w) for c, n in w.counts().items())
-            t = prims + c0 + c_step * steps + c_sgd * sgd
-            rows.append({**row, "latency_s": t, "cpu_s": t})
+    rows = [_exact_loop_row(cpu, "loop:host", steps, sgd, c0 + c_step * steps + c_sgd * sgd,
+                            dispatch=dispatch)
+            for dispatch, (c0, c_step, c_sgd) in truth.items() for steps, sgd in LOOP_SETTINGS]
     both = {**profile, "rows": profile["rows"] + rows}
     for dispatch, coef in truth.items():
         host = loop_overheads(both, models, dispatch=dispatch)["host"]
@@ -490,7 +496,6 @@ def test_fused_loop_cost_per_call_is_fitted_apart_and_priced_per_chunk(tiny_prof
     from hrl.config import load_config
     from hrl.mapping.plan import (
         MEASURED_KINDS,
-        _loop_row_workload,
         loop_overheads,
         models_from_profile,
     )
@@ -502,16 +507,10 @@ def test_fused_loop_cost_per_call_is_fitted_apart_and_priced_per_chunk(tiny_prof
     models = models_from_profile(profile)
     fused = measured_placement("cpu-fused", models, **MEASURED_KINDS["cpu-fused"])
     c0, c_sgd, c_call = 2e-5, 3e-6, 5e-4
-    rows = []
-    for steps, sgd, n in ([(s_, u, 10) for s_, u in LOOP_SETTINGS]
-                          + [(s_, u, 80) for s_, u in FUSED_CALL_SETTINGS]):
-        row = {"call": "loop:fused", "env": "gymnax:CartPole-v1", "algo": "dqn", "width": 32,
-               "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16, "rollout": steps,
-               "sgd": sgd, "dispatch": "async", "iterations": n}
-        w = _loop_row_workload(row)
-        t = (sum(k * fused.seconds(c, w) for c, k in w.counts().items())
-             + c0 + c_sgd * sgd + c_call / n)
-        rows.append({**row, "latency_s": t, "cpu_s": t})
+    rows = [_exact_loop_row(fused, "loop:fused", steps, sgd, c0 + c_sgd * sgd + c_call / n,
+                            dispatch="async", iterations=n)
+            for steps, sgd, n in ([(s_, u, 10) for s_, u in LOOP_SETTINGS]
+                                  + [(s_, u, 80) for s_, u in FUSED_CALL_SETTINGS])]
     got = loop_overheads({**profile, "rows": profile["rows"] + rows}, models)["fused"]
     assert (got.c0, got.c_step, got.c_sgd, got.c_call) == pytest.approx(
         (c0, 0.0, c_sgd, c_call), rel=1e-3, abs=1e-12)

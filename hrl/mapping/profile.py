@@ -905,7 +905,7 @@ class Profiler:
                     bar.advance(job)
                     # A later round measures again only what it could improve: not a task
                     # that was skipped or measured only rows whose first round stands.
-                    if _kept_by_min(self.rows[before:]):
+                    if _merged_over_rounds(self.rows[before:]):
                         again.append((label, fn))
                     else:
                         bar.update(job, total=bar.tasks[job].total - (rounds - 1 - r))
@@ -925,6 +925,10 @@ ROW_IDENTITY = ("call", "placement", "mode", "env", "algo", "num_envs", "width",
                 "capacity", "fanout", "work", "rollout", "sgd", "dispatch", "iterations")
 
 
+def _row_name(row: dict) -> tuple:
+    return tuple(row.get(k) for k in ROW_IDENTITY)
+
+
 # Rows that are a difference or a ratio of interleaved timings (the relaxed overlap, the
 # collective's psum, the move between CPU devices): the interleaving already cancels a slow
 # spell, and the lowest of several rounds is the luckiest, not the truest (the lowest parallel
@@ -933,7 +937,7 @@ DIFFERENCE_CALLS = ("overlap:loop", "overlap:thread", "link:cpu-collective",
                     "link:cpu-device")
 
 
-def _kept_by_min(rows: list[dict]) -> bool:
+def _merged_over_rounds(rows: list[dict]) -> bool:
     """Whether any of `rows` is one that `merge_rounds` picks from several rounds."""
     return any(r["call"] not in DIFFERENCE_CALLS for r in rows)
 
@@ -960,12 +964,12 @@ def merge_rounds(rounds: list[list[dict]], keep: str = "min") -> list[dict]:
     for rows in rounds:
         seen: dict[tuple, int] = {}
         for row in rows:
-            name = tuple(row.get(k) for k in ROW_IDENTITY)
+            name = _row_name(row)
             seen[name] = seen.get(name, 0) + 1
             key = (*name, seen[name])  # repeated names (none today) pair up in order
             if key not in seen_rows:
                 seen_rows[key] = [row]
-            elif _kept_by_min([row]):
+            elif _merged_over_rounds([row]):
                 seen_rows[key].append(row)
     out = []
     for measured in seen_rows.values():
@@ -981,10 +985,10 @@ def merged_rows(profile: dict, keep: str) -> list[dict]:
     rounds = profile.get("rounds") or []
     if not rounds:
         return profile["rows"]
-    names = {tuple(r.get(k) for k in ROW_IDENTITY) for rows in rounds for r in rows}
+    names = {_row_name(r) for rows in rounds for r in rows}
     extra = {}
     for r in profile["rows"]:
-        extra.setdefault(tuple(r.get(k) for k in ROW_IDENTITY), r)
+        extra.setdefault(_row_name(r), r)
     return merge_rounds(rounds, keep) + [r for name, r in extra.items() if name not in names]
 
 
@@ -1162,12 +1166,10 @@ def loop_iterations(repeats: int) -> int:
 
 
 def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
-                         settings=None, timeout: float = 900.0) -> list[dict]:
+                         settings, timeout: float = 900.0) -> list[dict]:
     """`_loop_rows_main` in a fresh Python (see `Profiler._profile_loops`): per (L, U, N) of
-    `settings` (N iterations per call; default: LOOP_SETTINGS at `loop_iterations`), {"wall_s",
-    "cpu_s", "async"}. Raises RuntimeError with the child's error when it fails."""
-    if settings is None:
-        settings = [(steps, sgd, loop_iterations(repeats)) for steps, sgd in LOOP_SETTINGS]
+    `settings` (N iterations per call), {"wall_s", "cpu_s", "async"}. Raises RuntimeError with
+    the child's error when it fails."""
     code = "from hrl.mapping.profile import _loop_rows_main; _loop_rows_main()"
     args = json.dumps({"base": base, "loop": loop, "dispatch": dispatch, "repeats": repeats,
                        "settings": [list(x) for x in settings]})
