@@ -29,7 +29,7 @@ from hrl.runtime.aggregate import (
     summarize,
 )
 from hrl.runtime.metrics import read_episodes
-from hrl.runtime.run import seed_list
+from hrl.runtime.build import seed_list
 
 CONFIGS = Path(__file__).resolve().parents[1] / "experiments" / "configs"
 
@@ -140,7 +140,7 @@ def test_seeds_resume_exactly(tmp_path):
 
 
 def test_host_loop_runs_seeds_one_after_another(tmp_path):
-    cfg = tiny_config(seeds=2, **{"train.fused": False, "train.total_env_steps": 512})
+    cfg = tiny_config(seeds=2, **{"train.executor": "sequential", "train.total_env_steps": 512})
     summary = train(cfg, run_dir=tmp_path, progress=False)
     assert not summary["fused"] and summary["seeds"] == [3, 4]
     for seed in (3, 4):

@@ -13,7 +13,7 @@ from test_runtime import CONFIGS, SMALL, assert_trees_equal
 from hrl.config import ConfigError, load_config
 from hrl.runtime import build, initial_state
 from hrl.runtime import rate_limit as rl
-from hrl.runtime.loop import PipelinedLoop
+from hrl.runtime.executors import PipelinedLoop
 from hrl.runtime.rate_limit import LimiterState, RateLimit
 
 # ----------------------------------------------------------------------------- functions
@@ -161,8 +161,8 @@ def _run(overrides, iterations=24, chunks=2, slow_learner=0.0, slow_actors=0.0):
         learn = loop._learn
         loop._learn = lambda *a: (time.sleep(slow_learner), learn(*a))[1]
     if slow_actors:
-        act = loop._act
-        loop._act = lambda *a: (time.sleep(slow_actors), act(*a))[1]
+        act = loop.calls.act
+        loop.calls.act = lambda *a: (time.sleep(slow_actors), act(*a))[1]
     state, bands = initial_state(built), []
     try:
         for _ in range(chunks):
@@ -250,7 +250,7 @@ def test_a_failed_chunk_with_blocked_actors_ends_and_the_next_runs(actors):
 
 
 def test_the_limiter_may_change_at_resume():
-    from hrl.runtime.run import resume_changes
+    from hrl.runtime.resume import resume_changes
 
     saved = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml", SMALL + LIMITED)
     cfg = load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml",

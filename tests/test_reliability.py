@@ -30,7 +30,8 @@ from hrl.runtime.checkpoint import (
     latest_checkpoint,
     restore_checkpoint,
 )
-from hrl.runtime.run import build, initial_state, resume_changes, resume_config, train
+from hrl.runtime import build, initial_state, resume_config, train
+from hrl.runtime.resume import resume_changes
 
 
 def write_run_dir(path, cfg):
@@ -205,7 +206,7 @@ def test_all_checkpoints_unreadable_is_one_line(tmp_path, capsys):
 def test_a_replay_beyond_available_memory_is_refused_up_front(monkeypatch):
     """Checked against available memory before anything is allocated, naming the key."""
     from hrl.config import load_config
-    from hrl.runtime import run as run_module
+    from hrl.runtime import build as run_module
 
     monkeypatch.setattr(run_module, "_available_memory_bytes", lambda: 2**30)  # 1 GiB free
     config = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "dqn_cartpole.yaml"

@@ -166,7 +166,8 @@ def test_pending_releases_updates_exactly_s_steps_late(staleness):
 
 def run_iterations(cfg, iterations: int, fused: bool | None = None):
     built = build(cfg) if fused is None else build(
-        config_from_dict({**_as_dict(cfg), "train": {**_as_dict(cfg)["train"], "fused": fused}})
+        config_from_dict({**_as_dict(cfg), "train": {
+            **_as_dict(cfg)["train"], "executor": "fused" if fused else "sequential"}})
     )
     state = initial_state(built)
     state, out = built.loop.run(state, iterations)
@@ -353,7 +354,7 @@ def _small_run(config, overrides, iterations=30):
 
 def _host_run(overrides, iterations=40):
     """DQN CartPole on the host loop (the loop a placement runs)."""
-    built, state, _ = _small_run("dqn_cartpole", ["train.fused=false", *overrides], iterations)
+    built, state, _ = _small_run("dqn_cartpole", ["train.executor=sequential", *overrides], iterations)
     return built, state
 
 
@@ -466,9 +467,8 @@ def test_process_actors_equal_thread_actors_bit_for_bit():
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (["train.executor=fused"], "train.fused.*(contradicts|needs a JAX environment)"),
+    (["train.executor=fused"], "train.executor.*needs a JAX environment"),
     (["train.actors=process"], "train.actors.*set train.executor: pipelined"),
-    (["train.fused=true", "train.executor=sequential"], "train.fused.*contradicts"),
     (["train.pipeline_depth=-1"], "train.pipeline_depth.*>= 0"),
     (["train.weight_sync_period=0"], "train.weight_sync_period.*>= 1"),
 ])
@@ -544,7 +544,7 @@ def test_relaxed_overlaps_the_replay_only_off_the_learners_device():
     """The replay thread of relaxed dependency is for trees off the learner's device (where a
     hand-off costs less than it hides); the relaxed runs of both kinds are tested bit for bit
     (here and tests/test_runtime_host.py)."""
-    from hrl.runtime.run import replay_off_learner
+    from hrl.runtime.build import replay_off_learner
 
     cpu = jax.devices()[0]
     assert replay_off_learner("opencl", {}) and replay_off_learner("rtl", {})
@@ -555,5 +555,5 @@ def test_relaxed_overlaps_the_replay_only_off_the_learners_device():
     if other != cpu:
         assert replay_off_learner("jax", {"sample": other, "update": other})
     loop = build(tiny_config(**{"train.dependency": "relaxed", "train.staleness": 2,
-                                "train.fused": False})).loop
+                                "train.executor": "sequential"})).loop
     assert not loop.overlap_replay

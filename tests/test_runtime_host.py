@@ -42,7 +42,7 @@ def _run(backend: str, iterations: int, overrides=()):
         "log.progress=false", *overrides,
     ])
     built = build(cfg)
-    assert not built.loop.fused
+    assert built.loop.name == "sequential"
     state, out = built.loop.run(initial_state(built), iterations)
     return built, jax.device_get(state), out
 

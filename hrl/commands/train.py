@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             if args.run_dir:
                 raise ConfigError("--run-dir cannot be combined with --resume")
-            from hrl.runtime.run import resume_config
+            from hrl.runtime.resume import resume_config
 
             cfg = resume_config(args.resume, args.overrides)
             run_dir = Path(args.resume)

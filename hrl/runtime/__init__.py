@@ -1,52 +1,47 @@
-"""Runtime: the five primitives, the fused and host training loops, the `train` driver.
+"""Runtime: the iteration (`iteration`), the executors that schedule it (`executors`), and the
+`train` driver (`run`).
 
     from hrl.config import load_config
     from hrl.runtime import train
     summary = train(load_config("experiments/configs/dqn_cartpole.yaml"), run_dir="runs/x")
 """
 
-from hrl.replay.host_buffer import (
-    HOST_BACKENDS,
-    HostPrioritizedReplay,
-    HostReplayState,
-    make_host_replay,
-)
+from hrl.runtime.build import Built, build, initial_state
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
-from hrl.runtime.data_parallel import DataParallelLoop, make_mesh
-from hrl.runtime.loop import (
-    ChunkOut,
+from hrl.runtime.executor_choice import choose_executor
+from hrl.runtime.executors import (
+    DataParallelLoop,
+    Executor,
     FusedLoop,
     HostLoop,
     PipelinedLoop,
-    Schedule,
-    TrainState,
-    init_train_state,
+    make_mesh,
 )
+from hrl.runtime.iteration import ChunkOut, Schedule, TrainState, init_train_state
 from hrl.runtime.pending import PendingUpdates, pending_init, pending_push
 from hrl.runtime.primitives import PRIMITIVES, Primitives, beta_at, make_primitives
-from hrl.runtime.run import Built, build, initial_state, resume_config, train
+from hrl.runtime.resume import resume_config
+from hrl.runtime.run import train
 
 __all__ = [
-    "HOST_BACKENDS",
     "PRIMITIVES",
     "Built",
     "ChunkOut",
     "DataParallelLoop",
+    "Executor",
     "FusedLoop",
     "HostLoop",
-    "PipelinedLoop",
-    "HostPrioritizedReplay",
-    "HostReplayState",
     "PendingUpdates",
+    "PipelinedLoop",
     "Primitives",
     "Schedule",
     "TrainState",
     "beta_at",
     "build",
+    "choose_executor",
     "init_train_state",
     "initial_state",
     "latest_checkpoint",
-    "make_host_replay",
     "make_mesh",
     "make_primitives",
     "pending_init",

@@ -30,6 +30,7 @@ from typing import Any
 import jax
 
 from hrl.config import RunConfig
+from hrl.runtime.executor_choice import runs_host_loop
 
 # The dispatch `auto` gives a host loop on one device, per dependency mode; the mapping model
 # prices each mode's bookkeeping with the profile's rows in the same dispatch. Relaxed runs
@@ -47,16 +48,6 @@ def cpu_dispatch_of(cfg: RunConfig) -> str:
         return t.cpu_dispatch
     one_device = t.devices == 1
     return HOST_LOOP_DISPATCH[t.dependency] if runs_host_loop(cfg) and one_device else "async"
-
-
-def runs_host_loop(cfg: RunConfig) -> bool:
-    """Whether the run's primitives are called one by one from Python (sequential or
-    pipelined executor) rather than inside the fused loop. Decided from the config alone,
-    before the env is built: `build` decides the same from the built env."""
-    t = cfg.train
-    return (t.executor in ("sequential", "pipelined") or t.fused is False
-            or cfg.env.name.startswith("gymnasium:") or cfg.replay.backend != "jax"
-            or bool(cfg.placement))
 
 
 def usable_cores() -> int:

@@ -1,5 +1,5 @@
 """The five primitives of the training loop (env, infer, sample, update, train; the iteration
-is spelled out in hrl/runtime/loop.py) as separate pure functions with explicit inputs/outputs.
+is spelled out in hrl/runtime/iteration.py) as separate pure functions with explicit inputs/outputs.
 
 | primitive | function                                               | state it owns       |
 | --------- | ------------------------------------------------------ | ------------------- |
@@ -12,8 +12,8 @@ is spelled out in hrl/runtime/loop.py) as separate pure functions with explicit 
 | train     | train(agent_state, batch, weights) -> (agent_state,    | AgentState          |
 |           |                                        td, metrics)    |                     |
 
-Nothing here knows where it runs: the fused loop (`loop.FusedLoop`) traces them all into one
-`lax.scan`; the host loop (`loop.HostLoop`) jits each one alone and moves its inputs to the
+Nothing here knows where it runs: the fused executor traces them all into one `lax.scan`;
+the host executors (`hrl.runtime.executors`) jit each one alone and moves its inputs to the
 device the mapping assigns it, which is how the mapping framework places each primitive on its
 own device or backend. The data that crosses primitives is exactly what the signatures show
 (observations, actions, transitions, a batch with indices and weights, TD errors, weights for
@@ -47,8 +47,9 @@ class Primitives:
 
 
 def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
-    """Bind the env, the agent and a replay buffer (JAX `PrioritizedReplay` or a host replay
-    with the same `add/sample/update` methods) into the five primitives."""
+    """Bind the env, the agent and a replay buffer (any `hrl.replay` buffer) into the five
+    primitives. `replay=None` (the pipelined executor's actors' process) leaves the replay's
+    primitives None."""
 
     def infer(agent_state, carry, obs, key, env_step, episode_start):
         return agent.act_with_carry(agent_state, carry, obs, key, env_step, True, episode_start)
@@ -65,13 +66,14 @@ def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
     def train(agent_state, batch, weights):
         return agent.train_step(agent_state, batch, weights)
 
+    replay_side = replay is not None
     return Primitives(
         env_reset=env.reset,
         env_step=_scoped("env", env.step),
         infer=_scoped("infer", infer),
-        sample=_scoped("sample", sample),
-        update=_scoped("update", update),
-        insert=_scoped("insert", insert),
+        sample=_scoped("sample", sample) if replay_side else None,
+        update=_scoped("update", update) if replay_side else None,
+        insert=_scoped("insert", insert) if replay_side else None,
         train=_scoped("train", train),
     )
 
@@ -79,7 +81,7 @@ def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
 def _scoped(name: str, fn: Callable) -> Callable:
     """`fn` under the name scope `hrl.<name>`: every HLO op it emits carries the primitive's
     name in its metadata, so a profile of a fused program can be split by primitive
-    (`experiments/profile_fused_step.py`). Metadata only: the program is unchanged."""
+    (`experiments/bench/profile_fused_step.py`). Metadata only: the program is unchanged."""
 
     @functools.wraps(fn)
     def wrapped(*args):

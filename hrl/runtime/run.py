@@ -11,23 +11,18 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
-import functools
 import json
-import signal
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hrl.config import ConfigError, RunConfig, dump_config, load_config, to_dict
+from hrl.config import ConfigError, RunConfig, dump_config
 from hrl.envs.gymnasium_env import HostEnvStateError
-from hrl.replay.buffer import make_prioritized_replay
 from hrl.runtime.aggregate import (
     aggregate_curve,
     plot_curves,
@@ -35,327 +30,32 @@ from hrl.runtime.aggregate import (
     summarize,
     write_curve_csv,
 )
+from hrl.runtime.build import Built, build, initial_state, seed_list
 from hrl.runtime.checkpoint import (
     latest_checkpoint,
     read_host_state,
     restore_newest,
     save_checkpoint,
 )
-from hrl.runtime.cpu_backend import start_cpu_backend
-from hrl.runtime.loop import (
-    FusedLoop,
-    HostLoop,
-    PipelinedLoop,
-    Schedule,
-    TrainState,
-    init_train_state,
-)
+from hrl.runtime.executors import PipelinedLoop
+from hrl.runtime.iteration import TrainState
 from hrl.runtime.metrics import MetricsLog, plot_learning_curve, read_episodes
-from hrl.runtime.primitives import make_primitives
-from hrl.runtime.rate_limit import LimiterState, RateLimit, live_ratio
+from hrl.runtime.progress import Interrupt, ProgressBar
+from hrl.runtime.rate_limit import LimiterState, live_ratio
+from hrl.runtime.resume import (
+    check_resume_changes,
+    record_resume,
+    resume_changes,
+    resume_config,
+    with_checkpoint_every,
+)
 
-
-@dataclasses.dataclass
-class Built:
-    """Everything static about a run: the objects the loop closes over."""
-
-    cfg: RunConfig
-    env: Any
-    agent: Any
-    replay: Any
-    schedule: Schedule
-    loop: FusedLoop | HostLoop  # or PipelinedLoop, a HostLoop
-    example_transition: dict
-
-
-def resolve_placement(cfg: RunConfig, env_is_jax: bool, replay_is_jax: bool) -> dict:
-    """`cfg.placement` as JAX devices (primitive -> `jax.Device`); `host` entries are checked
-    and dropped (a host primitive runs in this process anyway). Errors name the key."""
-    devices = {}
-    for name, where in cfg.placement.items():
-        kind, _, index = where.partition(":")
-        if kind == "host":
-            host_side = (name == "env" and not env_is_jax) or (
-                name in ("sample", "update") and not replay_is_jax)
-            if not host_side:
-                raise ValueError(
-                    f"config key 'placement.{name}': 'host' is only for a host primitive "
-                    "(a gymnasium env, or sample/update on a host replay backend); "
-                    f"{name} runs in JAX here, so give it a device such as cpu:0"
-                )
-            continue
-        try:
-            available = jax.devices(kind)
-        except RuntimeError:
-            available = []
-        i = int(index or 0)
-        if i >= len(available):
-            hint = (" (a run asks for the CPU devices its placement names when it is the "
-                    "first use of JAX in its process; here JAX had started already: build the "
-                    "run first, or set XLA_FLAGS=--xla_force_host_platform_device_count=N "
-                    "before JAX starts)") if kind == "cpu" else ""
-            raise ValueError(
-                f"config key 'placement.{name}': {where!r}, but this process has "
-                f"{len(available)} {kind} device(s){hint}"
-            )
-        devices[name] = available[i]
-    return devices
-
-
-def build(cfg: RunConfig, placement: dict | None = None) -> Built:
-    """Environment, agent, replay buffer and the loop (fused when everything is JAX).
-    `placement` (primitive -> `jax.Device`) adds to the config's `placement`."""
-    from hrl import agents, envs
-
-    start_cpu_backend(cfg)  # before anything else starts JAX's backend
-    devices = cfg.train.devices
-    mesh = None
-    if devices > 1:  # before anything is built: too many devices is a config error
-        from hrl.runtime.data_parallel import make_mesh
-
-        mesh = make_mesh(devices)
-    # With train.devices > 1 this is one device's share of the actors.
-    env = envs.make_env(cfg.env.name, cfg.env.num_envs // devices, **cfg.env.kwargs)
-    spec = env.spec
-    if cfg.algo == "dqn":
-        if not spec.discrete:
-            raise ValueError(
-                f"config key 'algo': dqn needs discrete actions; {cfg.env.name} is continuous"
-            )
-        agent = agents.make_dqn(cfg.agent, spec)
-    else:
-        if spec.discrete:
-            raise ValueError(
-                f"config key 'algo': ddpg needs continuous actions; {cfg.env.name} is discrete"
-            )
-        agent = agents.make_ddpg(cfg.agent, spec)
-    if mesh is not None and not spec.is_jax:
-        raise ValueError(
-            f"config key 'train.devices': > 1 needs a JAX environment ({cfg.env.name} is "
-            f"not one), got {devices}"
-        )
-    example = envs.example_transition(spec)
-    check_replay_fits_in_memory(cfg, example)  # before any backend allocates its tree
-    r = cfg.replay
-    replay_is_jax = r.backend == "jax"
-    if mesh is not None:
-        from hrl.replay.sharded import make_sharded_replay
-        from hrl.runtime.data_parallel import AXIS
-
-        replay = make_sharded_replay(
-            r.capacity, devices, AXIS, sampling=r.sampling, alpha=r.alpha, eps=r.eps,
-            fanout=r.fanout, fmt=r.fmt, weights=r.weights, impl=r.impl,
-        )
-        agent = dataclasses.replace(agent, grad_axis=AXIS)
-    elif replay_is_jax:
-        replay = make_prioritized_replay(
-            r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
-            impl=r.impl,
-        )
-    elif r.backend == "native_host":
-        from hrl.replay.host_native import make_host_native_replay
-
-        replay = make_host_native_replay(r, cfg.train.batch_size)
-    else:
-        from hrl.replay.host_buffer import make_host_replay
-
-        replay = make_host_replay(r)
-    schedule = Schedule.from_config(cfg)
-    prims = make_primitives(env, agent, replay, schedule.batch_size)
-    placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
-    executor = cfg.train.executor
-    fused = cfg.train.fused if executor == "auto" else executor == "fused"
-    can_fuse = spec.is_jax and replay_is_jax and not placement
-    if fused is None:
-        fused = can_fuse
-    if fused and placement:
-        raise ValueError(
-            "config key 'train.fused': a placement of primitives on devices runs the host loop "
-            f"(placement {sorted(placement)}); set train.fused: false or drop the placement"
-        )
-    if fused and not can_fuse:
-        raise ValueError(
-            "config key 'train.fused': the fused loop needs a JAX environment and replay.backend "
-            f"'jax' (got env {cfg.env.name}, backend {r.backend!r}); set train.fused: false"
-        )
-    overlap_replay = replay_off_learner(cfg.replay.backend, placement)
-    if mesh is not None:
-        from hrl.runtime.data_parallel import DataParallelLoop
-
-        loop = DataParallelLoop(prims, schedule, replay, mesh)
-    elif fused:
-        loop = FusedLoop(prims, schedule)
-    elif executor == "pipelined":
-        loop = PipelinedLoop(prims, schedule, spec.is_jax, replay_is_jax, placement,
-                             overlap_replay=overlap_replay,
-                             depth=cfg.train.pipeline_depth,
-                             weight_sync_period=cfg.train.weight_sync_period,
-                             actors=cfg.train.actors, config=cfg,
-                             host_env=None if spec.is_jax else env,
-                             rate_limit=rate_limit_of(cfg, schedule))
-    else:
-        loop = HostLoop(prims, schedule, spec.is_jax, replay_is_jax, placement,
-                        overlap_replay=overlap_replay)
-    return Built(cfg, env, agent, replay, schedule, loop, example)
-
-
-def replay_off_learner(backend: str, placement: dict) -> bool:
-    """Whether the tree's calls run away from the learner's device and are slow enough that
-    relaxed dependency runs them in a thread beside train(t) (`HostLoop._relaxed_step`): an
-    OpenCL or RTL tree, or sample and update placed on another device than train. Not the
-    native host tree: its calls take microseconds, less than a hand-off between threads."""
-    if backend in ("opencl", "rtl"):
-        return True
-    tree = {placement.get("sample"), placement.get("update")} - {None}
-    return bool(tree) and tree != {placement.get("train", jax.devices()[0])}
-
-
-def rate_limit_of(cfg: RunConfig, schedule: Schedule) -> RateLimit | None:
-    """The run's samples-per-insert limiter (None: off)."""
-    t = cfg.train
-    if t.samples_per_insert is None:
-        return None
-    return RateLimit(t.samples_per_insert, t.rate_limit_tolerance(schedule.updates_per_round),
-                     t.learning_starts)
-
-
-def _available_memory_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux), or None where it cannot be read."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def replay_bytes(cfg: RunConfig, example_transition) -> int:
-    """Host/CPU memory the replay buffers of a run take: packed rows plus the sum tree (and the
-    min tree for global IS weights), times the seeds trained at once."""
-    from hrl.replay.formats import level_sizes
-    from hrl.replay.rows import RowLayout
-
-    r = cfg.replay
-    rows = r.capacity * RowLayout.of(example_transition).row_words * 4
-    trees = sum(level_sizes(r.capacity, r.fanout)) * 4 * (2 if r.weights == "global" else 1)
-    return (rows + trees) * cfg.seeds
-
-
-def check_replay_fits_in_memory(cfg: RunConfig, example_transition) -> None:
-    """Refuse, before anything is allocated, a replay that cannot fit in this machine's
-    available memory (a JAX CPU device or the host; a GPU's memory is not checked here)."""
-    if jax.default_backend() != "cpu" and cfg.replay.backend == "jax":
-        return
-    available = _available_memory_bytes()
-    need = replay_bytes(cfg, example_transition)
-    if available is not None and need > 0.9 * available:
-        seeds = f" x {cfg.seeds} seeds" if cfg.seeds > 1 else ""
-        raise ValueError(
-            f"config key 'replay.capacity': {cfg.replay.capacity:,} items{seeds} need about "
-            f"{need / 2**30:.1f} GiB for the replay, but this machine has "
-            f"{available / 2**30:.1f} GiB available; lower replay.capacity"
-        )
-
-
-def seed_list(cfg: RunConfig) -> list[int]:
-    """The seeds of a run: `seed`, `seed + 1`, ..., `seed + seeds - 1`."""
-    return [cfg.seed + i for i in range(cfg.seeds)]
-
-
-def _init_traces(built: Built) -> bool:
-    return built.env.spec.is_jax and built.cfg.replay.backend == "jax"
-
-
-def initial_state(built: Built, seeds: list[int] | None = None) -> TrainState:
-    """The fresh state of `cfg.seed`; with `seeds`, one state per seed stacked on a leading
-    axis (for `FusedLoop.run_seeds`). Jitted whenever env and replay are JAX."""
-    init = functools.partial(
-        init_train_state, built.loop.prims, built.replay, built.agent, built.env.spec,
-        built.schedule, built.example_transition,
-    )
-    if getattr(built.loop, "mesh", None) is not None:  # data parallel: one state per device
-        seed = np.int32(built.cfg.seed) if seeds is None else np.asarray(seeds, np.int32)
-        return built.loop.init_state(lambda s, index: init(s, actor_index=index), seed)
-    if seeds is not None:
-        if not _init_traces(built):
-            raise ValueError("stacked seeds need a JAX environment and replay.backend 'jax'")
-        return jax.jit(jax.vmap(init))(jnp.asarray(seeds, jnp.int32))
-    if _init_traces(built):
-        return jax.jit(init)(jnp.int32(built.cfg.seed))
-    return init(built.cfg.seed)
+__all__ = ["default_run_dir", "resume_changes", "resume_config", "train"]
 
 
 def default_run_dir(cfg: RunConfig) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{cfg.name}-{stamp}"
-
-
-class _Interrupt:
-    """SIGINT handling: first press asks for a clean stop, the second raises at once."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-        return False
-
-
-class _Progress:
-    """rich progress bar with env steps/s, SGD updates/s and the recent return."""
-
-    def __init__(self, enabled: bool, total: int, done: int, title: str):
-        self.enabled = enabled
-        if not enabled:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(bar_width=20),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rates]}"),
-            TextColumn("return {task.fields[ret]}"),
-            TimeElapsedColumn(),
-            refresh_per_second=4,
-        )
-        self.task = self.bar.add_task(title, total=total, completed=done, rates="", ret="-")
-
-    def __enter__(self):
-        if self.enabled:
-            self.bar.__enter__()
-        return self
-
-    def update(self, done: int, env_rate: float, sgd_rate: float, recent: float | None,
-               samples_per_insert: str):
-        if self.enabled:
-            ret = "-" if recent is None else f"{recent:.1f}"
-            rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s {samples_per_insert}"
-            self.bar.update(self.task, completed=done, rates=rates, ret=ret)
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self.bar.__exit__(*exc)
-        return False
 
 
 def _episodes_of(out, env_steps_before: int, num_envs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -399,7 +99,7 @@ def train(
     progress = cfg.log.progress if progress is None else progress
     t_start = time.perf_counter()
     built = build(cfg, placement)
-    if cfg.seeds > 1 and not built.loop.fused:
+    if cfg.seeds > 1 and not built.loop.runs_seeds_at_once:
         return _train_one_after_another(
             cfg, run_dir, resume, checkpoint_every, progress, stop_at_env_steps, placement,
             solved_return,
@@ -419,13 +119,13 @@ def train(
     log_dir.mkdir(parents=True, exist_ok=True)
     wall_before = 0.0
     if resume:
-        changed = _check_resume_changes(run_dir, cfg, checkpoint_every)
+        changed = check_resume_changes(run_dir, cfg, checkpoint_every)
         found = restore_newest(run_dir, state, warn=lambda line: print(line, file=sys.stderr))
         if found is None:
             raise ConfigError(f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'}")
         state, info, path = found
         wall_before = float(info.get("wall_s", 0.0))
-        _record_resume(log_dir, cfg, checkpoint_every, changed, path.name,
+        record_resume(log_dir, cfg, checkpoint_every, changed, path.name,
                        _count(state.env_steps))
         if hasattr(built.replay, "sync_backend"):
             # Host replay: writable numpy arrays again, and the backend's tree rebuilt.
@@ -434,7 +134,7 @@ def train(
         if not built.env.spec.is_jax:
             state = _resume_host_envs(built, state, path)
     else:
-        (log_dir / "config.yaml").write_text(dump_config(_with_checkpoint_every(cfg,
+        (log_dir / "config.yaml").write_text(dump_config(with_checkpoint_every(cfg,
                                                                               checkpoint_every)))
     seed_dirs = [log_dir / f"seed-{s}" for s in seeds] if batched else [log_dir]
     for d in seed_dirs:
@@ -484,7 +184,7 @@ def train(
         )
 
     title = f"{cfg.algo} {cfg.env.name.split(':')[-1]}" + (f" x{len(seeds)} seeds" * batched)
-    with _Interrupt() as stop, _Progress(progress, total, start_steps, title) as bar:
+    with Interrupt() as stop, ProgressBar(progress, total, start_steps, title) as bar:
         try:
             while _count(state.env_steps) < target and not _stop_agreed(stop.requested):
                 steps_now = _count(state.env_steps)
@@ -523,8 +223,7 @@ def train(
         finally:
             if last_saved != _count(state.env_steps):
                 checkpoint(state)
-            if hasattr(built.loop, "close"):
-                built.loop.close()  # the pipelined executor's actors' process
+            built.loop.close()  # e.g. the pipelined executor's actors' process
     wall = time.perf_counter() - t_start
     env_steps, updates = _count(state.env_steps), _count(state.updates)
     threshold = solved_return if solved_return is not None else cfg.train.solved_return
@@ -548,14 +247,16 @@ def train(
         "return_window": window,
         "solved_return": threshold,
         "interrupted": interrupted,
-        "fused": built.loop.fused,
+        "executor": built.loop.name,
+        "fused": built.loop.name in ("fused", "data-parallel"),
         "devices": cfg.train.devices,
         "solved_at_env_steps": solved_at,
     }
-    if getattr(built.loop, "mesh", None) is not None:  # data parallel
+    if built.loop.name == "data-parallel":
         summary.update(replicas_agree(state.agent))
-    if not built.loop.fused:
-        summary["primitive_seconds"] = {k: round(v, 4) for k, v in built.loop.timings.items()}
+    seconds = built.loop.primitive_seconds()
+    if seconds is not None:
+        summary["primitive_seconds"] = {k: round(v, 4) for k, v in seconds.items()}
     if primary:
         for seed, d in zip(seeds, seed_dirs, strict=True):
             plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {seed}",
@@ -668,10 +369,10 @@ def _train_one_after_another(
     aggregate. On resume, finished seeds are kept and the interrupted one continues."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if resume:
-        changed = _check_resume_changes(run_dir, cfg, checkpoint_every)
-        _record_resume(run_dir, cfg, checkpoint_every, changed, None, None)
+        changed = check_resume_changes(run_dir, cfg, checkpoint_every)
+        record_resume(run_dir, cfg, checkpoint_every, changed, None, None)
     else:
-        (run_dir / "config.yaml").write_text(dump_config(_with_checkpoint_every(cfg,
+        (run_dir / "config.yaml").write_text(dump_config(with_checkpoint_every(cfg,
                                                                               checkpoint_every)))
     summaries, seed_dirs = [], []
     t_start = time.perf_counter()
@@ -770,7 +471,7 @@ def _samples_per_insert_text(counters, cfg: RunConfig, loop) -> str:
         return f"{cfg.train.train_ratio * cfg.train.batch_size:g} samples/insert (fixed)"
     live = _samples_per_insert(counters, cfg)
     text = ("-" if live is None else f"{live:.2f}") + " samples/insert"
-    band = getattr(loop, "limiter_band", None)
+    band = loop.limiter_band
     if band is not None and loop.rate_limit is not None:
         low, high = ("-" if v is None else f"{v:+.0f}" for v in band)
         text += f" (error {low}..{high} of ±{loop.rate_limit.tolerance:g})"
@@ -792,7 +493,7 @@ def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunCon
         "episodes": int(np.asarray(out.completed).sum()),
         "td_abs": float(np.asarray(out.td_abs)[trained].mean()) if trained.any() else float("nan"),
     }
-    if getattr(loop, "rate_limit", None) is not None:
+    if isinstance(loop, PipelinedLoop) and loop.rate_limit is not None:
         # The chunk's limiter error, lowest and highest (samples; within +-tolerance).
         low, high = loop.limiter_band or (None, None)
         row["spi_error_low"] = float("nan") if low is None else low
@@ -802,115 +503,3 @@ def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunCon
         row[name] = float(values[trained].mean()) if trained.any() else float("nan")
     log.row(row)
 
-
-# What may change when a run is resumed: how long it goes on, what is reported, and how often
-# it checkpoints. Every other key shapes the state in the checkpoint (formats, sizes, networks)
-# or the trajectory it continues (seed, schedule, chunking), so changing it would corrupt the
-# state or silently not apply.
-RESUMABLE_KEYS = (
-    "train.total_env_steps",
-    "train.actors",  # thread and process actors give the same results bit for bit
-    # The limiter changes when the actors run, never what they compute.
-    "train.samples_per_insert",
-    "train.samples_per_insert_tolerance",
-    "train.cpu_dispatch",  # where XLA:CPU runs a call, never what it computes
-    "train.solved_return",
-    "log.checkpoint_every",
-    "log.progress",
-    "log.return_window",
-)
-_WHY_FIXED = {
-    "replay.fmt": "the checkpoint holds that format",
-    "seed": "the checkpoint continues that seed's trajectory",
-    "seeds": "the checkpoint holds that many runs",
-}
-
-
-def _flat(tree: dict, prefix: str = "") -> dict:
-    """{"train.batch_size": 64, ...} of a nested config dict (dict-valued keys such as
-    env.kwargs and placement compare as a whole)."""
-    flat = {}
-    for key, value in tree.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and dotted not in ("env.kwargs", "placement"):
-            flat.update(_flat(value, f"{dotted}."))
-        else:
-            flat[dotted] = value
-    return flat
-
-
-def resume_changes(saved: RunConfig, cfg: RunConfig) -> dict[str, tuple]:
-    """{key: (saved value, new value)} of the keys `cfg` changes; `ConfigError` naming the
-    first key that may not change at resume (see RESUMABLE_KEYS)."""
-    before, after = _flat(to_dict(saved)), _flat(to_dict(cfg))
-    changed = {k: (before.get(k), after.get(k)) for k in sorted(before.keys() | after.keys())
-               if before.get(k) != after.get(k)}
-    for key, (old, _new) in changed.items():
-        if key not in RESUMABLE_KEYS:
-            why = _WHY_FIXED.get(key, "the checkpoint was made with it")
-            raise ConfigError(
-                f"config key '{key}': cannot change at resume (the run was started with "
-                f"{old!r}; {why}); only {', '.join(RESUMABLE_KEYS)} may change"
-            )
-    return changed
-
-
-def _with_checkpoint_every(cfg: RunConfig, checkpoint_every: int) -> RunConfig:
-    return dataclasses.replace(
-        cfg, log=dataclasses.replace(cfg.log, checkpoint_every=checkpoint_every)
-    )
-
-
-def _check_resume_changes(run_dir: Path, cfg: RunConfig, checkpoint_every: int) -> dict:
-    """The changes to RUN_DIR/config.yaml this resume makes (with the checkpoint period it
-    runs at); refuses any that may not change. A run directory without config.yaml (a seed's
-    directory written by an older version) has nothing to compare against."""
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        return {}
-    return resume_changes(load_config(path), _with_checkpoint_every(cfg, checkpoint_every))
-
-
-def _record_resume(run_dir: Path, cfg: RunConfig, checkpoint_every: int, changed: dict,
-                   checkpoint: str | None, env_steps: int | None) -> None:
-    """RUN_DIR/config.yaml takes the accepted changes (so the next resume keeps them, the
-    checkpoint period included); RUN_DIR/resumes.jsonl gets one line per resume."""
-    if changed:
-        text = dump_config(_with_checkpoint_every(cfg, checkpoint_every))
-        (run_dir / "config.yaml.tmp").write_text(text)
-        (run_dir / "config.yaml.tmp").replace(run_dir / "config.yaml")
-    record = {
-        "utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "checkpoint": checkpoint,
-        "env_steps": env_steps,
-        "changed": {k: {"from": old, "to": new} for k, (old, new) in changed.items()},
-    }
-    with (run_dir / "resumes.jsonl").open("a") as f:
-        f.write(json.dumps(record) + "\n")
-
-
-def _has_checkpoint(run_dir: Path) -> bool:
-    """A checkpoint in RUN_DIR, or in one of its seed-<s>/ directories (seeds run one after
-    another)."""
-    return latest_checkpoint(run_dir) is not None or any(
-        latest_checkpoint(d) is not None for d in run_dir.glob("seed-*") if d.is_dir()
-    )
-
-
-def resume_config(run_dir: str | Path, overrides=()) -> RunConfig:
-    """The config a run was started with (RUN_DIR/config.yaml), plus `--set` overrides of the
-    keys that may change at resume (`ConfigError` for any other, and when RUN_DIR holds no
-    checkpoint: both found before anything compiles)."""
-    run_dir = Path(run_dir)
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise FileNotFoundError(f"--resume {run_dir}: {path} not found (not a run directory?)")
-    saved = load_config(path)
-    cfg = load_config(path, overrides)
-    resume_changes(saved, cfg)
-    if not _has_checkpoint(run_dir):
-        raise ConfigError(
-            f"--resume {run_dir}: no checkpoint in {run_dir / 'checkpoints'} (the run stopped "
-            "before its first checkpoint; start it again instead)"
-        )
-    return cfg

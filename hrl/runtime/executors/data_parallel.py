@@ -28,7 +28,8 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from hrl.runtime.loop import ChunkOut, FusedLoop, TrainState
+from hrl.runtime.executors.fused import FusedLoop
+from hrl.runtime.iteration import ChunkOut, TrainState
 
 AXIS = "devices"
 
@@ -87,6 +88,8 @@ class DataParallelLoop(FusedLoop):
     `prims` must be built from a `ShardedReplay` (`replay`) and an agent with `grad_axis=AXIS`;
     `schedule` holds one device's share (`Schedule.from_config` with train.devices). Seeds
     (`run_seeds`) are vmapped inside every device: S independent data-parallel runs at once."""
+
+    name = "data-parallel"
 
     def __init__(self, prims, schedule, replay, mesh: Mesh):
         if schedule.devices != mesh.size or replay.num_shards != mesh.size:

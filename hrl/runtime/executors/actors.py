@@ -1,9 +1,8 @@
 """Where the pipelined executor's actors run: a thread beside the learner, or a process of their
-own. Both follow one schedule, so they give the same results bit for bit.
+own. Both run `act_chunk`, so they give the same results bit for bit.
 
-The actors' program (infer -> env step -> n-step window, `HostLoop._act`) is the same code in
-either place. Which weights actor iteration t uses is fixed by the schedule, never by timing:
-the learner's agent after learner iteration
+Which weights actor iteration t uses is fixed by the schedule, never by timing: the learner's
+agent after learner iteration
 
     j*(t) = the last j <= t - 1 - depth with (j + 1) % weight_sync_period == 0,
 
@@ -19,11 +18,11 @@ results do not change. It cannot stall: a tolerance of at least one learning rou
 nothing from iteration t.
 
 A thread shares the learner's interpreter: a host env (gymnasium, numpy) and every primitive
-call hold the GIL, so on a small machine the two sides barely overlap. A process has its own
-interpreter and its own XLA runtime: the actors' weights cross to it as numpy arrays at each
-sync point, their transitions come back the same way, and a host env's simulator state
-travels with the chunk (out at its start, back at its end), so the learner's process keeps
-the copy that checkpoints save.
+call hold the GIL, so the two sides overlap little. A process has its own interpreter and XLA
+runtime and builds only what the actors run (env, agent, primitives: `components`): the
+actors' weights cross to it as numpy arrays at each sync point, their transitions come back
+the same way, and a host env's simulator state travels with the chunk (out at its start, back
+at its end), so the learner's process keeps the copy that checkpoints save.
 """
 
 from __future__ import annotations
@@ -31,13 +30,22 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import queue
+import signal
 import threading
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import jax
+from jax.extend.core import Var
 
+from hrl.config import config_from_dict, to_dict
 from hrl.runtime import rate_limit as rl
+from hrl.runtime.components import make_env_agent, resolve_placement
+from hrl.runtime.cpu_backend import start_cpu_backend
+from hrl.runtime.executors.host_calls import HostCalls
+from hrl.runtime.iteration import Schedule, actor_of
+from hrl.runtime.primitives import make_primitives
 
 
 def agent_iteration(t: int, first: int, depth: int, period: int) -> int:
@@ -47,64 +55,75 @@ def agent_iteration(t: int, first: int, depth: int, period: int) -> int:
     return j if j >= first else first - 1
 
 
+def act_chunk(calls: HostCalls, actor, key, env_steps: int, first: int, num_iters: int,
+              depth: int, period: int, admit: Callable[[], bool],
+              agent_for: Callable[[int], Any], emit: Callable[[tuple], None]) -> None:
+    """The actors' side of a chunk, wherever it runs: for each iteration t, its inputs from the
+    key chain, `admit()` (the limiter's wait; False: the chunk stopped), the agent j*(t)
+    (`agent_for`; None: the chunk stopped), the actors' program, and `emit` of (inputs, actors'
+    state, transitions, episode ends, returns, env steps)."""
+    for t in range(first, first + num_iters):
+        inputs = calls.inputs_from(key, env_steps, t)
+        if not admit():
+            return
+        agent = agent_for(agent_iteration(t, first, depth, period))
+        if agent is None:
+            return
+        actor, batch, completed, returns, env_steps = calls.act(agent, actor, inputs.act_env,
+                                                                env_steps)
+        key = inputs.key
+        emit((inputs, actor, batch, completed, returns, env_steps))
+
+
+def max_error(current, limit, limiter) -> float:
+    """The running maximum of the limiter's error (None: nothing inserted yet)."""
+    value = rl.error(limit, limiter)
+    return value if current is None else max(current, value)
+
+
 class ThreadActors:
-    """The actors' program in a worker thread of this process, for one chunk."""
+    """`act_chunk` in a worker thread of this process, for one chunk."""
 
     def __init__(self, loop, state, first: int, num_iters: int, limit=None, limiter=None):
-        from hrl.runtime.loop import actor_of
-
-        self._first, self._loop = first, loop
-        # The limiter: the actors' inserts and the learner's samples, both under `_ready`.
-        self._limit, self._limiter = limit, limiter
+        self._limit, self._limiter = limit, limiter  # both under `_ready`
         self.max_error = None  # the highest limiter error at the actors' inserts
         self._published = {first - 1: state.agent}  # learner iteration -> agent after it
         self._ready = threading.Condition()
         self._stop = threading.Event()
         self._acted: queue.Queue = queue.Queue()
-        env_steps = int(jax.device_get(state.env_steps))
-        self._worker = threading.Thread(
-            target=self._act_all, args=(actor_of(state), state.key, env_steps, num_iters),
-            name="hrl-actors", daemon=True,
-        )
+        self._inserts = loop.schedule.inserts_per_iter
+        args = (loop.calls, actor_of(state), state.key, int(jax.device_get(state.env_steps)),
+                first, num_iters, loop.depth, loop.weight_sync_period, self._admit,
+                self._agent_for, self._acted.put)
+        self._worker = threading.Thread(target=self._act, args=args, name="hrl-actors",
+                                        daemon=True)
         self._worker.start()
 
-    def _agent_for(self, t: int):
-        loop = self._loop
-        j = agent_iteration(t, self._first, loop.depth, loop.weight_sync_period)
+    def _act(self, *args) -> None:
+        try:
+            act_chunk(*args)
+        except BaseException as err:  # surfaces in the learner's thread
+            self._acted.put(err)
+
+    def _agent_for(self, j: int):
         with self._ready:
             self._ready.wait_for(lambda: j in self._published or self._stop.is_set())
-            # j*(t) never decreases with t: older agents are never asked for again.
-            for old in [k for k in self._published if k < j]:
+            for old in [k for k in self._published if k < j]:  # j*(t) never decreases
                 del self._published[old]
-            return self._published.get(j)
+            return None if self._stop.is_set() else self._published[j]
 
-    def _admit(self) -> None:
-        """Wait until the limiter lets this iteration's inserts in (or the chunk stops)."""
-        limit, n = self._limit, self._loop.schedule.inserts_per_iter
+    def _admit(self) -> bool:
+        if self._limit is None:
+            return not self._stop.is_set()
+        limit, n = self._limit, self._inserts
         with self._ready:
             self._ready.wait_for(lambda: rl.can_insert(limit, self._limiter, n)
                                  or self._stop.is_set())
             if self._stop.is_set():
-                return
+                return False
             self._limiter, _ = rl.insert(limit, self._limiter, n)
             self.max_error = max_error(self.max_error, limit, self._limiter)
-
-    def _act_all(self, actor, key, env_steps: int, num_iters: int):
-        try:
-            for i in range(num_iters):
-                inputs = self._loop._inputs_from(key, env_steps, self._first + i)
-                if self._limit is not None:
-                    self._admit()
-                agent = self._agent_for(self._first + i)
-                if self._stop.is_set():
-                    return
-                actor, batch, completed, returns, env_steps = self._loop._act(
-                    agent, actor, inputs.act_env, env_steps
-                )
-                key = inputs.key
-                self._acted.put((inputs, actor, batch, completed, returns, env_steps))
-        except BaseException as err:  # surfaces in the learner's thread
-            self._acted.put(err)
+            return True
 
     def get(self):
         item = self._acted.get()
@@ -126,7 +145,7 @@ class ThreadActors:
 
     def finish(self) -> dict[str, float]:
         """End of a chunk (or of a failed one: `abandon`): the worker stops and is joined. Its
-        primitive seconds went straight into the loop's timings, so none are returned."""
+        primitive seconds went straight into the executor's timings, so none are returned."""
         self._stop.set()
         with self._ready:
             self._ready.notify_all()
@@ -136,19 +155,9 @@ class ThreadActors:
     abandon = finish
 
 
-def max_error(current, limit, limiter) -> float:
-    """The running maximum of the limiter's error (None: nothing inserted yet)."""
-    value = rl.error(limit, limiter)
-    return value if current is None else max(current, value)
-
-
 def policy_leaves(infer, state) -> list[bool]:
     """For each leaf of `state.agent`: does `infer` read it? Found on infer's jaxpr (a leaf
     no equation uses cannot change an action), so the actors' process is sent only those."""
-    from jax.extend.core import Var
-
-    from hrl.runtime.loop import actor_of
-
     actor = actor_of(state)
     closed = jax.make_jaxpr(infer)(state.agent, actor.actor_carry, actor.obs, state.key,
                                    state.env_steps, actor.episode_start)
@@ -160,17 +169,15 @@ def policy_leaves(infer, state) -> list[bool]:
 
 
 class ProcessActors:
-    """The actors' program in a process of its own (spawned once, kept across chunks).
+    """`act_chunk` in a process of its own (spawned once, kept across chunks).
 
-    The process builds the run's env and agent from the config (the replay stays here) and
-    then serves chunks: for each it receives the actors' state, key, counters and the first
-    agent, acts, and streams each iteration back; the weights of every sync point follow as
-    the learner produces them. Queues, not a pipe: their feeder threads never block the
-    sender, so neither side can deadlock on a full buffer."""
+    The process builds the run's env, agent and actor primitives from the config (the replay
+    stays here) and then serves chunks: for each it receives the actors' state, key, counters
+    and the first agent, acts, and streams each iteration back; the weights of every sync point
+    follow as the learner produces them. Queues, not a pipe: their feeder threads never block
+    the sender, so neither side can deadlock on a full buffer."""
 
     def __init__(self, cfg, host_env=None):
-        from hrl.config import to_dict
-
         ctx = multiprocessing.get_context("spawn")  # fork would copy XLA's threads
         self._to_actors = ctx.Queue()
         self._from_actors = ctx.Queue()
@@ -187,8 +194,6 @@ class ProcessActors:
 
     def start_chunk(self, loop, state, first: int, num_iters: int, limit=None,
                     limiter=None) -> None:
-        from hrl.runtime.loop import actor_of
-
         if self._policy_leaves is None:
             self._policy_leaves = policy_leaves(loop.prims.infer, state)
         host_env_state = None if self._host_env is None else self._host_env.save_state()
@@ -256,15 +261,14 @@ class ProcessActors:
                 self._process.join()
 
 
+# --- the actors' process -----------------------------------------------------------------------
 def _serve(cfg_dict: dict, inbox, outbox) -> None:
     """The actors' process: build once, then act chunk by chunk until told to stop."""
-    import signal
-
     # Ctrl-C reaches the whole process group: the learner's process handles it (it stops at
     # the chunk's end and checkpoints), so the actors must finish their chunk, not die.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        loop, env = _build_actors(cfg_dict)
+        calls, env = actor_calls_of(cfg_dict)
         outbox.put(("ready", None))
         while True:
             message = inbox.get()
@@ -272,94 +276,95 @@ def _serve(cfg_dict: dict, inbox, outbox) -> None:
                 return
             if message[0] == "progress":  # the previous chunk's, after its actors were done
                 continue
-            _act_chunk(loop, env, inbox, outbox, *message[1:])
+            _ProcessChunk(calls, env, inbox, outbox).run(*message[1:])
     except _Stopped:
         return
     except BaseException:
         outbox.put(("error", traceback.format_exc()))
 
 
-def _build_actors(cfg_dict: dict):
-    """The run's env and agent inside a sequential loop; the replay is not used here (it
-    stays in the learner's process), so a JAX one is built whatever the run's backend."""
-    from hrl.config import config_from_dict
-    from hrl.runtime.run import build
-
-    cfg_dict = {**cfg_dict, "replay": {**cfg_dict["replay"], "backend": "jax"},
-                # This process waits for every call it makes (infer, then the env on the
-                # host), so asynchronous dispatch would only add a hand-off to XLA's worker
-                # thread and back per call: with it, inference took 4 ms instead of 2.5 ms per
-                # 16 steps (M=16, learner beside), whatever the run's dependency.
-                "train": {**cfg_dict["train"], "executor": "sequential", "fused": False,
-                          "actors": "thread", "cpu_dispatch": "sync"},
-                "placement": {k: v for k, v in cfg_dict.get("placement", {}).items()
-                              if k in ("env", "infer")}}
-    built = build(config_from_dict(cfg_dict))
-    return built.loop, built.env
+def actor_calls_of(cfg_dict: dict) -> tuple[HostCalls, Any]:
+    """The actors' calls of a run (env, agent and the actors' primitives; no replay) and its env.
+    This process waits for every call it makes (infer, then the env on the host), so its CPU
+    dispatch is synchronous: asynchronous dispatch would only add a hand-off to XLA's worker
+    thread and back per call."""
+    cfg = config_from_dict({**cfg_dict, "placement": {
+        k: v for k, v in cfg_dict.get("placement", {}).items() if k in ("env", "infer")}})
+    start_cpu_backend(cfg, dispatch="sync")
+    env, agent = make_env_agent(cfg)
+    schedule = Schedule.from_config(cfg)
+    prims = make_primitives(env, agent, None, schedule.batch_size)
+    placement = resolve_placement(cfg, env.spec.is_jax, replay_is_jax=True)
+    return HostCalls(prims, schedule, env.spec.is_jax, True, placement), env
 
 
 class _Stopped(Exception):
     """The learner's process closed the actors' process in the middle of a chunk."""
 
 
-def _act_chunk(loop, env, inbox, outbox, start, first, num_iters, depth, period,
-               host_env_state, limit, limiter) -> None:
-    actor, key, env_steps, agent = start
-    if host_env_state is not None:
-        env.load_state(host_env_state)
-    # On the device once per sync point, not at every inference call.
-    agents: dict[int, Any] = {first - 1: jax.device_put(agent)}
-    received = set()  # sync points whose agent has arrived
+class _ProcessChunk:
+    """One chunk in the actors' process: `act_chunk` fed from the learner's messages."""
 
-    template = jax.tree.structure(agent)
-    full = jax.tree.leaves(agents[first - 1])
+    def __init__(self, calls: HostCalls, env, inbox, outbox):
+        self.calls, self.env, self.inbox, self.outbox = calls, env, inbox, outbox
 
-    def receive():
+    def run(self, start, first, num_iters, depth, period, host_env_state, limit,
+            limiter) -> None:
+        actor, key, env_steps, agent = start
+        if host_env_state is not None:
+            self.env.load_state(host_env_state)
+        # On the device once per sync point, not at every inference call.
+        self.agents: dict[int, Any] = {first - 1: jax.device_put(agent)}
+        self.received = set()  # sync points whose agent has arrived
+        self.template = jax.tree.structure(agent)
+        self.full = jax.tree.leaves(self.agents[first - 1])
+        self.limit, self.limiter, self.highest = limit, limiter, None
+        self.calls.timings.update(dict.fromkeys(self.calls.timings, 0.0))
+        act_chunk(self.calls, actor, key, int(env_steps), first, num_iters, depth, period,
+                  self._admit, self._agent_for, self._emit)
+        # The learner publishes every sync point of the chunk, also those no actor iteration
+        # of this chunk needed: take them off the queue so the next chunk starts clean.
+        sync_points = [j for j in range(first, first + num_iters) if (j + 1) % period == 0]
+        while not self.received.issuperset(sync_points):
+            self._receive()
+        host_state = None if self.env.spec.is_jax else self.env.save_state()
+        self.outbox.put(("chunk_done", (host_state, dict(self.calls.timings), self.highest)))
+
+    def _receive(self) -> None:
         """The learner's next message. An agent of a sync point: the leaves inference reads,
         the chunk's first agent's for the others (which no action depends on). Progress: its
         samples so far (a late one from an earlier round changes nothing)."""
-        nonlocal limiter
-        message = inbox.get()
+        message = self.inbox.get()
         if message[0] == "stop":
             raise _Stopped
         if message[0] == "progress":
-            limiter = limiter._replace(samples=max(limiter.samples, message[1]))
+            self.limiter = self.limiter._replace(samples=max(self.limiter.samples, message[1]))
             return
         kind, j, leaves = message
         if kind != "agent":
             raise RuntimeError(f"actors' process: unexpected message {kind!r}")
         leaves = [old if new is None else jax.device_put(new)
-                  for new, old in zip(leaves, full, strict=True)]
-        agents[j] = jax.tree.unflatten(template, leaves)
-        received.add(j)
+                  for new, old in zip(leaves, self.full, strict=True)]
+        self.agents[j] = jax.tree.unflatten(self.template, leaves)
+        self.received.add(j)
 
-    env_steps = int(env_steps)
-    loop.timings = dict.fromkeys(loop.timings, 0.0)
-    n_inserts = loop.schedule.inserts_per_iter
-    highest = None  # the limiter's highest error at the actors' inserts
-    for i in range(num_iters):
-        t = first + i
-        inputs = loop._inputs_from(key, env_steps, t)
-        if limit is not None:
-            while not rl.can_insert(limit, limiter, n_inserts):
-                receive()
-            limiter, _ = rl.insert(limit, limiter, n_inserts)
-            highest = max_error(highest, limit, limiter)
-        j = agent_iteration(t, first, depth, period)
-        while j not in agents:
-            receive()
-        for old in [k for k in agents if k < j]:  # j*(t) never decreases with t
-            del agents[old]
-        actor, batch, completed, returns, env_steps = loop._act(
-            agents[j], actor, inputs.act_env, env_steps
-        )
-        key = inputs.key
-        outbox.put(("acted", (*jax.device_get((inputs, actor, batch, completed, returns)),
-                              env_steps)))
-    # The learner publishes every sync point of the chunk, also those no actor iteration of
-    # this chunk needed: take them off the queue so the next chunk starts clean.
-    sync_points = [j for j in range(first, first + num_iters) if (j + 1) % period == 0]
-    while not received.issuperset(sync_points):
-        receive()
-    host_state = None if env.spec.is_jax else env.save_state()
-    outbox.put(("chunk_done", (host_state, dict(loop.timings), highest)))
+    def _admit(self) -> bool:
+        if self.limit is None:
+            return True
+        n = self.calls.schedule.inserts_per_iter
+        while not rl.can_insert(self.limit, self.limiter, n):
+            self._receive()
+        self.limiter, _ = rl.insert(self.limit, self.limiter, n)
+        self.highest = max_error(self.highest, self.limit, self.limiter)
+        return True
+
+    def _agent_for(self, j: int):
+        while j not in self.agents:
+            self._receive()
+        for old in [k for k in self.agents if k < j]:  # j*(t) never decreases with t
+            del self.agents[old]
+        return self.agents[j]
+
+    def _emit(self, acted: tuple) -> None:
+        *arrays, env_steps = acted
+        self.outbox.put(("acted", (*jax.device_get(tuple(arrays)), env_steps)))

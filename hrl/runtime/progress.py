@@ -1,0 +1,74 @@
+"""The train driver's terminal: Ctrl-C handling and the progress bar."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+
+class Interrupt:
+    """SIGINT handling: first press asks for a clean stop, the second raises at once."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+
+class ProgressBar:
+    """rich progress bar with env steps/s, SGD updates/s and the recent return."""
+
+    def __init__(self, enabled: bool, total: int, done: int, title: str):
+        self.enabled = enabled
+        if not enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rates]}"),
+            TextColumn("return {task.fields[ret]}"),
+            TimeElapsedColumn(),
+            refresh_per_second=4,
+        )
+        self.task = self.bar.add_task(title, total=total, completed=done, rates="", ret="-")
+
+    def __enter__(self):
+        if self.enabled:
+            self.bar.__enter__()
+        return self
+
+    def update(self, done: int, env_rate: float, sgd_rate: float, recent: float | None,
+               samples_per_insert: str):
+        if self.enabled:
+            ret = "-" if recent is None else f"{recent:.1f}"
+            rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s {samples_per_insert}"
+            self.bar.update(self.task, completed=done, rates=rates, ret=ret)
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.bar.__exit__(*exc)
+        return False
+
