@@ -26,7 +26,7 @@ from hrl.replay.sharded import make_sharded_replay
 from hrl.runtime.executors import AXIS, DataParallelLoop, make_mesh
 from hrl.runtime.iteration import init_train_state
 from hrl.runtime.primitives import make_primitives
-from hrl.runtime.build import build, initial_state
+from hrl.runtime.build_run import build, initial_state
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,7 +29,7 @@ from hrl.runtime.aggregate import (
     summarize,
 )
 from hrl.runtime.metrics import read_episodes
-from hrl.runtime.build import seed_list
+from hrl.runtime.build_run import seed_list
 
 CONFIGS = Path(__file__).resolve().parents[1] / "experiments" / "configs"
 

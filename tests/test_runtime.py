@@ -544,7 +544,7 @@ def test_relaxed_overlaps_the_replay_only_off_the_learners_device():
     """The replay thread of relaxed dependency is for trees off the learner's device (where a
     hand-off costs less than it hides); the relaxed runs of both kinds are tested bit for bit
     (here and tests/test_runtime_host.py)."""
-    from hrl.runtime.build import replay_off_learner
+    from hrl.runtime.build_run import replay_off_learner
 
     cpu = jax.devices()[0]
     assert replay_off_learner("opencl", {}) and replay_off_learner("rtl", {})

@@ -42,7 +42,7 @@ def _run(backend: str, iterations: int, overrides=()):
         "log.progress=false", *overrides,
     ])
     built = build(cfg)
-    assert built.loop.name == "sequential"
+    assert built.loop.name in ("sequential", "pipelined")
     state, out = built.loop.run(initial_state(built), iterations)
     return built, jax.device_get(state), out
 

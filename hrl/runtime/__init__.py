@@ -6,7 +6,7 @@
     summary = train(load_config("experiments/configs/dqn_cartpole.yaml"), run_dir="runs/x")
 """
 
-from hrl.runtime.build import Built, build, initial_state
+from hrl.runtime.build_run import Built, build, initial_state
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
 from hrl.runtime.executor_choice import choose_executor
 from hrl.runtime.executors import (

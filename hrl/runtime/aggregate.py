@@ -15,6 +15,8 @@ import csv
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
+from scipy.stats import trim_mean
 
 CURVE_FIELDS = ("env_steps", "median", "q25", "q75", "iqm", "iqm_ci_low", "iqm_ci_high", "runs")
 
@@ -45,8 +47,6 @@ def curve_on_grid(steps, returns, window: int, grid: np.ndarray) -> np.ndarray:
 
 def iqm(scores, axis=None):
     """Interquartile mean: the mean of the middle half (25% trimmed off each end)."""
-    from scipy.stats import trim_mean
-
     return trim_mean(np.asarray(scores, np.float64), 0.25, axis=axis)
 
 
@@ -98,12 +98,8 @@ def plot_curves(path: str | Path, curves: dict[str, dict], title: str, window: i
                 threshold: float | None = None, ylabel: str = "return") -> Path:
     """One PNG: per labelled curve the median line with its interquartile band, and the IQM
     dashed with its 95% interval shaded lighter."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    fig = Figure(figsize=(7, 4), dpi=110)  # no pyplot: no global backend, nothing to close
+    ax = fig.subplots()
     for i, (label, c) in enumerate(curves.items()):
         color = f"C{i}"
         ax.plot(c["env_steps"], c["median"], color=color, lw=1.8, label=f"{label}: median")
@@ -120,5 +116,4 @@ def plot_curves(path: str | Path, curves: dict[str, dict], title: str, window: i
     ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
     return Path(path)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import jax
 import orbax.checkpoint as ocp
+from jax.experimental import multihost_utils
 
 _checkpointer = None
 
@@ -69,8 +70,6 @@ def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2,
     if jax.process_count() > 1:
         # Several processes (hrl launch): each writes its own shards of the global arrays and
         # process 0 the metadata (orbax multi-host); the bookkeeping below is process 0's.
-        from jax.experimental import multihost_utils
-
         if jax.process_index() == 0:
             root.mkdir(parents=True, exist_ok=True)
             if path.exists():

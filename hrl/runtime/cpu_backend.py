@@ -1,7 +1,7 @@
 """How JAX's CPU backend runs a training process: its dispatch and its intra-op threads.
 
 Both are fixed when the backend starts, once per process, so `start_cpu_backend(cfg)` must be
-the first use of JAX in the process (`hrl.runtime.build` calls it first); later it changes
+the first use of JAX in the process (`hrl.runtime.build_run.build` calls it first); later it changes
 nothing. Neither changes what a run computes beyond float rounding (sync and async give the
 same bits; a different thread count may split a matrix product differently).
 
@@ -28,6 +28,7 @@ import sys
 from typing import Any
 
 import jax
+from jax._src import xla_bridge  # the one way to ask whether the backends have started
 
 from hrl.config import RunConfig
 from hrl.runtime.executor_choice import runs_host_loop
@@ -109,8 +110,6 @@ def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
     intra-op threads and the CPU devices its placement names (`placement.sample: cpu:1` makes
     two), unless they have started already (then nothing changes). True if the settings were
     applied."""
-    from jax._src import xla_bridge
-
     if xla_bridge.backends_are_initialized():
         return False
     dispatch = dispatch or cpu_dispatch_of(cfg)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 
+import jax
+
 COORDINATOR, NUM_PROCESSES, PROCESS_ID = "HRL_COORDINATOR", "HRL_NUM_PROCESSES", "HRL_PROCESS_ID"
 
 
@@ -48,8 +50,6 @@ def initialize_from_env() -> bool:
     settings = settings_from_env()
     if settings is None:
         return False
-    import jax
-
     coordinator, processes, process = settings
     jax.distributed.initialize(coordinator, num_processes=processes, process_id=process)
     return True

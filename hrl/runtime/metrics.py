@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
 EPISODE_FIELDS = ("env_steps", "episode_return")
 
@@ -92,12 +93,8 @@ def plot_learning_curve(run_dir: str | Path, title: str, window: int = 10) -> Pa
     steps, returns = read_episodes(run_dir)
     if len(steps) == 0:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    fig = Figure(figsize=(7, 4), dpi=110)  # no pyplot: no global backend, nothing to close
+    ax = fig.subplots()
     ax.plot(steps, returns, ".", ms=2, alpha=0.35, color="tab:blue", label="episode return")
     if len(returns) >= window:
         kernel = np.ones(window) / window
@@ -112,5 +109,4 @@ def plot_learning_curve(run_dir: str | Path, title: str, window: int = 10) -> Pa
     fig.tight_layout()
     path = Path(run_dir) / "learning_curve.png"
     fig.savefig(path)
-    plt.close(fig)
     return path

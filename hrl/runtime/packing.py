@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -44,8 +45,6 @@ class TreePacking:
     def pack(self, tree) -> tuple:
         """The leaves of `tree` (same structure, shapes and dtypes as the template) as one flat
         vector per dtype. For traced or device values (jnp)."""
-        import jax.numpy as jnp
-
         leaves = self.treedef.flatten_up_to(tree)
         groups: list[list] = [[] for _ in self.dtypes]
         for leaf, (group, _), shape in zip(leaves, self.slots, self.shapes, strict=True):

@@ -5,6 +5,14 @@ from __future__ import annotations
 import signal
 import threading
 
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
 
 class Interrupt:
     """SIGINT handling: first press asks for a clean stop, the second raises at once."""
@@ -36,13 +44,6 @@ class ProgressBar:
         self.enabled = enabled
         if not enabled:
             return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
 
         self.bar = Progress(
             TextColumn("[bold]{task.description}"),

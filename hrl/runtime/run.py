@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
+import hashlib
 import json
 import sys
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 
 from hrl.config import ConfigError, RunConfig, dump_config
 from hrl.envs.gymnasium_env import HostEnvStateError
@@ -30,7 +32,7 @@ from hrl.runtime.aggregate import (
     summarize,
     write_curve_csv,
 )
-from hrl.runtime.build import Built, build, initial_state, seed_list
+from hrl.runtime.build_run import Built, build, initial_state, seed_list
 from hrl.runtime.checkpoint import (
     latest_checkpoint,
     read_host_state,
@@ -270,8 +272,6 @@ def _stop_agreed(requested: bool) -> bool:
     chunks and then the same checkpoint (their collectives wait for one another)."""
     if jax.process_count() == 1:
         return requested
-    from jax.experimental import multihost_utils
-
     return bool(np.any(multihost_utils.process_allgather(np.int32(requested))))
 
 
@@ -292,10 +292,6 @@ def replicas_agree(agent_state) -> dict:
     """Whether every device of every process holds the same networks and optimizer state (the
     data-parallel invariant): each process compares its devices' copies and hashes one; the
     digests are gathered from all processes (one per process)."""
-    import hashlib
-
-    from jax.experimental import multihost_utils
-
     digest = hashlib.sha256()
     local_equal = True
     for leaf in jax.tree.leaves(agent_state):
