@@ -24,13 +24,13 @@ from test_runtime import CONFIGS, ROOT, SUBPROCESS_ENV, assert_trees_equal, tiny
 from hrl import cli
 from hrl.config import ConfigError, dump_config, load_config
 from hrl.envs.gymnasium_env import GymnasiumVecEnv, HostEnvStateError
+from hrl.runtime import build, initial_state, resume_config, train
 from hrl.runtime.checkpoint import (
     CheckpointMismatch,
     checkpoints_newest_first,
     latest_checkpoint,
     restore_checkpoint,
 )
-from hrl.runtime import build, initial_state, resume_config, train
 from hrl.runtime.resume import resume_changes
 
 
@@ -205,8 +205,8 @@ def test_all_checkpoints_unreadable_is_one_line(tmp_path, capsys):
 
 def test_a_replay_beyond_available_memory_is_refused_up_front(monkeypatch):
     """Checked against available memory before anything is allocated, naming the key."""
+    import hrl.runtime.build_run as run_module
     from hrl.config import load_config
-    from hrl.runtime import build as run_module
 
     monkeypatch.setattr(run_module, "_available_memory_bytes", lambda: 2**30)  # 1 GiB free
     config = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "dqn_cartpole.yaml"
