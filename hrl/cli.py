@@ -7,7 +7,7 @@ Each subcommand is one module `hrl/commands/<name>.py` defining
     def run(args: argparse.Namespace) -> int: ...           # the exit status
 
 Adding a subcommand (`hrl profile`, `hrl map`, `hrl report`) means adding one such module;
-nothing here changes. Modules are imported lazily, only the one that runs pulls in JAX.
+nothing here changes.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pkgutil
 import sys
 
 import hrl.commands
+from hrl.config import ConfigError
 
 
 def _command_modules() -> list[str]:
@@ -46,8 +47,6 @@ def main(argv: list[str] | None = None) -> int:
     1 for a file that cannot be read or written, 130 for Ctrl-C (before a subcommand installs
     its own handling, e.g. while `hrl train` compiles)."""
     args = make_parser().parse_args(argv)
-    from hrl.config import ConfigError
-
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

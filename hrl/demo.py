@@ -21,6 +21,12 @@ import sys  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from rich.console import Console  # noqa: E402
+
+from hrl.compile_cache import enable_compile_cache  # noqa: E402
+from hrl.config import ConfigError, load_config  # noqa: E402
+from hrl.runtime import train  # noqa: E402
+
 CONFIG = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "dqn_cartpole.yaml"
 SOLVED = 475.0
 # Env steps the demo may take: 3.5x the 90th percentile (23.2k) and 3x the slowest (26.9k) of
@@ -35,18 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", help="default: runs/demo-<UTC time>")
     args = parser.parse_args(argv)
 
-    from rich.console import Console
-
     console = Console()
     console.print(
         "[bold]hrl demo[/bold]: DQN + prioritized replay (K-ary sum tree) on CartPole-v1; "
         f"stops when the mean return of the last 10 episodes reaches {SOLVED:.0f}.\n"
         f"config: {CONFIG}"
     )
-    from hrl.compile_cache import enable_compile_cache
-    from hrl.config import ConfigError, load_config
-    from hrl.runtime import train
-
     enable_compile_cache()
     try:
         cfg = load_config(CONFIG, [f"train.total_env_steps={BUDGET}", *args.overrides])

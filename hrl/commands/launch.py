@@ -17,6 +17,10 @@ import subprocess
 import sys
 import time
 
+from hrl.config import ConfigError
+from hrl.runtime.cpu_backend import ensure_cpu_devices
+from hrl.runtime.distributed import COORDINATOR, NUM_PROCESSES, PROCESS_ID
+
 HELP = "run an hrl command over several processes or hosts joined by jax.distributed"
 
 
@@ -44,9 +48,6 @@ def _free_port() -> int:
 
 
 def _environment(coordinator: str, processes: int, process: int, devices: int) -> dict:
-    from hrl.runtime.cpu_backend import ensure_cpu_devices
-    from hrl.runtime.distributed import COORDINATOR, NUM_PROCESSES, PROCESS_ID
-
     env = dict(os.environ)
     env.update({COORDINATOR: coordinator, NUM_PROCESSES: str(processes),
                 PROCESS_ID: str(process)})
@@ -55,8 +56,6 @@ def _environment(coordinator: str, processes: int, process: int, devices: int) -
 
 
 def run(args: argparse.Namespace) -> int:
-    from hrl.config import ConfigError
-
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]

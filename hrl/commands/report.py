@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from hrl.commands import map as map_command
+
 HELP = "regenerate the mapping report in a directory written by `hrl map`"
 
 
@@ -22,8 +24,6 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     req = json.loads(request.read_text())
-    from hrl.commands import map as map_command
-
     argv = [req["config"], "--out", args.map_dir, "--staleness", str(req["staleness"])]
     for o in req.get("overrides") or []:
         argv += ["--set", o]

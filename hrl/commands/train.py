@@ -7,6 +7,17 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+from rich.console import Console
+
+from hrl.compile_cache import enable_compile_cache
+from hrl.config import ConfigError, load_config
+from hrl.mapping.instantiate import add_cli_arguments, apply_cli, print_comparison
+from hrl.runtime.cpu_backend import ensure_cpu_devices
+from hrl.runtime.distributed import initialize_from_env
+from hrl.runtime.resume import resume_config
+from hrl.runtime.run import train
+
 HELP = "train an agent from a YAML config (or resume a run directory)"
 
 
@@ -40,14 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="checkpoint every N env steps (default: log.checkpoint_every; 0 = only at the end)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from hrl.mapping.instantiate import add_cli_arguments  # --mapping auto --profile DIR
-
-    add_cli_arguments(parser)
+    add_cli_arguments(parser)  # --mapping auto --profile DIR
 
 
 def run(args: argparse.Namespace) -> int:
-    from hrl.config import ConfigError, load_config
-
     if args.seeds is not None:
         args.overrides = [*args.overrides, f"seeds={args.seeds}"]
     if args.devices is not None:
@@ -61,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
                 )
             if args.run_dir:
                 raise ConfigError("--run-dir cannot be combined with --resume")
-            from hrl.runtime.resume import resume_config
-
             cfg = resume_config(args.resume, args.overrides)
             run_dir = Path(args.resume)
         else:
@@ -73,35 +78,22 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, FileNotFoundError) as err:
         print(f"hrl train: error: {err}", file=sys.stderr)
         return 2
-    from hrl.runtime.distributed import initialize_from_env
-
     try:
         distributed = initialize_from_env()  # one process of an `hrl launch` run
     except ValueError as err:
         print(f"hrl train: error: {err}", file=sys.stderr)
         return 2
     if cfg.train.devices > 1 and not distributed:
-        from hrl.runtime.cpu_backend import ensure_cpu_devices
-
         ensure_cpu_devices(cfg.train.devices)
     elif getattr(args, "mapping", None) and not distributed:
         # --mapping auto may choose train.devices up to N, or the replay tree on a second CPU
         # device (cpu1): make the virtual CPU devices now, before the exploration starts JAX
         # (the same way as --devices).
-        from hrl.runtime.cpu_backend import ensure_cpu_devices
-
         ensure_cpu_devices(max(args.mapping_devices, 2))
-
-    from rich.console import Console
-
-    from hrl.compile_cache import enable_compile_cache
-    from hrl.runtime.run import train
 
     enable_compile_cache()
 
     console = Console()
-    from hrl.mapping.instantiate import apply_cli, print_comparison
-
     try:
         cfg, mapping_choice = apply_cli(args, cfg, console)
     except (ConfigError, ValueError) as err:
@@ -147,8 +139,6 @@ def _print_summary(console, s: dict) -> None:
 
 
 def _print_seeds(console, s: dict) -> None:
-    import numpy as np
-
     per_seed = s["per_seed"]
     console.print(
         f"{len(per_seed)} seeds: {s['env_steps_per_s']:,.0f} env steps/s summed over seeds "
