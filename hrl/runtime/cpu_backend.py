@@ -5,18 +5,13 @@ the first use of JAX in the process (`hrl.runtime.build_run.build` calls it firs
 nothing. Neither changes what a run computes beyond float rounding (sync and async give the
 same bits; a different thread count may split a matrix product differently).
 
-Why the thread count: on a 2-core machine the fused loop's programs are small (a 64x64 MLP,
-batch 32-256), and XLA:CPU splitting them over two threads costs more than it gains. Measured
-on the 2-vCPU development VM (`experiments/bench_cpu_threads.py`, fresh processes, interleaved
-rounds), one thread against XLA's default of one per core, DQN CartPole fused: 22.0k against
-18.2k env steps/s at M=1 (1.21x); 1.01x at M=64 with batch 256; 8.1k against 2.1k (3.95x) with
-256x256 layers, where two threads run chunks of either about 5 or 31 ms per iteration, flipping
-between chunks for the same input, both threads busy all the time; 1.08x-1.27x at M=256 and
-1024 with batch 256, 3-step or one-step returns. (One-step returns at M=1024 once lost with one
-thread, 0.70x, while a byte-wise row packing recomputed the transitions per byte, work that
-two threads split well; rows of whole words now pack word by word, `hrl/replay/rows.py`.) The
-host loops measured within their noise either way (1.13x sequential, 1.02x pipelined, and
-either way round in single runs), so `auto` leaves them alone.
+Why the thread count: on a machine of at most 2 cores the fused loop's programs are small (an
+MLP of a few hundred units, batches of tens to hundreds), and XLA:CPU splitting them over two
+threads costs more than it gains; at larger sizes two threads also made the chunk time flip
+between two modes from chunk to chunk. The host loops are dominated by per-call dispatch,
+where the thread count does not matter, so `auto` leaves them at XLA's default.
+`experiments/bench/bench_cpu_threads.py` measures both (results in
+experiments/results/cpu_threads/).
 """
 
 from __future__ import annotations

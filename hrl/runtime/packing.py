@@ -1,12 +1,11 @@
 """A pytree as one flat vector per dtype, and back: exact (a copy of the bits), for calls from
 Python that cross many small arrays.
 
-XLA:CPU's dispatch costs about 1.5-2 us per array a jitted call returns
-(`experiments/bench_call_overhead.py`: an identity on 22 arrays of 64 floats costs 41 us a
-call, the same 22 summed to one array 14 us, one array 6 us). The host loop's
-SGD step returns the whole agent (16 arrays for DQN: parameters, target parameters, Adam's
-moments, counters) and its metrics, so that dispatch cost more than the step's arithmetic.
-Packed, the step returns five arrays. Inside jit, `pack` and `unpack` are a concatenation and
+XLA:CPU's dispatch costs time per array a jitted call takes and returns, O(arrays), whatever
+their size (`experiments/bench/bench_call_overhead.py` measures it). The host loop's SGD step
+returns the whole agent (parameters, target parameters, the optimizer's moments, counters) and
+its metrics, so for small networks that dispatch outweighs the step's arithmetic. Packed, the
+step returns five arrays. Inside jit, `pack` and `unpack` are a concatenation and
 slices, which XLA fuses into the step's first and last kernels.
 
     packing = TreePacking(agent)
