@@ -22,6 +22,8 @@ import math
 import statistics
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 REFERENCE_REPEATS = 15
@@ -30,9 +32,6 @@ PARTS = ("xla_s", "python_s", "numpy_s")
 
 @functools.cache  # one compile per process: the profiler and the validation time it often
 def _xla_part():
-    import jax
-    import jax.numpy as jnp
-
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
     params = (jax.random.normal(k1, (64, 64)) * 0.1, jax.random.normal(k2, (64, 2)) * 0.1)
     x = jax.random.normal(k3, (32, 64))
