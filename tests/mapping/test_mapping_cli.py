@@ -601,8 +601,8 @@ def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, 
     (run_dir / "profile.json").write_text(json.dumps(data))
     assert main(["profile", CONFIG, "--only", "rtl-tables", "--run-dir", str(run_dir)]) == 0
     after = load_profile(run_dir)
-    assert [r for r in after["rows"] if r["call"] in RTL_TABLE_CALLS] == json.loads(
-        json.dumps(rtl_cycle_rows()))
+    assert [r.to_dict() for r in after["rows"] if r.call in RTL_TABLE_CALLS] == json.loads(
+        json.dumps([r.to_dict() for r in rtl_cycle_rows()]))
     assert [r for r in after["rows"] if r["call"] not in RTL_TABLE_CALLS] == [
         r for r in before["rows"] if r["call"] not in RTL_TABLE_CALLS]
     assert main(["profile", CONFIG, "--only", "rtl-tables", "--run-dir",

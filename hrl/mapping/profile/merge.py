@@ -16,8 +16,8 @@ ROW_IDENTITY = ("call", "placement", "mode", "env", "algo", "num_envs", "width",
 
 # Rows that are a difference or a ratio of interleaved timings (the relaxed overlap, the
 # collective's psum, the move between CPU devices): the interleaving already cancels a slow
-# spell, and the lowest of several rounds is the luckiest, not the truest (a lowest parallel
-# time once picked an overlap that put a losing mapping first). Their first round stands.
+# spell, and the lowest of several rounds is the luckiest, not the truest, which would bias
+# the mapping chosen towards the placement that was luckiest. Their first round stands.
 DIFFERENCE_CALLS = ("overlap:loop", "overlap:thread", "link:cpu-collective",
                     "link:cpu-device")
 
