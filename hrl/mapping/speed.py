@@ -2,11 +2,11 @@
 
 A shared machine's speed drifts with its neighbours, which moves the level of every run
 against its profile far more than the runs spread about that level (the validation passes
-under experiments/results/mapping/ show it). The profiler times a fixed reference workload (`reference_time`) at the start
-and the end of each round and keeps the samples in the profile; timed again where the runs
-are, the ratio of the two (`speed_scale`) scales every predicted time. The scale is one
-number for all mappings: it moves the level of the predictions and never their order, so the
-mapping picked is the same with or without it.
+under experiments/results/mapping/ show it). The profiler times a fixed reference workload
+(`reference_time`) at the start and the end of each round and keeps the samples in the
+profile; timed again where the runs are, the ratio of the two (`speed_scale`) scales every
+predicted time. The scale is one number for all mappings: it moves the level of the
+predictions and never their order, so the mapping picked is the same with or without it.
 
 The reference mixes the three kinds of work the runs spend their time in, in about equal
 shares: small jitted XLA calls waited for one by one (a host loop's train and infer calls,
