@@ -102,7 +102,7 @@ def _speed_scale_now(cfg, profile: dict | None) -> float:
     started as the profiler starts it (a second CPU device where the profile has the tree on
     one, the config's intra-op threads, the profile's dispatch). ValueError when there is no
     profile or it holds no reference."""
-    from hrl.mapping.profile import SECOND_CPU, start_profiling_backend
+    from hrl.mapping.profile import SECOND_CPU, profile_rows, start_profiling_backend
     from hrl.mapping.speed import reference_time, speed_scale
 
     if profile is None:
@@ -111,8 +111,8 @@ def _speed_scale_now(cfg, profile: dict | None) -> float:
     if not profile.get("speed_reference"):
         raise ValueError("--calibrate: the profile holds no reference workload timings "
                          "(taken before hrl recorded them); profile again")
-    start_profiling_backend(cfg, second_cpu=any(r["placement"] == SECOND_CPU
-                                                 for r in profile["rows"]))
+    start_profiling_backend(cfg, second_cpu=any(r.placement == SECOND_CPU
+                                                 for r in profile_rows(profile)))
     return speed_scale(reference_time()["seconds"], profile["speed_reference"])
 
 

@@ -8,7 +8,9 @@ every primitive -> device mapping, report, and instantiate the chosen one.
 Modules: `workload` (work terms of an iteration), `model` (least-squares latency models),
 `links` (PCIe / host memory), `fpga` (RMM cycle model, boards, architecture exploration, MLP
 learner), `platform` (placements and their latency sources), `dse` (the jitted exploration),
-`plan` (profile + devices -> exploration), `report`, `validate`, `instantiate`.
+`plan` (profile + devices -> exploration), `report`, `validate`, `instantiate`, `devices`
+(the placements' names, one spelling each), and the package `profile` (the profiler: typed
+rows, probes, child processes, profile files).
 """
 
 from hrl.mapping.dse import Exploration, baselines, explore

@@ -23,8 +23,8 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   the share `overlap` of the shorter of the two sides that the thread hides where the tree sits
   (measured in the runtime's own loops, strict against relaxed: profile rows `overlap:loop`,
   1 where none; below 0 where the two sides slow each other down by more than they overlap,
-  as PoCL and XLA:CPU do on 2 cores at small sizes), less the hand-off, and no resource can
-  do more than its busy time allows (the host CPU on its cores):
+  as two CPU-bound sides can on a machine with few cores at small sizes), less the hand-off,
+  and no resource can do more than its busy time allows (the host CPU on its cores):
   relaxed = max(strict - (overlap * min(train side, replay side) - sgd_steps * hand-off),
                 busiest resource / its cores),
   train side = train + the batch's link from sample, replay side = sample + update + the TD

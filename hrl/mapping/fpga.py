@@ -57,6 +57,7 @@ import math
 
 import numpy as np
 
+from hrl.mapping.rmm_clock import DESCEND_MHZ, UPDATE_MHZ
 from hrl.replay.formats import level_sizes, log2_exact, tree_depth
 
 DEFAULT_CLOCK_HZ = 200e6
@@ -74,8 +75,6 @@ def level_cycles(fanout: int | None, lps: int = RTL_LPS) -> int:
 def rtl_clock_hz(fanout: int, lanes: int, word_bits: int = 32) -> float:
     """The RTL's estimated clock for (K, P, W) from hrl/mapping/rmm_clock.py (see the
     module docstring), capped at SHELL_CLOCK_HZ."""
-    from hrl.mapping.rmm_clock import DESCEND_MHZ, UPDATE_MHZ
-
     ks = sorted({k for k, _ in DESCEND_MHZ} & {k for k, _, _ in UPDATE_MHZ})
     if not ks:
         return DEFAULT_CLOCK_HZ

@@ -18,10 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
+
+from hrl.config import ConfigError, apply_override, config_from_dict, load_config, to_dict
 from hrl.mapping import parallel
 from hrl.mapping.plan import Plan, plan
+from hrl.mapping.profile.io import load_profile
+from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.validate import RunnableMapping, mode_overrides, runnable_mappings
 from hrl.mapping.workload import PRIMITIVES, workload_from_config
+from hrl.replay.backends import format_for
 
 
 @dataclasses.dataclass
@@ -53,8 +59,8 @@ def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
     workload = workload_from_config(cfg)
     mode = cfg.train.dependency
     staleness = max(cfg.train.staleness, 1)
-    measured = {r["placement"].removesuffix("-fused") for r in profile["rows"]
-                if r["placement"] not in ("loop", "host", "rtl-cycles", "rtl-resources")}
+    measured = {r.placement.removesuffix("-fused") for r in profile_rows(profile)
+                if r.placement not in ("loop", "host", "rtl-cycles", "rtl-resources")}
     candidates = [m for m in runnable_mappings()
                   if {p.removesuffix("-fused") for p in m.mapping.values()} <= measured]
     if workload.env_kind not in ("gymnax", "brax"):
@@ -94,8 +100,6 @@ def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
 
 def _data_parallel_kind(cfg, workload, measured) -> tuple[str | None, str]:
     """The device kind the data-parallel loop would run on here, or why it cannot."""
-    import jax
-
     kind = jax.default_backend()
     if kind not in parallel.KINDS:
         return None, f"the JAX backend is {kind!r}, not one of {parallel.KINDS}"
@@ -112,11 +116,7 @@ def _runnable_data_parallel(cfg, result: Plan, mode: str, kind: str, max_devices
                             available: int | None) -> tuple[list, list[str]]:
     """The strong-scaling candidates D > 1 in the config's sampling mode that the runtime
     can run here, and one line saying which D were left out and why."""
-    from hrl.config import ConfigError, apply_override, config_from_dict, to_dict
-
     if available is None:
-        import jax
-
         available = len(jax.devices())
     out, dropped = [], []
     cands = [c for c in result.data_parallel.get(mode, [])
@@ -151,8 +151,6 @@ def _runnable_data_parallel(cfg, result: Plan, mode: str, kind: str, max_devices
 def overrides_for(choice: Choice, cfg) -> list[str]:
     """Config overrides that make the runtime run the chosen mapping (keeps the mode, and a
     fixed-point format the config already has where the mapping needs fixed point)."""
-    from hrl.replay.backends import format_for
-
     mode = cfg.train.dependency
     backend = dict(o.split("=", 1) for o in choice.mapping.overrides).get(
         "replay.backend", cfg.replay.backend)
@@ -180,9 +178,6 @@ def apply_cli(args, cfg, console):
     """Returns (cfg, choice): cfg rewritten to the chosen mapping, or unchanged (choice None)."""
     if not getattr(args, "mapping", None):
         return cfg, None
-    from hrl.config import load_config
-    from hrl.mapping.profile import load_profile
-
     if not args.profile:
         raise ValueError("--mapping auto needs --profile DIR (run `hrl profile CONFIG` first)")
     if args.resume:

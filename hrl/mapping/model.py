@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hrl.mapping.profile.rows import ProfileRow, as_rows
+
 
 @dataclasses.dataclass(frozen=True)
 class LinearModel:
@@ -80,10 +82,11 @@ def fit_groups(work, latency, mask):
 METRICS = {"wall": "latency_s", "cpu": "cpu_s"}
 
 
-def fit_models(rows: list[dict], key=("call", "placement"),
+def fit_models(rows, key=("call", "placement"),
                metric: str = "wall") -> dict[tuple, LinearModel]:
-    """Group profile rows (dicts with `work` and `latency_s` / `cpu_s`) by `key` and fit each
-    group on the metric's column (`wall`: latency_s, `cpu`: cpu_s).
+    """Group profile rows (`ProfileRow`s, or dicts of their fields, with `work` and
+    `latency_s` / `cpu_s`) by the fields `key` and fit each group on the metric's column
+    (`wall`: latency_s, `cpu`: cpu_s). One batched fit over all groups: O(rows).
 
     Groups with fewer than 2 distinct work values cannot separate a and b: they get a
     constant model (slope 0) only if they have one point, which the caller should avoid.
@@ -91,9 +94,9 @@ def fit_models(rows: list[dict], key=("call", "placement"),
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
     column = METRICS[metric]
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(tuple(r[k] for k in key), []).append(r)
+    groups: dict[tuple, list[ProfileRow]] = {}
+    for r in as_rows(rows):
+        groups.setdefault(tuple(getattr(r, k) for k in key), []).append(r)
     if not groups:
         return {}
     names = sorted(groups, key=str)
@@ -103,10 +106,11 @@ def fit_models(rows: list[dict], key=("call", "placement"),
     m = np.zeros((len(names), n))
     for i, g in enumerate(names):
         for j, r in enumerate(groups[g]):
-            value = float(r.get(column, 0.0))
-            if not (value > 0 and r["work"] >= 0):
-                raise ValueError(f"profile row {r} has a non-positive {column} or negative work")
-            w[i, j], y[i, j], m[i, j] = r["work"], value, 1.0
+            value = float(getattr(r, column) or 0.0)
+            if not (value > 0 and r.work >= 0):
+                raise ValueError(f"profile row {r.to_dict()} has a non-positive {column} or "
+                                 "negative work")
+            w[i, j], y[i, j], m[i, j] = r.work, value, 1.0
     # Work spans many orders of magnitude; fit in a scaled unit so float32 keeps precision.
     scale = np.maximum(w.max(axis=1, keepdims=True), 1.0)
     coef, rel, loo = fit_groups(jnp.asarray(w / scale, jnp.float32),

@@ -8,8 +8,9 @@ Device names for `--devices`:
 * `cpu`  -- JAX on the host CPU: the host loop (`cpu`) and the fused loop (`cpu-fused`);
 * `gpu`  -- JAX on a GPU: measured if the profile holds GPU rows, else modelled from
   `specs/gpu_h100_sxm.yaml` (public specs + assumptions, labelled as such everywhere);
-* `cpu1` -- the JAX replay tree alone on a second XLA CPU device (`placement.sample/update:
-  cpu:1`; the learner stays on cpu:0), measured where the profile has it;
+* `cpu:1` -- the JAX replay tree alone on a second XLA CPU device (`placement.sample/update:
+  cpu:1`; the learner stays on cpu:0), measured where the profile has it (the older
+  spelling `cpu1` is read as `cpu:1`);
 * `pocl`, `opencl<i>` -- the OpenCL replay backend on that device (measured);
 * `rtl`  -- the RTL replay manager in simulation (measured, if the profile has it);
 * `fpga:<board>` -- the RMM and MLP learner modelled on a board (u200, u250, u280) from the
@@ -22,11 +23,16 @@ Device names for `--devices`:
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 import statistics
 from pathlib import Path
 
+import numpy as np
+
 from hrl.mapping import dse, parallel
 from hrl.mapping import fpga as fpga_model
+from hrl.mapping.devices import SECOND_CPU, normalize_placement
 from hrl.mapping.links import Link
 from hrl.mapping.model import METRICS, LinearModel, fit_models
 from hrl.mapping.platform import (
@@ -37,8 +43,10 @@ from hrl.mapping.platform import (
     gpu_spec_placement,
     measured_placement,
 )
+from hrl.mapping.profile.grids import HANDOFF_CALL, LEGACY_OVERLAP_CALL, OVERLAP_CALL
+from hrl.mapping.profile.rows import ProfileRow, profile_rows
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
-from hrl.mapping.workload import PRIMITIVES, Workload
+from hrl.mapping.workload import CALLS, KNOWN_ENVS, PRIMITIVES, Workload
 from hrl.runtime.cpu_backend import HOST_LOOP_DISPATCH
 
 # How each measured placement sits in the machine.
@@ -49,7 +57,7 @@ MEASURED_KINDS = {
     "gpu-fused": dict(kind="jax", resource="gpu", link="pcie4x16", exclusive=True),
     # A virtual device sharing the host's cores; its arrays cross to cpu:0 as the host loop
     # moves them (`link:cpu-device` in the profile).
-    "cpu1": dict(kind="jax", resource="cpu", link="cpu-device"),
+    SECOND_CPU: dict(kind="jax", resource="cpu", link="cpu-device"),
     # The JAX buffer with its tree in plain XLA ops (`replay.impl: xla`) instead of the native
     # kernels, on the learner's device: no transfer, and in the same call queue as train.
     "cpu-xla": dict(kind="jax", resource="cpu", link="local", queue="cpu"),
@@ -89,8 +97,8 @@ class Plan:
 
 
 def models_from_profile(profile: dict, metric: str = "wall") -> dict[tuple, LinearModel]:
-    rows = [r for r in profile["rows"]
-            if not r["call"].startswith(("link:", "loop:", "rtl-"))]
+    rows = [r for r in profile_rows(profile)
+            if not r.call.startswith(("link:", "loop:", "rtl-"))]
     return fit_models(rows, metric=metric)
 
 
@@ -99,7 +107,7 @@ def host_link_from_profile(profile: dict, metric: str = "wall",
     """The host memory copy (`link:host`), the process link of the pipelined executor
     (`link:process`) or a ring step of a collective between virtual CPU devices
     (`link:cpu-collective`) fitted on the profile's rows; None when the profile lacks them."""
-    rows = [r for r in profile["rows"] if r["call"] == call]
+    rows = [r for r in profile_rows(profile) if r.call == call]
     if len(rows) < 2:
         return None
     m = fit_models(rows, metric=metric)[(call, "host")]
@@ -124,8 +132,8 @@ def cpu_device_link_from_profile(profile: dict | None, metric: str = "wall") -> 
     fitted = host_link_from_profile(profile, metric, "link:cpu-device") if profile else None
     if fitted is not None:
         return fitted
-    times = [r[METRICS[metric]] for r in (profile or {}).get("rows", ())
-             if r["call"] == "link:cpu-device"]
+    times = [getattr(r, METRICS[metric]) for r in profile_rows(profile)
+             if r.call == "link:cpu-device"]
     if not times:
         return None
     return Link("cpu-device", float("inf"), statistics.median(times),
@@ -136,10 +144,8 @@ def cpu_device_link_from_profile(profile: dict | None, metric: str = "wall") -> 
 def thread_handoff_from_profile(profile: dict | None, metric: str = "wall") -> float | None:
     """Seconds for one hand-off to a second thread and back (`link:thread`, the relaxed
     dependency's replay thread), the median of the profile's rows; None when it has none."""
-    from hrl.mapping.profile import HANDOFF_CALL
-
     key = METRICS[metric]
-    times = [r[key] for r in (profile or {}).get("rows", ()) if r["call"] == HANDOFF_CALL]
+    times = [getattr(r, key) for r in profile_rows(profile) if r.call == HANDOFF_CALL]
     return statistics.median(times) if times else None
 
 
@@ -152,7 +158,7 @@ def replay_overlap_from_profile(profile: dict | None, workload: Workload,
     scales), and where it was measured. At most 1: a side cannot hide more than itself (a
     figure above 1 is noise).
 
-    From an `overlap:loop` row (`hrl.mapping.profile._overlap_rows_main`): what relaxed saved
+    From an `overlap:loop` row (`hrl.mapping.profile.overlap.overlap_rows`): what relaxed saved
     per SGD step in the loop (the pipelined executor's own figure where the row has one, else
     the sequential one's), hand-off put back, over the shorter of the strict loop's two sides:
     (saved + handoff) / min(train, replay). `handoff` is the figure the model takes back off
@@ -161,10 +167,6 @@ def replay_overlap_from_profile(profile: dict | None, workload: Workload,
     profile's `overlap:thread`, the thread timed out of the loop) are read as stored, and
     only where a placement has no `overlap:loop` row. No entry for a placement the profile
     did not measure (the model then assumes 1)."""
-    import math
-
-    from hrl.mapping.profile import LEGACY_OVERLAP_CALL, OVERLAP_CALL
-
     if executor not in ("sequential", "pipelined"):
         raise ValueError(f"executor must be 'sequential' or 'pipelined', got {executor!r}")
     cpu = metric == "cpu"
@@ -175,31 +177,34 @@ def replay_overlap_from_profile(profile: dict | None, workload: Workload,
         saved_keys.insert(0, "pipelined_saved_s")
     width = max(workload.hidden) if workload.hidden else 1
 
-    def measured(r):  # a loop row: what relaxed saved and the two sides
-        return "train_s" in r and "replay_s" in r and any(k in r for k in saved_keys)
+    def first(r: ProfileRow, fields) -> float | None:  # the first of `fields` the row has
+        return next((getattr(r, k) for k in fields if getattr(r, k) is not None), None)
 
-    def share(r) -> float:
+    def measured(r: ProfileRow) -> bool:  # a loop row: what relaxed saved and the two sides
+        return (r.train_s is not None and r.replay_s is not None
+                and first(r, saved_keys) is not None)
+
+    def share(r: ProfileRow) -> float:
         if not measured(r):
-            return float(next(r[k] for k in stored if k in r))
-        shorter = min(r["train_s"], r["replay_s"])
-        saved = next(r[k] for k in saved_keys if k in r)
-        return (saved + handoff) / shorter if shorter > 0 else 0.0
+            return float(first(r, stored))
+        shorter = min(r.train_s, r.replay_s)
+        return (first(r, saved_keys) + handoff) / shorter if shorter > 0 else 0.0
 
     out: dict[str, tuple[float, str]] = {}
-    rows = [r for r in (profile or {}).get("rows", ())
-            if r["call"] in (OVERLAP_CALL, LEGACY_OVERLAP_CALL)
-            and (measured(r) or any(k in r for k in stored))]
-    for place in sorted({r["placement"] for r in rows}):
-        here = [r for r in rows if r["placement"] == place]
-        call = OVERLAP_CALL if any(r["call"] == OVERLAP_CALL for r in here) else \
+    rows = [r for r in profile_rows(profile)
+            if r.call in (OVERLAP_CALL, LEGACY_OVERLAP_CALL)
+            and (measured(r) or first(r, stored) is not None)]
+    for place in sorted({r.placement for r in rows}):
+        here = [r for r in rows if r.placement == place]
+        call = OVERLAP_CALL if any(r.call == OVERLAP_CALL for r in here) else \
             LEGACY_OVERLAP_CALL
 
-        def distance(r):
-            return math.hypot(math.log(r["width"] / width),
-                              math.log(r["batch"] / workload.batch_size))
+        def distance(r: ProfileRow) -> float:
+            return math.hypot(math.log(r.width / width),
+                              math.log(r.batch / workload.batch_size))
 
-        r = min((r for r in here if r["call"] == call), key=distance)
-        out[place] = (min(share(r), 1.0), f"{call} at width {r['width']}, batch {r['batch']}")
+        r = min((r for r in here if r.call == call), key=distance)
+        out[place] = (min(share(r), 1.0), f"{call} at width {r.width}, batch {r.batch}")
     return out
 
 
@@ -225,11 +230,11 @@ class LoopOverhead:
         return self.c_step * workload.rollout_length
 
 
-def _loop_rows(profile: dict, kind: str, dispatch: str) -> list[dict]:
+def _loop_rows(profile: dict, kind: str, dispatch: str) -> list[ProfileRow]:
     """The profile's rows of loop `kind` measured in CPU `dispatch`. Rows without the field
     come from profiles taken before there was a choice, all in JAX's default (async)."""
-    return [r for r in profile["rows"] if r["call"] == f"loop:{kind}"
-            and r.get("dispatch", "async") == dispatch]
+    return [r for r in profile_rows(profile) if r.call == f"loop:{kind}"
+            and (r.dispatch or "async") == dispatch]
 
 
 def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
@@ -238,10 +243,6 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
     measured seconds per iteration minus the profiled primitives' predicted time there. The
     host loops' from their rows in CPU `dispatch` (async where the profile has none in it);
     the fused loop's always from async rows, the dispatch it runs in."""
-    import numpy as np
-
-    from hrl.mapping.model import METRICS
-
     out = {"host": LoopOverhead(), "fused": LoopOverhead(), "pipelined": LoopOverhead(),
            "pipelined_actor": LoopOverhead()}
     if not profile:
@@ -256,8 +257,8 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
         placement = measured_placement(place, models, **MEASURED_KINDS[place])
         # A cost per call of the loop where the rows were timed at several chunk lengths (the
         # fused loop's, `FUSED_CALL_SETTINGS`); else it stays folded into c0, as measured.
-        per_call = (all(r.get("iterations") for r in rows)
-                    and len({r["iterations"] for r in rows}) > 1)
+        per_call = (all(r.iterations for r in rows)
+                    and len({r.iterations for r in rows}) > 1)
         a, y, total = [], [], []
         for r in rows:
             w = _loop_row_workload(r)
@@ -265,7 +266,7 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
             prims = sum(counts[c] * placement.seconds(c, w) for c in counts)
             a.append([1.0, w.rollout_length, w.sgd_steps]
                      + ([1.0 / w.iterations_per_call] if per_call else []))
-            total.append(float(r[METRICS[metric]]))
+            total.append(float(getattr(r, METRICS[metric])))
             y.append(total[-1] - prims)
         coef = _relative_fit(np.array(a), np.array(y), np.array(total))
         if coef is None:
@@ -286,8 +287,6 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
 def _relative_fit(a, y, total):
     """c >= 0 minimising the squared relative error of each row's iteration time (total =
     primitives + a @ c), so that the small settings count as much as the large ones."""
-    import numpy as np
-
     scale = 1.0 / np.maximum(total, 1e-12)
     coef = np.linalg.lstsq(a * scale[:, None], y * scale, rcond=None)[0]
     coef = np.maximum(coef, 0.0)  # bookkeeping cannot save time
@@ -296,8 +295,6 @@ def _relative_fit(a, y, total):
 
 def _leave_one_out(a, y, total) -> float | None:
     """Median relative error of each row's iteration time predicted from a fit without it."""
-    import numpy as np
-
     if len(y) <= a.shape[1]:
         return None
     errs = []
@@ -315,18 +312,17 @@ def host_cores(profile: dict | None) -> int:
     return int(((profile or {}).get("machine") or {}).get("cpus") or 1)
 
 
-def _loop_row_workload(r: dict) -> Workload:
-    """The workload of one of the profiler's loop rows."""
-    from hrl.mapping.workload import KNOWN_ENVS
-
-    env_kind, _, env_id = r["env"].partition(":")
+def _loop_row_workload(r: ProfileRow | dict) -> Workload:
+    """The workload of one of the profiler's loop rows (a ProfileRow or its dict)."""
+    r = profile_rows({"rows": [r]})[0]
+    env_kind, _, env_id = r.env.partition(":")
     obs, act = KNOWN_ENVS.get(env_id, (1, 1))
-    return Workload(algo=r["algo"], env_kind=env_kind, env_id=env_id, obs_dim=obs,
-                    act_dim=act, hidden=(int(r["width"]),) * 2, num_envs=int(r["num_envs"]),
-                    batch_size=int(r["batch"]), capacity=int(r["capacity"]),
-                    fanout=int(r["fanout"]), sgd_steps=float(r["sgd"]),
-                    rollout_length=int(r["rollout"]),
-                    iterations_per_call=int(r.get("iterations") or 0))
+    return Workload(algo=r.algo, env_kind=env_kind, env_id=env_id, obs_dim=obs,
+                    act_dim=act, hidden=(int(r.width),) * 2, num_envs=int(r.num_envs),
+                    batch_size=int(r.batch), capacity=int(r.capacity),
+                    fanout=int(r.fanout), sgd_steps=float(r.sgd),
+                    rollout_length=int(r.rollout),
+                    iterations_per_call=int(r.iterations or 0))
 
 
 def _pipelined_overhead(profile: dict, models: dict, metric: str,
@@ -337,10 +333,6 @@ def _pipelined_overhead(profile: dict, models: dict, metric: str,
     learner side + c_learner, shared CPU bound), c >= 0 minimising the squared relative error.
     A side that binds in none of the rows is not determined by them: it gets the other's
     constant, or as close to it as it can come without changing any row's prediction."""
-    import numpy as np
-
-    from hrl.mapping.model import METRICS
-
     rows = _loop_rows(profile, "pipelined", dispatch)
     if not rows or not any(place == "cpu" for _, place in models):
         return LoopOverhead(), LoopOverhead()
@@ -355,7 +347,7 @@ def _pipelined_overhead(profile: dict, models: dict, metric: str,
             "host": host(w), "host_actor": host.actor_part(w)},
             process_link=process, host_cores=cores)
         bounds.append(exp.pipelined_bounds(exp.row_of(cpu_only), "strict"))
-        measured.append(float(r[METRICS[metric]]))
+        measured.append(float(getattr(r, METRICS[metric])))
     bounds, measured = np.array(bounds), np.array(measured)
     c_learner, c_actor = _two_sided_fit(bounds, measured)
     binds = _binding_sides(bounds, c_learner, c_actor)
@@ -375,8 +367,6 @@ def _pipelined_overhead(profile: dict, models: dict, metric: str,
 
 def _two_sided_time(bounds, c_learner: float, c_actor: float):
     """Predicted pipelined iteration per row of `bounds` (actor side, learner side, shared)."""
-    import numpy as np
-
     return np.maximum(np.maximum(bounds[:, 0] + c_actor, bounds[:, 1] + c_learner), bounds[:, 2])
 
 
@@ -393,10 +383,6 @@ def _two_sided_fit(bounds, measured) -> tuple[float, float]:
     wins (ties: the constants nearer each other). A side with no rows gets the other's
     constant, or as close to it as it can come without binding anywhere. 3**rows splits: the
     profiler measures 6 rows per loop and dispatch."""
-    import itertools
-
-    import numpy as np
-
     actor, learner = bounds[:, 0], bounds[:, 1]
     weight = 1.0 / measured ** 2
 
@@ -430,8 +416,9 @@ def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
     """RmmTiming fitted on the RTL's measured cycle table (sim/cycles.csv) if the profile
     carries it, else the RTL's documented pipeline; plus the kernel's measured memory side
     (fpga_rtl/kernel_cycles_fit.csv) if the profile carries it."""
-    all_rows = (profile or {}).get("rows", [])
-    rows = [r for r in all_rows if r["call"] == "rtl-cycles"]
+    all_rows = profile_rows(profile)
+    # a table row's CSV columns are its `extra`: the RTL's own CSV rows
+    rows = [dict(r.extra) for r in all_rows if r.call == "rtl-cycles"]
     timing = fpga_model.RmmTiming()
     if rows:
         try:
@@ -440,7 +427,7 @@ def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
                                                    "measured cycle table (sim/cycles.csv)")
         except (KeyError, TypeError, ValueError):
             pass
-    kernel_rows = [r for r in all_rows if r["call"] == "rtl-kernel-cycles"]
+    kernel_rows = [dict(r.extra) for r in all_rows if r.call == "rtl-kernel-cycles"]
     if kernel_rows:
         try:
             timing = timing.with_kernel_fit(kernel_rows)
@@ -451,7 +438,7 @@ def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
 
 def logic_from_profile(profile: dict | None) -> fpga_model.LogicCoefficients:
     """LUT/FF coefficients calibrated on the RTL's yosys table (fpga_rtl/syn/resources.csv)."""
-    rows = [r for r in (profile or {}).get("rows", []) if r["call"] == "rtl-resources"]
+    rows = [r.extra for r in profile_rows(profile) if r.call == "rtl-resources"]
     try:
         conv = [{"fanout": int(r["K"]), "word_bits": int(r["W"]), "depth": int(r["D"]),
                  "lanes": int(r["P"]), "lut": float(r["LUT"]) + float(r.get("LUTRAM") or 0),
@@ -470,6 +457,7 @@ def placements_for(profile: dict | None, devices: list[str] | None,
     measured = sorted({p for (_, p) in models})
     if devices is None:
         devices = sorted({p.removesuffix("-fused") for p in measured})
+    devices = [normalize_placement(d) for d in devices]  # `cpu1` reads as `cpu:1`
     out: list[Placement] = []
     timing = rmm_timing_from_profile(profile)
     logic = logic_from_profile(profile)
@@ -614,10 +602,6 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
 def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:
     """A call no placement can run (a profile of another algorithm or env, say) leaves no
     feasible mapping: say which, and what the profile holds, instead of ranking nothing."""
-    import numpy as np
-
-    from hrl.mapping.workload import CALLS
-
     missing = [c for c, row in zip(CALLS, exp.problem.latency, strict=True)
                if not np.isfinite(row).any()]
     if missing:

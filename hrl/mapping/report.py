@@ -18,10 +18,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+from rich.table import Table
 
 from hrl.mapping import dse, parallel
 from hrl.mapping import fpga as fpga_model
 from hrl.mapping.plan import Plan
+from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.scaling import UNMEASURED_RENDEZVOUS
 from hrl.mapping.workload import CALLS, PRIMITIVES
 
@@ -240,7 +242,7 @@ def plot_scaling(p: Plan, path: Path) -> Path | None:
     recs = data_parallel_records(p)
     if not recs:
         return None
-    import matplotlib
+    import matplotlib  # optional and heavy: only a report with figures loads it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -284,8 +286,6 @@ def html_table(head, rows) -> str:
 
 
 def rich_table(title, head, rows):
-    from rich.table import Table
-
     t = Table(title=title)
     for x in head:
         t.add_column(x)
@@ -298,7 +298,7 @@ def plot_latency(p: Plan, profile: dict | None, path: Path) -> Path | None:
     """Latency against work for each call: profile points and the fitted lines."""
     if not p.models:
         return None
-    import matplotlib
+    import matplotlib  # optional and heavy: only a report with figures loads it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -307,13 +307,13 @@ def plot_latency(p: Plan, profile: dict | None, path: Path) -> Path | None:
     cols = min(3, len(calls))
     nrows = math.ceil(len(calls) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.6 * nrows), squeeze=False)
-    rows = [r for r in (profile or {}).get("rows", []) if "work" in r]
+    rows = [r for r in profile_rows(profile) if r.work is not None]
     for ax, call in zip(axes.flat, calls, strict=False):
         for (c, place), m in sorted(p.models.items()):
             if c != call:
                 continue
-            pts = [(r["work"], r["latency_s"]) for r in rows
-                   if r["call"] == call and r["placement"] == place]
+            pts = [(r.work, r.latency_s) for r in rows
+                   if r.call == call and r.placement == place]
             line = ax.plot([], [])[0]
             if pts:
                 x, y = np.array(pts).T
@@ -337,7 +337,7 @@ def plot_latency(p: Plan, profile: dict | None, path: Path) -> Path | None:
 
 
 def plot_top(p: Plan, path: Path, k: int = 10) -> Path:
-    import matplotlib
+    import matplotlib  # optional and heavy: only a report with figures loads it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -1,13 +1,12 @@
 """How fast the machine runs now, against when it was profiled.
 
-A shared VM's speed drifts with its neighbours: on the 2-core validation VM, the same runs
-predicted from profiles taken an hour apart differed by 4-10 points of median error, and a
-pass's signed error ran from -18% to +25% while the spread of its runs about that level
-stayed at 5-7%. The profiler times a fixed reference workload (`reference_time`) at the start
-and the end of each round and keeps the samples in the profile; timed again where the runs
-are, the ratio of the two (`speed_scale`) scales every predicted time. The scale is one
-number for all mappings: it moves the level of the predictions and never their order, so the
-mapping picked is the same with or without it.
+A shared machine's speed drifts with its neighbours, which moves the level of every run
+against its profile far more than the runs spread about that level (the validation passes
+under experiments/results/mapping/ show it). The profiler times a fixed reference workload
+(`reference_time`) at the start and the end of each round and keeps the samples in the
+profile; timed again where the runs are, the ratio of the two (`speed_scale`) scales every
+predicted time. The scale is one number for all mappings: it moves the level of the
+predictions and never their order, so the mapping picked is the same with or without it.
 
 The reference mixes the three kinds of work the runs spend their time in, in about equal
 shares: small jitted XLA calls waited for one by one (a host loop's train and infer calls,
@@ -22,6 +21,8 @@ import math
 import statistics
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 REFERENCE_REPEATS = 15
@@ -30,9 +31,6 @@ PARTS = ("xla_s", "python_s", "numpy_s")
 
 @functools.cache  # one compile per process: the profiler and the validation time it often
 def _xla_part():
-    import jax
-    import jax.numpy as jnp
-
     k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
     params = (jax.random.normal(k1, (64, 64)) * 0.1, jax.random.normal(k2, (64, 2)) * 0.1)
     x = jax.random.normal(k3, (32, 64))
@@ -86,7 +84,7 @@ def _numpy_part():
 def reference_time(repeats: int = REFERENCE_REPEATS) -> dict:
     """Seconds of the reference workload now: each part's median over `repeats` runs
     ("xla_s", "python_s", "numpy_s"), their sum ("seconds") and when ("time", Unix seconds).
-    About 0.2 s; the XLA part compiles on the first call in a process."""
+    A fraction of a second; the XLA part compiles on the first call in a process."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     out = {}

@@ -11,8 +11,9 @@ Runnable here (what the runtime can instantiate on a CPU-only machine):
 * `cpu`: the host loop, every primitive its own jitted call on the CPU (train.fused=false);
 * `cpu-xla`: the same with the tree in plain XLA ops instead of the native kernels
   (replay.impl=xla);
-* `cpu1`: the host loop with the JAX replay tree on a second XLA CPU device (`placement`:
-  sample and update on cpu:1, infer and train on cpu:0);
+* `replay-on-cpu1`: the host loop with the JAX replay tree on a second XLA CPU device
+  (placement `cpu:1`, `hrl.mapping.devices.SECOND_CPU`: sample and update on cpu:1, infer
+  and train on cpu:0);
 * `pocl` / `rtl`: the host loop with the replay tree on the OpenCL backend (PoCL) or the RTL
   in simulation (replay.backend=opencl / rtl), when the runtime supports host replay backends;
 * `... pipelined`: the host-loop mappings again, run by the pipelined executor with its actors
@@ -28,8 +29,15 @@ import time
 import jax
 import numpy as np
 
+from hrl.mapping.devices import SECOND_CPU, SECOND_CPU_PLACEMENT, XLA_TREE
 from hrl.mapping.workload import PRIMITIVES
 from hrl.replay.backends import FIXED_POINT_ONLY
+from hrl.runtime.run import build, initial_state
+
+# The backend name that selects the mapping with the JAX tree on the second CPU device
+# (`runnable_mappings(backends=...)`, experiments/validate_mapping.py --backends), and that
+# mapping's label: names, kept as they were; the device itself is spelled SECOND_CPU.
+SECOND_CPU_BACKEND = "cpu1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +52,6 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
                       ) -> list[RunnableMapping]:
     """The mappings above whose trees `backends` names (`xla`: the JAX tree in plain XLA ops
     on the learner's device; `cpu1`: the JAX tree on cpu:1)."""
-    from hrl.mapping.profile import SECOND_CPU, SECOND_CPU_PLACEMENT, XLA_TREE
-
     # The tree kernels the profile timed at these placements (`replay.impl: auto`, native on a
     # CPU), whatever a config asks for.
     native = ("replay.backend=jax", "replay.impl=auto")
@@ -60,10 +66,10 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
         m.update(sample=XLA_TREE, update=XLA_TREE)
         out.append(RunnableMapping(f"replay-on-{XLA_TREE}", m, (
             "train.fused=false", "replay.backend=jax", "replay.impl=xla")))
-    if SECOND_CPU in backends:
+    if SECOND_CPU_BACKEND in backends:
         m = {p: "cpu" for p in PRIMITIVES}
         m.update(sample=SECOND_CPU, update=SECOND_CPU)
-        out.append(RunnableMapping(f"replay-on-{SECOND_CPU}", m, (
+        out.append(RunnableMapping(f"replay-on-{SECOND_CPU_BACKEND}", m, (
             "train.fused=false", *native,
             *(f"placement.{p}={d}" for p, d in SECOND_CPU_PLACEMENT.items()))))
     host_replay = importlib.util.find_spec("hrl.replay.host_buffer") is not None
@@ -113,8 +119,6 @@ class WarmLoop:
     closes the loop (the pipelined executor's actors' process)."""
 
     def __init__(self, cfg, iterations: int):
-        from hrl.runtime.run import build, initial_state
-
         built = build(cfg)
         self.loop, self.schedule, self.iterations = built.loop, built.schedule, iterations
         sch = self.schedule

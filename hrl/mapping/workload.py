@@ -26,6 +26,7 @@ import dataclasses
 from typing import Any
 
 from hrl.config import PRIMITIVES  # noqa: F401  (re-exported: the one definition)
+from hrl.envs import make_env
 from hrl.replay.formats import log2_exact, tree_depth
 
 # The calls one iteration makes; `insert` is performed by the device that runs `update`
@@ -210,8 +211,6 @@ def env_sizes(name: str) -> tuple[int, int]:
     env_id = name.partition(":")[2] or name
     if env_id in KNOWN_ENVS:
         return KNOWN_ENVS[env_id]
-    from hrl.envs import make_env
-
     spec = make_env(name, 1).spec
     obs = 1
     for d in spec.obs_shape:

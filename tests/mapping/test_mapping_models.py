@@ -278,7 +278,7 @@ def test_kernel_fit_from_the_measured_table():
     from hrl.mapping import profile
     from hrl.mapping.plan import rmm_timing_from_profile
 
-    path = Path(__file__).resolve().parents[1] / "fpga_rtl" / "kernel_cycles_fit.csv"
+    path = Path(__file__).resolve().parents[2] / "fpga_rtl" / "kernel_cycles_fit.csv"
     rows = list(csv.DictReader(path.read_text().splitlines()))
     assert {int(r["P"]) for r in rows} >= {1, 2, 4}
     for r in rows:

@@ -172,7 +172,7 @@ def test_a_grid_s_rounds_measure_every_row_again(monkeypatch):
     from hrl.mapping import profile
 
     got = []
-    monkeypatch.setattr(profile, "merge_rounds",
+    monkeypatch.setattr(profile.merge, "merge_rounds",
                         lambda rounds, keep="min": got.append(rounds) or rounds[-1])
     calls = {"thread": 0, "cpu-device": 0}
     for name, method in (("thread", "_profile_thread_handoff"),
@@ -545,7 +545,7 @@ def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_pa
         return [{"wall_s": 1e-4 * (i + 1), "cpu_s": 1e-4, "async": True}
                 for i in range(len(settings))]
 
-    monkeypatch.setattr(prof, "loop_rows_subprocess", fake)
+    monkeypatch.setattr(prof.spawn, "loop_rows_subprocess", fake)
     run_dir = tmp_path / "profile"
     shutil.copytree(tiny_profile[0], run_dir)
     before = prof.load_profile(run_dir)
@@ -601,8 +601,8 @@ def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, 
     (run_dir / "profile.json").write_text(json.dumps(data))
     assert main(["profile", CONFIG, "--only", "rtl-tables", "--run-dir", str(run_dir)]) == 0
     after = load_profile(run_dir)
-    assert [r for r in after["rows"] if r["call"] in RTL_TABLE_CALLS] == json.loads(
-        json.dumps(rtl_cycle_rows()))
+    assert [r.to_dict() for r in after["rows"] if r.call in RTL_TABLE_CALLS] == json.loads(
+        json.dumps([r.to_dict() for r in rtl_cycle_rows()]))
     assert [r for r in after["rows"] if r["call"] not in RTL_TABLE_CALLS] == [
         r for r in before["rows"] if r["call"] not in RTL_TABLE_CALLS]
     assert main(["profile", CONFIG, "--only", "rtl-tables", "--run-dir",
@@ -682,7 +682,7 @@ def test_plan_prices_the_relaxed_overlap_measured_nearest_the_workload():
     got = replay_overlap_from_profile(profile, small)
     assert got["pocl"][0] == pytest.approx(-0.6) and got["rtl"][0] == pytest.approx(0.9)
     assert "overlap:loop" in got["pocl"][1] and "batch 32" in got["pocl"][1]
-    assert got["cpu1"] == (pytest.approx(0.3), "overlap:thread at width 64, batch 32")
+    assert got["cpu:1"] == (pytest.approx(0.3), "overlap:thread at width 64, batch 32")
     big = Workload(hidden=(200, 200), batch_size=300)
     assert replay_overlap_from_profile(profile, big)["pocl"][0] == pytest.approx(0.4)
     wide_batch = Workload(hidden=(64, 64), batch_size=200)  # measured 1.7: capped at 1
@@ -710,20 +710,20 @@ def test_plan_forms_the_overlap_from_the_loop_s_saving_with_the_profile_s_hand_o
            "pipelined_saved_s": 20e-6}
     w = Workload(hidden=(64, 64), batch_size=32)
     for handoff in (0.0, 35e-6, 52e-6):
-        eta = replay_overlap_from_profile({"rows": [row]}, w, handoff=handoff)["cpu1"][0]
+        eta = replay_overlap_from_profile({"rows": [row]}, w, handoff=handoff)["cpu:1"][0]
         assert eta == pytest.approx((-30e-6 + handoff) / 100e-6)
         assert eta * 100e-6 - handoff == pytest.approx(-30e-6)  # the model's saving
         piped = replay_overlap_from_profile({"rows": [row]}, w, executor="pipelined",
-                                            handoff=handoff)["cpu1"][0]
+                                            handoff=handoff)["cpu:1"][0]
         assert piped == pytest.approx((20e-6 + handoff) / 100e-6)
-    cpu = replay_overlap_from_profile({"rows": [row]}, w, "cpu", handoff=10e-6)["cpu1"][0]
+    cpu = replay_overlap_from_profile({"rows": [row]}, w, "cpu", handoff=10e-6)["cpu:1"][0]
     assert cpu == pytest.approx((-50e-6 + 10e-6) / 100e-6)
     # a saving above the shorter side is noise: capped at the whole side
     big = dict(row, saved_s=400e-6)
-    assert replay_overlap_from_profile({"rows": [big]}, w, handoff=35e-6)["cpu1"][0] == 1.0
+    assert replay_overlap_from_profile({"rows": [big]}, w, handoff=35e-6)["cpu:1"][0] == 1.0
     # a row that also stores an overlap (older profiles) is still formed from its saving
     old = dict(row, overlap=0.9, handoff_s=52e-6)
-    assert replay_overlap_from_profile({"rows": [old]}, w, handoff=35e-6)["cpu1"][0] == \
+    assert replay_overlap_from_profile({"rows": [old]}, w, handoff=35e-6)["cpu:1"][0] == \
         pytest.approx(0.05)
     with pytest.raises(ValueError, match="executor must be"):
         replay_overlap_from_profile({"rows": [row]}, w, executor="fused")
@@ -745,7 +745,7 @@ def test_the_profiler_times_the_rtl_tree_in_fixed_point_for_a_float_config():
     assert prof._host_backends() == [("rtl", "rtl")] and prof.skipped == []
 
 
-# Profiles the tree on cpu1 in a process with two CPU devices and prints its rows' keys.
+# Profiles the tree on cpu:1 in a process with two CPU devices and prints its rows' keys.
 SECOND_CPU_PROFILE = """
 import json, sys
 from hrl.runtime.cpu_backend import ensure_cpu_devices
@@ -757,7 +757,7 @@ prof = Profiler(load_config(sys.argv[2]), grid=grid, backends=("jax",), progress
                 loops=False)
 labels = [label for label, _ in prof.tasks()]
 for label, task in prof.tasks():
-    if label.endswith("on cpu1") or label == "between two CPU devices":
+    if label.endswith("on cpu:1") or label == "between two CPU devices":
         task()
 links = [r for r in prof.rows if r["call"] == "link:cpu-device"]
 rows = sorted({(r["call"], r["placement"], r["batch"]) for r in prof.rows if r not in links})
@@ -768,7 +768,7 @@ print(json.dumps([labels, rows, [r["work"] for r in links], link.latency, link.b
 
 
 def test_the_profile_times_the_tree_alone_on_a_second_cpu_device():
-    """Placement cpu1: sample, update and insert of the JAX buffer on cpu:1, as the host loop
+    """Placement cpu:1: sample, update and insert of the JAX buffer on cpu:1, as the host loop
     calls them, and nothing else (the learner's calls stay on cpu, and no scan rows: the fused
     loop runs on one device)."""
     import subprocess
@@ -778,13 +778,13 @@ def test_the_profile_times_the_tree_alone_on_a_second_cpu_device():
                           CONFIG], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     labels, rows, link_bytes, latency, bandwidth = json.loads(out.stdout.strip().splitlines()[-1])
-    on_cpu1 = [label for label in labels if label.endswith("on cpu1")]
-    assert on_cpu1 == ["replay N=64 K=4 on cpu1"]
+    on_cpu1 = [label for label in labels if label.endswith("on cpu:1")]
+    assert on_cpu1 == ["replay N=64 K=4 on cpu:1"]
     # The batch's move from cpu:1 to the learner's call, at four sizes, priced per transfer.
     assert len(link_bytes) == 4 and link_bytes == sorted(link_bytes) and link_bytes[0] > 0
     assert latency >= 0 and bandwidth > 0
-    assert {(c, p) for c, p, _ in rows} == {("sample", "cpu1"), ("update", "cpu1"),
-                                             ("insert", "cpu1")}
+    assert {(c, p) for c, p, _ in rows} == {("sample", "cpu:1"), ("update", "cpu:1"),
+                                             ("insert", "cpu:1")}
     assert {b for c, _, b in rows if c == "sample"} == set(TINY_GRID["batch"])
 
 
@@ -796,8 +796,8 @@ def test_the_second_cpu_mapping_pins_the_learner_to_the_first():
     by_label = {m.label: m for m in runnable_mappings()}
     for label in ("replay-on-cpu1", "replay-on-cpu1 pipelined"):
         m = by_label[label]
-        assert m.mapping == {"env": "cpu", "infer": "cpu", "train": "cpu", "sample": "cpu1",
-                             "update": "cpu1"}
+        assert m.mapping == {"env": "cpu", "infer": "cpu", "train": "cpu", "sample": "cpu:1",
+                             "update": "cpu:1"}
         cfg = load_config(CONFIG, list(m.overrides))
         assert cfg.placement == {"infer": "cpu:0", "train": "cpu:0", "sample": "cpu:1",
                                  "update": "cpu:1"}
@@ -842,7 +842,7 @@ def _validate_mapping_script():
     """experiments/validate_mapping.py as a module (a script, not a package member)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "experiments" / "validate_mapping.py"
+    path = Path(__file__).resolve().parents[2] / "experiments" / "validate_mapping.py"
     spec = importlib.util.spec_from_file_location("validate_mapping_script", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

@@ -1,0 +1,127 @@
+"""Loop rows: the runtime's own loops at small settings, timed per iteration.
+
+Their time beyond the primitives is the loop's bookkeeping (n-step window, pending queue,
+key splits, host transfers of returns, and for the host loops the cost of each call), which
+`plan` fits as c0 + cL * L + cU * U per iteration for the fused and the host loop (the fused
+loop's cost per call apart), and as a constant per iteration beyond its two sides for the
+pipelined executor. `profile_loops` runs in the profiler's process and starts one child per
+loop and CPU dispatch (`spawn.loop_rows_subprocess`); `loop_rows` is what the child runs.
+Cost: per setting, two builds of the loop and 3 x (warm-up + timed) runs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+
+from hrl.config import config_from_dict, to_dict
+from hrl.mapping.profile import spawn
+from hrl.mapping.profile.grids import (
+    FUSED_CALL_SETTINGS,
+    LOOP_BATCH,
+    LOOP_CAPACITY,
+    LOOP_DISPATCH,
+    LOOP_ENVS,
+    LOOP_KINDS,
+    LOOP_LONG_CALL,
+    LOOP_SETTINGS,
+    LOOP_WIDTH,
+    Setting,
+)
+from hrl.mapping.profile.rows import ProfileRow
+from hrl.mapping.validate import measure_iteration
+from hrl.runtime.cpu_backend import start_cpu_backend
+
+
+def set_width(data: dict, width: int) -> None:
+    """Two hidden layers `width` wide for the agent of config dict `data` (DDPG: both nets)."""
+    if data["algo"] == "dqn":
+        data["agent"]["hidden_sizes"] = [width, width]
+    else:
+        data["agent"]["actor_hidden_sizes"] = [width, width]
+        data["agent"]["critic_hidden_sizes"] = [width, width]
+
+
+def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
+    """The config of one loop row: `base` (a config dict, not modified) at the loop-row sizes,
+    L=`steps` actor steps and U=`sgd` SGD steps per iteration, strict, run by `loop` (fused,
+    host, or pipelined with process actors one iteration ahead) in CPU `dispatch`."""
+    data = json.loads(json.dumps(base))
+    data["env"].update(num_envs=LOOP_ENVS[loop])
+    set_width(data, LOOP_WIDTH)
+    data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
+    data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH,
+                         train_ratio=sgd / (steps * LOOP_ENVS[loop]),
+                         learning_starts=LOOP_BATCH * 4, fused=loop == "fused",
+                         dependency="strict", staleness=0, total_env_steps=10**7,
+                         cpu_dispatch=dispatch, executor="auto", actors="thread")
+    if loop == "pipelined":  # its actors in their own process, one iteration ahead
+        data["train"].update(executor="pipelined", actors="process", pipeline_depth=1)
+    data.setdefault("log", {})["progress"] = False
+    return config_from_dict(data)
+
+
+def loop_iterations(repeats: int) -> int:
+    """Iterations per call at which a loop row is timed (a fused row also at LOOP_LONG_CALL
+    times as many)."""
+    return max(10, repeats)
+
+
+def loop_rows(args: dict) -> list[dict]:
+    """The child's side of `spawn.loop_rows_subprocess` (`args`: {"base", "loop",
+    "dispatch", "repeats", "settings"}): starts this process's CPU backend as a run of the
+    loop starts it, then per setting {"wall_s", "cpu_s", "async"}. Must run in a process
+    whose JAX has not started."""
+    configs = [loop_row_config(args["base"], args["loop"], steps, sgd, args["dispatch"])
+               for steps, sgd, _ in args["settings"]]
+    start_cpu_backend(configs[0])  # as a run of this loop starts: its dispatch and threads
+    out = []
+    for cfg, (_, _, iterations) in zip(configs, args["settings"], strict=True):
+        # Two builds, the faster kept: repeats within a build agree, builds of one config
+        # can differ (interference at build time), and the loop's own cost is the lower.
+        m = min((measure_iteration(cfg, iterations=iterations, repeats=3)
+                 for _ in range(2)), key=lambda m: m["wall_s"])
+        out.append({"wall_s": m["wall_s"], "cpu_s": m["cpu_s"],
+                    "async": bool(jax.config.read("jax_cpu_enable_async_dispatch"))})
+    return out
+
+
+def profile_loops(prof, repeats: int, loops=None) -> None:
+    """The loop rows of `prof`'s config (see the module docstring), appended to `prof.rows`.
+
+    Each loop is measured in a fresh process per CPU dispatch (`LOOP_DISPATCH`), started
+    as a run of that loop would start it (`hrl.runtime.cpu_backend`): dispatch and intra-op
+    threads are fixed per process, and a host loop pays per call, so its bookkeeping
+    differs between the two (`train.cpu_dispatch: auto` runs a host loop sync). Rows carry
+    the dispatch they were measured in and the iterations per call they were timed at;
+    the fused loop's also at FUSED_CALL_SETTINGS in longer calls (its cost per call).
+    `loops`: just these of LOOP_KINDS (`hrl profile --only loop-fused`). A child that
+    fails is skipped, with why (`prof.skipped`)."""
+    target = prof.target
+    # A host env (gymnasium) cannot run inside the fused loop.
+    loops = [x for x in (loops or LOOP_KINDS) if target.spec.is_jax or x != "fused"]
+    n = loop_iterations(repeats)
+    s = Setting(num_envs=1, width=LOOP_WIDTH, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
+                fanout=target.cfg.replay.fanout)
+    depth = target.workload(s).depth
+    for loop in loops:
+        for dispatch in LOOP_DISPATCH[loop]:
+            settings = [(steps, sgd, n) for steps, sgd in LOOP_SETTINGS]
+            if loop == "fused":
+                settings += [(steps, sgd, n * LOOP_LONG_CALL)
+                             for steps, sgd in FUSED_CALL_SETTINGS]
+            try:
+                got = spawn.loop_rows_subprocess(to_dict(target.cfg), loop, dispatch, repeats,
+                                                 settings)
+            except RuntimeError as err:
+                prof.skipped.append(f"loop:{loop} ({dispatch}): {err}")
+                continue
+            for (steps, sgd, iterations), m in zip(settings, got, strict=True):
+                prof.rows.append(ProfileRow(
+                    call=f"loop:{loop}", placement="loop", mode="loop", env=target.env_name,
+                    algo=target.algo, num_envs=LOOP_ENVS[loop], width=LOOP_WIDTH,
+                    batch=LOOP_BATCH, capacity=LOOP_CAPACITY, fanout=s.fanout, depth=depth,
+                    rollout=steps, sgd=sgd, dispatch=dispatch, work=0.0,
+                    iterations=iterations, latency_s=m["wall_s"], cpu_s=m["cpu_s"],
+                    p10_s=m["wall_s"], p90_s=m["wall_s"], repeats=3))
