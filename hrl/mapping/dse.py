@@ -15,7 +15,8 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   the host CPU itself, a memcpy for another host backend, a PCIe transfer for an accelerator
   (`links.Link.time`: latency + bytes / bandwidth). Two accelerators talk through the host.
 * strict dependency: everything on the critical path, in order -> the sum of calls and links;
-* relaxed dependency (staleness s > 0), as the host loops run it (`HostLoop._learn`): with the
+* relaxed dependency (staleness s > 0), as the host loops run it
+  (`HostLoop._overlapped_round`): with the
   tree on another placement than train and off its call queue, a thread writes update(t-s)
   and draws sample(t+1) while train(t) runs, one thread hand-off per SGD step (`link:thread`
   in the profile); in train's queue (its placement, or the XLA tree `cpu-xla` on the same
@@ -221,7 +222,7 @@ def _optional(x) -> float | None:
 def _ipc_seconds(workload: Workload, link: Link | None) -> float:
     """Seconds per iteration the process link costs one side: the transitions every
     iteration, the policy's weights every weight_sync_period iterations (only the leaves
-    inference reads cross, `hrl.runtime.actors.policy_leaves`)."""
+    inference reads cross, `hrl.runtime.executors.actors.policy_leaves`)."""
     if link is None:
         return 0.0
     edges = {(src, dst): (nbytes, count) for src, dst, nbytes, count in workload.edges()}

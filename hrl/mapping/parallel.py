@@ -3,7 +3,8 @@
 The exploration (`hrl.mapping.dse`) places each primitive on one device. A platform with
 several devices of one kind (`--devices cpu*4`: four virtual CPU devices; `gpu*8`: eight
 GPUs) can also run the fused loop on every one of them at once (`train.devices: D`,
-`hrl.runtime.data_parallel`: one replay shard per device, gradients averaged every SGD step).
+`hrl.runtime.executors.data_parallel`: one replay shard per device, gradients averaged
+every SGD step).
 Each such candidate -- kind, D in 1..n, sampling global or local -- is costed with
 `hrl.mapping.scaling.DataParallelModel`:
 
@@ -132,7 +133,7 @@ class Candidate:
     def overrides(self, cfg=None) -> tuple[str, ...]:
         """Config overrides that make the runtime run this candidate. Weak scaling needs the
         config (`hrl.config.RunConfig`) to multiply its sizes by D."""
-        out = [f"train.devices={self.devices}", "train.fused=true", "replay.backend=jax",
+        out = [f"train.devices={self.devices}", "train.executor=fused", "replay.backend=jax",
                f"replay.sampling={self.sampling}"]
         if self.scaling == "weak" and self.devices > 1:
             if cfg is None:

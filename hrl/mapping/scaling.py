@@ -1,7 +1,8 @@
 """Data-parallel scaling model: one training iteration on D devices of one kind.
 
-The data-parallel loop (`hrl.runtime.data_parallel`) gives every device the same work as one
-device (weak scaling: its actors, its replay shard, its share of each SGD step's batch) and
+The data-parallel loop (`hrl.runtime.executors.data_parallel`) gives every device the same
+work as one device (weak scaling: its actors, its replay shard, its share of each SGD step's
+batch) and
 adds collectives to each SGD step. The model's iteration time on D devices split over P
 processes is
 

@@ -7,8 +7,8 @@ comes from `hrl.mapping.plan` on a profile taken beforehand (`hrl profile`), nev
 runs.
 
 Runnable here (what the runtime can instantiate on a CPU-only machine):
-* `cpu-fused`: everything in the fused jitted loop (replay.backend=jax, train.fused=true);
-* `cpu`: the host loop, every primitive its own jitted call on the CPU (train.fused=false);
+* `cpu-fused`: everything in the fused jitted loop (replay.backend=jax, train.executor=fused);
+* `cpu`: the host loop, every primitive its own jitted call on the CPU (train.executor=sequential);
 * `cpu-xla`: the same with the tree in plain XLA ops instead of the native kernels
   (replay.impl=xla);
 * `replay-on-cpu1`: the host loop with the JAX replay tree on a second XLA CPU device
@@ -32,7 +32,7 @@ import numpy as np
 from hrl.mapping.devices import SECOND_CPU, SECOND_CPU_PLACEMENT, XLA_TREE
 from hrl.mapping.workload import PRIMITIVES
 from hrl.replay.backends import FIXED_POINT_ONLY
-from hrl.runtime.run import build, initial_state
+from hrl.runtime.build_run import build, initial_state
 
 # The backend name that selects the mapping with the JAX tree on the second CPU device
 # (`runnable_mappings(backends=...)`, experiments/validate_mapping.py --backends), and that
@@ -57,20 +57,20 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
     native = ("replay.backend=jax", "replay.impl=auto")
     out = [
         RunnableMapping("cpu-fused", {p: "cpu-fused" for p in PRIMITIVES},
-                        ("train.fused=true", *native)),
+                        ("train.executor=fused", *native)),
         RunnableMapping("cpu", {p: "cpu" for p in PRIMITIVES},
-                        ("train.fused=false", *native)),
+                        ("train.executor=sequential", *native)),
     ]
     if "xla" in backends:
         m = {p: "cpu" for p in PRIMITIVES}
         m.update(sample=XLA_TREE, update=XLA_TREE)
         out.append(RunnableMapping(f"replay-on-{XLA_TREE}", m, (
-            "train.fused=false", "replay.backend=jax", "replay.impl=xla")))
+            "train.executor=sequential", "replay.backend=jax", "replay.impl=xla")))
     if SECOND_CPU_BACKEND in backends:
         m = {p: "cpu" for p in PRIMITIVES}
         m.update(sample=SECOND_CPU, update=SECOND_CPU)
         out.append(RunnableMapping(f"replay-on-{SECOND_CPU_BACKEND}", m, (
-            "train.fused=false", *native,
+            "train.executor=sequential", *native,
             *(f"placement.{p}={d}" for p, d in SECOND_CPU_PLACEMENT.items()))))
     host_replay = importlib.util.find_spec("hrl.replay.host_buffer") is not None
     for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
@@ -81,8 +81,9 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
             # keeps a config's own fixed:W:I.
             fmt = ("replay.fmt=fixed",) if backend in FIXED_POINT_ONLY else ()
             out.append(RunnableMapping(f"replay-on-{place}", m,
-                                       ("train.fused=false", f"replay.backend={backend}", *fmt)))
-    pipelined = ("train.fused=false", "train.executor=pipelined", "train.actors=process",
+                                       ("train.executor=sequential",
+                                        f"replay.backend={backend}", *fmt)))
+    pipelined = ("train.executor=pipelined", "train.actors=process",
                  "train.pipeline_depth=1")
     out += [RunnableMapping(f"{m.label} pipelined", m.mapping,
                             (*pipelined, *m.overrides[1:]), "pipelined")

@@ -1,6 +1,6 @@
 """The workload of one training iteration, and the work terms the performance models use.
 
-A mapping is judged on one *iteration* of the DRL loop (hrl/runtime/loop.py):
+A mapping is judged on one *iteration* of the DRL loop (hrl/runtime/iteration.py):
 
     L times: env (M envs, 1 step) -> infer (M observations);  then insert (M*L transitions)
     then `sgd_steps` times: sample (B) -> train (B) -> update (B priorities)

@@ -29,7 +29,7 @@ from hrl.mapping.profile.grids import (
 from hrl.mapping.profile.rows import ProfileRow
 from hrl.mapping.profile.spawn import collective_link_subprocess
 from hrl.mapping.profile.timers import interleaved_times, median_time, thread_handoff_time
-from hrl.runtime.loop import put_for_call
+from hrl.runtime.executors import put_for_call
 
 
 def link_row(call: str, nbytes: int, times: dict, repeats: int) -> ProfileRow:
@@ -49,7 +49,7 @@ def profile_host_link(prof, repeats: int) -> None:
 
 
 def placed_call(device):
-    """What `HostLoop._put` does to a call's arguments placed on `device` (None: unplaced,
+    """What `HostCalls.put` does to a call's arguments placed on `device` (None: unplaced,
     passed as they are)."""
     if device is None:
         return lambda *args: args
@@ -119,7 +119,7 @@ def profile_process_link(prof, repeats: int) -> None:
 
 def profile_thread_handoff(prof, repeats: int) -> None:
     """A hand-off to a second thread and back (`link:thread`): what the relaxed dependency
-    pays per SGD step to run update and sample beside train (`HostLoop._relaxed_step`,
+    pays per SGD step to run update and sample beside train (`HostLoop._overlapped_round`,
     a ThreadPoolExecutor of one thread). `timers.thread_handoff_time`."""
     prof.rows.append(link_row(HANDOFF_CALL, 0, thread_handoff_time(repeats), repeats))
 

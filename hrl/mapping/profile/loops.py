@@ -53,9 +53,10 @@ def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
     data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
     data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH,
                          train_ratio=sgd / (steps * LOOP_ENVS[loop]),
-                         learning_starts=LOOP_BATCH * 4, fused=loop == "fused",
+                         learning_starts=LOOP_BATCH * 4,
                          dependency="strict", staleness=0, total_env_steps=10**7,
-                         cpu_dispatch=dispatch, executor="auto", actors="thread")
+                         cpu_dispatch=dispatch, actors="thread",
+                         executor="fused" if loop == "fused" else "sequential")
     if loop == "pipelined":  # its actors in their own process, one iteration ahead
         data["train"].update(executor="pipelined", actors="process", pipeline_depth=1)
     data.setdefault("log", {})["progress"] = False

@@ -54,7 +54,7 @@ def overlap_loop_config(base: dict, backend: str, capacity: int, fanout: int, wi
     if backend == "jax":
         data["placement"] = dict(SECOND_CPU_PLACEMENT)
     data["train"].update(rollout_length=steps, batch_size=batch, train_ratio=sgd / (steps * envs),
-                         learning_starts=min(4 * batch, capacity), fused=False,
+                         learning_starts=min(4 * batch, capacity),
                          dependency="relaxed" if relaxed else "strict",
                          staleness=1 if relaxed else 0, total_env_steps=10**7,
                          executor=executor, actors="thread")

@@ -25,7 +25,7 @@ from hrl.envs import make_env
 from hrl.mapping.profile.grids import Setting
 from hrl.mapping.profile.timers import copy_tree, median_time, scan_time
 from hrl.replay.backends import BackendUnavailableError, format_for, make_backend
-from hrl.runtime.loop import HostTrain
+from hrl.runtime.executors import HostTrain
 
 
 def profile_env(prof, placement, device, s: Setting, repeats: int, scan: int) -> None:

@@ -199,7 +199,9 @@ class HostCalls:
         return IterationInputs(key, act_env, learn_keys, beta, env_steps, iteration, 0)
 
     # --- the actors' program -----------------------------------------------------------------
-    def _actor_calls(self) -> ActorCalls:
+    def actor_calls(self) -> ActorCalls:
+        """The actors' primitives as this executor calls them: placed, timed, host actions
+        for a host env."""
         def infer(agent, carry, obs, key, env_steps, start):
             return self.timed("infer", self._infer, agent, carry, obs, key, np.int32(env_steps),
                               start)
@@ -215,7 +217,7 @@ class HostCalls:
         """The actors' program: L x `actor_step` with `agent`'s weights. Returns the actors'
         new state, the L*M transitions as one batch, the episode ends, their returns, and the
         env steps after it."""
-        calls = self._actor_calls()
+        calls = self.actor_calls()
         transitions, completed, returns = [], [], []
         for k_act, k_env in act_env:
             actor, transition, out = actor_step(calls, agent, actor, k_act, k_env, env_steps)
