@@ -5,12 +5,7 @@
     summary = train(load_config("experiments/configs/dqn_cartpole.yaml"), run_dir="runs/x")
 """
 
-from hrl.replay.host_buffer import (
-    HOST_BACKENDS,
-    HostPrioritizedReplay,
-    HostReplayState,
-    make_host_replay,
-)
+from hrl.replay import HOST_BACKENDS, HostPrioritizedReplay, HostReplayState, make_host_replay
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
 from hrl.runtime.data_parallel import DataParallelLoop, make_mesh
 from hrl.runtime.loop import (

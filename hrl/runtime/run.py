@@ -27,7 +27,7 @@ import numpy as np
 
 from hrl.config import ConfigError, RunConfig, dump_config, load_config, to_dict
 from hrl.envs.gymnasium_env import HostEnvStateError
-from hrl.replay.buffer import make_prioritized_replay
+from hrl.replay.factory import make_replay
 from hrl.runtime.aggregate import (
     aggregate_curve,
     plot_curves,
@@ -139,27 +139,11 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     r = cfg.replay
     replay_is_jax = r.backend == "jax"
     if mesh is not None:
-        from hrl.replay.sharded import make_sharded_replay
         from hrl.runtime.data_parallel import AXIS
 
-        replay = make_sharded_replay(
-            r.capacity, devices, AXIS, sampling=r.sampling, alpha=r.alpha, eps=r.eps,
-            fanout=r.fanout, fmt=r.fmt, weights=r.weights, impl=r.impl,
-        )
         agent = dataclasses.replace(agent, grad_axis=AXIS)
-    elif replay_is_jax:
-        replay = make_prioritized_replay(
-            r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
-            impl=r.impl,
-        )
-    elif r.backend == "native_host":
-        from hrl.replay.host_native import make_host_native_replay
-
-        replay = make_host_native_replay(r, cfg.train.batch_size)
-    else:
-        from hrl.replay.host_buffer import make_host_replay
-
-        replay = make_host_replay(r)
+    replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
+                         axis=AXIS if mesh is not None else None)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size)
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
