@@ -2,12 +2,12 @@
 
 `PrioritizedReplay` (hrl.replay.buffer) is the definition; this is the same buffer for a tree
 that lives outside the JAX graph: an OpenCL device, the RTL in simulation, or the JAX reference
-driven from the host (`replay.backend: jax_host`). Transitions sit in host numpy arrays. Every number it returns is the one
-`PrioritizedReplay` would return on the same calls: the same random bits, the same stored
-priorities (`jnp.power`, the format's rounding), the same IS weights (the shared
-`buffer.importance_weights`, normalised by a min tree of the unrounded stored priorities), the
-same bookkeeping of the largest priority; `tests/replay/test_host_buffer.py` checks it step by step,
-bit for bit in fixed point.
+driven from the host (`replay.backend: jax_host`). Transitions sit in host numpy arrays. Every
+number it returns is the one `PrioritizedReplay` would return on the same calls: the same
+random bits, the same stored priorities (`jnp.power`, the format's rounding), the same IS
+weights (the shared `buffer.importance_weights`, normalised by a min tree of the unrounded
+stored priorities), the same bookkeeping of the largest priority;
+`tests/replay/test_host_buffer.py` checks it step by step, bit for bit in fixed point.
 
 The state keeps host copies of the leaves (as the sum tree holds them, and unrounded for the
 min tree). The trees are pure functions of their leaves (parents are recomputed from children),

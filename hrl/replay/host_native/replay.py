@@ -52,8 +52,9 @@ class HostNativeState:
 
 @dataclasses.dataclass(eq=False)
 class HostNativeReplay:
-    """The host replay interface (`init`, `add`, `sample`, `update`, `sync_backend`) over one
-    `PrioritizedReplay` with the native kernels and a fixed batch size."""
+    """The `HostReplay` protocol (`init`, `add`, `sample`, `update`, `size`, `sync_backend`)
+    over one `PrioritizedReplay` with the native kernels and a fixed batch size: its results
+    bit for bit, the state in NumPy arrays stepped in place. Not thread-safe."""
 
     replay: PrioritizedReplay
     batch_size: int
