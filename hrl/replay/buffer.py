@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hrl.replay import sumtree
+from hrl.replay import native, pallas_kernels, sumtree
 from hrl.replay.formats import MinFloat32, PriorityFormat, parse_format
 from hrl.replay.rows import RowLayout
 
@@ -154,8 +154,6 @@ class PrioritizedReplay:
         if self.impl not in IMPLS:
             raise ValueError(f"replay impl must be one of {', '.join(IMPLS)}; got {self.impl!r}")
         if self.impl == "native":
-            from hrl.replay import native
-
             reason = native.unavailable_reason()
             if reason is not None:
                 raise ValueError(f"replay impl 'native' is unavailable: {reason}")
@@ -170,15 +168,9 @@ class PrioritizedReplay:
         if self.impl == "xla":
             return sumtree
         if self.impl == "pallas":
-            from hrl.replay import pallas_kernels
-
             return pallas_kernels
         if self.impl == "auto" and jax.default_backend() == "gpu":
-            from hrl.replay import pallas_kernels  # Pallas on the GPU, jnp where placed on a CPU
-
-            return pallas_kernels.GpuOrReference
-        from hrl.replay import native
-
+            return pallas_kernels.GpuOrReference  # Pallas on the GPU, jnp where placed on a CPU
         return native if native.available() else sumtree
 
     _kernels = kernels  # the former name, still read by tests and callers

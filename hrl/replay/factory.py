@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from hrl.replay.buffer import make_prioritized_replay
+from hrl.replay.host_buffer import make_host_replay
+from hrl.replay.host_native import make_host_native_replay
 from hrl.replay.interface import Replay
+from hrl.replay.sharded import make_sharded_replay
 
 # replay.backend -> the variant built for one device (more devices: only "jax", sharded).
 # The host tree backends' names in hrl.replay.backends are host_buffer.HOST_BACKENDS.
@@ -59,16 +63,12 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
         if backend != "jax":
             raise ValueError(f"config key 'replay.backend': train.devices > 1 shards the replay "
                              f"over the devices, which needs backend 'jax' (got {backend!r})")
-        from hrl.replay.sharded import make_sharded_replay
-
         return make_sharded_replay(
             r.capacity, devices, "devices" if axis is None else axis, sampling=r.sampling,
             alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
             impl=r.impl,
         )
     if backend == "jax":
-        from hrl.replay.buffer import make_prioritized_replay
-
         return make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
                                        fmt=r.fmt, weights=r.weights, impl=r.impl)
     if backend == "native_host":
@@ -79,12 +79,8 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"config key 'train.batch_size': replay.backend 'native_host' needs "
                              f"the run's batch size (a positive int), got {batch_size!r}")
-        from hrl.replay.host_native import make_host_native_replay
-
         return make_host_native_replay(r, batch_size)
-    from hrl.replay.host_buffer import make_host_replay  # jax_host, opencl, rtl
-
-    return make_host_replay(r)
+    return make_host_replay(r)  # jax_host, opencl, rtl
 
 
 __all__ = ["VARIANTS", "make_replay"]

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from hrl.replay.backends import make_backend
 from hrl.replay.buffer import Sample, importance_weights
 from hrl.replay.formats import level_sizes, parse_format
 
@@ -219,8 +220,6 @@ def make_host_replay(replay_cfg) -> HostPrioritizedReplay:
     """A HostPrioritizedReplay for `replay.backend` in HOST_BACKENDS (jax_host, opencl, rtl;
     see ReplayConfig): the thin variant `make_replay` builds for those backends. ValueError
     naming `replay.backend` for another; the backend allocates its tree, O(N)."""
-    from hrl.replay.backends import make_backend
-
     name = replay_cfg.backend
     if name not in HOST_BACKENDS:
         raise ValueError(

@@ -53,6 +53,7 @@ from importlib import resources
 import numpy as np
 
 from hrl.replay.backends import base
+from hrl.replay.backends.rtl_kernel import RmmKernelBackend, is_rmm_xclbin, open_rtl_sim
 from hrl.replay.formats import FixedPoint, PriorityFormat, log2_exact
 
 INSTALL_HINT = (
@@ -250,13 +251,9 @@ def open_opencl_backend(capacity: int, fanout: int = 16,
             raise ValueError(f"option(s) {sorted(extra)} do not apply to device='rtl-sim' "
                              f"(the simulated RTL kernel); its options are "
                              f"{sorted(rtl_options)}")
-        from hrl.replay.backends.rtl_kernel import open_rtl_sim
-
         given = {k: v for k, v in rtl_options.items() if v is not None}
         return open_rtl_sim(capacity, fanout, fmt, **given)
     if xclbin is not None and os.path.isfile(xclbin):
-        from hrl.replay.backends.rtl_kernel import RmmKernelBackend, is_rmm_xclbin
-
         if is_rmm_xclbin(xclbin):
             extra = sorted(k for k, v in rtl_options.items() if v is not None and k != "seed")
             if extra or local_size is not None:

@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hrl.replay import native
 from hrl.replay.buffer import (
     PrioritizedReplay,
     ReplayState,
@@ -300,9 +301,7 @@ class ReplayHandle:
         return jax.jit(update_and_sample, donate_argnums=0)
 
     def _packed_fn(self, op: str, variant):
-        from hrl.replay.native._build import ensure_registered
-
-        ensure_registered()
+        native.ensure_registered()
         rb, pk, layout = self.replay, self._packing, self._layout
         fmt = rb.fmt
         depth = len(pk.level_shapes) - 1

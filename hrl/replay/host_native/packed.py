@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hrl.replay import native
 from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample
 from hrl.replay.formats import FixedPoint, Float32
 from hrl.replay.sumtree import SumTree
@@ -41,8 +42,6 @@ _ERR_BYTES = 512
 def packed_available(replay: PrioritizedReplay) -> bool:
     """The packed native path: the C++ kernels, a Float32 or FixedPoint sum tree, and keys
     whose bits the kernels reproduce (partitionable Threefry)."""
-    from hrl.replay import native
-
     if replay.kernels is not native:
         return False
     if not isinstance(replay.fmt, (Float32, FixedPoint)):
@@ -148,9 +147,7 @@ class _Plan(ctypes.Structure):
 
 
 def _functions():
-    from hrl.replay.native._build import library
-
-    lib = library()
+    lib = native.library()
     step = lib.hrl_direct_step
     p, i64, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
     step.argtypes = [p, p, p, p, p, p, p, i64, p, f32, i64, p, p, p, p, p, i64]
