@@ -15,7 +15,8 @@ Priorities: the tree stores `(|td| + eps) ** alpha`. New items get the largest p
 min tree of the stored priorities (`weights="global"`), or over the batch (`weights="batch"`,
 cheaper: no min tree is kept).
 
-Bad input, the policy:
+Bad input, the policy (the one of every buffer, `hrl.replay.interface`):
+* an empty `add` (M = 0 items, a static shape) returns the state unchanged, inside jit or not;
 * wrong item structure, shape or dtype, or indices/priorities of the wrong shape: ValueError
   at trace time, naming the offending leaf;
 * outside jit (concrete values), ValueError for: NaN/inf/negative priorities, indices outside
@@ -38,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hrl.replay import sumtree
+from hrl.replay import native, pallas_kernels, sumtree
 from hrl.replay.formats import MinFloat32, PriorityFormat, parse_format
 from hrl.replay.rows import RowLayout
 
@@ -153,14 +154,12 @@ class PrioritizedReplay:
         if self.impl not in IMPLS:
             raise ValueError(f"replay impl must be one of {', '.join(IMPLS)}; got {self.impl!r}")
         if self.impl == "native":
-            from hrl.replay import native
-
             reason = native.unavailable_reason()
             if reason is not None:
                 raise ValueError(f"replay impl 'native' is unavailable: {reason}")
 
     @property
-    def _kernels(self):
+    def kernels(self):
         """The module whose `update` / `sample_from_bits` run the tree. "auto": the C++ kernels
         on a CPU where they build, the Pallas kernels on a GPU, else the jnp reference.
 
@@ -169,20 +168,18 @@ class PrioritizedReplay:
         if self.impl == "xla":
             return sumtree
         if self.impl == "pallas":
-            from hrl.replay import pallas_kernels
-
             return pallas_kernels
         if self.impl == "auto" and jax.default_backend() == "gpu":
-            from hrl.replay import pallas_kernels  # Pallas on the GPU, jnp where placed on a CPU
-
-            return pallas_kernels.GpuOrReference
-        from hrl.replay import native
-
+            return pallas_kernels.GpuOrReference  # Pallas on the GPU, jnp where placed on a CPU
         return native if native.available() else sumtree
+
+    _kernels = kernels  # the former name, still read by tests and callers
 
     # ------------------------------------------------------------------ state
     def init(self, example_item) -> ReplayState:
-        """Empty buffer whose items look like `example_item` (one transition, unbatched)."""
+        """Empty buffer whose items look like `example_item` (one transition, unbatched): zero
+        rows, empty trees, max priority 1. O(N) memory and time (the ring and the trees are
+        allocated once, so that every later call is in place under jit)."""
         layout = RowLayout.of(example_item)
         return ReplayState(
             rows=jnp.zeros((self.capacity, layout.row_words), jnp.uint32),
@@ -199,8 +196,11 @@ class PrioritizedReplay:
             layout=layout,
         )
 
-    def _check_items(self, state: ReplayState, items) -> int:
-        layout = state.layout
+    def check_items(self, layout: RowLayout, items) -> int:
+        """The batch size M of `items` (leading dimension), or a ValueError naming the leaf
+        whose structure, shape or dtype differs from `layout`'s, or when M > capacity. Reads
+        shapes and dtypes only (no copy, no device call): O(leaves). M = 0 is allowed (an
+        empty add is a no-op)."""
         got = jax.tree.structure(items)
         if got != layout.treedef:
             raise ValueError(f"items have structure {got}, buffer holds {layout.treedef}")
@@ -230,7 +230,7 @@ class PrioritizedReplay:
 
     def _set_priorities(self, state: ReplayState, indices, stored) -> ReplayState:
         """Write priorities already raised to alpha into the sum tree and the min tree."""
-        kernels = self._kernels
+        kernels = self.kernels
         min_tree = state.min_tree
         if min_tree is not None and hasattr(kernels, "update_trees_words"):  # one launch
             trees = (state.tree, min_tree)
@@ -242,20 +242,31 @@ class PrioritizedReplay:
             min_tree = kernels.update(min_tree, indices, stored)
         return state.replace(tree=tree, min_tree=min_tree)
 
+    def size(self, state: ReplayState) -> jax.Array:
+        """Filled slots (int32 scalar; `state.size`). O(1)."""
+        return state.size
+
     # ------------------------------------------------------------------ operations
     def add(self, state: ReplayState, items, priorities=None) -> ReplayState:
         """Write a batch of M transitions into the ring (oldest overwritten first).
 
         New items get `priorities` (raw, before alpha) if given, else the largest priority
-        seen so far. O(M) writes + one tree update of M leaves.
+        seen so far. O(M) writes + one tree update of M leaves, O(M K log_K N).
+
+        M = 0 returns `state` unchanged (the policy of every buffer, `hrl.replay.interface`):
+        M is a static shape, so under jit this costs nothing and emits no program.
         """
-        m = self._check_items(state, items)
+        m = self.check_items(state.layout, items)
+        if m == 0:
+            if priorities is not None:
+                self.check_priorities(priorities, (0,), "add")
+            return state
         slots = (state.insert_pos + jnp.arange(m, dtype=jnp.int32)) % self.capacity
         new_rows = state.rows.at[slots].set(state.layout.pack(items), unique_indices=True)
         if priorities is None:
             raw = jnp.full((m,), state.max_priority, jnp.float32)
         else:
-            raw = self._check_priorities(priorities, (m,), "add")
+            raw = self.check_priorities(priorities, (m,), "add")
             # Inside jit (outside, bad values raised above): a NaN, inf or negative priority
             # would poison the root for good; the item gets the largest priority seen instead.
             bad = jnp.logical_not(jnp.isfinite(raw)) | (raw < 0)
@@ -269,7 +280,9 @@ class PrioritizedReplay:
         )
         return self._set_priorities(state, slots, self._priority(raw))
 
-    def _check_priorities(self, values, shape, where: str):
+    def check_priorities(self, values, shape, where: str):
+        """`values` as float32 of `shape`, or a ValueError (saying `where`) for another shape
+        and, for concrete values, for NaN, inf or negative entries. O(M)."""
         values = jnp.asarray(values, jnp.float32)
         if values.shape != shape:
             raise ValueError(f"{where}: priorities must have shape {shape}, got {values.shape}")
@@ -286,7 +299,11 @@ class PrioritizedReplay:
     def sample(self, state: ReplayState, key, batch_size: int, beta: float = 0.4) -> Sample:
         """Draw `batch_size` transitions with P(i) = p_i / sum p (stratified), with IS weights.
 
-        O(B K D) gathers in the tree plus the item gather.
+        Guarantees: the same key gives the same indices on every kernel set (the bits come
+        from `jax.random.bits`); indices lie in the filled part; weights are in [0, 1].
+        O(B K D) gathers in the tree (D = log_K N levels) plus the gather of B rows.
+        Stratified so that a batch covers the priority mass evenly (lower variance than B
+        independent draws at the same cost).
         """
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -296,7 +313,7 @@ class PrioritizedReplay:
                 raise ValueError("cannot sample from an empty replay buffer; add items first")
             if batch_size > size:
                 raise ValueError(f"batch_size {batch_size} exceeds the {size} items in the buffer")
-        tree, kernels = state.tree, self._kernels
+        tree, kernels = state.tree, self.kernels
         fast = hasattr(kernels, "sample_with_key")
         key_words = kernels.threefry_key_words(key) if fast else None
         if key_words is not None:
@@ -327,7 +344,11 @@ class PrioritizedReplay:
         return Sample(items=items, indices=indices, weights=weights, probabilities=probs)
 
     def update(self, state: ReplayState, indices, td_errors) -> ReplayState:
-        """New priorities |td| + eps for sampled indices. Duplicates: the last one wins."""
+        """New priorities |td| + eps for sampled indices. Duplicates: the last one wins.
+
+        O(B K D): B leaves written and their ancestors recomputed from their children (not
+        patched by deltas, so float rounding never accumulates in the tree). See the module
+        docstring for out-of-range indices and non-finite TD errors."""
         indices = jnp.asarray(indices)
         td = jnp.asarray(td_errors, jnp.float32)
         if indices.ndim != 1 or td.shape != indices.shape:
@@ -341,7 +362,7 @@ class PrioritizedReplay:
         finite = jnp.isfinite(raw)
         # Non-finite TD errors take the largest priority seen before this update.
         stored = self._priority(jnp.where(finite, raw, state.max_priority))
-        kernels = self._kernels
+        kernels = self.kernels
         if hasattr(kernels, "replay_update"):  # the steps below in one call (no XLA bookkeeping)
             tree, min_tree, max_priority = kernels.replay_update(
                 state.tree, state.min_tree, indices, raw, stored, state.size, state.max_priority
@@ -363,7 +384,9 @@ def make_prioritized_replay(
     weights: str = "global",
     impl: str = "auto",
 ) -> PrioritizedReplay:
-    """Bind the static settings of a prioritized replay buffer (see the module docstring)."""
+    """Bind the static settings of a prioritized replay buffer (see the module docstring):
+    the thin variant `make_replay` builds for `replay.backend: jax` on one device. Validates
+    the settings (ValueError naming the setting); O(1), nothing is allocated until `init`."""
     return PrioritizedReplay(
         capacity=capacity,
         alpha=float(alpha),

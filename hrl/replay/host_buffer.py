@@ -2,12 +2,12 @@
 
 `PrioritizedReplay` (hrl.replay.buffer) is the definition; this is the same buffer for a tree
 that lives outside the JAX graph: an OpenCL device, the RTL in simulation, or the JAX reference
-driven from the host. Transitions sit in host numpy arrays. Every number it returns is the one
-`PrioritizedReplay` would return on the same calls: the same random bits, the same stored
-priorities (`jnp.power`, the format's rounding), the same IS weights (the shared
-`buffer.importance_weights`, normalised by a min tree of the unrounded stored priorities), the
-same bookkeeping of the largest priority; `tests/test_host_buffer.py` checks it step by step,
-bit for bit in fixed point.
+driven from the host (`replay.backend: jax_host`). Transitions sit in host numpy arrays. Every
+number it returns is the one `PrioritizedReplay` would return on the same calls: the same
+random bits, the same stored priorities (`jnp.power`, the format's rounding), the same IS
+weights (the shared `buffer.importance_weights`, normalised by a min tree of the unrounded
+stored priorities), the same bookkeeping of the largest priority;
+`tests/replay/test_host_buffer.py` checks it step by step, bit for bit in fixed point.
 
 The state keeps host copies of the leaves (as the sum tree holds them, and unrounded for the
 min tree). The trees are pure functions of their leaves (parents are recomputed from children),
@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from hrl.replay.backends import make_backend
 from hrl.replay.buffer import Sample, importance_weights
 from hrl.replay.formats import level_sizes, parse_format
 
@@ -86,6 +87,9 @@ class HostReplayState:
 
 @dataclasses.dataclass(eq=False)
 class HostPrioritizedReplay:
+    """`PrioritizedReplay` with its sum tree on a host-driven `TreeBackend` (a `HostReplay`:
+    the state is host arrays updated in place, see the module docstring). Not thread-safe."""
+
     capacity: int
     alpha: float
     eps: float
@@ -127,6 +131,8 @@ class HostPrioritizedReplay:
             self.min_tree.update(indices[keep], power[keep])
 
     def init(self, example_item) -> HostReplayState:
+        """Empty buffer for items like `example_item` (unbatched); resets the backend's tree.
+        O(N)."""
         self.backend.reset()
         if self.min_tree is not None:
             self.min_tree.reset()
@@ -143,8 +149,13 @@ class HostPrioritizedReplay:
             added=_scalar(0, np.int32),
         )
 
+    def size(self, state: HostReplayState) -> int:
+        """Filled slots. O(1)."""
+        return int(state.size)
+
     def sync_backend(self, state: HostReplayState) -> None:
-        """Rebuild the trees from the leaves of `state` (after a checkpoint restore)."""
+        """Rebuild the trees from the leaves of `state` (after a checkpoint restore): the trees
+        are functions of their leaves, so the rebuilt ones are identical. O(N K)."""
         self.backend.reset()
         filled = np.arange(int(state.size), dtype=np.int32)
         if filled.size:
@@ -155,8 +166,12 @@ class HostPrioritizedReplay:
                 self.min_tree.update(filled, np.asarray(state.stored)[filled])
 
     def add(self, state: HostReplayState, items) -> HostReplayState:
+        """`PrioritizedReplay.add` without priorities (the largest so far): O(M) host writes
+        and one backend update of M leaves, in place. M = 0 returns `state` unchanged."""
         items = jax.device_get(items)
-        m = int(jax.tree.leaves(items)[0].shape[0])
+        m = int(np.shape(jax.tree.leaves(items)[0])[0])
+        if m == 0:
+            return state  # the empty add: a no-op, as for every buffer
         slots = ((int(state.insert_pos) + np.arange(m)) % self.capacity).astype(np.int32)
         for buf, new in zip(jax.tree.leaves(state.items), jax.tree.leaves(items), strict=True):
             buf[slots] = new
@@ -168,6 +183,9 @@ class HostPrioritizedReplay:
         )
 
     def sample(self, state: HostReplayState, key, batch_size: int, beta) -> Sample:
+        """`PrioritizedReplay.sample` (the same bits, indices and weights): one backend descent
+        of B strata, O(B K log_K N), and a host gather of B items. Outputs are NumPy arrays.
+        ValueError on an empty buffer."""
         size = int(state.size)
         if size == 0:
             raise ValueError("cannot sample from an empty replay buffer; add items first")
@@ -183,6 +201,8 @@ class HostPrioritizedReplay:
                       probabilities=np.asarray(probs))
 
     def update(self, state: HostReplayState, indices, td_errors) -> HostReplayState:
+        """`PrioritizedReplay.update` as under jit: out-of-range indices dropped, non-finite TD
+        errors take the largest priority seen, the last of duplicates wins. O(B K log_K N)."""
         indices = np.asarray(indices, np.int32)
         raw = np.abs(np.asarray(td_errors, np.float32)) + np.float32(self.eps)
         finite = np.isfinite(raw)
@@ -197,9 +217,9 @@ class HostPrioritizedReplay:
 
 
 def make_host_replay(replay_cfg) -> HostPrioritizedReplay:
-    """A HostPrioritizedReplay for `replay.backend` in HOST_BACKENDS (see ReplayConfig)."""
-    from hrl.replay.backends import make_backend
-
+    """A HostPrioritizedReplay for `replay.backend` in HOST_BACKENDS (jax_host, opencl, rtl;
+    see ReplayConfig): the thin variant `make_replay` builds for those backends. ValueError
+    naming `replay.backend` for another; the backend allocates its tree, O(N)."""
     name = replay_cfg.backend
     if name not in HOST_BACKENDS:
         raise ValueError(

@@ -17,8 +17,8 @@ A layout whose leaves are all whole words (float32, int32, 64-bit types; the usu
 and unpacks word by word; only layouts with byte-sized leaves (bool, int8) go through bytes.
 The two give the same bits, but inside a fused loop they do not cost the same: XLA fuses the
 byte path's concatenation with whatever computes the leaves and then evaluates those producers
-once per byte of the row (measured: 0.44 ms of a 0.77 ms iteration at M=1024 with one-step
-returns, where the leaves are computed in the same step; experiments/bench_cpu_threads.py).
+once per byte of the row, a large share of an iteration with one-step returns, where the
+leaves are computed in the same step (experiments/bench_cpu_threads.py measures it).
 """
 
 from __future__ import annotations

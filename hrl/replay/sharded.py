@@ -107,6 +107,11 @@ class ShardedReplay:
         """Items held over all shards (psum)."""
         return jax.lax.psum(state.size, self.axis_name)
 
+    def size(self, state: ReplayState):
+        """Filled slots over all shards (`global_size`: one psum of a scalar), as the
+        `Replay` protocol's `size`. O(1) work plus the collective."""
+        return self.global_size(state)
+
     def _roots_tree(self, state: ReplayState) -> sumtree.SumTree:
         """The tree whose leaves are the D shard roots (the same on every device)."""
         roots = jax.lax.all_gather(state.tree.levels[0][0], self.axis_name)  # (D,)
@@ -149,18 +154,23 @@ class ShardedReplay:
 
     # ------------------------------------------------------------------ state
     def init(self, example_item) -> ReplayState:
-        """This device's empty shard (call inside the mapped function, or stack D of them)."""
+        """This device's empty shard (call inside the mapped function, or stack D of them).
+        O(N / D)."""
         return self.shard.init(example_item)
 
     def init_stacked(self, example_item) -> ReplayState:
-        """D empty shards stacked on a leading axis (the input of `shard_map` / `vmap`)."""
+        """D empty shards stacked on a leading axis (the input of `shard_map` / `vmap`).
+        O(N) over all devices."""
         one = self.shard.init(example_item)
         return jax.tree.map(lambda x: jnp.broadcast_to(x, (self.num_shards,) + x.shape), one)
 
     # ------------------------------------------------------------------ operations
     def add(self, state: ReplayState, items, priorities=None) -> ReplayState:
         """This device's actors write into this device's shard (its own ring). The largest
-        priority seen is then agreed over the shards (pmax of one scalar)."""
+        priority seen is then agreed over the shards (pmax of one scalar). O(M K log_K C) on
+        this device. M = 0 returns `state` unchanged (static: no collective is emitted)."""
+        if self.shard.check_items(state.layout, items) == 0:
+            return self.shard.add(state, items, priorities)  # checks priorities; returns state
         state = self.shard.add(state, items, priorities)
         if self.sampling == "local":
             return state
@@ -215,7 +225,8 @@ class ShardedReplay:
         """New priorities |td| + eps for global indices. Global sampling: the B pairs of all
         devices are gathered in stratum order and each shard applies those it owns (the last
         of duplicates wins, as in one tree over the whole batch). Indices outside every shard's
-        filled part are ignored."""
+        filled part are ignored. O(D B K log_K C) per device plus one all-gather of the D B
+        pairs (global sampling), so that every shard sees the whole batch in one order."""
         indices = jnp.asarray(indices)
         td = jnp.asarray(td_errors, jnp.float32)
         if indices.ndim != 1 or td.shape != indices.shape:
@@ -250,7 +261,9 @@ def make_sharded_replay(
     weights: str = "global",
     impl: str = "auto",
 ) -> ShardedReplay:
-    """A replay of `capacity` items over `num_shards` devices (capacity must divide evenly)."""
+    """A replay of `capacity` items over `num_shards` devices (capacity must divide evenly;
+    ValueError otherwise): the thin variant `make_replay` builds for `train.devices > 1`.
+    O(1); each device allocates its shard in `init`."""
     if not isinstance(num_shards, int) or num_shards < 1:
         raise ValueError(f"replay num_shards must be a positive int, got {num_shards!r}")
     if not isinstance(capacity, int) or capacity < 1 or capacity % num_shards:

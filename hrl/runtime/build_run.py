@@ -18,12 +18,9 @@ import numpy as np
 
 from hrl import envs
 from hrl.config import RunConfig
-from hrl.replay.buffer import make_prioritized_replay
+from hrl.replay.factory import make_replay
 from hrl.replay.formats import level_sizes
-from hrl.replay.host_buffer import make_host_replay
-from hrl.replay.host_native import make_host_native_replay
 from hrl.replay.rows import RowLayout
-from hrl.replay.sharded import make_sharded_replay
 from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
 from hrl.runtime.executor_choice import choose_executor
@@ -71,18 +68,9 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     r = cfg.replay
     replay_is_jax = r.backend == "jax"
     if mesh is not None:
-        replay = make_sharded_replay(
-            r.capacity, devices, AXIS, sampling=r.sampling, alpha=r.alpha, eps=r.eps,
-            fanout=r.fanout, fmt=r.fmt, weights=r.weights, impl=r.impl)
         agent = dataclasses.replace(agent, grad_axis=AXIS)
-    elif replay_is_jax:
-        replay = make_prioritized_replay(
-            r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
-            impl=r.impl)
-    elif r.backend == "native_host":
-        replay = make_host_native_replay(r, cfg.train.batch_size)
-    else:
-        replay = make_host_replay(r)
+    replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
+                         axis=AXIS if mesh is not None else None)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size)
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}

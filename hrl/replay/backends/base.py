@@ -29,6 +29,7 @@ from hrl.replay.formats import (
     parse_format,
     tree_depth,
 )
+from hrl.replay.sumtree import MAX_FANOUT
 
 
 class BackendUnavailableError(RuntimeError):
@@ -85,8 +86,6 @@ class TreeBackend(Protocol):
 def tree_geometry(capacity: int, fanout: int, fmt: PriorityFormat | str):
     """Validate (capacity, fanout, fmt) exactly as `sumtree.init` does and return
     (fmt, depth, level sizes in words, root first)."""
-    from hrl.replay.sumtree import MAX_FANOUT
-
     log2_exact(fanout)
     if fanout > MAX_FANOUT:
         raise ValueError(f"fanout must be <= {MAX_FANOUT}, got {fanout}")

@@ -14,7 +14,7 @@ from hrl.replay.backends import base
 from hrl.replay.formats import PriorityFormat
 
 # The backend owns its tree, so updates donate it: XLA then scatters in place instead of
-# copying every level per call (about 4x faster at a million leaves on CPU).
+# copying every level per call (O(B log N) instead of O(N) per update).
 _update = jax.jit(sumtree.update, donate_argnums=0)
 _update_words = jax.jit(sumtree.update_words, donate_argnums=0)
 _sample_from_bits = jax.jit(sumtree.sample_from_bits, static_argnames="stratified")

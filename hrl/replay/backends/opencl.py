@@ -32,8 +32,8 @@ On a machine whose only OpenCL platform is PoCL's CPU driver, the default device
 `basic` device, which runs each kernel in the thread that waits for it, rather than its
 `pthread` device, which hands the kernel to worker threads and wakes the caller when they are
 done. A replay buffer issues one small kernel per call, and the hand-offs cost more than the
-kernel: on the 2-core development VM a sample of 256 took 55 against 92 us, and the DQN
-iteration of `experiments/bench_relaxed.py` (balanced size, strict) 13.8 against 15.9 ms.
+kernel (`experiments/bench_relaxed.py` measures both devices; the figures are in
+experiments/results and the README).
 Unless the process has set `POCL_DEVICES` itself, the first use of this module asks PoCL for
 both devices (`basic pthread`); `replay.opencl_device: pthread` picks the other one.
 
@@ -53,6 +53,7 @@ from importlib import resources
 import numpy as np
 
 from hrl.replay.backends import base
+from hrl.replay.backends.rtl_kernel import RmmKernelBackend, is_rmm_xclbin, open_rtl_sim
 from hrl.replay.formats import FixedPoint, PriorityFormat, log2_exact
 
 INSTALL_HINT = (
@@ -250,13 +251,9 @@ def open_opencl_backend(capacity: int, fanout: int = 16,
             raise ValueError(f"option(s) {sorted(extra)} do not apply to device='rtl-sim' "
                              f"(the simulated RTL kernel); its options are "
                              f"{sorted(rtl_options)}")
-        from hrl.replay.backends.rtl_kernel import open_rtl_sim
-
         given = {k: v for k, v in rtl_options.items() if v is not None}
         return open_rtl_sim(capacity, fanout, fmt, **given)
     if xclbin is not None and os.path.isfile(xclbin):
-        from hrl.replay.backends.rtl_kernel import RmmKernelBackend, is_rmm_xclbin
-
         if is_rmm_xclbin(xclbin):
             extra = sorted(k for k, v in rtl_options.items() if v is not None and k != "seed")
             if extra or local_size is not None:

@@ -25,7 +25,7 @@ need depth D at that fanout.
 
 The RTL is fixed point only: fmt is a `FixedPoint` ('fixed', 'fixed:W:I'), priorities are
 encoded on the host with `FixedPoint.encode`, exactly as the reference does; results are bit
-for bit those of `hrl.replay.sumtree` (tests/test_backends_rtl.py,
+for bit those of `hrl.replay.sumtree` (tests/replay/test_backends_rtl.py,
 tests/test_runtime_host.py).
 """
 
@@ -35,7 +35,7 @@ import os
 
 import numpy as np
 
-from hrl.replay.backends import base
+from hrl.replay.backends import base, rtl_sim
 from hrl.replay.formats import UINT32_MAX, FixedPoint, PriorityFormat, stratify_bits
 
 KERNEL_NAME = "hrl_rmm_kernel"
@@ -294,8 +294,6 @@ def open_rtl_sim(capacity: int, fanout: int = 16, fmt: PriorityFormat | str = "f
     model in Verilog, no Python per cycle) or 'cocotbext'; `build_dir`: where the RTL is
     built (default sim_build/rtlsim-..., or under env HRL_RTL_BUILD); `timeout`: seconds to
     wait for the simulator."""
-    from hrl.replay.backends import rtl_sim
-
     tree_fmt, depth, _ = base.tree_geometry(capacity, fanout, fmt)
     if not isinstance(tree_fmt, FixedPoint):
         raise ValueError(

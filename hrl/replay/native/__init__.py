@@ -17,7 +17,16 @@ from __future__ import annotations
 
 import functools
 
-from hrl.replay.native._build import NativeBuildError, build, cache_dir, library_path
+import jax
+
+from hrl.replay.native._build import (
+    NativeBuildError,
+    build,
+    cache_dir,
+    ensure_registered,
+    library,
+    library_path,
+)
 from hrl.replay.native._ops import (
     gather_fields,
     replay_update,
@@ -34,7 +43,9 @@ __all__ = [
     "available",
     "build",
     "cache_dir",
+    "ensure_registered",
     "gather_fields",
+    "library",
     "library_path",
     "replay_update",
     "sample",
@@ -50,12 +61,8 @@ __all__ = [
 @functools.cache
 def unavailable_reason() -> str | None:
     """None if the native kernels can be used in this process, else why not."""
-    import jax
-
     if jax.default_backend() != "cpu":
         return f"the native kernels are CPU-only and the default backend is {jax.default_backend()}"
-    from hrl.replay.native._build import ensure_registered
-
     try:
         ensure_registered()
     except NativeBuildError as e:

@@ -67,7 +67,7 @@ _library: ctypes.CDLL | None = None
 
 
 # x86-64-v3 (AVX2 and friends, as /proc/cpuinfo names them): the threefry hash and the
-# descent's per-lane float adds run about 1.5x faster with 256-bit vectors. Results do not
+# descent's per-lane float adds run faster with 256-bit vectors. Results do not
 # change: FMA contraction stays off, so every + and * still rounds on its own.
 _X86_64_V3 = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
 

@@ -252,7 +252,7 @@ int Log2(int64_t k) {
 // a buffer with 2 MiB pages turns each row read into a single cache miss. Linux with
 // transparent huge pages in "madvise" mode (the common default) does that only for regions
 // that ask, so the kernels ask: MADV_HUGEPAGE for future faults and MADV_COLLAPSE (Linux >=
-// 6.1) to rebuild the pages already there (about 3 ms per MiB the first time, a few us once
+// 6.1) to rebuild the pages already there (a cost per MiB the first time, little once
 // collapsed). XLA may free a buffer and hand the same address to a new one, so an address is
 // asked again when its last request is more than kAdviseEvery old. Failures are ignored: this
 // changes speed, never results. $HRL_NATIVE_NO_HUGEPAGES (any value) turns it off.
@@ -845,8 +845,8 @@ inline uint32_t Rotl(uint32_t v, int d) { return (v << d) | (v >> (32 - d)); }
 // jax.random.bits(key, (n,), jnp.uint32) for a threefry2x32 key under
 // jax_threefry_partitionable (JAX's default): the 64-bit counter i is hashed as the pair
 // (hi, lo) = (i >> 32, i & 0xffffffff) with Threefry-2x32 (20 rounds) and the two output words
-// are xor-ed. Reproducing it here saves XLA:CPU's rolled 5-iteration while loop (about 10 us
-// per batch); the Python side only takes this path when that config and key type hold.
+// are xor-ed. Reproducing it here saves XLA:CPU's rolled 5-iteration while loop per batch
+// (experiments/bench_replay.py measures it); the Python side only takes this path when that config and key type hold.
 void ThreefryBits(uint32_t k0, uint32_t k1, int64_t n, uint32_t* out) {
   static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
@@ -978,7 +978,7 @@ void GatherRows(const char* src, int64_t rows, int64_t row_bytes, const int32_t*
 // the sampled rows of packed transitions (hrl.replay.rows) split straight into their fields,
 // so no XLA slice/bitcast ops follow the gather (outside a fused loop XLA:CPU dispatches such
 // small independent ops to its thread pool, which costs more than the copies themselves).
-// XLA's own gather costs about 6 us per array at B = 256 from a 2^20-row table; here the row
+// XLA's own gather pays a dispatch and a cache miss per row for every array; here the row
 // loads are prefetched kGatherAhead rows ahead so their cache misses overlap.
 ffi::Error GatherFieldsImpl(ffi::AnyBuffer indices_buf, ffi::AnyBuffer table_buf,
                             ffi::RemainingRets outs, ffi::Span<const int64_t> offsets,
@@ -1346,12 +1346,12 @@ ffi::Error HandleFinishImpl(ffi::AnyBuffer w_buf, ffi::AnyBuffer probs_buf,
 
 // ---------------------------------------------------------------------- direct entry point
 
-// hrl.replay.handle's direct path: one update_and_sample (or sample, update, or an add's tree
+// ReplayHandle's direct path (hrl/replay/host_native/packed.py): one update_and_sample (or sample, update, or an add's tree
 // writes) on NumPy arrays, called through ctypes, without XLA. Everything XLA computes
 // between the custom calls of the jitted path is done here too: prep (|td| + eps, NaN ->
 // max_priority), the two pow()s, with libm's powf, which XLA:CPU's pow calls (the handle
-// checks that they agree on this machine before it takes this path, else it stays on XLA).
-// Mirrored by ctypes in handle.py: keep the field order.
+// checks at run time that they agree before it takes this path, else it stays on XLA).
+// Mirrored by ctypes in host_native/packed.py (_Plan): keep the field order.
 struct HrlDirectPlan {
   int64_t fixed_point;  // 0: Float32 sum tree, 1: FixedPoint
   int64_t fanout, capacity, n_levels;

@@ -22,7 +22,7 @@ from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.sharded import make_sharded_replay
 
 AXIS = "shards"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _split(x, d):

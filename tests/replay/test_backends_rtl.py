@@ -275,7 +275,7 @@ def test_dqn_run_through_rtl_sim_matches_jax_host_bit_for_bit(monkeypatch):
     from hrl.runtime import build, initial_state
 
     _require("icarus")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     def run(backend_overrides):
         cfg = load_config(os.path.join(root, "experiments", "configs", "dqn_cartpole.yaml"), [

@@ -2,17 +2,18 @@
 (`replay.backend: native_host`).
 
 `PrioritizedReplay` with the native kernels, as `ReplayHandle`'s direct path runs it
-(`handle_direct.py`): the packed state (scalars, both trees in one word array, the transition
+(`packed.DirectState`), in the form of the `hrl.replay.interface.HostReplay` protocol: the
+packed state (scalars, both trees in one word array, the transition
 rows) in NumPy arrays, and every insert, sample and update one ctypes call into
 `hrl_direct_step`. The results are the jitted buffer's bit for bit, non-finite TD errors
 included (they take the largest priority so far, as under jit), so a host-loop run with this
-backend equals the same run with `replay.backend: jax` (tests/test_host_native.py).
+backend equals the same run with `replay.backend: jax` (tests/replay/test_host_native.py).
 
 Why a host loop wants it: a jitted replay call is an XLA program, queued behind the train step
 when dispatch is asynchronous, so a relaxed dependency has nothing to overlap. Here the tree
 is stepped by the host thread, and ctypes releases the GIL for the call: update(t-s) and
-sample(t+1) run on one core while XLA runs train(t) on the other
-(`experiments/bench_relaxed.py`).
+sample(t+1) run on one core while XLA runs train(t) on another
+(`experiments/bench_relaxed.py` measures the overlap).
 
 The state (`HostNativeState`) is the three arrays, updated in place and returned, as the other
 host replays do (`host_buffer.py`): a checkpoint stores them as they are, and a restore copies
@@ -27,9 +28,15 @@ import jax
 import numpy as np
 from flax import struct
 
-from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample
-
-_SIZE = 1  # in the packed scalars: insert_pos, size, max_priority bits, added
+from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
+from hrl.replay.host_native.packed import (
+    SIZE,
+    DirectState,
+    Packing,
+    direct_unavailable,
+    key_words,
+    packed_available,
+)
 
 
 @struct.dataclass
@@ -40,22 +47,20 @@ class HostNativeState:
 
     @property
     def size(self) -> np.ndarray:
-        return self.scalars.view(np.int32)[_SIZE]
+        return self.scalars.view(np.int32)[SIZE]
 
 
 @dataclasses.dataclass(eq=False)
 class HostNativeReplay:
-    """The host replay interface (`init`, `add`, `sample`, `update`, `sync_backend`) over one
-    `PrioritizedReplay` with the native kernels and a fixed batch size."""
+    """The `HostReplay` protocol (`init`, `add`, `sample`, `update`, `size`, `sync_backend`)
+    over one `PrioritizedReplay` with the native kernels and a fixed batch size: its results
+    bit for bit, the state in NumPy arrays stepped in place. Not thread-safe."""
 
     replay: PrioritizedReplay
     batch_size: int
 
     def __post_init__(self):
-        from hrl.replay.handle import _packed_available
-        from hrl.replay.handle_direct import direct_unavailable
-
-        if not _packed_available(self.replay):
+        if not packed_available(self.replay):
             raise ValueError(
                 "config key 'replay.backend': 'native_host' needs the native C++ kernels "
                 "(replay.impl native or auto on a CPU where they build), a float32 or fixed "
@@ -68,12 +73,16 @@ class HostNativeReplay:
         self._direct = None
 
     # ------------------------------------------------------------------ state
-    def init(self, example_item) -> HostNativeState:
-        from hrl.replay.handle import _Packing
-        from hrl.replay.handle_direct import DirectState
+    @property
+    def capacity(self) -> int:
+        """Slots in the ring."""
+        return self.replay.capacity
 
+    def init(self, example_item) -> HostNativeState:
+        """Empty buffer for items like `example_item` (unbatched). O(N): allocates and packs
+        the jitted buffer's empty state, so both start from the same words."""
         state = self.replay.init(example_item)
-        packing = _Packing.of(self.replay, state)
+        packing = Packing.of(self.replay, state)
         scalars, trees = jax.jit(packing.pack)(state)
         self._packing, self._template = packing, state
         self._direct = DirectState(self.replay, scalars, trees, state.rows, state.layout,
@@ -95,6 +104,10 @@ class HostNativeReplay:
             d.load(state.scalars, state.trees, state.rows)
         return d
 
+    def size(self, state: HostNativeState) -> int:
+        """Filled slots (read from the packed scalars). O(1)."""
+        return int(state.size)
+
     def sync_backend(self, state: HostNativeState) -> None:
         """Take `state` (restored from a checkpoint) as the buffer's contents."""
         self._bound(state)
@@ -106,10 +119,18 @@ class HostNativeReplay:
 
     # ------------------------------------------------------------------ operations
     def add(self, state: HostNativeState, items) -> HostNativeState:
-        self._bound(state).add(jax.device_get(items), None)
+        """`PrioritizedReplay.add` without priorities (the largest so far): O(M) row writes
+        and one C++ tree update of M leaves, in place. M = 0 is a no-op."""
+        items = jax.device_get(items)
+        if int(np.shape(jax.tree.leaves(items)[0])[0]) == 0:
+            return state  # the empty add: a no-op, as for every buffer
+        self._bound(state).add(items, None)
         return self._state()
 
     def sample(self, state: HostNativeState, key, batch_size: int, beta) -> Sample:
+        """`PrioritizedReplay.sample` (the same bits): one C++ call, O(B K log_K N); the
+        outputs are fresh NumPy arrays. `batch_size` must be the one built for (the output
+        block is laid out once)."""
         if batch_size != self.batch_size:
             raise ValueError(f"native_host replay: batch_size {batch_size} differs from the "
                              f"{self.batch_size} it was built for")
@@ -117,9 +138,11 @@ class HostNativeReplay:
         size = int(state.size)
         if size == 0:
             raise ValueError("cannot sample from an empty replay buffer; add items first")
-        return d.sample(_key_words(key), np.float32(beta))
+        return d.sample(key_words(key), np.float32(beta))
 
     def update(self, state: HostNativeState, indices, td_errors) -> HostNativeState:
+        """`PrioritizedReplay.update` as under jit (out-of-range indices dropped, non-finite
+        TD errors take the largest priority so far): one C++ call, O(B K log_K N)."""
         d = self._bound(state)
         idx = np.ascontiguousarray(indices, np.int32)
         td = np.ascontiguousarray(td_errors, np.float32)
@@ -130,22 +153,9 @@ class HostNativeReplay:
         return self._state()
 
 
-def _key_words(key) -> np.ndarray:
-    """The two uint32 words of one threefry key (raw or typed, on the host or a device)."""
-    if not (isinstance(key, np.ndarray) and key.dtype == np.uint32):
-        dtype = getattr(key, "dtype", None)
-        if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-            key = jax.random.key_data(key)
-        key = np.asarray(key)
-    if key.shape != (2,) or key.dtype != np.uint32:
-        raise ValueError(f"key must be one PRNG key, got shape {key.shape} dtype {key.dtype}")
-    return np.ascontiguousarray(key)
-
-
 def make_host_native_replay(replay_cfg, batch_size: int) -> HostNativeReplay:
-    """The `native_host` replay for a `ReplayConfig` and the run's batch size."""
-    from hrl.replay.buffer import make_prioritized_replay
-
+    """The `native_host` replay for a `ReplayConfig` and the run's batch size (the variant
+    `hrl.replay.make_replay` picks for that backend)."""
     replay = make_prioritized_replay(
         replay_cfg.capacity, alpha=replay_cfg.alpha, eps=replay_cfg.eps,
         fanout=replay_cfg.fanout, fmt=replay_cfg.fmt, weights=replay_cfg.weights,

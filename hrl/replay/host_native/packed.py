@@ -1,16 +1,17 @@
-"""ReplayHandle's direct path: the packed state in NumPy arrays, each operation one ctypes call
-into the native library (`hrl_direct_step` in native/sumtree_ffi.cc), no XLA dispatch.
+"""The packed host state of the native path and its one ctypes call per operation.
 
-A jitted call from Python pays XLA:CPU's dispatch (about 35 us here for the handle's seven
-arrays in and ten out, before any work) on top of the kernels (about 37 us for sample+update at
-B=256, N=2^20); cpprb pays one C++ call. This path calls the same C++ step the jitted path's
-custom call runs (`HandleStepCore`, then `HandleFinishCore`), with the arithmetic XLA does
-between them done in C++ too: |td| + eps, a NaN's fallback to the largest priority, and the
-two pow()s, with libm's powf, under the flush-to-zero mode XLA:CPU runs in (set by the C++
-entry point). XLA:CPU's pow gives powf's bits there, which `powf_matches_xla` checks on this
-machine (for the buffer's alpha as XLA folds it in, and for a runtime beta) before a handle
-takes this path; where they differ the handle stays on the jitted path. So the results are the
-reference's bit for bit either way (tests/test_handle.py runs both paths).
+`Packing` maps a `ReplayState`'s trees and scalars onto three arrays (scalars uint32[4], both
+trees' levels in one uint32 array, the rows); `DirectState` holds them in NumPy and steps them
+with one call into the native library (`hrl_direct_step` in native/sumtree_ffi.cc), no XLA
+dispatch. It runs the same C++ step as the jitted path's custom call (`HandleStepCore`, then
+`HandleFinishCore`), with the arithmetic XLA does between them done in C++ too: |td| + eps, a
+NaN's fallback to the largest priority, and the two pow()s, with libm's powf, under the
+flush-to-zero mode XLA:CPU runs in (set by the C++ entry point). XLA:CPU's pow gives powf's bits
+there, which `powf_matches_xla` checks at run time (for the buffer's alpha as XLA folds it in,
+and for a runtime beta) before anything takes this path; where they differ the caller stays on
+the jitted path. So the results are the reference's bit for bit either way
+(tests/replay/test_handle.py runs both paths). What this saves per call is measured by
+`experiments/bench_replay.py`.
 
 Outputs are NumPy arrays (one allocation per sample, cut into the fields), which a NumPy or
 PyTorch learner takes without a copy.
@@ -19,6 +20,7 @@ PyTorch learner takes without a copy.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import sys
 
@@ -26,12 +28,96 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hrl.replay import native
 from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample
-from hrl.replay.formats import FixedPoint
+from hrl.replay.formats import FixedPoint, Float32
+from hrl.replay.sumtree import SumTree
 
-_INSERT_POS, _SIZE, _MAX_PRIORITY, _ADDED = range(4)  # as handle.py's packed scalars
+# Layout of the packed scalars (uint32[4]); max_priority is a float32's bits.
+INSERT_POS, SIZE, MAX_PRIORITY, ADDED = range(4)
 _ALIGN = 64  # bytes: each output array of a sample starts on a cache line
 _ERR_BYTES = 512
+
+
+def packed_available(replay: PrioritizedReplay) -> bool:
+    """The packed native path: the C++ kernels, a Float32 or FixedPoint sum tree, and keys
+    whose bits the kernels reproduce (partitionable Threefry)."""
+    if replay.kernels is not native:
+        return False
+    if not isinstance(replay.fmt, (Float32, FixedPoint)):
+        return False
+    return bool(jax.config.jax_threefry_partitionable) and (
+        jax.config.jax_default_prng_impl == "threefry2x32"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Packing:
+    """How a `ReplayState`'s trees and scalars map onto the packed arrays."""
+
+    capacity: int
+    fanout: int
+    level_shapes: tuple  # shapes of the sum tree's levels (the min tree's are the same)
+    has_min: bool
+
+    @classmethod
+    def of(cls, replay: PrioritizedReplay, state: ReplayState) -> Packing:
+        return cls(capacity=replay.capacity, fanout=replay.fanout,
+                   level_shapes=tuple(level.shape for level in state.tree.levels),
+                   has_min=state.min_tree is not None)
+
+    @property
+    def tree_words(self) -> int:
+        return sum(int(np.prod(s)) for s in self.level_shapes)
+
+    def pack(self, state: ReplayState):
+        trees = [state.tree] + ([state.min_tree] if self.has_min else [])
+        words = [
+            jax.lax.bitcast_convert_type(level.reshape(-1), jnp.uint32)
+            for tree in trees
+            for level in tree.levels
+        ]
+        scalars = jnp.stack(
+            [
+                jax.lax.bitcast_convert_type(jnp.asarray(x), jnp.uint32)
+                for x in (state.insert_pos, state.size, state.max_priority, state.added)
+            ]
+        )
+        return scalars, jnp.concatenate(words)
+
+    def unpack(self, template: ReplayState, scalars, trees, rows) -> ReplayState:
+        def tree_at(tree: SumTree, start: int) -> SumTree:
+            levels, at = [], start
+            for shape in self.level_shapes:
+                n = int(np.prod(shape))
+                word = trees[at : at + n]
+                levels.append(jax.lax.bitcast_convert_type(word, tree.fmt.dtype).reshape(shape))
+                at += n
+            return tree.replace(levels=tuple(levels))
+
+        i32 = lambda x: jax.lax.bitcast_convert_type(x, jnp.int32)  # noqa: E731
+        return template.replace(
+            rows=rows,
+            tree=tree_at(template.tree, 0),
+            min_tree=tree_at(template.min_tree, self.tree_words) if self.has_min else None,
+            insert_pos=i32(scalars[INSERT_POS]),
+            size=i32(scalars[SIZE]),
+            max_priority=jax.lax.bitcast_convert_type(scalars[MAX_PRIORITY], jnp.float32),
+            added=i32(scalars[ADDED]),
+        )
+
+
+def key_words(key) -> np.ndarray:
+    """The two uint32 words of one threefry key (raw or typed, on the host or a device), as a
+    contiguous host array; ValueError for anything else. O(1)."""
+    if not (isinstance(key, np.ndarray) and key.dtype == np.uint32):
+        dtype = getattr(key, "dtype", None)
+        if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            key = jax.random.key_data(key)
+        key = np.asarray(key)
+    if key.shape != (2,) or key.dtype != np.uint32:
+        raise ValueError(f"key must be one PRNG key, got shape {key.shape} dtype {key.dtype}")
+    return np.ascontiguousarray(key)
 
 
 class _Plan(ctypes.Structure):
@@ -61,9 +147,7 @@ class _Plan(ctypes.Structure):
 
 
 def _functions():
-    from hrl.replay.native._build import library
-
-    lib = library()
+    lib = native.library()
     step = lib.hrl_direct_step
     p, i64, f32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
     step.argtypes = [p, p, p, p, p, p, p, i64, p, f32, i64, p, p, p, p, p, i64]
@@ -112,13 +196,13 @@ def direct_unavailable(replay: PrioritizedReplay) -> str | None:
     if sys.byteorder != "little":
         return "the rows' NumPy packing assumes a little-endian host"
     if not powf_matches_xla(float(replay.alpha)):
-        return "libm's powf and XLA:CPU's pow round differently on this machine"
+        return "libm's powf and XLA:CPU's pow round differently on this host"
     return None
 
 
 class DirectState:
     """The packed state (scalars, trees, rows) in NumPy arrays, with one ctypes call per
-    operation. `layout` is the rows' `RowLayout`; `level_rows` and friends as in handle.py.
+    operation. `layout` is the rows' `RowLayout`; `level_shapes` as in `Packing`.
     `nonfinite_td`: "raise" (a ValueError naming the entry; nothing changes) or "max_priority"
     (the entry takes the largest priority so far, as `PrioritizedReplay.update` under jit)."""
 
@@ -211,7 +295,7 @@ class DirectState:
         if failed == 2:  # checked in C++ before anything changed (cheaper than NumPy here)
             i = int(self._err.value)
             raise ValueError(f"update: td_errors must be finite; entry {i} is {td[i]}")
-        if failed:  # a layout the checks in handle.py let through: a bug, not bad input
+        if failed:  # a layout the callers' checks let through: a bug, not bad input
             raise RuntimeError(f"native replay step failed: {self._err.value.decode()}")
         if not b:
             return None
@@ -239,7 +323,7 @@ class DirectState:
         m = leaves[0].shape[0]
         cap = self.replay.capacity
         insert_pos, size, _, added = self.scalars.view(np.int32).tolist()
-        max_priority = float(self.scalars.view(np.float32)[_MAX_PRIORITY])  # a float32, exactly
+        max_priority = float(self.scalars.view(np.float32)[MAX_PRIORITY])  # a float32, exactly
         if insert_pos + m <= cap:  # the rows in place
             slots = np.arange(insert_pos, insert_pos + m, dtype=np.int32)
             self.layout.pack_numpy(leaves, out=self.rows[insert_pos:insert_pos + m])
@@ -252,10 +336,10 @@ class DirectState:
             raw = np.ascontiguousarray(priorities, np.float32)
             max_priority = max(max_priority, float(raw.max()))
         i32 = self.scalars.view(np.int32)
-        i32[_INSERT_POS] = (insert_pos + m) % cap
-        i32[_SIZE] = min(size + m, cap)
-        i32[_ADDED] = (added + m + 2**31) % 2**32 - 2**31  # wraps as XLA's int32 does
-        self.scalars.view(np.float32)[_MAX_PRIORITY] = max_priority
+        i32[INSERT_POS] = (insert_pos + m) % cap
+        i32[SIZE] = min(size + m, cap)
+        i32[ADDED] = (added + m + 2**31) % 2**32 - 2**31  # wraps as XLA's int32 does
+        self.scalars.view(np.float32)[MAX_PRIORITY] = max_priority
         self._call(slots, None, raw, m, None, 0.0, 0)
 
     def replay_state(self, unpack) -> ReplayState:
