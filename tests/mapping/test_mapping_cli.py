@@ -306,7 +306,7 @@ def test_mapping_auto_chooses_a_runnable_mapping(tiny_profile):
     assert choice.mapping.label == labels[0] and choice.predicted_s > 0
     new = load_config(CONFIG, ["train.batch_size=8", "env.num_envs=4",
                                *overrides_for(choice, cfg)])
-    assert new.train.fused == (choice.mapping.label == "cpu-fused")
+    assert (new.train.executor == "fused") == (choice.mapping.label == "cpu-fused")
 
 
 def test_the_rtl_mapping_runs_in_fixed_point_and_keeps_a_config_s_own_format():
@@ -427,7 +427,7 @@ def test_loop_row_configs_run_the_row_s_actor_and_sgd_steps(loop):
     w = workload_from_config(cfg)
     assert cfg.env.num_envs == LOOP_ENVS[loop] == (1 if loop == "fused" else 8)
     assert (w.rollout_length, w.sgd_steps) == (4, pytest.approx(3.0))
-    assert cfg.train.executor == ("pipelined" if loop == "pipelined" else "auto")
+    assert cfg.train.executor == {"fused": "fused", "host": "sequential"}.get(loop, "pipelined")
 
 
 def _exact_loop_row(placement, call: str, steps: int, sgd: int, beyond: float, **fields):
