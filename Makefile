@@ -53,8 +53,8 @@ lock:
 # can be found or installed by uv.
 VENV312 := .venv-py312
 PY312_TESTS := tests/test_threefry_cpu.py tests/replay/test_sumtree.py tests/replay/test_sharded_replay.py \
-  tests/test_data_parallel.py tests/replay/test_buffer.py tests/replay/test_pallas_sumtree.py \
-  tests/test_runtime.py
+  tests/runtime/test_data_parallel.py tests/replay/test_buffer.py tests/replay/test_pallas_sumtree.py \
+  tests/runtime/test_runtime.py
 test-py312: setup
 	@set -e; py=""; \
 	for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \

@@ -319,7 +319,7 @@ def ordered_after(x, *reads):
     probabilities or weights, which TD errors usually do not; here the random TD errors get
     it explicitly for the libraries whose sample reads the tree with XLA ops (hrl xla,
     flashbax). hrl native does not need it: its tree reads happen inside the custom call
-    whose indices the update consumes (tests/test_buffer.py checks the compiled step).
+    whose indices the update consumes (tests/replay/test_buffer.py checks the compiled step).
     """
     dep = sum(jnp.sum(r) for r in reads)
     return x + jnp.zeros_like(x) * dep

@@ -54,7 +54,7 @@ print(jax.__version__, jaxlib.__version__, flax.__version__, optax.__version__);
 print(jax.devices())'" ;;
     tests)
       run tests 300 $PY -m pytest -q -p no:cacheprovider -rfE \
-        ${GPU_TESTS:-tests/test_pallas_sumtree.py tests/test_buffer.py} ;;
+        ${GPU_TESTS:-tests/replay/test_pallas_sumtree.py tests/replay/test_buffer.py} ;;
     replay)
       run replay 200 $PY experiments/bench_replay.py --libraries hrl-pallas,hrl-xla,flashbax \
         --log2-n 20 --b 256 --k 16 --reps 200 ;;

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import jax
 
-# The naive reference models live beside the tests.
+# The naive reference models live beside the tests; the small run configs and tree comparisons
+# of tests/runtime/test_runtime.py serve the replay and agent tests too.
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "runtime"))
 
 # Compiling dominates this suite on a 2-core machine; identical programs (across test modules,
 # xdist workers and `hrl train` subprocesses) compile once through JAX's persistent cache.

@@ -26,7 +26,7 @@ need depth D at that fanout.
 The RTL is fixed point only: fmt is a `FixedPoint` ('fixed', 'fixed:W:I'), priorities are
 encoded on the host with `FixedPoint.encode`, exactly as the reference does; results are bit
 for bit those of `hrl.replay.sumtree` (tests/replay/test_backends_rtl.py,
-tests/test_runtime_host.py).
+tests/runtime/test_runtime_host.py).
 """
 
 from __future__ import annotations

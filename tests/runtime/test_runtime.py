@@ -31,7 +31,7 @@ from hrl.runtime import (
 )
 from hrl.runtime.pending import HostPendingQueue
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "experiments" / "configs"
 JAX_CACHE = ROOT / ".pytest_cache" / "jax-compilation-cache"
 
@@ -387,7 +387,7 @@ def test_placement_on_two_cpu_devices_equals_one(tmp_path):
     script = tmp_path / "two_devices.py"
     script.write_text(textwrap.dedent(f"""
         import jax, sys
-        sys.path.insert(0, {str(ROOT / "tests")!r})
+        sys.path.insert(0, {str(ROOT / "tests" / "runtime")!r})
         from test_runtime import _host_run, assert_trees_equal
         assert len(jax.devices("cpu")) == 2
         _, placed = _host_run(["placement.infer=cpu:0", "placement.env=cpu:0",
@@ -543,7 +543,7 @@ def test_every_kernel_of_the_fused_program_is_attributed_to_its_primitive():
 def test_relaxed_overlaps_the_replay_only_off_the_learners_device():
     """The replay thread of relaxed dependency is for trees off the learner's device (where a
     hand-off costs less than it hides); the relaxed runs of both kinds are tested bit for bit
-    (here and tests/test_runtime_host.py)."""
+    (here and tests/runtime/test_runtime_host.py)."""
     from hrl.runtime.build_run import replay_off_learner
 
     cpu = jax.devices()[0]

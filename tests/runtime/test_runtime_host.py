@@ -16,7 +16,7 @@ from hrl.runtime.aggregate import running_mean
 
 pytest.importorskip("pyopencl")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "experiments" / "configs"
 
 

@@ -17,7 +17,7 @@ from test_runtime import tiny_config
 from hrl import cli
 from hrl.config import dump_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _config(tmp_path, **overrides) -> Path:

@@ -31,7 +31,7 @@ from hrl.runtime.aggregate import (
 from hrl.runtime.metrics import read_episodes
 from hrl.runtime.build_run import seed_list
 
-CONFIGS = Path(__file__).resolve().parents[1] / "experiments" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
 
 
 # ------------------------------------------------------------------ statistics

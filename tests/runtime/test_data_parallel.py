@@ -28,7 +28,7 @@ from hrl.runtime.iteration import init_train_state
 from hrl.runtime.primitives import make_primitives
 from hrl.runtime.build_run import build, initial_state
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

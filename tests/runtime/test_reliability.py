@@ -209,7 +209,7 @@ def test_a_replay_beyond_available_memory_is_refused_up_front(monkeypatch):
     from hrl.config import load_config
 
     monkeypatch.setattr(run_module, "_available_memory_bytes", lambda: 2**30)  # 1 GiB free
-    config = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "dqn_cartpole.yaml"
+    config = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "dqn_cartpole.yaml"
     cfg = load_config(config,
                       ["replay.capacity=50000000"])
     with pytest.raises(ValueError, match=r"replay.capacity.*50,000,000 items.*GiB.*lower"):
@@ -244,7 +244,7 @@ def _paths(tree, prefix=()):
 
 
 # derandomize: every CI run tries the same cases (a red CI blocks every landing); a wider
-# search: HRL_FUZZ_EXAMPLES=5000 pytest tests/test_reliability.py -k malformed
+# search: HRL_FUZZ_EXAMPLES=5000 pytest tests/runtime/test_reliability.py -k malformed
 @settings(max_examples=int(os.environ.get("HRL_FUZZ_EXAMPLES", 150)), deadline=None,
           derandomize=True)
 @given(path=st.sampled_from(sorted(_paths(_VALID))), junk=_JUNK,
