@@ -23,10 +23,10 @@ from test_runtime import assert_trees_equal, tiny_config
 
 from hrl.config import ConfigError
 from hrl.replay.sharded import make_sharded_replay
+from hrl.runtime.build_run import build, initial_state
 from hrl.runtime.executors import AXIS, DataParallelLoop, make_mesh
 from hrl.runtime.iteration import init_train_state
 from hrl.runtime.primitives import make_primitives
-from hrl.runtime.build_run import build, initial_state
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -28,8 +28,8 @@ from hrl.runtime.aggregate import (
     steps_to_threshold,
     summarize,
 )
-from hrl.runtime.metrics import read_episodes
 from hrl.runtime.build_run import seed_list
+from hrl.runtime.metrics import read_episodes
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
 

@@ -354,7 +354,8 @@ def _small_run(config, overrides, iterations=30):
 
 def _host_run(overrides, iterations=40):
     """DQN CartPole on the host loop (the loop a placement runs)."""
-    built, state, _ = _small_run("dqn_cartpole", ["train.executor=sequential", *overrides], iterations)
+    built, state, _ = _small_run("dqn_cartpole", ["train.executor=sequential", *overrides],
+                                 iterations)
     return built, state
 
 
