@@ -65,7 +65,7 @@ def test_defaults_and_overrides(tmp_path):
         (["agent.learning_rat=0.1"], "agent.learning_rat", "unknown key"),
         (["train.batch_size=abc"], "train.batch_size", "expected int, got str"),
         (["train.batch_size=1.5"], "train.batch_size", "expected int, got float"),
-        (["train.fused=3"], "train.fused", "expected bool"),
+        (["train.fused=true"], "train.fused", "removed; set train.executor"),
         (["agent.hidden_sizes=64"], "agent.hidden_sizes", "expected a list"),
         (["agent.hidden_sizes=[64, x]"], "agent.hidden_sizes[1]", "expected int"),
         (["train.dependency=lazy"], "train.dependency", "expected one of"),

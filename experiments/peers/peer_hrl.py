@@ -114,8 +114,8 @@ def main(argv=None) -> dict:
         {"hrl": "this repo", **versions_of("jax", "jaxlib", "flax", "optax", "gymnax",
                                             "gymnasium")},
         env_impl=("gymnax (JAX)" if args.variant == "gymnax" else "gymnasium (host, numpy)"),
-        loop=("fused lax.scan" if cfg.train.fused is not False and args.variant == "gymnax"
-              else "host loop"),
+        loop=("fused lax.scan" if cfg.train.executor in ("auto", "fused")
+              and args.variant == "gymnax" else "host loop"),
         replay=f"hrl PER, K=16 sum tree ({'native C++' if native.available() else 'jnp'})",
         first_chunk_incl_compile_s=round(first_chunk_s, 3),
         process_start_to_train_s=round(tracker.t0 - T_START, 3),

@@ -37,10 +37,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from hrl.config import updates_schedule
 from hrl.replay.nstep import NStepState, nstep_init, nstep_push
 from hrl.runtime.pending import PendingUpdates, pending_init
 from hrl.runtime.primitives import Primitives, beta_at
-from hrl.runtime.schedule import updates_schedule
 
 
 @struct.dataclass

@@ -35,8 +35,22 @@ functions are pure, `f(limit, state, n) -> (state, ok)`.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import NamedTuple
+
+from hrl.config.rules import check_limit, check_tolerance, round_samples
+
+__all__ = [
+    "LimiterState",
+    "RateLimit",
+    "can_insert",
+    "check_limit",
+    "check_tolerance",
+    "error",
+    "insert",
+    "live_ratio",
+    "round_samples",
+    "sample",
+]
 
 
 class LimiterState(NamedTuple):
@@ -56,39 +70,6 @@ class RateLimit:
 
     def __post_init__(self):
         check_limit(self.samples_per_insert, self.tolerance, self.min_size)
-
-
-def _bad(key: str, what: str, value) -> ValueError:
-    return ValueError(f"config key '{key}': {what}, got {value!r}")
-
-
-def check_limit(samples_per_insert: float, tolerance: float, min_size: int) -> None:
-    """ValueError naming the key, the value and the range for an impossible setting."""
-    if not (isinstance(samples_per_insert, int | float) and math.isfinite(samples_per_insert)
-            and samples_per_insert > 0):
-        raise _bad("train.samples_per_insert", "must be a finite number > 0 (or null: off)",
-                   samples_per_insert)
-    if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
-        raise _bad("train.samples_per_insert_tolerance", "must be a finite number >= 0",
-                   tolerance)
-    if not (isinstance(min_size, int) and min_size >= 0):
-        raise _bad("train.learning_starts", "must be an int >= 0", min_size)
-
-
-def round_samples(batch_size: int, updates_per_round: int) -> int:
-    """Samples of one learning round (U SGD steps of B): the smallest workable tolerance."""
-    return batch_size * updates_per_round
-
-
-def check_tolerance(tolerance: float, batch_size: int, updates_per_round: int) -> None:
-    """A tolerance below one learning round's samples would stop both sides of a pipelined
-    run for good: the learner samples a whole round at once, after the round's inserts."""
-    need = round_samples(batch_size, updates_per_round)
-    if tolerance < need:
-        raise _bad("train.samples_per_insert_tolerance",
-                   f"must be >= one learning round's samples, train.batch_size x SGD steps per "
-                   f"round = {batch_size} x {updates_per_round} = {need} (below that the "
-                   "learner and the limited actors wait on each other)", tolerance)
 
 
 def error(limit: RateLimit, state: LimiterState) -> float:
