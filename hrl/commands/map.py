@@ -10,6 +10,16 @@ import json
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
+from hrl.config import ConfigError, load_config
+from hrl.mapping.plan import plan
+from hrl.mapping.platform import GpuSpec
+from hrl.mapping.profile import SECOND_CPU, load_profile, profile_rows, start_profiling_backend
+from hrl.mapping.report import print_summary, write_report
+from hrl.mapping.speed import reference_time, speed_scale
+from hrl.mapping.workload import workload_from_config
+
 HELP = "explore every primitive->device mapping and report the best (needs `hrl profile`)"
 
 
@@ -47,20 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hrl.config import ConfigError, load_config
-
     try:
         cfg = load_config(args.config, args.overrides)
     except (ConfigError, FileNotFoundError) as err:
         print(f"hrl map: error: {err}", file=sys.stderr)
         return 2
-    from rich.console import Console
-
-    from hrl.mapping.plan import plan
-    from hrl.mapping.platform import GpuSpec
-    from hrl.mapping.profile import load_profile
-    from hrl.mapping.report import print_summary, write_report
-    from hrl.mapping.workload import workload_from_config
 
     console = Console()
     try:
@@ -102,8 +103,6 @@ def _speed_scale_now(cfg, profile: dict | None) -> float:
     started as the profiler starts it (a second CPU device where the profile has the tree on
     one, the config's intra-op threads, the profile's dispatch). ValueError when there is no
     profile or it holds no reference."""
-    from hrl.mapping.profile import SECOND_CPU, profile_rows, start_profiling_backend
-    from hrl.mapping.speed import reference_time, speed_scale
 
     if profile is None:
         raise ValueError("--calibrate needs --profile: the speed is compared with the "

@@ -12,7 +12,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
+
+from rich.console import Console
+
+from hrl.config import ConfigError, load_config, to_dict
+from hrl.mapping.profile import (
+    LINK_ROWS,
+    LOOP_ONLY,
+    RTL_TABLE_CALLS,
+    Profiler,
+    rtl_cycle_rows,
+    start_profiling_backend,
+    update_profile,
+    write_profile,
+)
 
 HELP = "microbenchmark the five primitives on every device/backend present (for `hrl map`)"
 
@@ -41,10 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
-    from hrl.config import ConfigError, load_config, to_dict
-
     try:
         cfg = load_config(args.config, args.overrides)
     except (ConfigError, FileNotFoundError) as err:
@@ -56,17 +67,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"hrl profile: error: --backends: unknown {unknown}; choose from jax, xla, opencl, "
               "rtl", file=sys.stderr)
         return 2
-    from rich.console import Console
-
-    from hrl.mapping.profile import (
-        LINK_ROWS,
-        LOOP_ONLY,
-        RTL_TABLE_CALLS,
-        Profiler,
-        rtl_cycle_rows,
-        update_profile,
-        write_profile,
-    )
 
     only = None
     if args.only is not None:
@@ -87,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
     links = None if only is None else [n for n in only if n != "rtl-tables"]
     rows, skipped, speed, rounds = [], [], [], []
     if links is None or links:
-        from hrl.mapping.profile import start_profiling_backend
-
         start_profiling_backend(cfg, second_cpu="jax" in backends)
         profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
                             only=links)

@@ -59,6 +59,7 @@ class GymnasiumVecEnv:
     """M copies of a gymnasium env, stepped on the host. See the module docstring."""
 
     def __init__(self, env_id: str, num_envs: int, **make_kwargs: Any):
+        # gymnasium: optional, loaded only when a gymnasium env is made
         import gymnasium as gym
         from gymnasium.vector import AutoresetMode, SyncVectorEnv
 

@@ -120,6 +120,7 @@ GYMNAX_ENVS = (
 
 def make_gymnax(env_id: str, num_envs: int, max_episode_steps: int | None = None) -> JaxVecEnv:
     """A gymnax environment; `max_episode_steps` overrides gymnax's own time limit."""
+    # gymnax: loaded only when a gymnax env is made
     import gymnax
     from gymnax.environments import spaces
 
@@ -176,6 +177,7 @@ def make_brax(
         raise ValueError(f"brax backend must be one of {BRAX_BACKENDS}, got {backend!r}")
     if not isinstance(episode_length, int) or episode_length < 1:
         raise ValueError(f"episode_length must be a positive int, got {episode_length!r}")
+    # brax: optional and heavy (MuJoCo), loaded only when a brax env is made
     from brax import envs as brax_envs
 
     with warnings.catch_warnings():

@@ -39,6 +39,7 @@ def make_env(name: str, num_envs: int, **kwargs: Any) -> VecEnv:
         _check_kwargs(name, kwargs, {"backend", "episode_length"})
         return make_brax(env_id, num_envs, **kwargs)
     if library == "gymnasium":
+        # gymnasium: optional, loaded only when a gymnasium env is looked up
         import gymnasium as gym
 
         if env_id not in gym.registry:

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 from rich.table import Table
 
 from hrl.mapping import dse, parallel
@@ -242,13 +243,10 @@ def plot_scaling(p: Plan, path: Path) -> Path | None:
     recs = data_parallel_records(p)
     if not recs:
         return None
-    import matplotlib  # optional and heavy: only a report with figures loads it
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     kinds = sorted({r["kind"] for r in recs})
-    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4), squeeze=False)
+    fig = Figure(figsize=(5.5 * len(kinds), 4))
+    axes = fig.subplots(1, len(kinds), squeeze=False)
     for ax, kind in zip(axes[0], kinds, strict=True):
         ds = sorted({r["devices"] for r in recs if r["kind"] == kind})
         ideal = [min(d, p.cores) if kind == "cpu" else d for d in ds]
@@ -268,7 +266,6 @@ def plot_scaling(p: Plan, path: Path) -> Path | None:
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
@@ -298,15 +295,12 @@ def plot_latency(p: Plan, profile: dict | None, path: Path) -> Path | None:
     """Latency against work for each call: profile points and the fitted lines."""
     if not p.models:
         return None
-    import matplotlib  # optional and heavy: only a report with figures loads it
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     calls = sorted({c for (c, _) in p.models})
     cols = min(3, len(calls))
     nrows = math.ceil(len(calls) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.6 * nrows), squeeze=False)
+    fig = Figure(figsize=(5 * cols, 3.6 * nrows))
+    axes = fig.subplots(nrows, cols, squeeze=False)
     rows = [r for r in profile_rows(profile) if r.work is not None]
     for ax, call in zip(axes.flat, calls, strict=False):
         for (c, place), m in sorted(p.models.items()):
@@ -332,18 +326,14 @@ def plot_latency(p: Plan, profile: dict | None, path: Path) -> Path | None:
         ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
 def plot_top(p: Plan, path: Path, k: int = 10) -> Path:
-    import matplotlib  # optional and heavy: only a report with figures loads it
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     e = p.exploration
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig = Figure(figsize=(12, 4.5))
+    axes = fig.subplots(1, 2)
     for ax, mode in zip(axes, ("strict", "relaxed"), strict=True):
         t = e.times(mode)
         labels, vals = [], []
@@ -364,7 +354,6 @@ def plot_top(p: Plan, path: Path, k: int = 10) -> Path:
         ax.set_title(f"{mode} (staleness {e.staleness})" if mode == "relaxed" else mode)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 

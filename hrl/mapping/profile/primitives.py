@@ -25,6 +25,7 @@ from hrl.envs import make_env
 from hrl.mapping.profile.grids import Setting
 from hrl.mapping.profile.timers import copy_tree, median_time, scan_time
 from hrl.replay.backends import BackendUnavailableError, format_for, make_backend
+from hrl.replay.host_buffer import make_host_replay
 from hrl.runtime.executors import HostTrain
 
 
@@ -194,9 +195,6 @@ def filled_host_replay(target, backend: str, capacity: int, fanout: int, agent, 
     """The runtime's host replay (`hrl.replay.host_buffer`) on `backend`, every slot
     written with random priorities, and the primitives the host loop calls on it.
     Returns (replay, primitives, state). O(capacity)."""
-    # host_buffer is optional (a runtime without host replay backends has none); only a
-    # profile that found a host backend reaches this.
-    from hrl.replay.host_buffer import make_host_replay
 
     rng = np.random.default_rng(0)
     rcfg = dataclasses.replace(target.cfg.replay, backend=backend, capacity=capacity,

@@ -56,6 +56,7 @@ class KernelDriver:
 
     def __init__(self, dut, mem_size: int = 1 << 24, base: int = 0x4_0000_0000,
                  misalign: int = 0, start_clock: bool = True):
+        # cocotb: importable only inside a running simulation (this code runs there)
         import cocotb
         from cocotb.clock import Clock
         from cocotbext.axi import (
@@ -92,6 +93,7 @@ class KernelDriver:
     @property
     def cycle(self) -> int:
         """Clock cycles since time 0 (from the simulator's time, no per-cycle coroutine)."""
+        # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.utils import get_sim_time
 
         return int(get_sim_time("ns")) // CLOCK_NS
@@ -107,6 +109,7 @@ class KernelDriver:
 
     async def reset(self) -> dict:
         """Pulse ap_rst_n; returns the kernel's parameters from the config register."""
+        # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.triggers import RisingEdge
 
         self.dut.ap_rst_n.value = 0
@@ -124,6 +127,7 @@ class KernelDriver:
     # Device primitives (the same as DirectKernelDriver's), for the `rtl-sim` OpenCL device.
 
     async def cycles(self, n: int) -> None:
+        # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.triggers import Timer
 
         await Timer(CLOCK_NS * max(1, n), unit="ns")
@@ -172,6 +176,7 @@ class KernelDriver:
                   level: int = 0, row: int = 0, seed: int = 0,
                   poll_every: int = 0) -> RunResult:
         """One kernel run, as a host runtime does it. Returns what the kernel wrote."""
+        # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.triggers import Timer
 
         if command not in CMD:
@@ -239,6 +244,7 @@ class DirectKernelDriver:
     Used by the `rtl-sim` OpenCL device (`_rtl_server.py`)."""
 
     def __init__(self, dut):
+        # cocotb: importable only inside a running simulation (this code runs there)
         import cocotb
         from cocotb.clock import Clock
 
@@ -255,16 +261,19 @@ class DirectKernelDriver:
 
     @property
     def cycle(self) -> int:
+        # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.utils import get_sim_time
 
         return int(get_sim_time("ns")) // CLOCK_NS
 
     async def cycles(self, n: int) -> None:
+        # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.triggers import Timer
 
         await Timer(CLOCK_NS * max(1, n), unit="ns")
 
     async def _edge(self) -> None:
+        # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.triggers import RisingEdge
 
         await RisingEdge(self.dut.ap_clk)

@@ -96,6 +96,7 @@ POCL_DEVICES_DEFAULT = "basic pthread"
 def _import_pyopencl():
     os.environ.setdefault("POCL_DEVICES", POCL_DEVICES_DEFAULT)
     try:
+        # pyopencl: optional, loaded only when an OpenCL tree is built
         import pyopencl as cl
     except ImportError as e:
         raise base.BackendUnavailableError(

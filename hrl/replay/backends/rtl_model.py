@@ -112,6 +112,7 @@ def build(simulator: str, sources, top: str, parameters: dict, build_dir: str | 
     """Build `top` from `sources` with `parameters` in `build_dir` (skipped when up to
     date) and return the cocotb runner that can then run tests on it. Raises RuntimeError
     naming the missing tool, or the runner's error when the build fails."""
+    # cocotb: optional, loaded only when the RTL is simulated
     from cocotb_tools.runner import get_runner
 
     reason = missing_tool(simulator)
