@@ -1,14 +1,15 @@
-"""Fused-loop speed here vs at another revision, interleaved (the machine's drift hits both).
+"""Training-loop speed here vs at another revision, interleaved (the machine's drift hits both).
 
     .venv/bin/python experiments/compare_fused_speed.py REV [--envs 1 64] [--rounds 3]
-        [--seconds 6]
+        [--seconds 6] [--executor fused|sequential]
 
 For each round and each M, the DQN CartPole setting of `experiments/bench_train.py` (64x64
 MLP, replay 50k, one SGD step of batch 32 per env step) is timed once with this checkout's
 `hrl` and once with REV's (a temporary git worktree), in fresh processes, alternating which
 goes first. Both sides run this file's copy of the benchmark, so only the library differs.
 Reports env steps/s of both and the ratio here / REV per round, and the median ratio; writes
-experiments/results/train/fused_speed_vs_<REV>.{csv,md}.
+experiments/results/train/<executor>_speed_vs_<REV>.{csv,md} (`--executor sequential`: the
+host loop, each primitive its own call, the same setting).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "experiments"
 OUT = ROOT / "experiments" / "results" / "train"
 sys.path.insert(0, str(ROOT / "experiments"))
 from compare_fused_program import checkout_at  # noqa: E402
@@ -32,16 +34,17 @@ MEASURE = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from bench_train import bench_config, measure
-row = measure(bench_config(int(sys.argv[2]), "sgd_per_step"), "sgd_per_step", float(sys.argv[3]))
+cfg = bench_config(int(sys.argv[2]), "sgd_per_step")
+cfg["train"]["executor"] = sys.argv[4]
+row = measure(cfg, "sgd_per_step", float(sys.argv[3]))
 print(json.dumps({k: row[k] for k in ("env_steps_per_s", "load_avg_1min")}))
 """
 
 
-def timed(checkout: Path, num_envs: int, seconds: float) -> dict:
+def timed(checkout: Path, num_envs: int, seconds: float, executor: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    return run_json_child(["-c", MEASURE, str(ROOT / "experiments"), str(num_envs),
-                           str(seconds)], f"M={num_envs} at {checkout}", 3600, cwd=checkout,
-                          env=env)
+    return run_json_child(["-c", MEASURE, str(BENCH), str(num_envs), str(seconds), executor],
+                          f"M={num_envs} at {checkout}", 3600, cwd=checkout, env=env)
 
 
 def main() -> None:
@@ -50,6 +53,7 @@ def main() -> None:
     ap.add_argument("--envs", type=int, nargs="+", default=[1, 64])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=6.0, help="timed seconds per point")
+    ap.add_argument("--executor", choices=["fused", "sequential"], default="fused")
     args = ap.parse_args()
     rev = subprocess.run(["git", "rev-parse", "--short", args.rev], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout.strip()
@@ -62,7 +66,8 @@ def main() -> None:
                 sides = [("here", ROOT), (rev, other)]
                 if r % 2:
                     sides.reverse()
-                got = {name: timed(path, m, args.seconds) for name, path in sides}
+                got = {name: timed(path, m, args.seconds, args.executor)
+                       for name, path in sides}
                 row = {"round": r, "num_envs": m,
                        "here_env_steps_per_s": got["here"]["env_steps_per_s"],
                        "rev_env_steps_per_s": got[rev]["env_steps_per_s"],
@@ -73,17 +78,18 @@ def main() -> None:
                       f"{row['rev_env_steps_per_s']:,.0f} env steps/s: {row['ratio']:.2f}x",
                       flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
-    stem = f"fused_speed_vs_{rev}"
+    stem = f"{args.executor}_speed_vs_{rev}"
     with (OUT / f"{stem}.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     loads = [r["load_avg_1min"] for r in rows]
     lines = [
-        f"# Fused DQN CartPole loop: {head} (here) vs {rev}, interleaved",
+        f"# DQN CartPole, {args.executor} executor: {head} (here) vs {rev}, interleaved",
         "",
         f"Command: `.venv/bin/python experiments/compare_fused_speed.py {args.rev} --envs "
-        f"{' '.join(map(str, args.envs))} --rounds {args.rounds} --seconds {args.seconds:g}`. "
+        f"{' '.join(map(str, args.envs))} --rounds {args.rounds} --seconds {args.seconds:g} "
+        f"--executor {args.executor}`. "
         "One SGD step of batch 32 per env step, 64x64 MLP, replay 50k (K=16). "
         f"1-minute load average {min(loads):.1f} to {max(loads):.1f}.",
         "",

@@ -33,7 +33,7 @@ def config(task: str, variant: str, num_envs: int, seed: int) -> dict:
         "train_ratio": 1.0,  # one SGD step per env step: M SGD steps per vector step
         "rollout_length": 1,
         "chunk_env_steps": chunk,
-        "fused": variant == "gymnax",
+        "executor": "fused" if variant == "gymnax" else "sequential",
     }
     if task == "dqn":
         s = DQN
