@@ -23,6 +23,7 @@ pytestmark = pytest.mark.hw
 MODULES = [
     "hrl_fifo",
     "hrl_axi_rd",
+    "hrl_axi_wr",
 ]
 
 for _module in MODULES:
