@@ -24,6 +24,7 @@ MODULES = [
     "hrl_fifo",
     "hrl_axi_rd",
     "hrl_axi_wr",
+    "hrl_beats_to_words",
 ]
 
 for _module in MODULES:
