@@ -25,6 +25,7 @@ MODULES = [
     "hrl_axi_rd",
     "hrl_axi_wr",
     "hrl_beats_to_words",
+    "hrl_words_to_beats",
 ]
 
 for _module in MODULES:
