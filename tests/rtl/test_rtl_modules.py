@@ -26,6 +26,7 @@ MODULES = [
     "hrl_axi_wr",
     "hrl_beats_to_words",
     "hrl_words_to_beats",
+    "hrl_descend_step",
 ]
 
 for _module in MODULES:
