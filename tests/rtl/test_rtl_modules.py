@@ -27,6 +27,7 @@ MODULES = [
     "hrl_beats_to_words",
     "hrl_words_to_beats",
     "hrl_descend_step",
+    "hrl_update_step",
 ]
 
 for _module in MODULES:
