@@ -28,6 +28,9 @@ MODULES = [
     "hrl_words_to_beats",
     "hrl_descend_step",
     "hrl_update_step",
+    "hrl_delay",
+    "hrl_mul_pipe",
+    "hrl_ram",
 ]
 
 for _module in MODULES:
