@@ -23,14 +23,21 @@ BUILD = ROOT / "sim_build"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from hrl.replay.backends import rtl_model  # noqa: E402
+
+
+def _rtl_model():
+    """hrl's simulator model, imported on first use: it brings JAX (about a second), which
+    the testbenches of the buses and converters never need inside the simulator."""
+    from hrl.replay.backends import rtl_model
+
+    return rtl_model
 
 
 def require(tool: str) -> None:
     """Skip (outside CI) or fail (CI=true) the calling pytest test when `tool` is missing."""
     import pytest
 
-    reason = rtl_model.missing_tool(tool)
+    reason = _rtl_model().missing_tool(tool)
     if reason is None:
         return
     if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
@@ -88,6 +95,7 @@ def run(
         if path not in sys.path:
             sys.path.insert(0, path)
     build_dir = BUILD / module / case_name(sim, params)
+    rtl_model = _rtl_model()
     runner = rtl_model.build(sim, srcs, toplevel, params, build_dir, quiet=True)
     test_env = {f"PARAM_{k}": str(v) for k, v in params.items()}
     test_env["JAX_PLATFORMS"] = "cpu"  # the golden models run JAX on the CPU, quietly
