@@ -35,11 +35,15 @@ def _rtl_model():
 
 def require(tool: str) -> None:
     """Skip (outside CI) or fail (CI=true) the calling pytest test when `tool` is missing."""
-    import pytest
-
     reason = _rtl_model().missing_tool(tool)
     if reason is None:
         return
+    _skip_or_fail(reason)
+
+
+def _skip_or_fail(reason: str) -> None:
+    import pytest
+
     if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
         pytest.fail(f"CI=true but {reason}")
     pytest.skip(reason)
@@ -66,8 +70,37 @@ def load_testbench(module: str):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
     return mod
+
+
+def sweeps(module: str, *names: str) -> dict:
+    """The pytest sweep functions `names` of sim/<module>/test_<module>.py, for a tests/rtl/
+    module to collect (globals().update(...)). Without cocotb (or cocotbext-axi) each
+    becomes one test that skips saying so, or fails under CI=true, as a missing simulator
+    does; the rest of the collecting module still runs."""
+    try:
+        tb = load_testbench(module)
+    except ImportError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in ("cocotb", "cocotbext",
+                                                              "cocotb_tools"):
+            raise
+        reason = f"{exc.name} not installed (pip install -e '.[hw]'): {module} not simulated"
+
+        def missing():
+            _skip_or_fail(reason)
+
+        out = {}
+        for n in names:
+            fn = lambda: missing()  # noqa: E731
+            fn.__name__ = n
+            out[n] = fn
+        return out
+    return {n: getattr(tb, n) for n in names}
 
 
 def run(

@@ -26,10 +26,9 @@ import rtl_runner  # noqa: E402
 pytestmark = pytest.mark.hw
 
 # The simulation sweeps live at the bottom of the testbench, sim/hrl_rmm/test_hrl_rmm.py.
-_tb = rtl_runner.load_testbench("hrl_rmm")
-test_icarus = _tb.test_icarus
-test_icarus_sweep = _tb.test_icarus_sweep
-test_verilator = _tb.test_verilator
+globals().update(
+    rtl_runner.sweeps("hrl_rmm", "test_icarus", "test_icarus_sweep", "test_verilator")
+)
 
 
 def require(tool: str) -> None:

@@ -27,9 +27,9 @@ pytestmark = pytest.mark.hw
 
 # The simulation sweeps live at the bottom of the testbench,
 # sim/hrl_rmm_kernel/test_hrl_rmm_kernel.py.
-_tb = rtl_runner.load_testbench("hrl_rmm_kernel")
-test_kernel_verilator = _tb.test_kernel_verilator
-test_kernel_icarus = _tb.test_kernel_icarus
+globals().update(
+    rtl_runner.sweeps("hrl_rmm_kernel", "test_kernel_verilator", "test_kernel_icarus")
+)
 
 
 def require(tool: str) -> None:

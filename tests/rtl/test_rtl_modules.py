@@ -34,5 +34,4 @@ MODULES = [
 ]
 
 for _module in MODULES:
-    _sweep = f"test_{_module}"
-    globals()[_sweep] = getattr(rtl_runner.load_testbench(_module), _sweep)
+    globals().update(rtl_runner.sweeps(_module, f"test_{_module}"))
