@@ -152,8 +152,9 @@ async def test_read_jobs(dut, backpressure):
 
 @cocotb.test()
 async def test_reset_aborts(dut):
-    """A reset in the middle of a job drops it (busy low, no more AR requests), and the
-    next job runs normally once the memory model has drained the old burst."""
+    """A reset in the middle of a job drops it (busy low, no more AR requests) and the next
+    job runs normally (the memory model shares the reset, as the kernel's interconnect
+    does: AXI has no way to abort a burst)."""
     tb = TB(dut)
     tb.ram.write(0, bytes(itertools.islice(itertools.cycle(range(251)), MEM_SIZE)))
     await tb.reset()
