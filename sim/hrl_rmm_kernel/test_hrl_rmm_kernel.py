@@ -7,8 +7,8 @@ fixed-point reference `hrl.replay.sumtree` (the golden model; nothing of it is c
 sampled indices, the random words used (the LFSR draws replayed), the root register, and
 the tree read back through READ_TREE, word for word.
 
-Run through `tests/test_rtl_kernel.py` (pytest) or `sim/kernel_runner.py`; HDL parameters
-and knobs arrive in KRN_* environment variables.
+Run through the pytest sweeps at the bottom (collected by `tests/rtl/test_rtl_kernel.py`) or
+`sim/kernel_runner.py`; HDL parameters and knobs arrive in KRN_* environment variables.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ import random
 
 import cocotb
 import jax
+import kernel_runner
 import numpy as np
+import pytest
+import rtl_runner
 from cocotb.triggers import RisingEdge
 
 from hrl.replay import formats, sumtree
@@ -355,3 +358,57 @@ async def test_cycles(dut):
             json.dump({"K": tb.k, "D": tb.depth, "P": tb.lanes, "W": tb.word_bits,
                        "rows": rows}, f, indent=1)
 
+
+# --------------------------------------------------------------------------- pytest sweeps
+# Collected by tests/rtl/test_rtl_kernel.py (`make test`); each case builds in its own
+# directory (sim_build/kernel-<sim>-K..-D..-P..-W..). A missing simulator skips outside CI,
+# fails under CI=true.
+
+
+def params(k, d, p, w, dw=None):
+    """HDL parameters; dw: the AXI data width (None: the RTL's default, 512)."""
+    out = {"K": k, "D": d, "P": p, "W": w}
+    if dw is not None:
+        out["C_M_AXI_GMEM_DATA_WIDTH"] = dw
+    return out
+
+
+ALL_TESTS = ["test_control_interface", "test_random_commands", "test_cycles"]
+
+# (params, capacity, extra env). Capacities that are not powers of K leave a padded last
+# row; "stall" sets run with random AXI backpressure on every memory channel. By default one
+# set per simulator (a Verilator build costs about a minute of CPU); more under `slow`.
+VERILATOR_SETS = [
+    pytest.param(params(4, 3, 1, 32), 64, {"KRN_CMDS": "60"}, id="K4-D3-P1-W32"),
+    pytest.param(params(4, 5, 1, 32), 1000, {"KRN_CMDS": "200", "KRN_MAX_BATCH": "700"},
+                 id="K4-D5-P1-W32-N1000", marks=pytest.mark.slow),
+    pytest.param(params(8, 3, 3, 16, dw=32), 512, {"KRN_CMDS": "150", "KRN_STALL": "1"},
+                 id="K8-D3-P3-W16-DW32-stall", marks=pytest.mark.slow),
+    pytest.param(params(2, 9, 1, 8), 300, {"KRN_CMDS": "150"}, id="K2-D9-P1-W8-N300",
+                 marks=pytest.mark.slow),
+    pytest.param(params(64, 2, 1, 32), 4096, {"KRN_CMDS": "80", "KRN_FULL_EVERY": "40"},
+                 id="K64-D2-P1-W32", marks=pytest.mark.slow),
+]
+ICARUS_SETS = [
+    # 64-bit beats: two words each, so runs of odd length end in a half beat.
+    pytest.param(params(16, 2, 2, 24, dw=64), 200, {"KRN_CMDS": "40", "KRN_STALL": "1"},
+                 id="K16-D2-P2-W24-DW64-N200-stall"),
+    pytest.param(params(4, 4, 4, 32), 256, {"KRN_CMDS": "80", "KRN_STALL": "1"},
+                 id="K4-D4-P4-W32-stall", marks=pytest.mark.slow),
+]
+
+
+def _simulate(sim, prm, capacity, env, tests=ALL_TESTS):
+    rtl_runner.require(sim)
+    kernel_runner.run_case(sim, prm, testcase=tests, env={"KRN_SEED": "11", **env},
+                           capacity=capacity)
+
+
+@pytest.mark.parametrize("prm,capacity,env", VERILATOR_SETS)
+def test_kernel_verilator(prm, capacity, env):
+    _simulate("verilator", prm, capacity, env)
+
+
+@pytest.mark.parametrize("prm,capacity,env", ICARUS_SETS)
+def test_kernel_icarus(prm, capacity, env):
+    _simulate("icarus", prm, capacity, env)

@@ -1,5 +1,6 @@
 """The RTL replay manager (fpga_rtl/rtl/hrl_rmm.v): cocotb simulations against the JAX
-reference, Verilator lint, elaboration checks and a yosys synthesis run.
+reference (the sweeps at the bottom of sim/hrl_rmm/test_hrl_rmm.py, collected here),
+Verilator lint, elaboration checks and a yosys synthesis run.
 
 Every simulation case builds in its own directory (sim_build/<sim>-K..-D..-P..-W..). A missing
 tool skips with the reason outside CI and fails under CI=true.
@@ -15,13 +16,19 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "sim"))
 sys.path.insert(0, str(ROOT / "fpga_rtl" / "syn"))
 
 import rmm_runner  # noqa: E402
+import rtl_runner  # noqa: E402
 
 pytestmark = pytest.mark.hw
+
+# The simulation sweeps live at the bottom of the testbench, sim/hrl_rmm/test_hrl_rmm.py.
+globals().update(
+    rtl_runner.sweeps("hrl_rmm", "test_icarus", "test_icarus_sweep", "test_verilator")
+)
 
 
 def require(tool: str) -> None:
@@ -35,78 +42,6 @@ def require(tool: str) -> None:
 
 def params(k, d, p, w):
     return {"K": k, "D": d, "P": p, "W": w}
-
-
-# (params, capacity, ops, extra env). Capacities that are not powers of K leave a padded
-# last row, as the reference does. >= 10**4 random ops per set in the default suite.
-# Icarus is the slow simulator (about 1 min of CPU per 10**4 ops at K=4, over 3 min at
-# K=16), Verilator the fast one, so the default suite splits the sets between them:
-# K=4 and K=16, P=1 and P>1, a small and a deep tree, >= 10**4 random ops each.
-DEFAULT_SETS = [
-    pytest.param(params(4, 4, 1, 32), 256, 10_000, {}, id="K4-D4-P1-W32"),
-    pytest.param(params(4, 3, 4, 24), 50, 10_000, {}, id="K4-D3-P4-W24-N50"),
-]
-
-SLOW_SETS = [
-    pytest.param(params(16, 3, 1, 32), 4000, 10_000, {}, id="K16-D3-P1-W32-N4000"),
-    pytest.param(params(16, 2, 2, 32), 256, 10_000, {}, id="K16-D2-P2-W32"),
-    pytest.param(
-        params(4, 7, 2, 32), 16384, 10_000, {"RMM_FULL_EVERY": "40"}, id="K4-D7-P2-W32-deep"
-    ),
-    pytest.param(params(2, 12, 1, 16), 4096, 20_000, {"RMM_FULL_EVERY": "20"}, id="K2-D12-P1-W16"),
-    pytest.param(params(64, 2, 1, 32), 4096, 20_000, {}, id="K64-D2-P1-W32"),
-    pytest.param(params(8, 3, 3, 8), 512, 20_000, {}, id="K8-D3-P3-W8"),
-]
-
-# Capacities that are not powers of K leave a padded last row, as the reference does.
-# Deep: 7 levels, 16384 leaves; full readback every 40th segment and at the end, the rows
-# on the paths of the segment's updates after every other segment.
-VERILATOR_SETS = [
-    pytest.param(params(16, 3, 1, 32), 4000, 10_000, {}, id="K16-D3-P1-W32-N4000"),
-    pytest.param(params(16, 2, 2, 32), 256, 10_000, {}, id="K16-D2-P2-W32"),
-    pytest.param(
-        params(4, 7, 2, 32), 16384, 10_000, {"RMM_FULL_EVERY": "40"}, id="K4-D7-P2-W32-deep"
-    ),
-    pytest.param(
-        params(4, 8, 4, 32), 65536, 20_000, {"RMM_FULL_EVERY": "100"}, id="K4-D8-P4",
-        marks=pytest.mark.slow,
-    ),
-    pytest.param(
-        params(16, 4, 2, 32), 65536, 20_000, {"RMM_FULL_EVERY": "100"}, id="K16-D4-P2",
-        marks=pytest.mark.slow,
-    ),
-]
-
-
-def _simulate(sim, prm, capacity, n_ops, env, tests):
-    require(sim)
-    run_env = {"RMM_OPS": str(n_ops), "RMM_SEED": "7", **env}
-    rmm_runner.run_case(sim, prm, testcase=tests, env=run_env, capacity=capacity)
-
-
-@pytest.mark.parametrize("prm,capacity,n_ops,env", DEFAULT_SETS)
-def test_icarus(prm, capacity, n_ops, env):
-    _simulate(
-        "icarus", prm, capacity, n_ops, env,
-        ["test_random_stream", "test_reset_clears", "test_cycles"],
-    )
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("prm,capacity,n_ops,env", SLOW_SETS)
-def test_icarus_sweep(prm, capacity, n_ops, env):
-    _simulate(
-        "icarus", prm, capacity, n_ops, env,
-        ["test_random_stream", "test_reset_clears", "test_cycles"],
-    )
-
-
-@pytest.mark.parametrize("prm,capacity,n_ops,env", VERILATOR_SETS)
-def test_verilator(prm, capacity, n_ops, env):
-    _simulate(
-        "verilator", prm, capacity, n_ops, env,
-        ["test_random_stream", "test_reset_clears", "test_cycles"],
-    )
 
 
 LINT_SETS = [

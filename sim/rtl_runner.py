@@ -1,0 +1,160 @@
+"""One module, one folder: build and run the cocotb testbench sim/<module>/test_<module>.py
+for one HDL parameter set, one build directory per case (sim_build/<module>/<sim>-<params>).
+
+Every sim/<module>/test_<module>.py ends with a pytest function that sweeps the module's HDL
+parameters through `run`; tests/rtl/ collects those functions (`load_testbench`), so
+`make test` runs them. The HDL parameters reach the testbench twice: as Verilog parameters
+and as PARAM_<name> environment variables (the fpganinja taxi convention).
+
+A missing simulator skips with the reason outside CI and fails under CI=true (`require`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RTL = ROOT / "fpga_rtl" / "rtl"
+SIM = ROOT / "sim"
+BUILD = ROOT / "sim_build"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _rtl_model():
+    """hrl's simulator model, imported on first use: it brings JAX (about a second), which
+    the testbenches of the buses and converters never need inside the simulator."""
+    from hrl.replay.backends import rtl_model
+
+    return rtl_model
+
+
+def require(tool: str) -> None:
+    """Skip (outside CI) or fail (CI=true) the calling pytest test when `tool` is missing."""
+    reason = _rtl_model().missing_tool(tool)
+    if reason is None:
+        return
+    _skip_or_fail(reason)
+
+
+def _skip_or_fail(reason: str) -> None:
+    import pytest
+
+    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI=true but {reason}")
+    pytest.skip(reason)
+
+
+def case_name(sim: str, params: dict[str, int]) -> str:
+    return f"{sim}-" + "-".join(f"{k}{v}" for k, v in params.items())
+
+
+def testbench_dir(module: str) -> Path:
+    return SIM / module
+
+
+def load_testbench(module: str):
+    """Import sim/<module>/test_<module>.py into this (pytest) process, under a name of its
+    own (tb_<module>), so tests/rtl/ can collect its pytest sweep."""
+    path = testbench_dir(module) / f"test_{module}.py"
+    for p in (str(SIM), str(ROOT)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    name = f"tb_{module}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+def sweeps(module: str, *names: str) -> dict:
+    """The pytest sweep functions `names` of sim/<module>/test_<module>.py, for a tests/rtl/
+    module to collect (globals().update(...)). Without cocotb (or cocotbext-axi) each
+    becomes one test that skips saying so, or fails under CI=true, as a missing simulator
+    does; the rest of the collecting module still runs."""
+    try:
+        tb = load_testbench(module)
+    except ImportError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in ("cocotb", "cocotbext",
+                                                              "cocotb_tools"):
+            raise
+        reason = f"{exc.name} not installed (pip install -e '.[hw]'): {module} not simulated"
+
+        def missing():
+            _skip_or_fail(reason)
+
+        out = {}
+        for n in names:
+            fn = lambda: missing()  # noqa: E731
+            fn.__name__ = n
+            out[n] = fn
+        return out
+    return {n: getattr(tb, n) for n in names}
+
+
+def run(
+    module: str,
+    params: dict[str, int],
+    *,
+    sources: list[str] | None = None,
+    toplevel: str | None = None,
+    sim: str = "icarus",
+    testcase: str | list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Path:
+    """Build (if needed) and run every cocotb test of sim/<module>/test_<module>.py on
+    `toplevel` (default: the module) with HDL `params`; raises if any cocotb test failed.
+
+    `sources`: RTL file names under fpga_rtl/rtl (default: <module>.v). Returns the results
+    XML path."""
+    from cocotb_tools.check_results import get_results
+
+    toplevel = toplevel or module
+    srcs = [RTL / s for s in (sources or [f"{module}.v"])]
+    tb_dir = testbench_dir(module)
+    # The runner hands the simulator's Python this process's sys.path.
+    for path in (str(tb_dir), str(SIM), str(ROOT)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    build_dir = BUILD / module / case_name(sim, params)
+    rtl_model = _rtl_model()
+    runner = rtl_model.build(sim, srcs, toplevel, params, build_dir, quiet=True)
+    test_env = {f"PARAM_{k}": str(v) for k, v in params.items()}
+    test_env["JAX_PLATFORMS"] = "cpu"  # the golden models run JAX on the CPU, quietly
+    # cocotb rewrites the assertions of every module imported after it starts ("*.py": JAX
+    # and hrl included, about 10 s per run); the testbenches' own are enough.
+    test_env["COCOTB_REWRITE_ASSERTION_FILES"] = "test_*.py"
+    test_env.update(env or {})
+    with rtl_model.simulator_environment(sim):
+        results = runner.test(
+            test_module=f"test_{module}",
+            hdl_toplevel=toplevel,
+            testcase=testcase,
+            build_dir=build_dir,
+            test_dir=build_dir,
+            extra_env=test_env,
+            timescale=("1ns", "1ps"),
+        )
+    _, failed = get_results(results)
+    if failed:
+        raise AssertionError(
+            f"{failed} cocotb test(s) failed in {toplevel} {case_name(sim, params)} "
+            f"(log: {build_dir})"
+        )
+    return Path(results)
+
+
+def param(name: str, default: int) -> int:
+    """An HDL parameter inside the testbench (PARAM_<name>, set by `run`)."""
+    return int(os.environ.get(f"PARAM_{name}", default))
