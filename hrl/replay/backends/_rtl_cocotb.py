@@ -4,7 +4,7 @@ Drives the kernel exactly as an XRT host does: buffers are placed in device memo
 AxiRam model of the card's DDR; writing it directly is the equivalent of `xrt::bo::sync`),
 the arguments are written through the AXI4-Lite control port (AxiLiteMaster), ap_start is
 set, the control register is polled until ap_done, and results are read back from memory.
-Used by the kernel testbench (`sim/test_hrl_rmm_kernel.py`) and, through the device
+Used by the kernel testbench (`sim/hrl_rmm_kernel/test_hrl_rmm_kernel.py`) and, through the device
 primitives `write_mem`, `read_mem`, `write_dword`, `read_dword` and `launch`, by the
 simulator process of the `rtl-sim` OpenCL device (`hrl/replay/backends/_rtl_server.py`).
 Imported only inside a simulator.
