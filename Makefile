@@ -81,7 +81,7 @@ lint: setup
 	$(BIN)/ruff check hrl tests experiments sim
 
 bench-replay: setup
-	$(BIN)/python experiments/bench_replay.py
+	$(BIN)/python experiments/bench/bench_replay.py
 
 # hrl beside its peers (SB3, Tianshou, RLlib, a jitted JAX DQN with flashbax), interleaved in
 # one session: experiments/results/peers/peers.{csv,md,png} and the README's peers rows. Each

@@ -5,7 +5,7 @@ times down). Inside a fused training step that loop is a while loop in XLA:CPU: 
 its body as about 16 separate kernels (13 of them copies of the loop carry), so every
 `jax.random` call costs some 80 kernel launches. One DQN iteration at M=1 makes about a dozen
 such calls (key splits, epsilon-greedy draws, the env's reset draw): 74 of its 264 kernel
-launches (`experiments/profile_fused_step.py`).
+launches (`experiments/bench/profile_fused_step.py`).
 
 `install()` registers, for the CPU only, a lowering of the same primitive written out round by
 round, which XLA fuses into a few kernels. Threefry-2x32 with 20 rounds is fully specified

@@ -1,5 +1,5 @@
 """Replay operations at N=2^20, B=256, K=16, one library per process: the measurements of
-experiments/bench_replay.py (imported, not copied), each row labelled with its mode.
+experiments/bench/bench_replay.py (imported, not copied), each row labelled with its mode.
 
     python experiments/peers/peer_replay.py --library hrl --reps 100
 

@@ -26,7 +26,7 @@ Three parts:
   rates, and the network FLOP rate (common.flops_per_env_step) against this CPU's peak
   (float32 1024x1024 GEMM, numpy and jax, best of both, measured at each round's start and end);
 * replay, N=2^20, B=256, K=16: sample+update and insert per call and in a fused lax.scan
-  (experiments/bench_replay.py's measurements, hrl native vs cpprb vs flashbax; cpprb has no
+  (experiments/bench/bench_replay.py's measurements, hrl native vs cpprb vs flashbax; cpprb has no
   fused mode).
 
 Writes experiments/results/peers/peers.{csv,md,png} and, with --readme, the rows between the
@@ -436,7 +436,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
         "",
         f"## Replay operations, {size} (K for hrl; cpprb and flashbax use binary trees)",
         "",
-        "experiments/bench_replay.py's measurements, one library per process per round. "
+        "experiments/bench/bench_replay.py's measurements, one library per process per round. "
         "per-call: one call from Python (jitted for hrl and flashbax, dispatch included); "
         "scan: S steps in one jitted lax.scan, total / S (cpprb has no such mode), for "
         "sample+update and for insert.",

@@ -200,7 +200,7 @@ def print_comparison(console, choice, summary: dict) -> None:
 
     The measured figure is the whole session's (compilation and the pre-learning phase, when
     the learner does not run yet, included), so it differs from the steady state the model
-    predicts; `experiments/validate_mapping.py` compares steady states."""
+    predicts; `experiments/mapping/validate_mapping.py` compares steady states."""
     if choice is None:
         return
     console.print(

@@ -582,12 +582,12 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                 + ("; " + UNMEASURED_RENDEZVOUS + ": that link prices a message by its "
                    "bytes, while a collective between virtual CPU devices also waits on a "
                    "rendezvous of their threads (re-profile to measure link:cpu-collective; "
-                   "experiments/bench_scaling.py fits it on its measured points): read this "
+                   "experiments/bench/bench_scaling.py fits it on its measured points): read this "
                    "curve as an upper bound"
                    if kind == "cpu" and link.name != COLLECTIVE_LINK else "")
                 + ("; the measured rendezvous is that of two otherwise idle devices: the "
                    "data-parallel loop's devices also wait on each other's compute, which "
-                   "experiments/bench_scaling.py measures"
+                   "experiments/bench/bench_scaling.py measures"
                    if kind == "cpu" and link.name == COLLECTIVE_LINK else ""))
             if not any(c.kind == kind for c in data_parallel["strict"]):
                 notes.append(f"{kind}*{n}: no data-parallel candidate: no {kind}-fused "

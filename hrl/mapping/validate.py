@@ -35,7 +35,7 @@ from hrl.replay.backends import FIXED_POINT_ONLY
 from hrl.runtime.build_run import build, initial_state
 
 # The backend name that selects the mapping with the JAX tree on the second CPU device
-# (`runnable_mappings(backends=...)`, experiments/validate_mapping.py --backends), and that
+# (`runnable_mappings(backends=...)`, experiments/mapping/validate_mapping.py --backends), and that
 # mapping's label: names, kept as they were; the device itself is spelled SECOND_CPU.
 SECOND_CPU_BACKEND = "cpu1"
 

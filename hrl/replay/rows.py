@@ -18,7 +18,7 @@ and unpacks word by word; only layouts with byte-sized leaves (bool, int8) go th
 The two give the same bits, but inside a fused loop they do not cost the same: XLA fuses the
 byte path's concatenation with whatever computes the leaves and then evaluates those producers
 once per byte of the row, a large share of an iteration with one-step returns, where the
-leaves are computed in the same step (experiments/bench_cpu_threads.py measures it).
+leaves are computed in the same step (experiments/bench/bench_cpu_threads.py measures it).
 """
 
 from __future__ import annotations

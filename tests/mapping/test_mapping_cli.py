@@ -839,10 +839,10 @@ def test_the_xla_tree_is_timed_on_the_learner_s_device_and_runs_as_profiled():
 
 
 def _validate_mapping_script():
-    """experiments/validate_mapping.py as a module (a script, not a package member)."""
+    """experiments/mapping/validate_mapping.py as a module (a script, not a package member)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[2] / "experiments" / "validate_mapping.py"
+    path = Path(__file__).resolve().parents[2] / "experiments" / "mapping" / "validate_mapping.py"
     spec = importlib.util.spec_from_file_location("validate_mapping_script", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

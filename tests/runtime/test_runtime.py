@@ -521,8 +521,8 @@ def test_metrics_report_samples_per_insert(tmp_path):
 
 def test_every_kernel_of_the_fused_program_is_attributed_to_its_primitive():
     """The `hrl.<primitive>` name scopes reach the compiled program's metadata, and the
-    profiler script (experiments/profile_fused_step.py) reads them back per kernel."""
-    sys.path.insert(0, str(ROOT / "experiments"))
+    profiler script (experiments/bench/profile_fused_step.py) reads them back per kernel."""
+    sys.path.insert(0, str(ROOT / "experiments" / "bench"))
     try:
         from profile_fused_step import PRIMITIVES, kernel_owners
     finally:

@@ -32,7 +32,7 @@ On a machine whose only OpenCL platform is PoCL's CPU driver, the default device
 `basic` device, which runs each kernel in the thread that waits for it, rather than its
 `pthread` device, which hands the kernel to worker threads and wakes the caller when they are
 done. A replay buffer issues one small kernel per call, and the hand-offs cost more than the
-kernel (`experiments/bench_relaxed.py` measures both devices; the figures are in
+kernel (`experiments/bench/bench_relaxed.py` measures both devices; the figures are in
 experiments/results and the README).
 Unless the process has set `POCL_DEVICES` itself, the first use of this module asks PoCL for
 both devices (`basic pthread`); `replay.opencl_device: pthread` picks the other one.

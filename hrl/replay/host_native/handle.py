@@ -12,7 +12,7 @@ from Python, every jitted call also pays XLA:CPU's dispatch: a cost per array in
 and, for a program its cost model does not rate "cheap" (1000 flops or more), a hand-off to
 XLA's thread pool and back (async dispatch), which costs the most on a loaded machine. The
 handle cuts both, and with the native kernels on a CPU skips XLA altogether
-(`experiments/bench_replay.py` measures each path):
+(`experiments/bench/bench_replay.py` measures each path):
 
 * it owns the state, in three arrays instead of 17 (native kernels: the rows, both trees'
   levels packed in one word array, the four scalars in one uint32[4]);

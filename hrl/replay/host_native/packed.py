@@ -11,7 +11,7 @@ there, which `powf_matches_xla` checks at run time (for the buffer's alpha as XL
 and for a runtime beta) before anything takes this path; where they differ the caller stays on
 the jitted path. So the results are the reference's bit for bit either way
 (tests/replay/test_handle.py runs both paths). What this saves per call is measured by
-`experiments/bench_replay.py`.
+`experiments/bench/bench_replay.py`.
 
 Outputs are NumPy arrays (one allocation per sample, cut into the fields), which a NumPy or
 PyTorch learner takes without a copy.

@@ -13,7 +13,7 @@ Why a host loop wants it: a jitted replay call is an XLA program, queued behind 
 when dispatch is asynchronous, so a relaxed dependency has nothing to overlap. Here the tree
 is stepped by the host thread, and ctypes releases the GIL for the call: update(t-s) and
 sample(t+1) run on one core while XLA runs train(t) on another
-(`experiments/bench_relaxed.py` measures the overlap).
+(`experiments/bench/bench_relaxed.py` measures the overlap).
 
 The state (`HostNativeState`) is the three arrays, updated in place and returned, as the other
 host replays do (`host_buffer.py`): a checkpoint stores them as they are, and a restore copies

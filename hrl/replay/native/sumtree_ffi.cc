@@ -846,7 +846,7 @@ inline uint32_t Rotl(uint32_t v, int d) { return (v << d) | (v >> (32 - d)); }
 // jax_threefry_partitionable (JAX's default): the 64-bit counter i is hashed as the pair
 // (hi, lo) = (i >> 32, i & 0xffffffff) with Threefry-2x32 (20 rounds) and the two output words
 // are xor-ed. Reproducing it here saves XLA:CPU's rolled 5-iteration while loop per batch
-// (experiments/bench_replay.py measures it); the Python side only takes this path when that config and key type hold.
+// (experiments/bench/bench_replay.py measures it); the Python side only takes this path when that config and key type hold.
 void ThreefryBits(uint32_t k0, uint32_t k1, int64_t n, uint32_t* out) {
   static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
