@@ -11,7 +11,6 @@ import jax
 import jax.numpy as jnp
 
 from hrl.runtime.iteration import (
-    ActorState,
     ChunkOut,
     LearnerCalls,
     Schedule,
@@ -106,7 +105,6 @@ class FusedLoop:
 
         (actor, env_steps), (transitions, completed, returns) = jax.lax.scan(
             one_actor_step, (actor_of(state), state.env_steps), rollout_keys(k_roll, sch))
-        actor = ActorState(*actor)
         batch_of = lambda x: x.reshape((sch.inserts_per_iter,) + x.shape[2:])  # noqa: E731
         replay = p.insert(state.replay, jax.tree.map(batch_of, transitions))
 
