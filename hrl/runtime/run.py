@@ -25,6 +25,7 @@ from jax.experimental import multihost_utils
 
 from hrl.config import ConfigError, RunConfig, dump_config
 from hrl.envs.gymnasium_env import HostEnvStateError
+from hrl.replay.interface import HostReplay
 from hrl.runtime.aggregate import (
     aggregate_curve,
     plot_curves,
@@ -129,7 +130,7 @@ def train(
         wall_before = float(info.get("wall_s", 0.0))
         record_resume(log_dir, cfg, checkpoint_every, changed, path.name,
                        _count(state.env_steps))
-        if hasattr(built.replay, "sync_backend"):
+        if isinstance(built.replay, HostReplay):
             # Host replay: writable numpy arrays again, and the backend's tree rebuilt.
             state = state.replace(replay=jax.tree.map(np.array, state.replay))
             built.replay.sync_backend(state.replay)
