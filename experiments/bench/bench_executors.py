@@ -1,6 +1,7 @@
 """Pipelined vs sequential executor: env steps/s, speed-up, and the ideal overlap bound.
 
-    .venv/bin/python experiments/bench/bench_executors.py [--envs 8 16] [--depths 1 2 4] [--rounds 3]
+    .venv/bin/python experiments/bench/bench_executors.py [--envs 8 16] [--depths 1 2 4]
+        [--rounds 3]
         [--actors thread process]
 
 DQN + PER on gymnasium CartPole-v1 (host numpy envs, JAX learner on this CPU), M envs, one
@@ -46,7 +47,7 @@ def measure(num_envs: int, executor: list[str], iters: int) -> dict:
     built = build(cfg)
     state, _ = built.loop.run(initial_state(built), 10)  # compile, fill past learning_starts
     jax.block_until_ready(state)
-    built.loop.timings = dict.fromkeys(built.loop.timings, 0.0)
+    built.loop.calls.timings.update(dict.fromkeys(built.loop.timings, 0.0))
     start = time.perf_counter()
     state, _ = built.loop.run(state, iters)
     jax.block_until_ready(state)
@@ -96,7 +97,8 @@ def main() -> int:
     lines = [
         "# Pipelined vs sequential executor (gymnasium CartPole, DQN + PER)", "",
         f"{cpu_name()}, {os.cpu_count()} cores, jax {jax.__version__}, load average "
-        f"{os.getloadavg()[0]:.1f} at the end. Regenerate: `python experiments/bench/bench_executors.py"
+        f"{os.getloadavg()[0]:.1f} at the end. Regenerate: "
+        "`python experiments/bench/bench_executors.py"
         f" {' '.join(sys.argv[1:])}`.".rstrip(),
         "Speed-up: median over rounds of (sequential wall / this wall), each ratio within one "
         "round. Bound: sequential wall / max(actors, learner) of the same round's sequential run.",

@@ -97,7 +97,7 @@ def measure(overrides: list[str], iters: int) -> tuple[float, int, dict[str, flo
     built = build(cfg)
     state, _ = built.loop.run(initial_state(built), 12)  # compile, fill past learning_starts
     jax.block_until_ready(state)
-    built.loop.timings = dict.fromkeys(built.loop.timings, 0.0)
+    built.loop.calls.timings.update(dict.fromkeys(built.loop.timings, 0.0))
     start = time.perf_counter()
     state, _ = built.loop.run(state, iters)
     jax.block_until_ready(state)
@@ -170,7 +170,8 @@ def main() -> int:
     lines = [
         "# Strict vs relaxed: iteration speed with the tree off the learner's device", "",
         f"{cpu_name()}, {os.cpu_count()} cores, jax {jax.__version__}, load average "
-        f"{os.getloadavg()[0]:.1f} at the end. Regenerate: `python experiments/bench/bench_relaxed.py"
+        f"{os.getloadavg()[0]:.1f} at the end. Regenerate: "
+        "`python experiments/bench/bench_relaxed.py"
         f" {' '.join(sys.argv[1:])}`.".rstrip(),
         "Speed-up: strict wall / relaxed wall within a round, median over rounds. Strict vs the "
         "jax tree: the `jax` tree's strict wall / this tree's strict wall, same round, median. "

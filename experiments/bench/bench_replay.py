@@ -2,9 +2,9 @@
 
     python experiments/bench/bench_replay.py --quick        # small grid, about a minute (make demo)
     python experiments/bench/bench_replay.py                # full grid (N x B x K), long
-    python experiments/bench/bench_replay.py --headline 5   # N=2^20, B=256, K=16, 5 interleaved rounds
-    python experiments/bench/bench_replay.py --headline 5 --sync-dispatch   # jitted calls run on the
-                                                      # calling thread (no async hand-off)
+    python experiments/bench/bench_replay.py --headline 5   # N=2^20, B=256, K=16, 5 rounds
+    python experiments/bench/bench_replay.py --headline 5 --sync-dispatch   # jitted calls
+                                                      # on the calling thread (no hand-off)
 
 Every library runs in this process on the same sizes and the same small transition
 (obs f32[4], action i32, reward f32, next_obs f32[4], done f32; 44 bytes).

@@ -1,7 +1,8 @@
 """Training throughput of DQN + PER on CartPole-v1: env steps/s and SGD updates/s vs actors M.
 
     .venv/bin/python experiments/bench/bench_train.py [--envs 1 8 64 1024] [--seconds 10]
-    .venv/bin/python experiments/bench/bench_train.py --config experiments/configs/ddpg_pendulum.yaml
+    .venv/bin/python experiments/bench/bench_train.py \
+        --config experiments/configs/ddpg_pendulum.yaml
 
 For every M the fused loop (`hrl.runtime.FusedLoop`, one jitted lax.scan per chunk) is compiled,
 run past `learning_starts` (untimed), then timed over whole chunks for at least `--seconds`.

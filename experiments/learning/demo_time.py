@@ -60,7 +60,8 @@ def main() -> int:
     process = sorted(r["process_s"] for r in rows)
     median = process[len(process) // 2]
     lines = ["# `make demo`: time to solve CartPole", "",
-             "Regenerate: `python experiments/learning/demo_time.py`. Process wall seconds (interpreter "
+             "Regenerate: `python experiments/learning/demo_time.py`. Process wall seconds "
+             "(interpreter "
              "start to exit) per seed; the first run fills a fresh compile cache.", "",
              "| seed | cache | process s | imports s | set-up s | first chunk s | training s "
              "| env steps to solved |", "|---|---|---|---|---|---|---|---|"]

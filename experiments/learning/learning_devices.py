@@ -112,7 +112,8 @@ def main() -> int:
         "",
         f"{cpu_name()}, {os.cpu_count()} cores (the {d} devices "
         f"are virtual CPU devices sharing them), jax {jax.__version__}; overrides: "
-        f"{' '.join(base) or 'none'}. Regenerate: `python experiments/learning/learning_devices.py`.",
+        f"{' '.join(base) or 'none'}. Regenerate: "
+        "`python experiments/learning/learning_devices.py`.",
         "",
         "| run | solved | bar | budget | median steps to bar | final IQM [95% CI] | median "
         "| wall s | parameters equal on every device |",

@@ -1,6 +1,7 @@
 """Learning quality over seeds: how many of 10 seeds reach each task's bar within its budget.
 
-    .venv/bin/python experiments/learning/learning_quality.py [--configs dqn_cartpole ...] [--seeds 10]
+    .venv/bin/python experiments/learning/learning_quality.py [--configs dqn_cartpole ...]
+                                                     [--seeds 10]
                                                      [--isa avx2]
 
 Each config of experiments/configs runs `--seeds` seeds (vmapped in one jitted program when

@@ -313,8 +313,9 @@ def main(argv=None) -> int:
     summary += _relaxed_ratio_summary(results)
     text = "\n".join(lines + picks) + "\n" + summary
     how = ("Regenerate: `.venv/bin/python experiments/mapping/validate_mapping.py`" if not
-           args.repredict else "Measured by `.venv/bin/python experiments/mapping/validate_mapping.py`; "
-           "predicted again by `.venv/bin/python experiments/mapping/validate_mapping.py --repredict` "
+           args.repredict else
+           "Measured by `.venv/bin/python experiments/mapping/validate_mapping.py`; predicted "
+           "again by `.venv/bin/python experiments/mapping/validate_mapping.py --repredict` "
            "from the same profiles")
     (out / "validation.md").write_text(
         "# Mapping model validation\n\nMachine: " + cpu_name() + f", {os.cpu_count()} cores. "
