@@ -147,7 +147,6 @@ def main(argv=None) -> int:
     from rich.progress import Progress
 
     from hrl.config import load_config, to_dict
-    from hrl.mapping.plan import plan
     from hrl.mapping.profile import (
         Profiler,
         cpu_name,
@@ -157,8 +156,7 @@ def main(argv=None) -> int:
         write_profile,
     )
     from hrl.mapping.speed import reference_time, speed_scale
-    from hrl.mapping.validate import mode_overrides, runnable_mappings
-    from hrl.mapping.workload import workload_from_config
+    from hrl.mapping.validate import mode_overrides, predicted_seconds, runnable_mappings
 
     # Before any JAX, as `hrl profile` starts it, with the intra-op threads of the gymnax
     # config's runs (one process profiles both configs and times the reference workload
@@ -206,14 +204,9 @@ def main(argv=None) -> int:
     for _label, kind, s, m, mode, st in jobs:
         cfg = load_config(CONFIGS[kind], [*overrides_for(s, args.iterations), *m.overrides,
                                           *mode_overrides(mode, st)])
-        w = workload_from_config(cfg)
-        devices = sorted({p.removesuffix("-fused") for p in m.mapping.values()})
-        pred = {}
-        for metric in ("cpu", "wall"):
-            e = plan(w, profiles[kind], devices, staleness=max(st, 1),
-                     metric=metric).exploration
-            pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
-        predicted.append(pred)
+        predicted.append({metric: predicted_seconds(cfg, profiles[kind], m.label, metric,
+                                                    staleness=max(st, 1))
+                          for metric in ("cpu", "wall")})
     if args.repredict:
         measured = _measured_from_csv(out / "validation.csv", jobs)
     else:

@@ -180,6 +180,39 @@ def ranked_rows(p: Plan, mode: str, k: int = 10) -> tuple[list[str], list[list[s
     return head, rows
 
 
+def auto_rows(ranking) -> tuple[list[str], list[list[str]]]:
+    """Every mapping of `ranking.rank_mappings` (the one ranking), fastest first: the first
+    marked `picked` is what `hrl train --mapping auto` runs on this config and profile; the
+    others runnable here are what it may pick (`yes`)."""
+    head = ["rank", "mapping", "executor", "devices", "iteration [us]", "env steps/s",
+            "--mapping auto", "config overrides"]
+    rows = []
+    best = ranking.best().label if ranking.runnable() else None
+    for rank, m in enumerate(ranking.mappings, 1):
+        mark = ("picked" if m.label == best else "yes" if m.runnable
+                else f"no: {m.why_not}")
+        rows.append([str(rank), m.label, m.executor, str(m.devices), _us(m.seconds),
+                     f"{ranking.env_steps_per_iter / m.seconds:,.0f}", mark,
+                     " ".join(m.overrides)])
+    return head, rows
+
+
+def auto_title(ranking) -> str:
+    return (f"Runnable mappings ({ranking.mode} dependency, staleness {ranking.staleness}): "
+            "what `hrl train --mapping auto` ranks and picks")
+
+
+def auto_records(ranking) -> dict:
+    """The ranking as `mapping.json` keeps it."""
+    return {"mode": ranking.mode, "staleness": ranking.staleness,
+            "picked": ranking.best().label if ranking.runnable() else None,
+            "notes": ranking.notes + ranking.unranked,
+            "ranking": [{"label": m.label, "executor": m.executor, "devices": m.devices,
+                         "seconds": m.seconds, "runnable": m.runnable, "why_not": m.why_not,
+                         "overrides": list(m.overrides), "mapping": m.mapping}
+                        for m in ranking.mappings]}
+
+
 def scaling_text(p: Plan) -> str:
     """How D-device candidates compare with single-device ones, and when they do not pay."""
     if p.scaling == "weak":
@@ -357,8 +390,11 @@ def plot_top(p: Plan, path: Path, k: int = 10) -> Path:
     return path
 
 
-def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> dict:
-    """report.md, report.html, latency.png, mappings.png and mapping.json in `out_dir`."""
+def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str,
+                 ranking=None) -> dict:
+    """report.md, report.html, latency.png, mappings.png and mapping.json in `out_dir`.
+    `ranking` (`ranking.rank_mappings`): the mappings `hrl train --mapping auto` ranks, shown
+    first and kept in mapping.json under "auto"."""
     out_dir.mkdir(parents=True, exist_ok=True)
     lat_png = plot_latency(p, profile, out_dir / "latency.png")
     top_png = plot_top(p, out_dir / "mappings.png")
@@ -367,6 +403,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
     e = p.exploration
     sections = [
         ("Workload", None, json.dumps(p.workload.describe())),
+        *([(auto_title(ranking), auto_rows(ranking),
+            [n for n in ranking.notes + ranking.unranked] or None)] if ranking else []),
         ("Latency per call and placement (predicted for this workload)", latency_rows(p), None),
         ("Fitted models (latency = a + b * work)", model_rows(p), None),
         ("Top-10 mappings, strict dependency", top_rows(p, "strict"), None),
@@ -380,6 +418,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
         for pl in p.placements}, "notes": p.notes, "links": {
         k: {"bandwidth": v.bandwidth, "latency": v.latency, "source": v.source}
         for k, v in p.links.items()}}
+    if ranking is not None:
+        summary["auto"] = auto_records(ranking)
     for mode in ("strict", "relaxed"):
         best = e.best(mode)
         head, rows, base = baseline_rows(p, mode)
@@ -446,9 +486,15 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
     return summary
 
 
-def print_summary(p: Plan, console) -> None:
+def print_summary(p: Plan, console, ranking=None) -> None:
+    """The console tables; `ranking` (`ranking.rank_mappings`) adds the mappings
+    `hrl train --mapping auto` ranks, the one it picks marked."""
     console.print(rich_table("Latency per call [us] (predicted for this workload)",
                              *latency_rows(p)))
+    if ranking is not None:
+        console.print(rich_table(auto_title(ranking), *auto_rows(ranking)))
+        for n in ranking.notes + ranking.unranked:
+            console.print(f"[yellow]--mapping auto:[/yellow] {n}")
     for mode in ("strict", "relaxed"):
         console.print(rich_table(f"Top-10 mappings ({mode})", *top_rows(p, mode)))
         head, rows, _ = baseline_rows(p, mode)
