@@ -58,10 +58,11 @@ def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
     ranked = rank_mappings(cfg, profile, metric=metric, max_devices=max_devices,
                            available_devices=available_devices)
     best = ranked.best()
-    notes = list(ranked.notes)
-    blocked = [f"D={m.devices}: {m.why_not}" for m in ranked.mappings if not m.runnable]
-    if blocked:
-        notes.append("data parallel not runnable here for " + "; ".join(blocked))
+    notes = [n for n in ranked.notes if not n.startswith("D=")]
+    dropped = [n for n in ranked.notes if n.startswith("D=")]
+    dropped += [f"D={m.devices}: {m.why_not}" for m in ranked.mappings if not m.runnable]
+    if dropped:
+        notes.append("data parallel not runnable here for " + "; ".join(dropped))
     return Choice(best, best.seconds, ranked.env_steps_per_iter, ranked.sgd_per_iter,
                   [(m.label, m.seconds) for m in ranked.runnable()], ranked.plan, notes)
 

@@ -57,7 +57,8 @@ class Ranking:
     staleness: int
     env_steps_per_iter: int
     sgd_per_iter: float
-    notes: list[str] = dataclasses.field(default_factory=list)  # data parallel left out
+    # data parallel left out: why it was not considered, or "D=d: why" per D not ranked
+    notes: list[str] = dataclasses.field(default_factory=list)
     unranked: list[str] = dataclasses.field(default_factory=list)  # catalogue entries left out
 
     def runnable(self) -> list[RankedMapping]:
@@ -160,18 +161,16 @@ def _data_parallel_kind(cfg, workload, measured) -> tuple[str | None, str]:
 def _data_parallel(cfg, result: Plan, mode: str, kind: str, max_devices: int,
                    available: int | None, notes: list[str]) -> list[RankedMapping]:
     """The strong-scaling candidates D > 1 in the config's sampling mode, each flagged
-    runnable here or not (JAX sees too few devices, the config rejects the D); a note names
-    the D that do not divide the config's sizes."""
+    runnable here or not (JAX sees too few devices, the config rejects the D); appends to
+    `notes` one "D=d: ..." entry per D that does not divide the config's sizes."""
     if available is None:
         available = len(jax.devices())
     cands = [c for c in result.data_parallel.get(mode, [])
              if c.kind == kind and c.devices > 1 and c.sampling == cfg.replay.sampling]
     offered = {c.devices for c in cands}
-    missing = [d for d in range(2, max_devices + 1) if d not in offered]
-    if missing:
-        notes.append(f"data parallel D={', '.join(map(str, missing))}: not ranked, does not "
-                     f"divide env.num_envs ({cfg.env.num_envs}), train.batch_size "
-                     f"({cfg.train.batch_size}) and replay.capacity ({cfg.replay.capacity})")
+    notes += [f"D={d}: does not divide env.num_envs ({cfg.env.num_envs}), train.batch_size "
+              f"({cfg.train.batch_size}) and replay.capacity ({cfg.replay.capacity})"
+              for d in range(2, max_devices + 1) if d not in offered]
     out = []
     for c in cands:
         overrides = tuple(c.overrides(cfg))

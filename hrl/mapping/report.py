@@ -197,6 +197,12 @@ def auto_rows(ranking) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def auto_notes(ranking) -> list[str]:
+    """What the ranking left out and why, one line each."""
+    return [f"data parallel not ranked for {n}" if n.startswith("D=") else n
+            for n in ranking.notes] + ranking.unranked
+
+
 def auto_title(ranking) -> str:
     return (f"Runnable mappings ({ranking.mode} dependency, staleness {ranking.staleness}): "
             "what `hrl train --mapping auto` ranks and picks")
@@ -206,7 +212,7 @@ def auto_records(ranking) -> dict:
     """The ranking as `mapping.json` keeps it."""
     return {"mode": ranking.mode, "staleness": ranking.staleness,
             "picked": ranking.best().label if ranking.runnable() else None,
-            "notes": ranking.notes + ranking.unranked,
+            "notes": auto_notes(ranking),
             "ranking": [{"label": m.label, "executor": m.executor, "devices": m.devices,
                          "seconds": m.seconds, "runnable": m.runnable, "why_not": m.why_not,
                          "overrides": list(m.overrides), "mapping": m.mapping}
@@ -404,7 +410,7 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str,
     sections = [
         ("Workload", None, json.dumps(p.workload.describe())),
         *([(auto_title(ranking), auto_rows(ranking),
-            [n for n in ranking.notes + ranking.unranked] or None)] if ranking else []),
+            auto_notes(ranking) or None)] if ranking else []),
         ("Latency per call and placement (predicted for this workload)", latency_rows(p), None),
         ("Fitted models (latency = a + b * work)", model_rows(p), None),
         ("Top-10 mappings, strict dependency", top_rows(p, "strict"), None),
@@ -493,7 +499,7 @@ def print_summary(p: Plan, console, ranking=None) -> None:
                              *latency_rows(p)))
     if ranking is not None:
         console.print(rich_table(auto_title(ranking), *auto_rows(ranking)))
-        for n in ranking.notes + ranking.unranked:
+        for n in auto_notes(ranking):
             console.print(f"[yellow]--mapping auto:[/yellow] {n}")
     for mode in ("strict", "relaxed"):
         console.print(rich_table(f"Top-10 mappings ({mode})", *top_rows(p, mode)))
