@@ -110,7 +110,9 @@ def _auto_ranking(cfg, profile: dict | None, devices: list[str] | None, stalenes
     config's dependency mode at `staleness`. A `KIND*N` device of the JAX backend's kind
     adds the data-parallel loop on D = 2..N, as `--mapping-devices N` does (on a CPU,
     `hrl train` makes the N virtual devices, so they count as present). None without a
-    profile; where nothing the runtime can run was measured, None and a note in `result`."""
+    profile; where nothing the runtime can run was measured, None and a note in `result`.
+    It ranks on every placement the profile measured, whatever `--devices` narrows the
+    exploration to, since that is what `--mapping auto` ranks."""
     if profile is None:
         return None
     counts = parallel.parse_devices(devices)[1] if devices else {}
