@@ -437,7 +437,9 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str,
             summary[mode]["pipelined"] = {
                 "chosen": e.mapping(pipelined[0]),
                 "seconds": float(e.times(mode, "pipelined")[pipelined[0]])}
-        sections.append((f"Chosen mapping ({mode}): {dse.format_mapping(e.mapping(best))}, "
+        sections.append((f"Best explored mapping ({mode}; modelled devices and combinations "
+                         f"the runtime cannot run included): "
+                         f"{dse.format_mapping(e.mapping(best))}, "
                          f"{_us(e.times(mode)[best])} us per iteration; speed-up over baselines",
                          (head, rows), None))
     if p.data_parallel:
@@ -506,7 +508,8 @@ def print_summary(p: Plan, console, ranking=None) -> None:
         head, rows, _ = baseline_rows(p, mode)
         best = p.exploration.best(mode)
         console.print(rich_table(
-            f"Chosen ({mode}): {dse.format_mapping(p.exploration.mapping(best))}", head, rows))
+            f"Best explored ({mode}, not necessarily runnable): "
+            f"{dse.format_mapping(p.exploration.mapping(best))}", head, rows))
     if p.data_parallel:
         console.print(rich_table(f"D-device candidates (strict; {p.scaling} scaling)",
                                  *data_parallel_rows(p, "strict")))
