@@ -180,12 +180,13 @@ def ranked_rows(p: Plan, mode: str, k: int = 10) -> tuple[list[str], list[list[s
     return head, rows
 
 
-def auto_rows(ranking) -> tuple[list[str], list[list[str]]]:
+def auto_rows(ranking, overrides: bool = True) -> tuple[list[str], list[list[str]]]:
     """Every mapping of `ranking.rank_mappings` (the one ranking), fastest first: the first
     marked `picked` is what `hrl train --mapping auto` runs on this config and profile; the
-    others runnable here are what it may pick (`yes`)."""
+    others runnable here are what it may pick (`yes`). `overrides`: a column with the config
+    overrides that run each (left out on the console, where it would not fit)."""
     head = ["rank", "mapping", "executor", "devices", "iteration [us]", "env steps/s",
-            "--mapping auto", "config overrides"]
+            "--mapping auto", *(["config overrides"] if overrides else [])]
     rows = []
     best = ranking.best().label if ranking.runnable() else None
     for rank, m in enumerate(ranking.mappings, 1):
@@ -193,7 +194,7 @@ def auto_rows(ranking) -> tuple[list[str], list[list[str]]]:
                 else f"no: {m.why_not}")
         rows.append([str(rank), m.label, m.executor, str(m.devices), _us(m.seconds),
                      f"{ranking.env_steps_per_iter / m.seconds:,.0f}", mark,
-                     " ".join(m.overrides)])
+                     *([" ".join(m.overrides)] if overrides else [])])
     return head, rows
 
 
@@ -500,7 +501,7 @@ def print_summary(p: Plan, console, ranking=None) -> None:
     console.print(rich_table("Latency per call [us] (predicted for this workload)",
                              *latency_rows(p)))
     if ranking is not None:
-        console.print(rich_table(auto_title(ranking), *auto_rows(ranking)))
+        console.print(rich_table(auto_title(ranking), *auto_rows(ranking, overrides=False)))
         for n in auto_notes(ranking):
             console.print(f"[yellow]--mapping auto:[/yellow] {n}")
     for mode in ("strict", "relaxed"):
