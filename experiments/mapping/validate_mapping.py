@@ -7,12 +7,14 @@
 Step 1 (unless --profile is given) profiles the primitives of each base config on a grid that
 brackets the settings below (`hrl profile` with VALIDATION_GRID) into
 experiments/results/mapping/profile/ (gymnax CartPole) and profile-gymnasium/ (gymnasium
-CartPole, host envs). Step 2 runs every mapping the runtime can instantiate here
-(hrl.mapping.validate.runnable_mappings: the fused loop, the sequential host loop with the
-native and with the XLA tree, the replay tree on a second XLA CPU device and on PoCL, and the
-pipelined executor with process actors over the host-loop mappings), in strict and relaxed
-mode, for each setting, and compares the measured seconds per iteration with the prediction
-of `hrl map` for that mapping and executor. Each run is measured in a fresh
+CartPole, host envs). Step 2 runs every mapping the runtime can instantiate here, as
+hrl.mapping.ranking.rank_mappings ranks them for `hrl map` and `hrl train --mapping auto`
+(hrl.mapping.validate.runnable_mappings on the profiled placements: the fused loop, the
+sequential host loop with the native and with the XLA tree, the replay tree on a second XLA
+CPU device and on PoCL, and the pipelined executor with process actors over the host-loop
+mappings), in strict and relaxed mode, for each setting, and compares the measured seconds
+per iteration with that ranking's prediction for the mapping
+(hrl.mapping.validate.predicted_seconds). Each run is measured in a fresh
 process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it
 (`train.cpu_dispatch` and `train.cpu_threads`: auto; a host loop runs sync, the fused loop
 async, and the model prices each with loop rows measured that way). Writes validation.csv,
@@ -147,7 +149,6 @@ def main(argv=None) -> int:
     from rich.progress import Progress
 
     from hrl.config import load_config, to_dict
-    from hrl.mapping.plan import plan
     from hrl.mapping.profile import (
         Profiler,
         cpu_name,
@@ -156,9 +157,9 @@ def main(argv=None) -> int:
         start_profiling_backend,
         write_profile,
     )
+    from hrl.mapping.ranking import rank_mappings
     from hrl.mapping.speed import reference_time, speed_scale
-    from hrl.mapping.validate import mode_overrides, runnable_mappings
-    from hrl.mapping.workload import workload_from_config
+    from hrl.mapping.validate import mode_overrides, predicted_seconds
 
     # Before any JAX, as `hrl profile` starts it, with the intra-op threads of the gymnax
     # config's runs (one process profiles both configs and times the reference workload
@@ -193,27 +194,22 @@ def main(argv=None) -> int:
     modes = [("strict", 0), ("relaxed", args.staleness)]
     jobs = []
     for label, kind, s in settings:
-        profiled = {r["placement"] for r in profiles[kind]["rows"]}
-        for m in runnable_mappings(backends=tuple(args.backends)):
-            if kind == "gymnasium" and m.label == "cpu-fused":
-                continue  # a host env cannot run inside the fused loop
-            if not set(m.mapping.values()) <= profiled:
-                console.print(f"[yellow]skip {m.label}[/yellow] for {label}: not in the "
-                              f"profile (notes: {profiles[kind].get('skipped')})")
-                continue
+        # The mappings `hrl map` ranks and `hrl train --mapping auto` picks from, on this
+        # profile (a host env leaves the fused loop out; unprofiled placements are skipped).
+        ranking = rank_mappings(load_config(CONFIGS[kind], overrides_for(s, args.iterations)),
+                                profiles[kind], backends=tuple(args.backends))
+        for note in ranking.unranked:
+            console.print(f"[yellow]skip[/yellow] for {label}: {note} (notes: "
+                          f"{profiles[kind].get('skipped')})")
+        for m in ranking.mappings:
             jobs += [(label, kind, s, m, mode, st) for mode, st in modes]
     predicted, measured = [], [[] for _ in jobs]
     for _label, kind, s, m, mode, st in jobs:
         cfg = load_config(CONFIGS[kind], [*overrides_for(s, args.iterations), *m.overrides,
                                           *mode_overrides(mode, st)])
-        w = workload_from_config(cfg)
-        devices = sorted({p.removesuffix("-fused") for p in m.mapping.values()})
-        pred = {}
-        for metric in ("cpu", "wall"):
-            e = plan(w, profiles[kind], devices, staleness=max(st, 1),
-                     metric=metric).exploration
-            pred[metric] = float(e.times(mode, m.executor)[e.row_of(m.mapping)])
-        predicted.append(pred)
+        predicted.append({metric: predicted_seconds(cfg, profiles[kind], m.label, metric,
+                                                    staleness=max(st, 1))
+                          for metric in ("cpu", "wall")})
     if args.repredict:
         measured = _measured_from_csv(out / "validation.csv", jobs)
     else:

@@ -1,7 +1,9 @@
 """`hrl map CONFIG.yaml --profile DIR [--devices cpu*4,pocl,gpu,fpga:u250] [--staleness s]`:
 predict every mapping of the primitives onto the devices, and the data-parallel loop on D
 devices of a kind given a count (`cpu*4`), print the best ones and write the report
-(Markdown, HTML, CSV, PNG) into the output directory."""
+(Markdown, HTML, CSV, PNG) into the output directory. The report opens with the mappings the
+runtime can run, ranked by `ranking.rank_mappings` (the ranking `hrl train --mapping auto`
+picks from), the one it picks marked."""
 
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ import json
 import sys
 from pathlib import Path
 
+import jax
 from rich.console import Console
 
 from hrl.config import ConfigError, load_config
+from hrl.mapping import parallel
 from hrl.mapping.plan import plan
 from hrl.mapping.platform import GpuSpec
 from hrl.mapping.profile import SECOND_CPU, load_profile, profile_rows, start_profiling_backend
+from hrl.mapping.ranking import rank_mappings
 from hrl.mapping.report import print_summary, write_report
 from hrl.mapping.speed import reference_time, speed_scale
 from hrl.mapping.workload import workload_from_config
@@ -76,12 +81,13 @@ def run(args: argparse.Namespace) -> int:
         workload = workload_from_config(cfg)
         result = plan(workload, profile, devices, staleness, spec, metric=args.metric,
                       scaling=args.scaling)
+        ranking = _auto_ranking(cfg, profile, devices, staleness, args.metric, result)
     except ValueError as err:
         print(f"hrl map: error: {err}", file=sys.stderr)
         return 2
     if scale is not None:
         result.notes.append(_calibration_note(result, scale))
-    print_summary(result, console)
+    print_summary(result, console, ranking)
     if args.out:
         out = Path(args.out)
     elif args.profile:
@@ -89,13 +95,35 @@ def run(args: argparse.Namespace) -> int:
         out = (base if base.is_dir() else base.parent) / f"map-{cfg.name}"
     else:
         out = Path("runs") / f"map-{cfg.name}"
-    write_report(result, out, profile, f"hrl map: {cfg.name}")
+    write_report(result, out, profile, f"hrl map: {cfg.name}", ranking)
     (out / "request.json").write_text(json.dumps({
         "config": str(args.config), "overrides": args.overrides, "profile": args.profile,
         "devices": devices, "staleness": staleness, "gpu_spec": args.gpu_spec,
         "metric": args.metric, "scaling": args.scaling, "speed_scale": scale}, indent=1))
     console.print(f"report: {out / 'report.md'} and {out / 'report.html'}")
     return 0
+
+
+def _auto_ranking(cfg, profile: dict | None, devices: list[str] | None, staleness: int,
+                  metric: str, result):
+    """`rank_mappings` for the report: the mappings `hrl train --mapping auto` ranks, in the
+    config's dependency mode at `staleness`. A `KIND*N` device of the JAX backend's kind
+    adds the data-parallel loop on D = 2..N, as `--mapping-devices N` does (on a CPU,
+    `hrl train` makes the N virtual devices, so they count as present). None without a
+    profile; where nothing the runtime can run was measured, None and a note in `result`.
+    It ranks on every placement the profile measured, whatever `--devices` narrows the
+    exploration to, since that is what `--mapping auto` ranks."""
+    if profile is None:
+        return None
+    counts = parallel.parse_devices(devices)[1] if devices else {}
+    kind = jax.default_backend()
+    n = counts.get(kind, 1)
+    try:
+        return rank_mappings(cfg, profile, staleness=staleness, metric=metric, max_devices=n,
+                             available_devices=n if kind == "cpu" else None)
+    except ValueError as err:
+        result.notes.append(f"--mapping auto: {err}")
+        return None
 
 
 def _speed_scale_now(cfg, profile: dict | None) -> float:

@@ -8,7 +8,9 @@ every primitive -> device mapping, report, and instantiate the chosen one.
 Modules: `workload` (work terms of an iteration), `model` (least-squares latency models),
 `links` (PCIe / host memory), `fpga` (RMM cycle model, boards, architecture exploration, MLP
 learner), `platform` (placements and their latency sources), `dse` (the jitted exploration),
-`plan` (profile + devices -> exploration), `report`, `validate`, `instantiate`, `devices`
+`plan` (profile + devices -> exploration), `ranking` (the one ranking of the mappings the
+runtime can run: `hrl map`'s, `--mapping auto`'s and the validation's), `report`,
+`validate`, `instantiate`, `devices`
 (the placements' names, one spelling each), and the package `profile` (the profiler: typed
 rows, probes, child processes, profile files).
 """

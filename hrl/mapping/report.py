@@ -180,6 +180,46 @@ def ranked_rows(p: Plan, mode: str, k: int = 10) -> tuple[list[str], list[list[s
     return head, rows
 
 
+def auto_rows(ranking, overrides: bool = True) -> tuple[list[str], list[list[str]]]:
+    """Every mapping of `ranking.rank_mappings` (the one ranking), fastest first: the first
+    marked `picked` is what `hrl train --mapping auto` runs on this config and profile; the
+    others runnable here are what it may pick (`yes`). `overrides`: a column with the config
+    overrides that run each (left out on the console, where it would not fit)."""
+    head = ["rank", "mapping", "executor", "devices", "iteration [us]", "env steps/s",
+            "--mapping auto", *(["config overrides"] if overrides else [])]
+    rows = []
+    best = ranking.best().label if ranking.runnable() else None
+    for rank, m in enumerate(ranking.mappings, 1):
+        mark = ("picked" if m.label == best else "yes" if m.runnable
+                else f"no: {m.why_not}")
+        rows.append([str(rank), m.label, m.executor, str(m.devices), _us(m.seconds),
+                     f"{ranking.env_steps_per_iter / m.seconds:,.0f}", mark,
+                     *([" ".join(m.overrides)] if overrides else [])])
+    return head, rows
+
+
+def auto_notes(ranking) -> list[str]:
+    """What the ranking left out and why, one line each."""
+    return [f"data parallel not ranked for {n}" if n.startswith("D=") else n
+            for n in ranking.notes] + ranking.unranked
+
+
+def auto_title(ranking) -> str:
+    return (f"Runnable mappings ({ranking.mode} dependency, staleness {ranking.staleness}): "
+            "what `hrl train --mapping auto` ranks and picks")
+
+
+def auto_records(ranking) -> dict:
+    """The ranking as `mapping.json` keeps it."""
+    return {"mode": ranking.mode, "staleness": ranking.staleness,
+            "picked": ranking.best().label if ranking.runnable() else None,
+            "notes": auto_notes(ranking),
+            "ranking": [{"label": m.label, "executor": m.executor, "devices": m.devices,
+                         "seconds": m.seconds, "runnable": m.runnable, "why_not": m.why_not,
+                         "overrides": list(m.overrides), "mapping": m.mapping}
+                        for m in ranking.mappings]}
+
+
 def scaling_text(p: Plan) -> str:
     """How D-device candidates compare with single-device ones, and when they do not pay."""
     if p.scaling == "weak":
@@ -357,8 +397,11 @@ def plot_top(p: Plan, path: Path, k: int = 10) -> Path:
     return path
 
 
-def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> dict:
-    """report.md, report.html, latency.png, mappings.png and mapping.json in `out_dir`."""
+def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str,
+                 ranking=None) -> dict:
+    """report.md, report.html, latency.png, mappings.png and mapping.json in `out_dir`.
+    `ranking` (`ranking.rank_mappings`): the mappings `hrl train --mapping auto` ranks, shown
+    first and kept in mapping.json under "auto"."""
     out_dir.mkdir(parents=True, exist_ok=True)
     lat_png = plot_latency(p, profile, out_dir / "latency.png")
     top_png = plot_top(p, out_dir / "mappings.png")
@@ -367,6 +410,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
     e = p.exploration
     sections = [
         ("Workload", None, json.dumps(p.workload.describe())),
+        *([(auto_title(ranking), auto_rows(ranking),
+            auto_notes(ranking) or None)] if ranking else []),
         ("Latency per call and placement (predicted for this workload)", latency_rows(p), None),
         ("Fitted models (latency = a + b * work)", model_rows(p), None),
         ("Top-10 mappings, strict dependency", top_rows(p, "strict"), None),
@@ -380,6 +425,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
         for pl in p.placements}, "notes": p.notes, "links": {
         k: {"bandwidth": v.bandwidth, "latency": v.latency, "source": v.source}
         for k, v in p.links.items()}}
+    if ranking is not None:
+        summary["auto"] = auto_records(ranking)
     for mode in ("strict", "relaxed"):
         best = e.best(mode)
         head, rows, base = baseline_rows(p, mode)
@@ -391,7 +438,9 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
             summary[mode]["pipelined"] = {
                 "chosen": e.mapping(pipelined[0]),
                 "seconds": float(e.times(mode, "pipelined")[pipelined[0]])}
-        sections.append((f"Chosen mapping ({mode}): {dse.format_mapping(e.mapping(best))}, "
+        sections.append((f"Best explored mapping ({mode}; modelled devices and combinations "
+                         f"the runtime cannot run included): "
+                         f"{dse.format_mapping(e.mapping(best))}, "
                          f"{_us(e.times(mode)[best])} us per iteration; speed-up over baselines",
                          (head, rows), None))
     if p.data_parallel:
@@ -446,15 +495,22 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str) -> di
     return summary
 
 
-def print_summary(p: Plan, console) -> None:
+def print_summary(p: Plan, console, ranking=None) -> None:
+    """The console tables; `ranking` (`ranking.rank_mappings`) adds the mappings
+    `hrl train --mapping auto` ranks, the one it picks marked."""
     console.print(rich_table("Latency per call [us] (predicted for this workload)",
                              *latency_rows(p)))
+    if ranking is not None:
+        console.print(rich_table(auto_title(ranking), *auto_rows(ranking, overrides=False)))
+        for n in auto_notes(ranking):
+            console.print(f"[yellow]--mapping auto:[/yellow] {n}")
     for mode in ("strict", "relaxed"):
         console.print(rich_table(f"Top-10 mappings ({mode})", *top_rows(p, mode)))
         head, rows, _ = baseline_rows(p, mode)
         best = p.exploration.best(mode)
         console.print(rich_table(
-            f"Chosen ({mode}): {dse.format_mapping(p.exploration.mapping(best))}", head, rows))
+            f"Best explored ({mode}, not necessarily runnable): "
+            f"{dse.format_mapping(p.exploration.mapping(best))}", head, rows))
     if p.data_parallel:
         console.print(rich_table(f"D-device candidates (strict; {p.scaling} scaling)",
                                  *data_parallel_rows(p, "strict")))

@@ -1,0 +1,192 @@
+"""One ranking of the mappings the runtime can run: what `hrl map` reports, what
+`hrl train --mapping auto` picks from and what the validation predicts, all from
+`rank_mappings`.
+
+    ranking = rank_mappings(cfg, profile)
+    ranking.best()            # the mapping `--mapping auto` runs
+    ranking.mappings          # every runnable-kind mapping, fastest first
+
+The catalogue of mappings the runtime can instantiate is `validate.runnable_mappings` (the
+fused loop, the sequential host loop, the replay tree on another backend or device, each host
+loop again in the pipelined executor); with `max_devices` > 1 the data-parallel fused loop on
+D = 2..max_devices devices of the JAX backend's kind joins it (strong scaling,
+`hrl.mapping.parallel`). Each is priced by one exploration (`plan.plan`) on the profile, in
+the config's dependency mode, and flagged runnable here or not, with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+
+from hrl.config import ConfigError, apply_override, config_from_dict, to_dict
+from hrl.mapping import parallel
+from hrl.mapping.plan import Plan, plan
+from hrl.mapping.profile.rows import profile_rows
+from hrl.mapping.validate import runnable_mappings
+from hrl.mapping.workload import PRIMITIVES, workload_from_config
+
+# Profile rows whose placement names a loop, a link or an RTL table, not where a call ran.
+_NOT_PLACEMENTS = ("loop", "host", "rtl-cycles", "rtl-resources")
+
+
+@dataclasses.dataclass(frozen=True)
+class RankedMapping:
+    """One mapping the runtime can instantiate, with its predicted iteration time."""
+
+    label: str
+    mapping: dict  # primitive -> placement name (as in the exploration)
+    executor: str  # fused | sequential | pipelined | data-parallel
+    overrides: tuple[str, ...]  # config overrides that make the runtime run it
+    seconds: float  # predicted seconds per iteration of the config's env steps
+    runnable: bool  # whether the runtime can run it here (else `why_not` says why)
+    why_not: str = ""
+    devices: int = 1  # train.devices
+
+
+@dataclasses.dataclass
+class Ranking:
+    """`mappings`: fastest first (ties keep the catalogue's order); `plan`: the exploration
+    that priced them; `notes` and `unranked`: which data-parallel D and which catalogue
+    entries were left out, and why (one line each)."""
+
+    mappings: list[RankedMapping]
+    plan: Plan
+    mode: str
+    staleness: int
+    env_steps_per_iter: int
+    sgd_per_iter: float
+    # data parallel left out: why it was not considered, or "D=d: why" per D not ranked
+    notes: list[str] = dataclasses.field(default_factory=list)
+    unranked: list[str] = dataclasses.field(default_factory=list)  # catalogue entries left out
+
+    def runnable(self) -> list[RankedMapping]:
+        return [m for m in self.mappings if m.runnable]
+
+    def best(self) -> RankedMapping:
+        """The predicted-fastest mapping runnable here (ValueError when there is none)."""
+        ok = self.runnable()
+        if not ok:
+            raise ValueError("no ranked mapping is runnable here: "
+                             + "; ".join(f"{m.label}: {m.why_not}" for m in self.mappings))
+        return ok[0]
+
+    def get(self, label: str) -> RankedMapping:
+        for m in self.mappings:
+            if m.label == label:
+                return m
+        raise KeyError(f"{label!r} is not ranked (ranked: {[m.label for m in self.mappings]})")
+
+
+def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: str = "wall",
+                  mode: str | None = None, max_devices: int = 1,
+                  available_devices: int | None = None,
+                  backends=("jax", "xla", "cpu1", "opencl", "rtl")) -> Ranking:
+    """Every mapping of `validate.runnable_mappings(backends)` whose placements `profile`
+    measured (and whose loop the config's env can drive), plus with `max_devices` > 1 the
+    data-parallel fused loop on D = 2..max_devices devices, ranked by predicted seconds per
+    iteration of the config's env steps in dependency `mode` (default the config's) at
+    `staleness` (default the config's, at least 1), on the profile's `metric` times.
+
+    Guarantees: the list is sorted by `seconds` (stable); each entry's `overrides` make the
+    runtime run it (with `mode_overrides` for the mode); `runnable` is False only for a
+    data-parallel D this process cannot run (too few devices, a config the D rejects), with
+    the reason in `why_not`. A catalogue entry the profile did not measure is left out (it
+    cannot be predicted), and so is a D that does not divide the config's sizes; `notes` says
+    which (`notes`, `unranked`). ValueError when no catalogue entry can be priced.
+
+    Cost: one `plan.plan` on the measured devices (fits the profile's models and evaluates
+    P**5 mappings in one jitted call), no runs, no profiling."""
+    workload = workload_from_config(cfg)
+    mode = mode or cfg.train.dependency
+    staleness = max(cfg.train.staleness, 1) if staleness is None else staleness
+    measured = {r.placement.removesuffix("-fused") for r in profile_rows(profile)
+                if r.placement not in _NOT_PLACEMENTS}
+    candidates, notes, unranked = [], [], []
+    for m in runnable_mappings(backends):
+        used = {p.removesuffix("-fused") for p in m.mapping.values()}
+        if not used <= measured:
+            unranked.append(f"{m.label}: not ranked, the profile does not measure "
+                         f"{', '.join(sorted(used - measured))}")
+        elif m.label == "cpu-fused" and workload.env_kind not in ("gymnax", "brax"):
+            unranked.append(f"{m.label}: not ranked, the env ({workload.env_kind}) cannot run "
+                         "in the fused loop")
+        else:
+            candidates.append(m)
+    if not candidates:
+        raise ValueError(f"the profile measures {sorted(measured)}; no runnable mapping uses "
+                         "only those placements (profile this machine with `hrl profile`)")
+    devices = sorted({p.removesuffix("-fused") for m in candidates for p in m.mapping.values()})
+    kind = None
+    if max_devices > 1:
+        kind, why = _data_parallel_kind(cfg, workload, measured)
+        if why:
+            notes.append(f"data parallel (train.devices > 1) not considered: {why}")
+            kind = None
+        else:
+            devices = [d for d in devices if d != kind] + [f"{kind}*{max_devices}"]
+    result = plan(workload, profile, devices, staleness=staleness, metric=metric,
+                  scaling="strong")
+    e = result.exploration
+    ranked = [RankedMapping(m.label, m.mapping, _executor(m), m.overrides,
+                            float(e.times(mode, m.executor)[e.row_of(m.mapping)]), True)
+              for m in candidates]
+    if kind is not None:
+        ranked += _data_parallel(cfg, result, mode, kind, max_devices, available_devices,
+                                 notes)
+    ranked.sort(key=lambda m: m.seconds)
+    return Ranking(ranked, result, mode, staleness, workload.num_envs * workload.rollout_length,
+                   workload.sgd_steps, notes, unranked)
+
+
+def _executor(m) -> str:
+    return dict(o.split("=", 1) for o in m.overrides)["train.executor"]
+
+
+def _data_parallel_kind(cfg, workload, measured) -> tuple[str | None, str]:
+    """The device kind the data-parallel loop would run on here, or why it cannot."""
+    kind = jax.default_backend()
+    if kind not in parallel.KINDS:
+        return None, f"the JAX backend is {kind!r}, not one of {parallel.KINDS}"
+    if workload.env_kind not in ("gymnax", "brax"):
+        return None, f"the env ({workload.env_kind}) cannot run in the fused loop"
+    if kind not in measured:
+        return None, f"the profile has no {kind}-fused rows (profile on this machine)"
+    if cfg.replay.backend != "jax" or cfg.placement:
+        return None, "it needs replay.backend: jax and no placement"
+    return kind, ""
+
+
+def _data_parallel(cfg, result: Plan, mode: str, kind: str, max_devices: int,
+                   available: int | None, notes: list[str]) -> list[RankedMapping]:
+    """The strong-scaling candidates D > 1 in the config's sampling mode, each flagged
+    runnable here or not (JAX sees too few devices, the config rejects the D); appends to
+    `notes` one "D=d: ..." entry per D that does not divide the config's sizes."""
+    if available is None:
+        available = len(jax.devices())
+    cands = [c for c in result.data_parallel.get(mode, [])
+             if c.kind == kind and c.devices > 1 and c.sampling == cfg.replay.sampling]
+    offered = {c.devices for c in cands}
+    notes += [f"D={d}: does not divide env.num_envs ({cfg.env.num_envs}), train.batch_size "
+              f"({cfg.train.batch_size}) and replay.capacity ({cfg.replay.capacity})"
+              for d in range(2, max_devices + 1) if d not in offered]
+    out = []
+    for c in cands:
+        overrides = tuple(c.overrides(cfg))
+        why = ""
+        if c.devices > available:
+            why = (f"JAX sees {available} {kind} device(s) (on a CPU, --mapping-devices makes "
+                   "virtual ones unless XLA_FLAGS sets their number)")
+        else:
+            data = to_dict(cfg)
+            try:
+                for o in overrides:
+                    apply_override(data, o)
+                config_from_dict(data)
+            except ConfigError as err:
+                why = str(err)
+        out.append(RankedMapping(c.label, {p: c.placement for p in PRIMITIVES},
+                                 "data-parallel", overrides, c.iteration_s, not why, why,
+                                 c.devices))
+    return out
