@@ -14,7 +14,7 @@ sequential host loop with the native and with the XLA tree, the replay tree on a
 CPU device and on PoCL, and the pipelined executor with process actors over the host-loop
 mappings), in strict and relaxed mode, for each setting, and compares the measured seconds
 per iteration with that ranking's prediction for the mapping
-(hrl.mapping.validate.predicted_seconds). Each run is measured in a fresh
+(hrl.mapping.ranking.predicted_seconds). Each run is measured in a fresh
 process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it
 (`train.cpu_dispatch` and `train.cpu_threads`: auto; a host loop runs sync, the fused loop
 async, and the model prices each with loop rows measured that way). Writes validation.csv,
@@ -157,9 +157,9 @@ def main(argv=None) -> int:
         start_profiling_backend,
         write_profile,
     )
-    from hrl.mapping.ranking import rank_mappings
+    from hrl.mapping.ranking import predicted_seconds, rank_mappings
     from hrl.mapping.speed import reference_time, speed_scale
-    from hrl.mapping.validate import mode_overrides, predicted_seconds
+    from hrl.mapping.validate import mode_overrides
 
     # Before any JAX, as `hrl profile` starts it, with the intra-op threads of the gymnax
     # config's runs (one process profiles both configs and times the reference workload

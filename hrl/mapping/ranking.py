@@ -190,3 +190,12 @@ def _data_parallel(cfg, result: Plan, mode: str, kind: str, max_devices: int,
                                  "data-parallel", overrides, c.iteration_s, not why, why,
                                  c.devices))
     return out
+
+
+def predicted_seconds(cfg, profile: dict, label: str, metric: str = "wall",
+                      staleness: int | None = None) -> float:
+    """The predicted seconds per iteration of mapping `label` for `cfg` (in its dependency
+    mode), read off the one ranking `hrl map` and `hrl train --mapping auto` use
+    (`ranking.rank_mappings`), never from a run. KeyError when the ranking lacks `label` (the
+    profile did not measure its placements). Costs one `rank_mappings`."""
+    return rank_mappings(cfg, profile, staleness=staleness, metric=metric).get(label).seconds

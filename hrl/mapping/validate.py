@@ -3,7 +3,7 @@
 A mapping runs through the runtime (`hrl.runtime.run.build`), exactly as `hrl train` would run
 it; its iteration time is the wall time of `loop.run(state, n)` over n iterations after a
 warm-up that fills the buffer past `learning_starts` and compiles everything. The prediction
-comes from `predicted_seconds` (the one ranking, `hrl.mapping.ranking.rank_mappings`) on a
+comes from `ranking.predicted_seconds` (the one ranking, `hrl.mapping.ranking.rank_mappings`) on a
 profile taken beforehand (`hrl profile`), never from these runs.
 
 Runnable here (what the runtime can instantiate on a CPU-only machine):
@@ -89,17 +89,6 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
                             (*pipelined, *m.overrides[1:]), "pipelined")
             for m in list(out) if m.label != "cpu-fused"]
     return out
-
-
-def predicted_seconds(cfg, profile: dict, label: str, metric: str = "wall",
-                      staleness: int | None = None) -> float:
-    """The predicted seconds per iteration of mapping `label` for `cfg` (in its dependency
-    mode), read off the one ranking `hrl map` and `hrl train --mapping auto` use
-    (`ranking.rank_mappings`), never from a run. KeyError when the ranking lacks `label` (the
-    profile did not measure its placements). Costs one `rank_mappings`."""
-    from hrl.mapping.ranking import rank_mappings  # it builds on this module's catalogue
-
-    return rank_mappings(cfg, profile, staleness=staleness, metric=metric).get(label).seconds
 
 
 def mode_overrides(mode: str, staleness: int) -> tuple[str, ...]:

@@ -67,8 +67,8 @@ def test_the_ranking_holds_a_runnable_pipelined_mapping():
 def test_validation_predicts_from_the_same_ranking():
     from hrl.config import load_config
     from hrl.mapping.profile import load_profile
-    from hrl.mapping.ranking import rank_mappings
-    from hrl.mapping.validate import mode_overrides, predicted_seconds, runnable_mappings
+    from hrl.mapping.ranking import predicted_seconds, rank_mappings
+    from hrl.mapping.validate import mode_overrides, runnable_mappings
 
     profile = load_profile(PROFILE)
     m = next(m for m in runnable_mappings() if m.label == "cpu pipelined")
