@@ -6,34 +6,30 @@ device than the learner.
 
 DQN + PER on gymnax CartPole-v1 (M=8, one SGD step per 2 env steps; an iteration is 4 vector
 steps, 32 env steps, then 16 SGD steps; `small`: 64x64 layers, batch 64; `balanced`: 128x128,
-batch 256, where a train step takes about as long as PoCL's sample + update, the most there
-is to hide; `large`: 256x256, batch 256, where a train step takes milliseconds and outweighs
-the tree), the sequential host loop in synchronous CPU
-dispatch, with the sum tree in three (on request four) places other than the learner's
-device, and on it for reference:
-* `jax`: the JAX buffer on the learner's device (the reference: every replay call an XLA
-  program in the same queue as the train step);
-* `native_host`: the whole buffer in host memory, stepped by the C++ kernels from the host
-  thread (`hrl.replay.host_native`);
-* `opencl`: the host buffer over the OpenCL tree (PoCL on this CPU, or any OpenCL device);
-* `cpu:1`: the JAX buffer on a second XLA CPU device (sample and update placed on cpu:1, the
-  env, inference and training on cpu:0);
-* `rtl`: the host buffer over the replay manager's RTL in a Verilog simulation (its own
-  process; fixed-point priorities), on request (`--trees rtl`).
-Strict: sample(t+1) waits for update(t), which waits for train(t). Relaxed with staleness s:
-update(t-s) and sample(t+1) need nothing from train(t); for a tree off the learner's device
-(opencl, cpu:1, rtl) a second thread runs them while train(t) runs
-(`HostLoop._overlapped_round`), for the others they run after it, in order. Interleaved
-rounds; speed-up = strict wall / relaxed wall within a round, median over rounds; each tree's strict speed is also compared with the
-`jax` tree's in the same round. Each run times 150 iterations (1.5-4 s): over 30, the PoCL
-ratio at the balanced size moved from 1.01x to 1.40x between two rounds, over 150 it stayed
-within 1.28x-1.32x. Each run is measured in a fresh process: in one process that
-measured every tree in turn, PoCL relaxed at the balanced size measured 1.21x-1.25x, and
-1.34x-1.47x when only the PoCL tree was measured. The overlap bound is what a perfect overlap
-of the replay's calls with the rest would give: strict wall / max(strict wall - replay,
-replay), replay being strict's sample + update ms (insert included; the thread's hand-offs not
-counted). Writes experiments/results/relaxed/speed.{csv,md} (or into --out).
-"""
+batch 256, where a train step takes about as long as PoCL's sample + update, the most there is
+to hide; `large`: 256x256, batch 256, where a train step takes milliseconds and outweighs the
+tree), the sequential host loop in synchronous CPU dispatch, with the sum tree in three (on
+request four) places other than the learner's device, and on it for reference: * `jax`: the JAX
+buffer on the learner's device (the reference: every replay call an XLA program in the same
+queue as the train step); * `native_host`: the whole buffer in host memory, stepped by the C++
+kernels from the host thread (`hrl.replay.host_native`); * `opencl`: the host buffer over the
+OpenCL tree (PoCL on this CPU, or any OpenCL device); * `cpu:1`: the JAX buffer on a second XLA
+CPU device (sample and update placed on cpu:1, the env, inference and training on cpu:0); *
+`rtl`: the host buffer over the replay manager's RTL in a Verilog simulation (its own process;
+fixed-point priorities), on request (`--trees rtl`). Strict: sample(t+1) waits for update(t),
+which waits for train(t). Relaxed with staleness s: update(t-s) and sample(t+1) need nothing
+from train(t); for a tree off the learner's device (opencl, cpu:1, rtl) a second thread runs
+them while train(t) runs (`HostLoop._overlapped_round`), for the others they run after it, in
+order. Interleaved rounds; speed-up = strict wall / relaxed wall within a round, median over
+rounds; each tree's strict speed is also compared with the `jax` tree's in the same round. Each
+run times 150 iterations (1.5-4 s): over 30, the PoCL ratio at the balanced size moved from
+1.01x to 1.40x between two rounds, over 150 it stayed within 1.28x-1.32x. Each run is measured
+in a fresh process: in one process that measured every tree in turn, PoCL relaxed at the
+balanced size measured 1.21x-1.25x, and 1.34x-1.47x when only the PoCL tree was measured. The
+overlap bound is what a perfect overlap of the replay's calls with the rest would give: strict
+wall / max(strict wall - replay, replay), replay being strict's sample + update ms (insert
+included; the thread's hand-offs not counted). Writes experiments/results/relaxed/speed.{csv,md}
+(or into --out)."""
 
 from __future__ import annotations
 
