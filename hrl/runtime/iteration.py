@@ -294,30 +294,26 @@ def init_train_state(
     k_env, k_warm = actor_key(k_env, actor_index), actor_key(k_warm, actor_index)
     agent_state = agent.init(k_agent)
     env_state, obs = prims.env_reset(k_env)
-    acc = nstep_init(example_transition, schedule.n_step, schedule.num_envs)
-    carry = agent.init_carry(schedule.num_envs)
-    start = jnp.ones((schedule.num_envs,), bool)
+    calls = traced_actor_calls(prims, schedule)
+    if not spec.is_jax:  # a host env steps on host actions
+        calls = calls._replace(env_step=lambda state, actions, key: prims.env_step(
+            state, np.asarray(actions), key))
+    actor = ActorState(env_state, obs, jnp.ones((schedule.num_envs,), bool),
+                       agent.init_carry(schedule.num_envs),
+                       nstep_init(example_transition, schedule.n_step, schedule.num_envs))
     env_steps = 0
     for k in jax.random.split(k_warm, max(schedule.n_step - 1, 1))[: schedule.n_step - 1]:
-        k_act, k_step = jax.random.split(k)
-        carry, actions = prims.infer(agent_state, carry, obs, k_act, jnp.int32(env_steps), start)
-        if not spec.is_jax:
-            actions = np.asarray(actions)
-        env_state, out = prims.env_step(env_state, actions, k_step)
-        acc, _ = nstep_push(
-            acc, obs, actions, out.reward, out.next_obs_true, out.terminated, out.done,
-            schedule.gamma,
-        )
-        obs, start = out.obs, jnp.asarray(out.done, bool)
+        k_act, k_step = step_keys(k)
+        actor, _, _ = actor_step(calls, agent_state, actor, k_act, k_step, jnp.int32(env_steps))
         env_steps += schedule.total_envs
     return TrainState(
         agent=agent_state,
         replay=replay.init(example_transition),
-        env=env_state,
-        obs=obs,
-        episode_start=start,
-        actor_carry=carry,
-        nstep=acc,
+        env=actor.env,
+        obs=actor.obs,
+        episode_start=actor.episode_start,
+        actor_carry=actor.actor_carry,
+        nstep=actor.nstep,
         pending=pending_init(schedule.staleness, schedule.batch_size),
         key=k_loop,
         iteration=jnp.int32(0),
