@@ -19,6 +19,9 @@ TOP = "hrl_rmm"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+import rtl_runner  # noqa: E402
+from rtl_runner import case_name  # noqa: E402  (one case naming for every runner)
+
 from hrl.replay.backends import rtl_model  # noqa: E402
 
 
@@ -31,10 +34,6 @@ def rtl_sources(filelist: str = "hrl_rmm.f") -> list[Path]:
 # The simulators and their environment: one model for the backend and every testbench.
 verilator_env = rtl_model.verilator_env
 missing_tool = rtl_model.missing_tool
-
-
-def case_name(sim: str, params: dict[str, int]) -> str:
-    return f"{sim}-" + "-".join(f"{k}{v}" for k, v in params.items())
 
 
 def run_case(
@@ -59,39 +58,14 @@ def run_case(
     `env_prefix` and `build_prefix` select another top (the kernel: sim/kernel_runner.py).
     Returns the results XML path.
     """
-    from cocotb_tools.check_results import get_results
-
     for key in ("K", "D", "P", "W"):
         if key not in params:
             raise ValueError(f"params needs {key!r}, got {sorted(params)}")
-    # The runner hands the simulator's Python this process's sys.path; the testbench lives
-    # in its module's folder (sim/<top>/test_<top>.py).
-    for path in (str(SIM / top), str(SIM), str(ROOT)):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-    build_dir = BUILD / (build_prefix + case_name(sim, params) + suffix)
-    runner = rtl_model.build(sim, rtl_sources(filelist), top, params, build_dir)
     test_env = {f"{env_prefix}{k}": str(v) for k, v in params.items()}
-    test_env["JAX_PLATFORMS"] = "cpu"  # JAX on the CPU, quietly: the reference is small.
-    # cocotb rewrites the assertions of every module imported after it starts (its default
-    # "*.py": JAX and hrl included, about 10 s per run); the testbench's own are enough.
-    test_env["COCOTB_REWRITE_ASSERTION_FILES"] = "test_*.py"
     if capacity is not None:
         test_env[f"{env_prefix}N"] = str(capacity)
     test_env.update(env or {})
-    with rtl_model.simulator_environment(sim):
-        results = runner.test(
-            test_module=test_module,
-            hdl_toplevel=top,
-            testcase=testcase,
-            build_dir=build_dir,
-            test_dir=build_dir,
-            extra_env=test_env,
-            timescale=("1ns", "1ps"),
-        )
-    _, failed = get_results(results)
-    if failed:
-        raise AssertionError(
-            f"{failed} cocotb test(s) failed in {top} {case_name(sim, params)}"
-        )
-    return Path(results)
+    # The testbench lives in its module's folder (sim/<top>/test_<top>.py).
+    return rtl_runner.simulate(sim, rtl_sources(filelist), top, params,
+                               BUILD / (build_prefix + case_name(sim, params) + suffix),
+                               test_module, SIM / top, test_env, testcase)

@@ -118,27 +118,37 @@ def run(
 
     `sources`: RTL file names under fpga_rtl/rtl (default: <module>.v). Returns the results
     XML path."""
-    from cocotb_tools.check_results import get_results
-
     toplevel = toplevel or module
     srcs = [RTL / s for s in (sources or [f"{module}.v"])]
-    tb_dir = testbench_dir(module)
+    test_env = {f"PARAM_{k}": str(v) for k, v in params.items()}
+    test_env.update(env or {})
+    return simulate(sim, srcs, toplevel, params, BUILD / module / case_name(sim, params),
+                    f"test_{module}", testbench_dir(module), test_env, testcase, quiet=True)
+
+
+def simulate(sim: str, sources: list[Path], toplevel: str, params: dict[str, int],
+             build_dir: Path, test_module: str, testbench: Path, test_env: dict[str, str],
+             testcase: str | list[str] | None = None, *, quiet: bool = False) -> Path:
+    """The one way every runner here builds `toplevel` and runs the cocotb tests of
+    `test_module` (a file in `testbench`) in `build_dir`, with `test_env` for the testbench;
+    raises AssertionError naming the case and the build directory if any test failed.
+    Returns the results XML path."""
+    from cocotb_tools.check_results import get_results
+
     # The runner hands the simulator's Python this process's sys.path.
-    for path in (str(tb_dir), str(SIM), str(ROOT)):
+    for path in (str(testbench), str(SIM), str(ROOT)):
         if path not in sys.path:
             sys.path.insert(0, path)
-    build_dir = BUILD / module / case_name(sim, params)
     rtl_model = _rtl_model()
-    runner = rtl_model.build(sim, srcs, toplevel, params, build_dir, quiet=True)
-    test_env = {f"PARAM_{k}": str(v) for k, v in params.items()}
-    test_env["JAX_PLATFORMS"] = "cpu"  # the golden models run JAX on the CPU, quietly
+    runner = rtl_model.build(sim, sources, toplevel, params, build_dir, quiet=quiet)
+    test_env = dict(test_env)  # the caller's keys win over the defaults below
+    test_env.setdefault("JAX_PLATFORMS", "cpu")  # golden models run JAX on the CPU, quietly
     # cocotb rewrites the assertions of every module imported after it starts ("*.py": JAX
     # and hrl included, about 10 s per run); the testbenches' own are enough.
-    test_env["COCOTB_REWRITE_ASSERTION_FILES"] = "test_*.py"
-    test_env.update(env or {})
+    test_env.setdefault("COCOTB_REWRITE_ASSERTION_FILES", "test_*.py")
     with rtl_model.simulator_environment(sim):
         results = runner.test(
-            test_module=f"test_{module}",
+            test_module=test_module,
             hdl_toplevel=toplevel,
             testcase=testcase,
             build_dir=build_dir,
