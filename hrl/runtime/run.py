@@ -165,6 +165,9 @@ def train(
     interrupted = False
     solved_at = None
     first_chunk_s = None
+    # Chunks after the session's first that start past learning_starts: (seconds, env steps,
+    # updates), the steady state a mapping's prediction is compared with.
+    steady = []
     last_saved = start_steps if resume else None
 
     def wall_now():
@@ -190,14 +193,17 @@ def train(
     with Interrupt() as stop, ProgressBar(progress, total, start_steps, title) as bar:
         try:
             while _count(state.env_steps) < target and not _stop_agreed(stop.requested):
-                steps_now = _count(state.env_steps)
+                steps_now, updates_now = _count(state.env_steps), _count(state.updates)
                 t0 = time.perf_counter()
                 new_state, out = run_chunk(state, chunk_iters)
                 jax.block_until_ready(new_state)
                 dt = time.perf_counter() - t0
-                first_chunk_s = dt if first_chunk_s is None else first_chunk_s
                 state = new_state
                 counters = (_count(state.env_steps), _count(state.updates))
+                if first_chunk_s is None:
+                    first_chunk_s = dt
+                elif steps_now >= sch.learning_starts:
+                    steady.append((dt, counters[0] - steps_now, counters[1] - updates_now))
                 for i, (log, recent) in enumerate(zip(logs, recents, strict=True)):
                     seed_out = jax.tree.map(lambda x, i=i: x[i], out) if batched else out
                     steps, returns = _episodes_of(seed_out, steps_now, sch.total_envs)
@@ -241,6 +247,10 @@ def train(
         "wall_s_total": round(wall + wall_before, 3),
         "init_s": round(init_s, 3),  # build + initial state (compilation included)
         "first_chunk_s": None if first_chunk_s is None else round(first_chunk_s, 3),
+        # The steady state (chunks after the session's first, past learning_starts), summed
+        # over seeds; None when the session ran no such chunk. What a mapping's prediction
+        # compares with; the whole session's rates below include compilation and start-up.
+        **_steady_rates(steady, len(seeds)),
         # Summed over seeds: every env step / SGD step simulated per wall second.
         "env_steps_per_s": len(seeds) * (env_steps - steps_at_start) / max(wall, 1e-9),
         "updates_per_s": len(seeds) * (updates - updates_at_start) / max(wall, 1e-9),
@@ -281,6 +291,24 @@ def _local_copy(x) -> np.ndarray:
     if isinstance(x, jax.Array) and not x.is_fully_addressable:
         return np.asarray(x.addressable_data(0))
     return np.asarray(x)
+
+
+def _steady_rates(steady: list[tuple[float, int, int]], seeds: int) -> dict:
+    """Env steps and updates per second over the steady chunks (seconds, env steps, updates
+    per seed), summed over seeds, and how many chunks that is."""
+    seconds = sum(dt for dt, _, _ in steady)
+    if not steady or seconds <= 0:
+        return {"steady_env_steps_per_s": None, "steady_updates_per_s": None,
+                "steady_chunks": 0}
+    return {"steady_env_steps_per_s": seeds * sum(n for _, n, _ in steady) / seconds,
+            "steady_updates_per_s": seeds * sum(u for _, _, u in steady) / seconds,
+            "steady_chunks": len(steady)}
+
+
+def _mean_of(values) -> float | None:
+    """The mean of the values that are not None; None when all are."""
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
 
 
 def _count(x) -> int:
@@ -403,6 +431,9 @@ def _train_one_after_another(
         "env_steps_per_s": env_rate,
         "updates_per_s": sum(s["updates_per_s"] for s in summaries) / len(summaries),
         "env_steps_per_s_per_seed": env_rate,
+        **{k: _mean_of(s.get(k) for s in summaries)
+           for k in ("steady_env_steps_per_s", "steady_updates_per_s")},
+        "steady_chunks": sum(s.get("steady_chunks", 0) for s in summaries),
         "recent_return": float(np.median([s["recent_return"] for s in summaries
                                           if s["recent_return"] is not None] or [np.nan])),
         "interrupted": len(summaries) < cfg.seeds or last["interrupted"],
