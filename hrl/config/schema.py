@@ -289,6 +289,9 @@ class LogConfig:
     return_window: int = 10  # episodes in the "recent return" shown and logged
     checkpoint_every: int = 0  # env steps between checkpoints (0: only at the end / Ctrl-C)
     progress: bool = True  # rich progress bar
+    tensorboard: bool = False  # TensorBoard event files in the run directory (tensorboardX)
+    wandb: bool = False  # a Weights & Biases run (the optional `wandb` extra)
+    wandb_project: str = "hrl"  # the W&B project of log.wandb
 
     def validate(self, path: str) -> None:
         _require(
