@@ -168,7 +168,8 @@ def train(
     )
     steps_at_start, updates_at_start = start_steps, _count(state.updates)
     if primary:
-        _say_rounding(start_steps, target, chunk_iters * sch.env_steps_per_iter, cfg)
+        _say_rounding(start_steps, target, chunk_iters * sch.env_steps_per_iter, cfg,
+                      resume)
     interrupted = False
     solved_at = None
     first_chunk_s = None
@@ -277,14 +278,25 @@ def train(
     return summary
 
 
-def _say_rounding(start: int, target: int, chunk_steps: int, cfg: RunConfig) -> None:
-    """One line, before training, when the budget is not a whole number of chunks: a run
-    stops at a chunk's end (every chunk has the same length, so the loop compiles once)."""
+def _say_rounding(start: int, target: int, chunk_steps: int, cfg: RunConfig,
+                  resumed: bool) -> None:
+    """One line, before training, when the run will not end on its budget exactly: it stops
+    at a chunk's end (every chunk has the same length, so the loop compiles once), counting
+    from where it starts (the n-step warm-up's steps, or a checkpoint's)."""
     end = start + -(-(target - start) // chunk_steps) * chunk_steps
-    if end != target:
-        print(f"hrl: train.total_env_steps={target:,} runs {end:,} env steps: a run stops at "
-              f"the end of a chunk ({chunk_steps:,} env steps: train.chunk_env_steps rounded "
-              f"to whole iterations of {cfg.env_steps_per_iter:,})", flush=True)
+    if end == target:
+        return
+    if start and resumed:
+        first = f"{start:,} done before this session, then "
+    elif start and cfg.replay.n_step > 1:
+        first = f"{start:,} fill the {cfg.replay.n_step}-step return window, then "
+    elif start:
+        first = f"{start:,} before the first chunk, then "
+    else:
+        first = ""
+    print(f"hrl: train.total_env_steps={target:,} runs {end:,} env steps: {first}whole chunks "
+          f"of {chunk_steps:,} (train.chunk_env_steps rounded to whole iterations of "
+          f"{cfg.env_steps_per_iter:,}), as a run stops at a chunk's end", flush=True)
 
 
 def _already_finished(log_dir: Path, env_steps: int, total: int) -> dict:
