@@ -120,11 +120,16 @@ def config_reference_markdown() -> str:
         "of range stops the run before anything compiles, with one line naming the key.",
         "",
     ]
-    titles = {"run": "Run, env, replay, train, log"}
+    tables: dict[str, list[KeyDoc]] = {}
     for section, rows in config_keys().items():
-        out += [f"## {titles.get(section, section.capitalize())}", ""]
-        if section.startswith("agent"):
-            algo = section.split("(")[1].rstrip(")")
+        for row in rows:  # the run's keys by their section: top level, env, replay, ...
+            name = section if section != "run" else (
+                f"`{row.key.split('.')[0]}`" if "." in row.key else "Top level")
+            tables.setdefault(name, []).append(row)
+    for name, rows in tables.items():
+        out += [f"## {name.capitalize() if name.startswith('agent') else name}", ""]
+        if name.startswith("agent"):
+            algo = name.split("(")[1].rstrip(")")
             out += [f"The `agent` section when `algo: {algo}`.", ""]
         out += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
         for row in rows:
