@@ -113,3 +113,12 @@ def test_pages_include_only_files_of_the_repo(page):
     for included in re.findall(r'--8<-- "([^"]+)"', text):
         assert (REPO / included).is_file(), included
     assert "/work/" not in text and "../shared" not in text
+
+
+def test_generated_pages_cite_no_file_outside_the_repo():
+    gen = _gen_pages()
+    pages = {**gen.results_pages(REPO), "reference/cli.md": gen.cli_markdown(),
+             "reference/config.md": config_reference_markdown()}
+    for name, text in pages.items():
+        if isinstance(text, str):
+            assert not re.search(r"(?<![\w.])/(work|home|root|tmp)/", text), name
