@@ -46,6 +46,7 @@ def _comments(cls) -> tuple[dict[str, str], dict[str, str]]:
             inline[tok.start[0]] = tok.string.lstrip("#").strip()
     annotations, meanings = {}, {}
     body = ast.parse(source).body[0].body
+    group, last_line = "", 0  # a comment block above a run of fields, and where that run is
     for node in body:
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
             continue
@@ -56,8 +57,15 @@ def _comments(cls) -> tuple[dict[str, str], dict[str, str]]:
         while row >= 1 and lines[row - 1].strip().startswith("#"):
             above.insert(0, inline.get(row, ""))
             row -= 1
-        own = inline.get(line, "") if not lines[line - 1].strip().startswith("#") else ""
-        meanings[name] = " ".join(part for part in (*above, own) if part)
+        if above:
+            group = " ".join(part for part in above if part)
+        elif row != last_line:  # a blank line or other code ends the block's run
+            group = ""
+        own = inline.get(line, "")
+        # Its own comment; else the block above it; else the block above the run of fields
+        # it belongs to (e.g. "Epsilon-greedy: ..." above eps_start, eps_end, eps_decay_steps).
+        meanings[name] = " ".join(part for part in (*above, own) if part) or group
+        last_line = node.end_lineno or line
     return annotations, meanings
 
 
