@@ -195,6 +195,26 @@ def _readme_command(repo: Path, folder: Path, name: str) -> tuple[str | None, st
         here = here.parent
 
 
+def _describe(repo: Path, folder: Path) -> str | None:
+    """What a results folder holds: the README row naming that very folder, else the title of
+    its first Markdown file, else the row of the folder it sits in."""
+    here = folder.parent
+    while True:
+        rows = _readme_rows(repo / here / "README.md")
+        row = rows.get(folder.relative_to(here).as_posix())
+        if row:
+            return row[0]
+        if here == RESULTS or here == Path("."):
+            break
+        here = here.parent
+    for md in sorted((repo / folder).glob("*.md")):
+        if md.name != "README.md":
+            title = md.read_text().splitlines()[0].lstrip("#").strip()
+            if title:
+                return title
+    return _readme_command(repo, folder, "")[0]
+
+
 def _parents(rel: Path) -> list[str]:
     parts = rel.parts
     return ["/".join(parts[: i + 1]) for i in range(len(parts) - 1, -1, -1)] if parts else []
@@ -221,7 +241,7 @@ def _folder_page(repo: Path, folder: Path, site_dir: str) -> tuple[str, dict[str
     mds = [p for p in files if p.suffix == ".md" and p.name != "README.md"]
     htmls = [p for p in files if p.suffix == ".html"]
     others = [p for p in files if p.suffix in (".csv", ".json") and p.stat().st_size < 2_000_000]
-    what, _ = _readme_command(repo, folder, "")
+    what = _describe(repo, folder)
     rel_folder = folder.relative_to(RESULTS).as_posix()
     out = [f"# {rel_folder}", ""]
     if what:
@@ -285,7 +305,7 @@ def results_pages(repo: Path = REPO) -> dict[str, str | bytes]:
         text, assets = _folder_page(repo, folder, site_dir)
         pages[f"{site_dir}/index.md"] = text
         pages.update(assets)
-        what, _ = _readme_command(repo, folder, "")
+        what = _describe(repo, folder)
         index.append(f"| [{rel}]({rel}/index.md) | {_plain_links(what or '-')} |")
     pages["results/index.md"] = "\n".join(index) + "\n"
     return pages
