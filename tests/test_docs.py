@@ -122,3 +122,19 @@ def test_generated_pages_cite_no_file_outside_the_repo():
     for name, text in pages.items():
         if isinstance(text, str):
             assert not re.search(r"(?<![\w.])/(work|home|root|tmp)/", text), name
+
+
+def test_site_check_finds_a_broken_link_and_accepts_good_ones(tmp_path):
+    spec = importlib.util.spec_from_file_location("check_site",
+                                                  REPO / "experiments/docs/check_site.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "index.html").write_text('<a href="../">home</a><img src="fig.png">')
+    (tmp_path / "guide" / "fig.png").write_bytes(b"")
+    (tmp_path / "index.html").write_text(
+        '<a href="guide/">ok</a><a href="missing/">gone</a><a href="https://x.org">out</a>'
+        '<link href="/guide/fig.png"><a href="#top">here</a>')
+    broken, checked, external = check.broken_links(tmp_path)
+    assert broken == ["index.html -> missing/"]
+    assert (checked, external) == (5, 1)
