@@ -10,7 +10,7 @@ STAMP_PY := $(VENV)/.stamp-python
 # Use every core the machine has for the test suite (2 on the reference machine).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup demo test test-py312 test-slow lint bench-replay peers peers-quick clean
+.PHONY: setup demo test test-py312 test-slow lint docs docs-check bench-replay peers peers-quick clean
 
 setup: $(STAMP_SYS) $(STAMP_PY)
 
@@ -41,10 +41,10 @@ $(STAMP_PY): pyproject.toml requirements.lock
 
 # Regenerate the locks after changing dependencies in pyproject.toml.
 lock:
-	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev \
-	  --python-version 3.11 -o requirements.lock
-	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev \
-	  --python-version 3.12 -o requirements-py312.lock
+	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev --extra docs \
+	  --extra wandb --python-version 3.11 -o requirements.lock
+	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev --extra docs \
+	  --extra wandb --python-version 3.12 -o requirements-py312.lock
 
 # The same code on Python 3.12, where the dependencies resolve to jax 0.11 (gymnax caps jax below
 # 0.12; Python 3.11 stops at 0.10), the jax of the lent GPU machines: the tests of the programs
@@ -77,6 +77,20 @@ test: setup
 test-slow: setup
 	$(BIN)/python -m pytest -n $(JOBS) -m slow tests
 
+# The documentation site (mkdocs.yml, docs/) into site/, warnings as errors. The CLI and config
+# references and the results pages are generated at build time (docs/hooks.py).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
+
+# The built site and a mapping report opened in headless Chromium (Debian's package, installed
+# here when missing): fails on console errors and broken links; screenshots into
+# experiments/results/docs/. Not part of `make test`.
+docs-check: docs
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get install -y -qq chromium >/dev/null; \
+	  else sudo apt-get install -y -qq chromium >/dev/null; fi; }
+	$(BIN)/python experiments/docs/check_site.py --site site --out experiments/results/docs
+
 lint: setup
 	$(BIN)/ruff check hrl tests experiments sim
 
@@ -104,4 +118,4 @@ peers-quick: setup $(PEER_STAMPS)
 	$(BIN)/python experiments/peers/run_peers.py --quick
 
 clean:
-	rm -rf $(VENV) build sim_build .pytest_cache
+	rm -rf $(VENV) build sim_build .pytest_cache site

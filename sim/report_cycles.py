@@ -1,7 +1,7 @@
 """Measure hrl_rmm cycle counts per parameter set and write the cycle table.
 
     python sim/report_cycles.py          # every set -> sim/cycles.csv, sim/cycles.md and the
-                                         # table in fpga_rtl/README.md
+                                         # table in docs/hardware.md
     python sim/report_cycles.py --sim verilator
 
 Each set runs the cocotb test `test_cycles` (sim/hrl_rmm/test_hrl_rmm.py): latency of one update and
@@ -68,7 +68,7 @@ def markdown(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
-    ap.add_argument("--no-readme", action="store_true", help="do not rewrite fpga_rtl/README.md")
+    ap.add_argument("--no-readme", action="store_true", help="do not rewrite docs/hardware.md")
     args = ap.parse_args(argv)
     reason = rmm_runner.missing_tool(args.sim)
     if reason:
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     table = markdown(rows)
     (SIM / "cycles.md").write_text(table)
     if not args.no_readme:
-        replace_section(SIM.parent / "fpga_rtl" / "README.md", "cycles", table)
+        replace_section(SIM.parent / "docs" / "hardware.md", "cycles", table)
     print(table)
     return 0
 

@@ -3,7 +3,7 @@ batch size B and the lane count P.
 
     .venv/bin/python sim/report_kernel_cycles.py              # Verilator; writes
         fpga_rtl/kernel_cycles.csv, fpga_rtl/kernel_cycles_fit.csv and the tables in
-        fpga_rtl/README.md
+        docs/hardware.md
     .venv/bin/python sim/report_kernel_cycles.py --sim icarus --no-readme
 
 Each batch is one kernel run through the OpenCL host driver on the rtl-sim device
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
     table = markdown(fitted, FIT_COLUMNS) + "\n\nPer run:\n\n" + markdown(rows)
     print(table)
     if not args.no_readme:
-        readme = ROOT / "fpga_rtl" / "README.md"
+        readme = ROOT / "docs" / "hardware.md"
         text = readme.read_text()
         begin, end = "<!-- kernel-cycles:begin -->", "<!-- kernel-cycles:end -->"
         if begin not in text:

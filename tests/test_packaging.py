@@ -18,7 +18,7 @@ def _name(requirement: str) -> str:
 def _pyproject_requirements() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = {_name(r): r for r in project["dependencies"]}
-    for extra in ("hw", "bench", "dev"):
+    for extra in ("hw", "bench", "dev", "docs", "wandb"):
         reqs.update({_name(r): r for r in project["optional-dependencies"][extra]})
     return reqs
 

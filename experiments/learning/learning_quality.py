@@ -84,8 +84,8 @@ FIELDS = (
 def steady_rate(seed_dir: Path) -> float:
     """Median env steps/s of one run's chunks after the first (compilation) chunk."""
     rows = list(csv.DictReader((seed_dir / "metrics.csv").read_text().splitlines()))
-    rates = [float(r["env_steps_per_s"]) for r in rows[1:]] or [
-        float(r["env_steps_per_s"]) for r in rows
+    rates = [float(r["chunk_env_steps_per_s"]) for r in rows[1:]] or [
+        float(r["chunk_env_steps_per_s"]) for r in rows
     ]
     return float(np.median(rates))
 

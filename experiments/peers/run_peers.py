@@ -30,7 +30,7 @@ Three parts:
   fused mode).
 
 Writes experiments/results/peers/peers.{csv,md,png} and, with --readme, the rows between the
-`<!-- peers:begin -->` and `<!-- peers:end -->` markers of README.md.
+`<!-- peers:begin -->` and `<!-- peers:end -->` markers of docs/index.md (the site's home).
 """
 
 from __future__ import annotations
@@ -595,7 +595,7 @@ def main(argv=None) -> None:
                    help="smoke test: 1 round, 15 s DQN, 12 s DDPG, replay at N=2^16, 20 reps; "
                    "writes to experiments/results/peers/quick/")
     p.add_argument("--out", type=Path, default=OUT)
-    p.add_argument("--readme", action="store_true", help="rewrite README.md's peers rows")
+    p.add_argument("--readme", action="store_true", help="rewrite the peers rows of docs/index.md")
     p.add_argument("--report-only", action="store_true",
                    help="only rebuild peers.md, peers.png (and README rows) from peers.csv")
     args = p.parse_args(argv)
@@ -604,7 +604,7 @@ def main(argv=None) -> None:
         args.replay_reps, args.replay_log2_n = 20, 16
         if args.out == OUT:
             args.out = OUT / "quick"
-    readme = ROOT / "README.md" if args.readme else None
+    readme = ROOT / "docs" / "index.md" if args.readme else None
     if args.report_only:
         rows = read_csv(args.out / "peers.csv")
         meta_path = args.out / "meta.json"

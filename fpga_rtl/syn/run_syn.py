@@ -1,7 +1,7 @@
 """Synthesize hrl_rmm with yosys (synth_xilinx -family xcup) per parameter set and tabulate.
 
     python fpga_rtl/syn/run_syn.py            # every set in SETS -> syn/resources.{csv,md}
-                                              # and the table in fpga_rtl/README.md
+                                              # and the table in docs/hardware.md
     python fpga_rtl/syn/run_syn.py --set 4,3,1,32
 
 Flow: hierarchical (the default, `--flow hier`): synth_xilinx without -flatten, so every
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--set", action="append", default=[],
                     help="K,D,P,W (repeatable); default: every set in SETS")
-    ap.add_argument("--no-readme", action="store_true", help="do not rewrite fpga_rtl/README.md")
+    ap.add_argument("--no-readme", action="store_true", help="do not rewrite docs/hardware.md")
     ap.add_argument("--force", action="store_true",
                     help="rerun yosys even where a run newer than the RTL exists")
     ap.add_argument("--cached-only", action="store_true",
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
                   f"{', '.join(unfinished)}.\n")
     (SYN / "resources.md").write_text(table)
     if not args.no_readme and not args.set and rows:
-        replace_section(FPGA / "README.md", "resources", table)
+        replace_section(FPGA.parent / "docs" / "hardware.md", "resources", table)
     print(table)
     return 0
 

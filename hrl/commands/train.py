@@ -111,16 +111,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"hrl train: error: {err}", file=sys.stderr)
         return 2
     _print_summary(console, summary)
-    print_comparison(console, mapping_choice, summary)
+    if not summary.get("already_finished"):
+        print_comparison(console, mapping_choice, summary)
     return 130 if summary["interrupted"] else 0
 
 
 def _print_summary(console, s: dict) -> None:
+    if s.get("already_finished"):
+        console.print(
+            f"already finished: {s['env_steps']:,} env steps of train.total_env_steps="
+            f"{s['total_env_steps']:,}; nothing to run. Train longer with: hrl train --resume "
+            f"{s['run_dir']} --set train.total_env_steps=<more>")
+        return
     ret = "n/a" if s["recent_return"] is None else f"{s['recent_return']:.1f}"
     console.print(
         f"{'interrupted' if s['interrupted'] else 'finished'}: {s['env_steps']:,} env steps, "
         f"{s['updates']:,} SGD updates in {s['wall_s_this_session']:.1f} s "
-        f"({s['env_steps_per_s']:,.0f} env steps/s, {s['updates_per_s']:,.0f} updates/s); "
+        f"({s['env_steps_per_s']:,.0f} env steps/s, {s['updates_per_s']:,.0f} updates/s, "
+        f"compile and set-up included); "
         f"mean return of the last {s['return_window']} episodes: {ret}"
     )
     run_dir = s["run_dir"]

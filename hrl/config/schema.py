@@ -54,13 +54,14 @@ class ReplayConfig:
     # "native_host": the whole buffer in host memory, stepped by the C++ kernels from the host
     # loop (hrl.replay.host_native: the jitted buffer's results, outside XLA's queue)
     backend: str = "jax"
-    capacity: int = 50_000
+    capacity: int = 50_000  # N, transitions held; the oldest is overwritten when full
     alpha: float = 0.6  # priority exponent
     beta_start: float = 0.4  # importance-weight exponent, annealed linearly ...
     beta_end: float = 1.0  # ... to this value at the end of training
     eps: float = 1e-6  # added to |td| so no item starves
     fanout: int = 16  # K of the sum tree
     fmt: str = "float32"  # priority format, see hrl.replay.formats.parse_format
+    # importance weights normalised by the whole buffer's largest (a min tree) or the batch's
     weights: Literal["global", "batch"] = "global"
     n_step: int = 1  # n-step returns (1 = plain one-step transitions)
     # backend "jax": the sum-tree kernels, "native" (C++ on the CPU), "pallas" (GPU kernels;
@@ -118,6 +119,7 @@ class TrainConfig:
     train_ratio: float = 0.25  # SGD steps per environment step
     rollout_length: int = 1  # vector steps whose M*L transitions are inserted as one batch
     learning_starts: int = 1_000  # no SGD until the buffer holds this many transitions
+    # relaxed: the next batch is drawn while up to `staleness` priority updates are in flight
     dependency: Literal["strict", "relaxed"] = "strict"
     staleness: int = 0  # relaxed: up to s priority updates in flight while sampling goes on
     # How the iteration's two programs (actors, learner) are scheduled: "fused" (one lax.scan),
@@ -125,8 +127,8 @@ class TrainConfig:
     # thread beside the learner, `pipeline_depth` iterations ahead at most, weights to the
     # actors every `weight_sync_period` iterations), "auto" (fused when it can, else sequential)
     executor: Literal["auto", "fused", "sequential", "pipelined"] = "auto"
-    pipeline_depth: int = 1
-    weight_sync_period: int = 1
+    pipeline_depth: int = 1  # pipelined: iterations the actors may run ahead of the learner
+    weight_sync_period: int = 1  # pipelined: iterations between weight copies to the actors
     # Where the pipelined executor's actors run: "thread" (beside the learner, sharing its
     # GIL) or "process" (their own interpreter and XLA runtime; same results bit for bit).
     actors: Literal["thread", "process"] = "thread"
@@ -140,7 +142,7 @@ class TrainConfig:
     # the same bit for bit: the limiter changes when the actors run, never which weights
     # they use.
     samples_per_insert: float | None = None
-    samples_per_insert_tolerance: float | None = None
+    samples_per_insert_tolerance: float | None = None  # limiter slack in samples (see above)
     # How XLA:CPU runs each jitted call: "async" (on XLA's worker thread while the caller goes
     # on; one device's calls still run in the order they were issued), "sync"
     # (on the calling thread: no hand-off and wake-up per call, which a loop that waits for
@@ -283,10 +285,13 @@ class TrainConfig:
 @dataclasses.dataclass(frozen=True)
 class LogConfig:
     run_dir: str | None = None  # default: runs/<config name>-<UTC time>
-    metrics_format: Literal["csv", "jsonl"] = "csv"
+    metrics_format: Literal["csv", "jsonl"] = "csv"  # RUN_DIR/metrics.csv or metrics.jsonl
     return_window: int = 10  # episodes in the "recent return" shown and logged
     checkpoint_every: int = 0  # env steps between checkpoints (0: only at the end / Ctrl-C)
     progress: bool = True  # rich progress bar
+    tensorboard: bool = False  # TensorBoard event files in the run directory (tensorboardX)
+    wandb: bool = False  # a Weights & Biases run (the optional `wandb` extra)
+    wandb_project: str = "hrl"  # the W&B project of log.wandb
 
     def validate(self, path: str) -> None:
         _require(
@@ -312,8 +317,8 @@ PLACEMENT_VALUE = re.compile(r"^(host|cpu|gpu)(:\d+)?$")
 class RunConfig:
     """The whole run. `agent` is the algorithm's config dataclass (see `agent_config_class`)."""
 
-    algo: Literal["dqn", "ddpg"] = "dqn"
-    seed: int = 0
+    algo: Literal["dqn", "ddpg"] = "dqn"  # the algorithm; types the agent section
+    seed: int = 0  # the run's PRNG seed (the first of `seeds`)
     seeds: int = 1  # independent runs with seeds seed, seed+1, ...: vmapped in one jit if fused
     env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
     agent: Any = None

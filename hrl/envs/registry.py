@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from typing import Any
 
 from hrl.envs.gymnasium_env import GymnasiumVecEnv
@@ -13,6 +16,7 @@ KNOWN_ENVS = (
     *(f"gymnax:{n}" for n in GYMNAX_ENVS),
     *(f"brax:{n}" for n in BRAX_ENVS),
     "gymnasium:<any registered id>",
+    "gymnasium:<module>:<id> (the module registers id)",
 )
 
 
@@ -42,13 +46,33 @@ def make_env(name: str, num_envs: int, **kwargs: Any) -> VecEnv:
         # gymnasium: optional, loaded only when a gymnasium env is looked up
         import gymnasium as gym
 
-        if env_id not in gym.registry:
+        module, colon, bare_id = env_id.rpartition(":")
+        if colon:  # gymnasium's "module:Id" form: importing the module registers Id
+            _import_env_module(name, module)
+        if bare_id not in gym.registry:
             raise ValueError(
                 f"unknown env {name!r}: {env_id!r} is not a registered gymnasium id; "
                 f"known: {KNOWN_ENVS}"
             )
-        return GymnasiumVecEnv(env_id, num_envs, **kwargs)
+        return GymnasiumVecEnv(bare_id, num_envs, **kwargs)
     raise ValueError(f"unknown env library {library!r} in {name!r}; known: {KNOWN_ENVS}")
+
+
+def _import_env_module(name: str, module: str) -> None:
+    """Import the module of a "gymnasium:<module>:<id>" name, found on sys.path or else in the
+    current directory (as `python -m` would find it: `hrl` started from a console script does
+    not have the current directory on its path)."""
+    try:
+        importlib.import_module(module)
+        return
+    except ModuleNotFoundError as err:
+        if os.getcwd() in sys.path or not module.startswith(err.name or "\0"):
+            raise ValueError(f"env {name!r}: cannot import module {module!r} ({err})") from None
+    sys.path.append(os.getcwd())
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(f"env {name!r}: cannot import module {module!r} ({err})") from None
 
 
 def _check_kwargs(name: str, kwargs: dict, allowed: set[str]) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from hrl.runtime.log_sinks import scalars
+
 EPISODE_FIELDS = ("env_steps", "episode_return")
 
 
@@ -19,8 +21,11 @@ class MetricsLog:
     first, so the logs describe exactly the resumed trajectory.
     """
 
-    def __init__(self, run_dir: str | Path, fmt: str = "csv", resume_at: int | None = None):
+    def __init__(self, run_dir: str | Path, fmt: str = "csv", resume_at: int | None = None,
+                 sinks: list | None = None):
         self.run_dir = Path(run_dir)
+        # further writers of every row and episode (`log_sinks`: TensorBoard, W&B)
+        self.sinks = list(sinks or [])
         self.fmt = fmt
         self.metrics_path = self.run_dir / f"metrics.{fmt}"
         self.episodes_path = self.run_dir / "episodes.csv"
@@ -57,6 +62,8 @@ class MetricsLog:
     def episodes(self, env_steps: np.ndarray, returns: np.ndarray) -> None:
         if len(env_steps) == 0:
             return
+        for sink in self.sinks:
+            sink.episodes(env_steps, returns)
         with self.episodes_path.open("a", newline="") as f:
             writer = csv.writer(f)
             for step, ret in zip(env_steps, returns, strict=True):
@@ -65,6 +72,10 @@ class MetricsLog:
     def row(self, values: dict) -> None:
         values = {k: (float(v) if isinstance(v, np.floating | float) else v)
                   for k, v in values.items()}
+        if self.sinks:
+            numbers = scalars(values)
+            for sink in self.sinks:
+                sink.row(int(values["env_steps"]), numbers)
         if self.fmt == "jsonl":
             with self.metrics_path.open("a") as f:
                 f.write(json.dumps(values) + "\n")
@@ -77,6 +88,12 @@ class MetricsLog:
             if new_file:
                 writer.writeheader()
             writer.writerow(values)
+
+    def close(self) -> None:
+        """Close the further writers (flushes their files); the CSV files need nothing."""
+        for sink in self.sinks:
+            sink.close()
+        self.sinks = []
 
 
 def read_episodes(run_dir: str | Path) -> tuple[np.ndarray, np.ndarray]:

@@ -25,6 +25,9 @@ RESUMABLE_KEYS = (
     "log.checkpoint_every",
     "log.progress",
     "log.return_window",
+    "log.tensorboard",  # writers beside metrics.csv: what is logged, never what is computed
+    "log.wandb",
+    "log.wandb_project",
 )
 _WHY_FIXED = {
     "replay.fmt": "the checkpoint holds that format",

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from hrl.config import ConfigError, RunConfig, dump_config
+from hrl.config import ConfigError, RunConfig, dump_config, to_dict
 from hrl.envs.gymnasium_env import HostEnvStateError
 from hrl.replay.interface import HostReplay
 from hrl.runtime.aggregate import (
@@ -42,6 +42,7 @@ from hrl.runtime.checkpoint import (
 )
 from hrl.runtime.executors import PipelinedLoop
 from hrl.runtime.iteration import TrainState
+from hrl.runtime.log_sinks import make_sinks
 from hrl.runtime.metrics import MetricsLog, plot_learning_curve, read_episodes
 from hrl.runtime.progress import Interrupt, ProgressBar
 from hrl.runtime.rate_limit import LimiterState, live_ratio
@@ -143,8 +144,12 @@ def train(
     for d in seed_dirs:
         d.mkdir(parents=True, exist_ok=True)
     start_steps = _count(state.env_steps)
+    if resume and stop_at_env_steps is None and start_steps >= cfg.train.total_env_steps:
+        built.loop.close()
+        return _already_finished(log_dir, start_steps, cfg.train.total_env_steps)
     logs = [
-        MetricsLog(d, cfg.log.metrics_format, resume_at=start_steps if resume else None)
+        MetricsLog(d, cfg.log.metrics_format, resume_at=start_steps if resume else None,
+                   sinks=make_sinks(cfg.log, d, run_dir.name, to_dict(cfg)) if primary else None)
         for d in seed_dirs
     ]
     window = cfg.log.return_window
@@ -162,6 +167,9 @@ def train(
         (start_steps // checkpoint_every + 1) * checkpoint_every if checkpoint_every else None
     )
     steps_at_start, updates_at_start = start_steps, _count(state.updates)
+    if primary:
+        _say_rounding(start_steps, target, chunk_iters * sch.env_steps_per_iter, cfg,
+                      resume)
     interrupted = False
     solved_at = None
     first_chunk_s = None
@@ -233,6 +241,8 @@ def train(
             if last_saved != _count(state.env_steps):
                 checkpoint(state)
             built.loop.close()  # e.g. the pipelined executor's actors' process
+            for log in logs:
+                log.close()
     wall = time.perf_counter() - t_start
     env_steps, updates = _count(state.env_steps), _count(state.updates)
     threshold = solved_return if solved_return is not None else cfg.train.solved_return
@@ -275,6 +285,37 @@ def train(
             plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {seed}",
                                 window)
     _finish(summary, seed_dirs, log_dir, cfg)
+    return summary
+
+
+def _say_rounding(start: int, target: int, chunk_steps: int, cfg: RunConfig,
+                  resumed: bool) -> None:
+    """One line, before training, when the run will not end on its budget exactly: it stops
+    at a chunk's end (every chunk has the same length, so the loop compiles once), counting
+    from where it starts (the n-step warm-up's steps, or a checkpoint's)."""
+    end = start + -(-(target - start) // chunk_steps) * chunk_steps
+    if end == target:
+        return
+    if start and resumed:
+        first = f"{start:,} done before this session, then "
+    elif start and cfg.replay.n_step > 1:
+        first = f"{start:,} fill the {cfg.replay.n_step}-step return window, then "
+    elif start:
+        first = f"{start:,} before the first chunk, then "
+    else:
+        first = ""
+    print(f"hrl: train.total_env_steps={target:,} runs {end:,} env steps: {first}whole chunks "
+          f"of {chunk_steps:,} (train.chunk_env_steps rounded to whole iterations of "
+          f"{cfg.env_steps_per_iter:,}), as a run stops at a chunk's end", flush=True)
+
+
+def _already_finished(log_dir: Path, env_steps: int, total: int) -> dict:
+    """A resume of a run that already met its budget: nothing runs and nothing is
+    rewritten; the run's summary.json, marked `already_finished`."""
+    path = log_dir / "summary.json"
+    summary = json.loads(path.read_text()) if path.exists() else {"run_dir": str(log_dir)}
+    summary.update(already_finished=True, env_steps=env_steps, total_env_steps=total,
+                   interrupted=False)
     return summary
 
 
@@ -516,7 +557,9 @@ def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunCon
         "updates": updates,
         "samples_per_insert": float("nan") if live is None else round(live, 4),
         "wall_s": round(wall_s, 3),
-        "env_steps_per_s": (env_steps - steps_before) / max(dt, 1e-9),
+        # this chunk's env steps over its own wall time (summary.json's env_steps_per_s is the
+        # whole session's, compile and set-up included)
+        "chunk_env_steps_per_s": (env_steps - steps_before) / max(dt, 1e-9),
         "recent_return": float(np.mean(recent)) if recent else float("nan"),
         "episodes": int(np.asarray(out.completed).sum()),
         "td_abs": float(np.asarray(out.td_abs)[trained].mean()) if trained.any() else float("nan"),

@@ -251,7 +251,7 @@ def test_checkpoint_every_and_jsonl(tmp_path):
     train(cfg, run_dir=tmp_path, progress=False, checkpoint_every=512)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["env_steps"] for r in rows] == [256 * (i + 1) for i in range(6)]
-    assert all(r["env_steps_per_s"] > 0 for r in rows)
+    assert all(r["chunk_env_steps_per_s"] > 0 for r in rows)
     kept = sorted(p.name for p in (tmp_path / "checkpoints").glob("step_*"))
     assert kept == ["step_000000001024", "step_000000001536"]  # newest two of 512/1024/1536
     info = json.loads((tmp_path / "checkpoints" / "latest.json").read_text())

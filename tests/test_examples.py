@@ -1,0 +1,60 @@
+"""The examples of examples/ run as the guides show them, at a small size."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from hrl import cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}",
+                                                  REPO / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_jax_loop_learns_on_every_seed():
+    """Prioritized SGD inside one jitted scan: the weighted loss falls on every seed."""
+    out = _example("jax_loop").main(["--steps", "400", "--seeds", "3"])
+    assert out["last_loss"] < 0.1 * out["first_loss"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_numpy_learner_on_replay_handle_finds_the_goal(seed):
+    out = _example("numpy_dqn").main(["--steps", "1500", "--seed", str(seed)])
+    assert out["greedy_right"] >= out["states"] - 1
+    assert out["path"] in ("direct", "jit")
+
+
+def test_custom_gymnasium_env_trains_from_the_cli(tmp_path, monkeypatch):
+    """`hrl train examples/corridor.yaml`: the env named as gymnasium:<module>:<id> is
+    imported from the directory hrl runs in."""
+    monkeypatch.chdir(REPO)
+    run_dir = tmp_path / "corridor"
+    status = cli.main(["train", "examples/corridor.yaml", "--set", "train.total_env_steps=1024",
+                       "--run-dir", str(run_dir), "--no-progress"])
+    assert status == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["env_steps"] >= 1024 and summary["executor"] == "sequential"
+
+
+def test_custom_gymnasium_env_trains_from_python(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    summary = _example("corridor_env").main(["--steps", "512", "--run-dir",
+                                             str(tmp_path / "py")])
+    assert summary["env_steps"] >= 512
+
+
+@pytest.mark.slow  # about a minute: it profiles every primitive (test_mapping_cli covers it)
+def test_profile_and_map_writes_a_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    report = _example("profile_and_map").main(["--out", str(tmp_path / "prof")])
+    assert (report / "report.md").exists() and (report / "mapping.json").exists()
