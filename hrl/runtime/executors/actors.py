@@ -28,10 +28,13 @@ at its end), so the learner's process keeps the copy that checkpoints save.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import multiprocessing
+import os
 import queue
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -185,7 +188,7 @@ class ProcessActors:
         self._policy_leaves = None  # which agent leaves inference reads (found once)
         self.max_error = None  # the chunk's highest limiter error at the actors' inserts
         self._process = ctx.Process(
-            target=_serve, args=(to_dict(cfg), self._to_actors, self._from_actors),
+            target=_serve, args=(to_dict(cfg), self._to_actors, self._from_actors, os.getpid()),
             name="hrl-actors", daemon=True,
         )
         self._process.start()
@@ -262,8 +265,31 @@ class ProcessActors:
 
 
 # --- the actors' process -----------------------------------------------------------------------
-def _serve(cfg_dict: dict, inbox, outbox) -> None:
+def exit_with_parent(parent: int, poll_s: float = 0.5) -> None:
+    """This process ends (SIGKILL) when `parent`, the process that started it, ends in any way,
+    a SIGKILL included, so actors never outlive their learner: on Linux the kernel sends the
+    signal (prctl PR_SET_PDEATHSIG); everywhere a daemon thread also polls the parent's pid
+    every `poll_s` seconds (the fallback, and the check for a parent already gone)."""
+    if os.uname().sysname == "Linux":
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # the poll below still holds
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="hrl-parent-watch", daemon=True).start()
+
+
+def _serve(cfg_dict: dict, inbox, outbox, parent: int | None = None) -> None:
     """The actors' process: build once, then act chunk by chunk until told to stop."""
+    if parent is not None:
+        exit_with_parent(parent)
     # Ctrl-C reaches the whole process group: the learner's process handles it (it stops at
     # the chunk's end and checkpoints), so the actors must finish their chunk, not die.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
