@@ -28,13 +28,11 @@ at its end), so the learner's process keeps the copy that checkpoints save.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import multiprocessing
 import os
 import queue
 import signal
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +46,7 @@ from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
 from hrl.runtime.executors.host_calls import HostCalls
 from hrl.runtime.iteration import Schedule, actor_of
+from hrl.runtime.lifetime import exit_with_parent
 from hrl.runtime.primitives import make_primitives
 
 
@@ -265,27 +264,6 @@ class ProcessActors:
 
 
 # --- the actors' process -----------------------------------------------------------------------
-def exit_with_parent(parent: int, poll_s: float = 0.5) -> None:
-    """This process ends (SIGKILL) when `parent`, the process that started it, ends in any way,
-    a SIGKILL included, so actors never outlive their learner: on Linux the kernel sends the
-    signal (prctl PR_SET_PDEATHSIG); everywhere a daemon thread also polls the parent's pid
-    every `poll_s` seconds (the fallback, and the check for a parent already gone)."""
-    if os.uname().sysname == "Linux":
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass  # the poll below still holds
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(poll_s)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    if os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGKILL)
-    threading.Thread(target=watch, name="hrl-parent-watch", daemon=True).start()
-
-
 def _serve(cfg_dict: dict, inbox, outbox, parent: int | None = None) -> None:
     """The actors' process: build once, then act chunk by chunk until told to stop."""
     if parent is not None:

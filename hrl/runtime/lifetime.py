@@ -1,0 +1,35 @@
+"""A child process that ends with its parent: actors never outlive their learner, and the
+processes of an `hrl launch` stop when the launcher does (imports nothing that runs JAX)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import threading
+import time
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def exit_with_parent(parent: int, signum: int = signal.SIGKILL, poll_s: float = 0.5) -> None:
+    """Send this process `signum` when `parent` (the process that started it) ends in any way,
+    a SIGKILL included: on Linux the kernel sends it (prctl PR_SET_PDEATHSIG); everywhere a
+    daemon thread also polls the parent's pid every `poll_s` seconds (the fallback, and the
+    check for a parent gone before this call). SIGKILL ends the process at once; a handled
+    signal (SIGTERM in `hrl train`) lets it checkpoint first. Costs one thread that sleeps."""
+    if os.uname().sysname == "Linux":
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signum))
+        except (OSError, AttributeError):
+            pass  # the poll below still holds
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signum)
+
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signum)
+        return
+    threading.Thread(target=watch, name="hrl-parent-watch", daemon=True).start()
