@@ -33,3 +33,25 @@ def exit_with_parent(parent: int, signum: int = signal.SIGKILL, poll_s: float = 
         os.kill(os.getpid(), signum)
         return
     threading.Thread(target=watch, name="hrl-parent-watch", daemon=True).start()
+
+
+def exit_with_pid(pid: int, signum: int = signal.SIGKILL, poll_s: float = 0.5) -> None:
+    """Send this process `signum` once process `pid` (on this host) is gone: for a process
+    that `pid` did not start itself (a Ray worker, whose parent is Ray's raylet), so only a
+    poll can tell. Costs one thread that sleeps."""
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=watch, name="hrl-learner-watch", daemon=True).start()
