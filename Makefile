@@ -41,9 +41,9 @@ $(STAMP_PY): pyproject.toml requirements.lock
 
 # Regenerate the locks after changing dependencies in pyproject.toml.
 lock:
-	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev \
+	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev --extra distributed \
 	  --python-version 3.11 -o requirements.lock
-	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev \
+	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev --extra distributed \
 	  --python-version 3.12 -o requirements-py312.lock
 
 # The same code on Python 3.12, where the dependencies resolve to jax 0.11 (gymnax caps jax below

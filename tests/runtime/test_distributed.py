@@ -19,6 +19,7 @@ from hrl.runtime import build, initial_state
 ray = pytest.importorskip("ray")
 
 from hrl.runtime.executors import start_ray  # noqa: E402
+from hrl.runtime.executors.ray_actors import RayUnavailable, check_reachable  # noqa: E402
 
 CHUNKS, ITERS = 2, 12
 
@@ -113,3 +114,10 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_cluster_address_that_does_not_answer_is_one_line():
+    with pytest.raises(RayUnavailable, match="cannot reach the Ray cluster at 127.0.0.1:1 "):
+        check_reachable("127.0.0.1:1")
+    with pytest.raises(RayUnavailable, match="HOST:PORT"):
+        check_reachable("no-port")

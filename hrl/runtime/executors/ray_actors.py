@@ -49,6 +49,7 @@ joins a cluster.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 import warnings
@@ -76,16 +77,21 @@ MAX_RESTARTS = 3  # per worker
 RESTART_WAIT_S = 120.0
 
 
+class RayUnavailable(RuntimeError):
+    """Ray is not installed, or cannot start or be reached (one line)."""
+
+
 def start_ray(address: str | None = None) -> None:
     """Join Ray: the running cluster when this process already did, else `address` or
     RAY_ADDRESS, else a new local instance (no dashboard, errors only). A one-line
-    RuntimeError when Ray is missing or cannot start (a port, the object store's memory)."""
+    `RayUnavailable` when Ray is missing or cannot start (a port, the object store's memory)."""
     if ray is None:
-        raise RuntimeError("train.executor=distributed needs Ray: `make setup` installs it "
+        raise RayUnavailable("train.executor=distributed needs Ray: `make setup` installs it "
                            "(or pip install 'hrl[distributed]')")
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
+    check_reachable(address)
     try:
         with warnings.catch_warnings():
             # Ray starts its processes with fork + exec, which the warning about forking a
@@ -96,7 +102,21 @@ def start_ray(address: str | None = None) -> None:
     except Exception as err:  # Ray raises many kinds; the user needs one line
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise RuntimeError(f"could not start {where}: {first[:200]}") from None
+        raise RayUnavailable(f"could not start {where}: {first[:200]}") from None
+
+
+def check_reachable(address: str | None) -> None:
+    """A one-line `RayUnavailable` unless `address` (HOST:PORT; None or "auto": nothing to
+    check) answers within 5 s: Ray itself retries an address that does not answer for
+    minutes, logging as it goes."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as err:
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address} (--ray-address or "
+                             f"RAY_ADDRESS, HOST:PORT): {err}") from None
 
 
 class ActorWorker:
@@ -169,6 +189,7 @@ class DistributedLoop(PipelinedLoop):
             raise ValueError(f"config key 'train.actor_schedule': one of {SCHEDULES}, got "
                              f"{actor_schedule!r}")
         self.num_actors, self.actor_schedule = num_actors, actor_schedule
+        start_ray()  # at build, so a Ray that cannot start stops the run before it starts
         self.restarts = 0  # workers restarted so far
         self._workers: list | None = None
         self._last: list = []  # per worker: (actors' state, host env state) after its last take
@@ -176,7 +197,6 @@ class DistributedLoop(PipelinedLoop):
 
     # --- workers ---------------------------------------------------------------------------
     def _start_workers(self, state: TrainState) -> None:
-        start_ray()
         remote = ray.remote(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0)(
             ActorWorker)
         cfg = to_dict(self._config)
