@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_runtime import tiny_config
 
 from hrl.config import dump_config
@@ -41,9 +42,25 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_sigkill_of_the_learner_leaves_no_actor_process(tmp_path):
-    cfg = tiny_config(**{"env.name": "gymnasium:CartPole-v1", "train.executor": "pipelined",
-                         "train.actors": "process", "train.total_env_steps": 10_000_000})
+def descendants_of(pid: int) -> list[int]:
+    """Every live process below `pid`."""
+    found, todo = [], [pid]
+    while todo:
+        kids = children_of(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+@pytest.mark.parametrize("executor", [
+    {"train.executor": "pipelined", "train.actors": "process"},
+    # Ray's workers, raylet, GCS and agents (a local Ray started by the learner)
+    pytest.param({"train.executor": "distributed", "train.num_actors": 2},
+                 marks=pytest.mark.slow),
+], ids=["pipelined-process", "distributed"])
+def test_sigkill_of_the_learner_leaves_no_actor_process(tmp_path, executor):
+    cfg = tiny_config(**{"env.name": "gymnasium:CartPole-v1", **executor,
+                         "train.total_env_steps": 10_000_000})
     config = tmp_path / "tiny.yaml"
     config.write_text(dump_config(cfg))
     run_dir, log = tmp_path / "run", tmp_path / "stderr.txt"
@@ -58,7 +75,7 @@ def test_sigkill_of_the_learner_leaves_no_actor_process(tmp_path):
             assert learner.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, "no chunk finished"
             time.sleep(0.1)
-        actors = children_of(learner.pid)
+        actors = descendants_of(learner.pid)
         assert actors, "the learner started no process"
         learner.kill()
         learner.wait()
@@ -69,5 +86,5 @@ def test_sigkill_of_the_learner_leaves_no_actor_process(tmp_path):
     finally:
         if learner.poll() is None:
             learner.kill()
-        for p in children_of(learner.pid):
+        for p in descendants_of(learner.pid):
             os.kill(p, signal.SIGKILL)

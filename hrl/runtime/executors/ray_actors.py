@@ -63,7 +63,7 @@ from hrl.runtime import rate_limit as rl
 from hrl.runtime.executors.actors import act_chunk, actor_calls_of, agent_iteration, policy_leaves
 from hrl.runtime.executors.pipelined import PipelinedLoop
 from hrl.runtime.iteration import ActorState, ChunkOut, TrainState, actor_of
-from hrl.runtime.lifetime import exit_with_pid
+from hrl.runtime.lifetime import children_named, exit_with_pid, parent_of
 from hrl.runtime.rate_limit import LimiterState
 
 try:
@@ -123,8 +123,13 @@ class ActorWorker:
     """One actor worker (a Ray actor): the run's actors' calls and its own actors' state."""
 
     def __init__(self, cfg_dict: dict, learner_pid: int, learner_host: str):
-        if learner_host == os.uname().nodename:
-            exit_with_pid(learner_pid)  # never outlive the learner (same host only)
+        if learner_host == os.uname().nodename:  # never outlive the learner (same host only)
+            raylet = os.getppid()
+            # A Ray the learner started here: its agents outlive a killed raylet, so they go too.
+            agents = (children_named(raylet, "ray::DashboardAgent")
+                      + children_named(raylet, "ray::RuntimeEnvAgent")
+                      if parent_of(raylet) == learner_pid else [])
+            exit_with_pid(learner_pid, also=tuple(agents))
         self.calls, self.env = actor_calls_of(cfg_dict)
         self.actor = None
         self.agents: dict[int, Any] = {}  # sync point -> agent on this worker's device
