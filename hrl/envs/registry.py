@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from hrl.envs.gymnasium_env import GymnasiumVecEnv
@@ -42,12 +43,18 @@ def make_env(name: str, num_envs: int, **kwargs: Any) -> VecEnv:
         # gymnasium: optional, loaded only when a gymnasium env is looked up
         import gymnasium as gym
 
-        if env_id not in gym.registry:
+        module, _, registered = env_id.rpartition(":")
+        if module:  # gymnasium's "module:id": the module registers the id when imported
+            try:
+                importlib.import_module(module)
+            except ImportError as err:
+                raise ValueError(f"env {name!r}: cannot import {module!r} ({err})") from None
+        if registered not in gym.registry:
             raise ValueError(
                 f"unknown env {name!r}: {env_id!r} is not a registered gymnasium id; "
                 f"known: {KNOWN_ENVS}"
             )
-        return GymnasiumVecEnv(env_id, num_envs, **kwargs)
+        return GymnasiumVecEnv(registered, num_envs, **kwargs)
     raise ValueError(f"unknown env library {library!r} in {name!r}; known: {KNOWN_ENVS}")
 
 
