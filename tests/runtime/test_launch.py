@@ -19,6 +19,7 @@ from test_runtime import tiny_config
 from hrl import cli
 from hrl.commands._errors import LIMIT, error_line
 from hrl.config import dump_config
+from hrl.runtime.progress import ProgressBar
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,3 +165,11 @@ def test_sigterm_to_the_launcher_checkpoints_and_stops_every_process(tmp_path):
     finally:
         if launcher.poll() is None:
             launcher.kill()
+
+
+def test_progress_off_a_terminal_is_plain_lines(capsys):
+    """A launch's process 0 writing to a file or a scheduler's log: no live bar, lines."""
+    with ProgressBar(True, 1000, 0, "dqn CartPole") as bar:
+        bar.update(500, 100.0, 25.0, 12.5, "16 samples/insert (fixed)")
+    out = capsys.readouterr().out
+    assert "dqn CartPole: 500/1,000 env steps" in out and "return 12.5" in out, out
