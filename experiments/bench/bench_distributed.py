@@ -10,7 +10,7 @@ in flight, as fast as it goes), each stepping one env for 32 steps a request, th
 training at train_ratio 0.25 (batch 32). Two host envs: `latency`, CartPole whose step first
 waits 5 ms (`latency_env.py`: a remote simulator; the step holds no core) and `cpu`, gymnasium's
 CartPole (the step computes). Per N the run starts its workers, warms up for 2N iterations,
-then times 8N iterations: env steps/s, the speed-up over N = 1, and the learner's seconds per
+then times max(48, 8N) iterations: env steps/s, the speed-up over N = 1, and the learner's seconds per
 SGD step (its sample + train + update calls, per update) as a measure of the learner's SGD
 rate while the actors stream in. Writes experiments/results/distributed/throughput.{csv,png}.
 
@@ -53,7 +53,7 @@ def measure(env: str, actors: int) -> dict:
         jax.block_until_ready(state)
         loop.calls.timings.update(dict.fromkeys(loop.calls.timings, 0.0))
         updates = int(state.updates)
-        iters = 8 * actors
+        iters = max(48, 8 * actors)
         start = time.perf_counter()
         state, _ = loop.run(state, iters)
         jax.block_until_ready(state)

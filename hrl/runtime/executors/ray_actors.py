@@ -337,8 +337,11 @@ class DistributedLoop(PipelinedLoop):
                 rows.append(row)
                 send_upto(t)
         except BaseException:
-            for r in in_flight:
-                ray.cancel(r.ref, force=False)
+            # Mid-chunk (Ctrl-C, an error): the workers may have acted past the state the
+            # learner keeps, so they go; the next chunk starts new ones from its state.
+            for w in self._workers:
+                ray.kill(w, no_restart=True)
+            self._workers = None
             raise
         if self._host_env is not None and rows:
             self._host_env.load_state(host_state)  # the simulators the state's actors hold
