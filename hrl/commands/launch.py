@@ -78,17 +78,18 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("hrl launch cannot launch itself")
     if args.num_processes < 1:
         raise ConfigError(f"--num-processes must be >= 1, got {args.num_processes}")
-    devices = check_launchable(command, args.num_processes)
-    if args.devices_per_process is None:
-        args.devices_per_process = max(1, devices // args.num_processes)
-    if args.devices_per_process < 1:
+    if args.devices_per_process is not None and args.devices_per_process < 1:
         raise ConfigError(f"--devices-per-process must be >= 1, got {args.devices_per_process}")
-    if args.process_id is not None:  # one process of a cluster run: this one, here
+    if args.process_id is not None:
         if args.coordinator is None:
             raise ConfigError("--process-id needs --coordinator HOST:PORT (process 0's address)")
         if not 0 <= args.process_id < args.num_processes:
             raise ConfigError(f"--process-id must be in [0, {args.num_processes}), "
                               f"got {args.process_id}")
+    devices = check_launchable(command, args.num_processes)
+    if args.devices_per_process is None:
+        args.devices_per_process = max(1, devices // args.num_processes)
+    if args.process_id is not None:  # one process of a cluster run: this one, here
         env = _environment(args.coordinator, args.num_processes, args.process_id,
                            args.devices_per_process)
         env[LAUNCHER] = str(os.getpid())
