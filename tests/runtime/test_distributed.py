@@ -1,7 +1,7 @@
 """The distributed-actors executor (Ape-X on Ray): with one worker it is the pipelined executor
 with process actors bit for bit; with several, the fixed schedule reproduces a run exactly even
 when a worker is killed mid-run (Ray restarts it, the learner puts its state back); workers
-never outlive their learner. Ray starts once for the module."""
+never outlive their learner. Ray starts once for the module's tests that use it."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from hrl.runtime.executors.ray_actors import RayUnavailable, check_reachable  # 
 CHUNKS, ITERS = 2, 12
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def local_ray():
     start_ray()
     yield
@@ -62,7 +62,7 @@ def _returns(outs):
 
 
 @pytest.mark.slow
-def test_one_worker_is_the_pipelined_executor_with_process_actors():
+def test_one_worker_is_the_pipelined_executor_with_process_actors(local_ray):
     piped = tiny_config(**{"train.executor": "pipelined", "train.actors": "process",
                            "train.pipeline_depth": 2})
     built = build(piped)
@@ -79,7 +79,8 @@ def test_one_worker_is_the_pipelined_executor_with_process_actors():
     np.testing.assert_array_equal(_returns(outs), _returns(got))
 
 
-def test_a_killed_worker_is_restarted_and_the_fixed_schedule_gives_the_same_run(capfd):
+def test_a_killed_worker_is_restarted_and_the_fixed_schedule_gives_the_same_run(local_ray,
+                                                                               capfd):
     whole, whole_out, _ = _run({"train.num_actors": 2})
     killed, killed_out, loop = _run({"train.num_actors": 2}, kill_at=7)
     assert loop.restarts >= 1 and "actor worker 1 died" in capfd.readouterr().err
@@ -93,7 +94,7 @@ def test_a_killed_worker_is_restarted_and_the_fixed_schedule_gives_the_same_run(
 
 
 @pytest.mark.slow
-def test_workers_do_not_outlive_their_learner_and_free_mode_runs():
+def test_workers_do_not_outlive_their_learner_and_free_mode_runs(local_ray):
     cfg = tiny_config(**{"train.executor": "distributed", "train.num_actors": 2,
                          "train.actor_schedule": "free"})
     built = build(cfg)
