@@ -10,9 +10,10 @@ in flight, as fast as it goes), each stepping one env for 32 steps a request, th
 training at train_ratio 0.25 (batch 32). Two host envs: `latency`, CartPole whose step first
 waits 5 ms (`latency_env.py`: a remote simulator; the step holds no core) and `cpu`, gymnasium's
 CartPole (the step computes). Per N the run starts its workers, warms up for 2N iterations,
-then times max(48, 8N) iterations: env steps/s, the speed-up over N = 1, and the learner's seconds per
-SGD step (its sample + train + update calls, per update) as a measure of the learner's SGD
-rate while the actors stream in. Writes experiments/results/distributed/throughput.{csv,png}.
+then times max(48, 8N) iterations: env steps/s, the speed-up over N = 1, and the learner's
+seconds per SGD step (its sample + train + update calls, per update) as a measure of the
+learner's SGD rate while the actors stream in. Writes
+experiments/results/distributed/throughput.{csv,png}.
 
 learning: DQN CartPole (experiments/configs/dqn_cartpole_gymnasium.yaml) with 4 actor workers
 of 4 envs each in the fixed schedule (pipeline depth 3: each worker one request in flight), per
