@@ -17,7 +17,7 @@ experiments/results/distributed/throughput.{csv,png}.
 
 learning: DQN CartPole (experiments/configs/dqn_cartpole_gymnasium.yaml) with 4 actor workers
 of 4 envs each in the fixed schedule (pipeline depth 3: each worker one request in flight), per
-seed: env steps until the mean of the last 20 episodes reaches 475. Writes
+seed: env steps until the mean of the last 10 episodes (log.return_window) reaches 475. Writes
 experiments/results/distributed/learning.{csv,png}.
 """
 

@@ -61,7 +61,6 @@ def _returns(outs):
     return np.concatenate([np.asarray(o.completed_return) for o in outs])
 
 
-@pytest.mark.slow
 def test_one_worker_is_the_pipelined_executor_with_process_actors(local_ray):
     piped = tiny_config(**{"train.executor": "pipelined", "train.actors": "process",
                            "train.pipeline_depth": 2})
