@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from test_runtime import assert_trees_equal, tiny_config
 
+from hrl.config import ConfigError
+from hrl.envs import make_env
 from hrl.runtime import build, initial_state
 
 ray = pytest.importorskip("ray")
@@ -121,3 +123,18 @@ def test_a_cluster_address_that_does_not_answer_is_one_line():
         check_reachable("127.0.0.1:1")
     with pytest.raises(RayUnavailable, match="HOST:PORT"):
         check_reachable("no-port")
+
+
+def test_distributed_config_mistakes_are_one_line():
+    with pytest.raises(ConfigError, match="'train.num_actors'"):
+        tiny_config(**{"train.executor": "distributed", "train.num_actors": 0})
+    with pytest.raises(ConfigError, match="train.actor_schedule"):
+        tiny_config(**{"train.executor": "distributed", "train.actor_schedule": "fast"})
+
+
+def test_a_gymnasium_env_of_a_module_imports_it():
+    """`gymnasium:module:id`: the module registers the id (in the learner and every worker)."""
+    env = make_env("gymnasium:experiments.bench.latency_env:SlowCartPole-v0", 2)
+    assert not env.spec.is_jax
+    with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
+        make_env("gymnasium:no_such_module:Env-v0", 1)
