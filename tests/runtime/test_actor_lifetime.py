@@ -1,5 +1,5 @@
 """Actors never outlive their learner: a learner killed with SIGKILL (no handler runs, no
-`close`) takes its actors' process with it (`hrl.runtime.executors.actors.exit_with_parent`)."""
+`close`) takes its actors' processes with it (`hrl.runtime.lifetime`)."""
 
 from __future__ import annotations
 
