@@ -22,7 +22,8 @@ call hold the GIL, so the two sides overlap little. A process has its own interp
 runtime and builds only what the actors run (env, agent, primitives: `components`): the
 actors' weights cross to it as numpy arrays at each sync point, their transitions come back
 the same way, and a host env's simulator state travels with the chunk (out at its start, back
-at its end), so the learner's process keeps the copy that checkpoints save.
+at its end), so the learner's process keeps the copy that checkpoints save. The actors' process
+ends with the learner's, a SIGKILL of it included (`hrl.runtime.lifetime.exit_with_parent`).
 """
 
 from __future__ import annotations
