@@ -42,9 +42,9 @@ $(STAMP_PY): pyproject.toml requirements.lock
 # Regenerate the locks after changing dependencies in pyproject.toml.
 lock:
 	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev --extra docs \
-	  --extra wandb --python-version 3.11 -o requirements.lock
+	  --extra wandb --extra distributed --python-version 3.11 -o requirements.lock
 	$(BIN)/uv pip compile -q pyproject.toml --extra hw --extra bench --extra dev --extra docs \
-	  --extra wandb --python-version 3.12 -o requirements-py312.lock
+	  --extra wandb --extra distributed --python-version 3.12 -o requirements-py312.lock
 
 # The same code on Python 3.12, where the dependencies resolve to jax 0.11 (gymnax caps jax below
 # 0.12; Python 3.11 stops at 0.10), the jax of the lent GPU machines: the tests of the programs

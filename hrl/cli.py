@@ -18,6 +18,7 @@ import pkgutil
 import sys
 
 import hrl.commands
+from hrl.commands._errors import error_line
 from hrl.config import ConfigError
 
 
@@ -53,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hrl {args.command}: interrupted", file=sys.stderr)
         return 130
     except (ConfigError, FileNotFoundError) as err:
-        print(f"hrl {args.command}: error: {err}", file=sys.stderr)
+        print(f"hrl {args.command}: error: {error_line(err)}", file=sys.stderr)
         return 2
     except OSError as err:
-        print(f"hrl {args.command}: error: {err}", file=sys.stderr)
+        print(f"hrl {args.command}: error: {error_line(err)}", file=sys.stderr)
         return 1
 
 

@@ -4,17 +4,22 @@ and `hrl train --resume RUN_DIR [--set ...]`."""
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 from rich.console import Console
 
+from hrl.commands._errors import error_line
 from hrl.compile_cache import enable_compile_cache
 from hrl.config import ConfigError, load_config
 from hrl.mapping.instantiate import add_cli_arguments, apply_cli, print_comparison
 from hrl.runtime.cpu_backend import ensure_cpu_devices
-from hrl.runtime.distributed import initialize_from_env
+from hrl.runtime.distributed import LAUNCHER, initialize_from_env
+from hrl.runtime.executors.ray_actors import RayUnavailable
+from hrl.runtime.lifetime import exit_with_parent
 from hrl.runtime.resume import resume_config
 from hrl.runtime.run import train
 
@@ -51,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="checkpoint every N env steps (default: log.checkpoint_every; 0 = only at the end)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--ray-address", metavar="HOST:PORT",
+        help="train.executor=distributed: the Ray cluster its actor workers join (default: "
+        "RAY_ADDRESS, else a local Ray started quietly on this machine)",
+    )
     add_cli_arguments(parser)  # --mapping auto --profile DIR
 
 
@@ -76,12 +86,16 @@ def run(args: argparse.Namespace) -> int:
             cfg = load_config(args.config, args.overrides)
             run_dir = Path(args.run_dir) if args.run_dir else None
     except (ConfigError, FileNotFoundError) as err:
-        print(f"hrl train: error: {err}", file=sys.stderr)
+        print(f"hrl train: error: {error_line(err)}", file=sys.stderr)
         return 2
+    if getattr(args, "ray_address", None):
+        os.environ["RAY_ADDRESS"] = args.ray_address  # read where Ray starts (ray_actors)
+    if os.environ.get(LAUNCHER, "").isdigit():  # one of a local launch's processes
+        exit_with_parent(int(os.environ[LAUNCHER]), signal.SIGTERM)
     try:
         distributed = initialize_from_env()  # one process of an `hrl launch` run
     except ValueError as err:
-        print(f"hrl train: error: {err}", file=sys.stderr)
+        print(f"hrl train: error: {error_line(err)}", file=sys.stderr)
         return 2
     if cfg.train.devices > 1 and not distributed:
         ensure_cpu_devices(cfg.train.devices)
@@ -97,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg, mapping_choice = apply_cli(args, cfg, console)
     except (ConfigError, ValueError) as err:
-        print(f"hrl train: error: {err}", file=sys.stderr)
+        print(f"hrl train: error: {error_line(err)}", file=sys.stderr)
         return 2
     try:
         summary = train(
@@ -107,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
             checkpoint_every=args.checkpoint_every,
             progress=False if args.no_progress else None,
         )
-    except ValueError as err:
-        print(f"hrl train: error: {err}", file=sys.stderr)
+    except (ValueError, RayUnavailable) as err:
+        print(f"hrl train: error: {error_line(err)}", file=sys.stderr)
         return 2
     _print_summary(console, summary)
     if not summary.get("already_finished"):

@@ -126,12 +126,18 @@ class TrainConfig:
     # "sequential" (the host loop: one primitive call after another), "pipelined" (actors in a
     # thread beside the learner, `pipeline_depth` iterations ahead at most, weights to the
     # actors every `weight_sync_period` iterations), "auto" (fused when it can, else sequential)
-    executor: Literal["auto", "fused", "sequential", "pipelined"] = "auto"
+    executor: Literal["auto", "fused", "sequential", "pipelined", "distributed"] = "auto"
     pipeline_depth: int = 1  # pipelined: iterations the actors may run ahead of the learner
     weight_sync_period: int = 1  # pipelined: iterations between weight copies to the actors
     # Where the pipelined executor's actors run: "thread" (beside the learner, sharing its
     # GIL) or "process" (their own interpreter and XLA runtime; same results bit for bit).
     actors: Literal["thread", "process"] = "thread"
+    # executor "distributed" (Ape-X on Ray, hrl.runtime.executors.ray_actors): num_actors
+    # workers, each a Ray actor with its own env.num_envs envs, feed the learner; "fixed": the
+    # learner takes their iterations in a fixed order (reproducible bit for bit), "free": as
+    # they arrive (as fast as the workers go).
+    num_actors: int = 1
+    actor_schedule: Literal["fixed", "free"] = "fixed"
     # The samples-per-insert rate limiter (hrl.runtime.rate_limit; Reverb's
     # SampleToInsertRatio): transitions sampled per transition inserted, which the iteration
     # fixes at train_ratio * batch_size, so a value here must equal that product. `fused` and
@@ -215,6 +221,7 @@ class TrainConfig:
                  self.pipeline_depth)
         _require(self.weight_sync_period >= 1, f"{path}.weight_sync_period", "must be >= 1",
                  self.weight_sync_period)
+        _require(self.num_actors >= 1, f"{path}.num_actors", "must be >= 1", self.num_actors)
         _require(self.actors == "thread" or self.executor == "pipelined", f"{path}.actors",
                  "'process' runs the pipelined executor's actors; set train.executor: pipelined",
                  self.actors)

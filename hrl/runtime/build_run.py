@@ -33,6 +33,7 @@ from hrl.runtime.executors import (
     PipelinedLoop,
     make_mesh,
 )
+from hrl.runtime.executors.ray_actors import DistributedLoop
 from hrl.runtime.iteration import Schedule, TrainState, init_train_state
 from hrl.runtime.primitives import make_primitives
 from hrl.runtime.rate_limit import RateLimit
@@ -82,8 +83,14 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     else:
         host = dict(env_is_jax=spec.is_jax, replay_is_jax=replay_is_jax, placement=placement,
                     overlap_replay=replay_off_learner(r.backend, placement))
-        if kind == "pipelined":
-            t = cfg.train
+        t = cfg.train
+        if kind == "distributed":
+            loop = DistributedLoop(prims, schedule, **host, depth=t.pipeline_depth,
+                                   weight_sync_period=t.weight_sync_period, config=cfg,
+                                   host_env=None if spec.is_jax else env,
+                                   rate_limit=rate_limit_of(cfg, schedule),
+                                   num_actors=t.num_actors, actor_schedule=t.actor_schedule)
+        elif kind == "pipelined":
             loop = PipelinedLoop(prims, schedule, **host, depth=t.pipeline_depth,
                                  weight_sync_period=t.weight_sync_period, actors=t.actors,
                                  config=cfg, host_env=None if spec.is_jax else env,

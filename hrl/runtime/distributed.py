@@ -19,6 +19,7 @@ import os
 import jax
 
 COORDINATOR, NUM_PROCESSES, PROCESS_ID = "HRL_COORDINATOR", "HRL_NUM_PROCESSES", "HRL_PROCESS_ID"
+LAUNCHER = "HRL_LAUNCHER_PID"  # set by a local `hrl launch`: its processes stop when it ends
 
 
 def settings_from_env() -> tuple[str, int, int] | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hrl.config import RunConfig
 
-EXECUTORS = ("fused", "data-parallel", "sequential", "pipelined")
+EXECUTORS = ("fused", "data-parallel", "sequential", "pipelined", "distributed")
 
 
 def env_is_jax(cfg: RunConfig) -> bool:
@@ -23,7 +23,8 @@ def choose_executor(cfg: RunConfig, placed: bool | None = None) -> str:
     | 1             | auto                   | JAX, nothing placed     | fused         |
     | 1             | auto                   | otherwise               | sequential    |
     | 1             | fused                  | JAX, nothing placed     | fused         |
-    | 1             | sequential, pipelined  | any                     | as named      |
+    | 1             | sequential, pipelined, | any                     | as named      |
+    |               | distributed            |                         |               |
 
     Anything else is a one-line error naming the key."""
     t = cfg.train
@@ -48,4 +49,4 @@ def choose_executor(cfg: RunConfig, placed: bool | None = None) -> str:
 def runs_host_loop(cfg: RunConfig) -> bool:
     """Whether the run's primitives are called one by one from Python (sequential or
     pipelined executor) rather than inside a fused program."""
-    return choose_executor(cfg) in ("sequential", "pipelined")
+    return choose_executor(cfg) in ("sequential", "pipelined", "distributed")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import signal
+import sys
 import threading
+import time
 
 from rich.progress import (
     BarColumn,
@@ -15,15 +18,17 @@ from rich.progress import (
 
 
 class Interrupt:
-    """SIGINT handling: first press asks for a clean stop, the second raises at once."""
+    """SIGINT and SIGTERM handling (Ctrl-C, `timeout`, a scheduler, `hrl launch` passing one
+    on): the first asks for a clean stop, the second raises at once."""
 
     def __init__(self):
         self.requested = False
-        self._previous = None
+        self._previous = {}
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._previous = {sig: signal.signal(sig, self._handle)
+                              for sig in (signal.SIGINT, signal.SIGTERM)}
         return self
 
     def _handle(self, signum, frame):
@@ -32,9 +37,12 @@ class Interrupt:
         self.requested = True
 
     def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
         return False
+
+
+PLAIN_EVERY_S = 10.0
 
 
 class ProgressBar:
@@ -55,6 +63,10 @@ class ProgressBar:
             refresh_per_second=4,
         )
         self.task = self.bar.add_task(title, total=total, completed=done, rates="", ret="-")
+        # Not a terminal (a launch's process 0 under a scheduler, output to a file): no live
+        # bar, a plain line every PLAIN_EVERY_S seconds instead, so progress still shows.
+        self.plain = not self.bar.console.is_terminal
+        self.title, self.total, self.last_line = title, total, -math.inf
 
     def __enter__(self):
         if self.enabled:
@@ -67,6 +79,10 @@ class ProgressBar:
             ret = "-" if recent is None else f"{recent:.1f}"
             rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s {samples_per_insert}"
             self.bar.update(self.task, completed=done, rates=rates, ret=ret)
+            if self.plain and time.monotonic() - self.last_line >= PLAIN_EVERY_S:
+                self.last_line = time.monotonic()
+                print(f"{self.title}: {done:,}/{self.total:,} env steps, {rates}, return {ret}",
+                      file=sys.stdout, flush=True)
 
     def __exit__(self, *exc):
         if self.enabled:

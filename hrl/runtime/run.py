@@ -103,6 +103,11 @@ def train(
     progress = cfg.log.progress if progress is None else progress
     t_start = time.perf_counter()
     built = build(cfg, placement)
+    if jax.process_count() > 1 and built.loop.name != "data-parallel":
+        raise ValueError(
+            f"config key 'train.devices': {jax.process_count()} processes run one data-parallel "
+            f"learner over train.devices devices (a multiple of the processes), got "
+            f"{cfg.train.devices}")
     if cfg.seeds > 1 and not built.loop.runs_seeds_at_once:
         return _train_one_after_another(
             cfg, run_dir, resume, checkpoint_every, progress, stop_at_env_steps, placement,

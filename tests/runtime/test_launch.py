@@ -11,11 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from test_actor_lifetime import alive, children_of
 from test_runtime import tiny_config
 
 from hrl import cli
+from hrl.commands._errors import LIMIT, error_line
 from hrl.config import dump_config
+from hrl.runtime.progress import ProgressBar
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,3 +116,60 @@ def test_a_malformed_process_setting_is_one_line(tmp_path, monkeypatch, capsys):
     assert cli.main(["train", str(_config(tmp_path))]) == 2
     err = capsys.readouterr().err.strip()
     assert "HRL_NUM_PROCESSES='two': an integer is needed" in err and "\n" not in err, err
+
+
+def test_a_config_the_launch_cannot_run_is_refused_in_one_line(tmp_path, capsys):
+    config = _config(tmp_path, **{"train.devices": 1})
+    assert cli.main(["launch", "--num-processes", "2", "--", "train", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'train.devices'" in err and "--devices 2" in err, err
+    gym = _config(tmp_path, **{"env.name": "gymnasium:CartPole-v1"})
+    assert cli.main(["launch", "--num-processes", "2", "--", "train", str(gym)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'env.name'" in err, err
+
+
+def test_error_lines_never_show_an_array():
+    big = np.arange(4000, dtype=np.float32).reshape(40, 100)
+    for text in (f"Cannot serialize host local jax.Array ({big!r})", f"bad value {big}",
+                 f"x: Array({big.tolist()}, dtype=float32)"):
+        line = error_line(ValueError(text))
+        assert "\n" not in line and len(line) <= LIMIT and "12" not in line, line
+    assert error_line(ValueError("config key 'a': must be > 0")) == "config key 'a': must be > 0"
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_launcher_checkpoints_and_stops_every_process(tmp_path):
+    run_dir, log = tmp_path / "run", tmp_path / "stderr.txt"
+    config = _config(tmp_path, **{"train.total_env_steps": 10_000_000})
+    with log.open("w") as err:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "hrl.cli", "launch", "--num-processes", "2", "--", "train",
+             str(config), "--run-dir", str(run_dir), "--no-progress"], env=_env(),
+            stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 300
+        while not (run_dir / "metrics.csv").exists():
+            assert launcher.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "no chunk finished"
+            time.sleep(0.1)
+        processes = children_of(launcher.pid)
+        assert len(processes) == 2, processes
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(timeout=120) == 130, log.read_text()[-3000:]
+        assert not [p for p in processes if alive(p)]
+        s = _summary(run_dir)
+        assert s["interrupted"] and s["processes"] == 2, s
+        latest = json.loads((run_dir / "checkpoints" / "latest.json").read_text())
+        assert str(s["env_steps"]) in json.dumps(latest), (latest, s["env_steps"])
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
+def test_progress_off_a_terminal_is_plain_lines(capsys):
+    """A launch's process 0 writing to a file or a scheduler's log: no live bar, lines."""
+    with ProgressBar(True, 1000, 0, "dqn CartPole") as bar:
+        bar.update(500, 100.0, 25.0, 12.5, "16 samples/insert (fixed)")
+    out = capsys.readouterr().out
+    assert "dqn CartPole: 500/1,000 env steps" in out and "return 12.5" in out, out

@@ -6,6 +6,7 @@
 | data-parallel   | `DataParallelLoop` | the fused iteration under `shard_map` over D devices     |
 | sequential      | `HostLoop`         | each primitive its own call, actors then learner         |
 | pipelined       | `PipelinedLoop`    | the actors (thread or process) beside the learner        |
+| distributed     | `DistributedLoop`  | N actor workers on Ray feeding the learner (Ape-X)       |
 
 Each one runs the same step functions and nothing else, so they give the same results bit for
 bit where their schedules agree (tests/runtime). `choose_executor(cfg)` is the one place that
@@ -21,6 +22,7 @@ from hrl.runtime.executors.data_parallel import AXIS, DataParallelLoop, make_mes
 from hrl.runtime.executors.fused import FusedLoop
 from hrl.runtime.executors.host_calls import HostCalls, HostTrain, put_for_call
 from hrl.runtime.executors.pipelined import PipelinedLoop
+from hrl.runtime.executors.ray_actors import DistributedLoop, start_ray
 from hrl.runtime.executors.sequential import HostLoop
 from hrl.runtime.iteration import ChunkOut, TrainState
 
@@ -45,6 +47,7 @@ __all__ = [
     "AXIS",
     "EXECUTORS",
     "DataParallelLoop",
+    "DistributedLoop",
     "Executor",
     "FusedLoop",
     "HostCalls",
@@ -55,4 +58,5 @@ __all__ = [
     "make_mesh",
     "put_for_call",
     "runs_host_loop",
+    "start_ray",
 ]

@@ -22,13 +22,15 @@ call hold the GIL, so the two sides overlap little. A process has its own interp
 runtime and builds only what the actors run (env, agent, primitives: `components`): the
 actors' weights cross to it as numpy arrays at each sync point, their transitions come back
 the same way, and a host env's simulator state travels with the chunk (out at its start, back
-at its end), so the learner's process keeps the copy that checkpoints save.
+at its end), so the learner's process keeps the copy that checkpoints save. The actors' process
+ends with the learner's, a SIGKILL of it included (`hrl.runtime.lifetime.exit_with_parent`).
 """
 
 from __future__ import annotations
 
 import atexit
 import multiprocessing
+import os
 import queue
 import signal
 import threading
@@ -45,6 +47,7 @@ from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
 from hrl.runtime.executors.host_calls import HostCalls
 from hrl.runtime.iteration import Schedule, actor_of
+from hrl.runtime.lifetime import exit_with_parent
 from hrl.runtime.primitives import make_primitives
 
 
@@ -185,7 +188,7 @@ class ProcessActors:
         self._policy_leaves = None  # which agent leaves inference reads (found once)
         self.max_error = None  # the chunk's highest limiter error at the actors' inserts
         self._process = ctx.Process(
-            target=_serve, args=(to_dict(cfg), self._to_actors, self._from_actors),
+            target=_serve, args=(to_dict(cfg), self._to_actors, self._from_actors, os.getpid()),
             name="hrl-actors", daemon=True,
         )
         self._process.start()
@@ -262,8 +265,10 @@ class ProcessActors:
 
 
 # --- the actors' process -----------------------------------------------------------------------
-def _serve(cfg_dict: dict, inbox, outbox) -> None:
+def _serve(cfg_dict: dict, inbox, outbox, parent: int | None = None) -> None:
     """The actors' process: build once, then act chunk by chunk until told to stop."""
+    if parent is not None:
+        exit_with_parent(parent)
     # Ctrl-C reaches the whole process group: the learner's process handles it (it stops at
     # the chunk's end and checkpoints), so the actors must finish their chunk, not die.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

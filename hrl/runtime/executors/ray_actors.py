@@ -1,0 +1,362 @@
+"""The distributed-actors executor (Ape-X, Horgan et al. 2018): N actor workers, each a Ray
+actor placed anywhere in the Ray cluster, feed one learner that owns the replay and the SGD step.
+
+Each worker builds the run's env, agent and actors' primitives from the config (as the
+pipelined executor's actors' process does: `actors.actor_calls_of`) and keeps its own actors'
+state (M envs, their n-step window, exploration state; a host env's simulators). The learner
+asks worker `w` for iteration t with `act(t, j, weights, key, env_steps)`; the worker runs the
+same actors' program as every executor (`actors.act_chunk`, one iteration) and returns the
+iteration's transitions and its new state. The learner inserts them, runs its learning round,
+and every `weight_sync_period` iterations puts the weights inference reads into Ray's object
+store once (`ray.put`); each request names the sync point j it must act with, and a worker
+fetches each j once.
+
+Two schedules (`train.actor_schedule`):
+
+* **fixed** (default): iteration t is worker t mod N's, acting with the weights after learner
+  iteration j*(t) (`actors.agent_iteration`, the pipelined executor's rule) with the keys of
+  the run's key chain; the learner takes the iterations in order. Which worker runs what, with
+  which weights and keys, follows from iteration counts alone, so a run gives the same results
+  bit for bit every time, and with N = 1 those of the pipelined executor with process actors
+  (same depth and period). `train.pipeline_depth` bounds how far the requests run ahead of the
+  learner: at depth >= N - 1 every worker has one in flight.
+* **free**: as fast as the workers go. Each worker has one request in flight, acting with the
+  newest weights published; the learner takes whichever batch arrives first. What may vary
+  from run to run: which worker's batch fills iteration t, and so which env states and
+  exploration keys produced it, and which weights (any sync point published before its
+  request) acted. What does not: the keys of the learner's SGD steps and of each request
+  (iteration t's, from the key chain), the schedule of learning rounds, weight syncs and
+  counters, and the replay's semantics.
+
+Both honour the samples-per-insert limiter: a request is only sent once its inserts keep the
+limiter's error within the tolerance, given the learner's samples so far.
+
+Faults: a worker that dies is restarted by Ray (`max_restarts`); the learner warns, loads the
+worker's state after its last consumed iteration back into it (the results carry it, a host
+env's simulators included) and sends its lost requests again, so the run goes on with the same
+results. Workers never outlive the learner: each one watches the learner's pid
+(`lifetime.exit_with_pid`).
+
+Checkpoints: the learner's state holds the actors' state of the last iteration it took (N = 1:
+the whole state, a resume is exact). With N > 1 a resume starts every worker from that state;
+their exploration keys differ from the first iteration on.
+
+Ray is an optional dependency (the `distributed` extra, installed by `make setup`). Local by
+default: `start_ray` starts Ray on this machine, quietly; `--ray-address` or `RAY_ADDRESS`
+joins a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+import warnings
+from collections import deque
+from typing import Any
+
+import jax
+
+from hrl.config import to_dict
+from hrl.runtime import rate_limit as rl
+from hrl.runtime.executors.actors import act_chunk, actor_calls_of, agent_iteration, policy_leaves
+from hrl.runtime.executors.pipelined import PipelinedLoop
+from hrl.runtime.iteration import ActorState, ChunkOut, TrainState, actor_of
+from hrl.runtime.lifetime import children_named, exit_with_pid, parent_of
+from hrl.runtime.rate_limit import LimiterState
+
+try:
+    import ray
+    from ray.exceptions import RayActorError
+except ImportError:  # the optional extra is not installed: `start_ray` says so
+    ray, RayActorError = None, None
+
+SCHEDULES = ("fixed", "free")
+MAX_RESTARTS = 3  # per worker
+RESTART_WAIT_S = 120.0
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed, or cannot start or be reached (one line)."""
+
+
+def start_ray(address: str | None = None) -> None:
+    """Join Ray: the running cluster when this process already did, else `address` or
+    RAY_ADDRESS, else a new local instance (no dashboard, errors only). A one-line
+    `RayUnavailable` when Ray is missing or cannot start (a port, the object store's memory)."""
+    if ray is None:
+        raise RayUnavailable("train.executor=distributed needs Ray: `make setup` installs it "
+                           "(or pip install 'hrl[distributed]')")
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    check_reachable(address)
+    try:
+        with warnings.catch_warnings():
+            # Ray starts its processes with fork + exec, which the warning about forking a
+            # process that runs JAX's threads does not concern.
+            warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+            ray.init(address=address, include_dashboard=False, logging_level="ERROR",
+                     log_to_driver=False, configure_logging=True)
+    except Exception as err:  # Ray raises many kinds; the user needs one line
+        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RayUnavailable(f"could not start {where}: {first[:200]}") from None
+
+
+def check_reachable(address: str | None) -> None:
+    """A one-line `RayUnavailable` unless `address` (HOST:PORT; None or "auto": nothing to
+    check) answers within 5 s: Ray itself retries an address that does not answer for
+    minutes, logging as it goes."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as err:
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address} (--ray-address or "
+                             f"RAY_ADDRESS, HOST:PORT): {err}") from None
+
+
+class ActorWorker:
+    """One actor worker (a Ray actor): the run's actors' calls and its own actors' state."""
+
+    def __init__(self, cfg_dict: dict, learner_pid: int, learner_host: str):
+        if learner_host == os.uname().nodename:  # never outlive the learner (same host only)
+            raylet = os.getppid()
+            # A Ray the learner started here: its agents outlive a killed raylet, so they go too.
+            agents = (children_named(raylet, "ray::DashboardAgent")
+                      + children_named(raylet, "ray::RuntimeEnvAgent")
+                      if parent_of(raylet) == learner_pid else [])
+            exit_with_pid(learner_pid, also=tuple(agents))
+        self.calls, self.env = actor_calls_of(cfg_dict)
+        self.actor = None
+        self.agents: dict[int, Any] = {}  # sync point -> agent on this worker's device
+        self.template = None  # (treedef, full leaves): the leaves inference does not read
+
+    def load(self, actor, host_state, template) -> bool:
+        """Start from `actor` (the actors' state as numpy) and a host env's simulators."""
+        self.actor = jax.device_put(actor)
+        if host_state is not None:
+            self.env.load_state(host_state)
+        if template is not None:
+            treedef, leaves = template
+            self.template = (treedef, [jax.device_put(x) for x in leaves])
+            self.agents = {}
+        return True
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def _agent(self, j: int, weights: list):
+        if j not in self.agents:
+            treedef, full = self.template
+            leaves = ray.get(weights[0])  # the sync point's leaves, fetched once
+            # j never decreases from one request of a worker to the next (either schedule)
+            self.agents = {k: a for k, a in self.agents.items() if k >= j}
+            self.agents[j] = jax.tree.unflatten(treedef, [
+                old if new is None else jax.device_put(new)
+                for new, old in zip(leaves, full, strict=True)])
+        return self.agents[j]
+
+    def act(self, t: int, j: int, weights: list, key, env_steps: int):
+        """Iteration t with the weights of sync point j (`weights`: [its object ref]), from
+        the key before it: (inputs, actors' state, transitions, ends, returns, env steps,
+        host env state), as numpy."""
+        agent = self._agent(j, weights)
+        out = []
+        act_chunk(self.calls, self.actor, key, env_steps, t, 1, 0, 1, lambda: True,
+                  lambda _: agent, out.append)
+        inputs, actor, batch, completed, returns, steps = out[0]
+        self.actor = actor
+        host_state = None if self.env.spec.is_jax else self.env.save_state()
+        return (*jax.device_get((inputs, actor, batch, completed, returns)), steps, host_state)
+
+
+class _Request:
+    """One iteration asked of a worker."""
+
+    def __init__(self, t, worker, args):
+        self.t, self.worker, self.args, self.ref = t, worker, args, None
+
+
+class DistributedLoop(PipelinedLoop):
+    """The distributed-actors executor (see the module docstring)."""
+
+    name = "distributed"
+
+    def __init__(self, *args, num_actors: int = 1, actor_schedule: str = "fixed", **kwargs):
+        super().__init__(*args, actors="process", **kwargs)
+        if num_actors < 1:
+            raise ValueError(f"config key 'train.num_actors': must be >= 1, got {num_actors}")
+        if actor_schedule not in SCHEDULES:
+            raise ValueError(f"config key 'train.actor_schedule': one of {SCHEDULES}, got "
+                             f"{actor_schedule!r}")
+        self.num_actors, self.actor_schedule = num_actors, actor_schedule
+        start_ray()  # at build, so a Ray that cannot start stops the run before it starts
+        self.restarts = 0  # workers restarted so far
+        self._workers: list | None = None
+        self._last: list = []  # per worker: (actors' state, host env state) after its last take
+        self._leaves = None
+
+    # --- workers ---------------------------------------------------------------------------
+    def _start_workers(self, state: TrainState) -> None:
+        remote = ray.remote(num_cpus=0, max_restarts=MAX_RESTARTS, max_task_retries=0)(
+            ActorWorker)
+        cfg = to_dict(self._config)
+        self._workers = [remote.options(name=None).remote(cfg, os.getpid(), os.uname().nodename)
+                         for _ in range(self.num_actors)]
+        self._leaves = policy_leaves(self.prims.infer, state)
+        leaves, treedef = jax.tree.flatten(state.agent)
+        self._template = (treedef, jax.device_get(leaves))
+        host = None if self._host_env is None else self._host_env.save_state()
+        start = (jax.device_get(actor_of(state)), host)
+        self._last = [start] * self.num_actors
+        ray.get([w.load.remote(*start, self._template) for w in self._workers])
+
+    def _publish(self, agent) -> Any:
+        """The leaves inference reads, into the object store once."""
+        leaves = jax.tree.leaves(agent)
+        return ray.put(jax.device_get([leaf if used else None
+                                       for leaf, used in zip(leaves, self._leaves, strict=True)]))
+
+    def _send(self, request: _Request) -> None:
+        request.ref = self._workers[request.worker].act.remote(*request.args)
+
+    def _take(self, request: _Request, in_flight: list[_Request]):
+        """The request's result; a dead worker is restarted and its lost requests sent again."""
+        while True:
+            try:
+                return ray.get(request.ref)
+            except RayActorError as err:
+                self._recover(request.worker, in_flight, err)
+
+    def _recover(self, w: int, in_flight: list[_Request], err) -> None:
+        self.restarts += 1
+        print(f"warning: actor worker {w} died ({type(err).__name__}); restarting it "
+              f"(restart {self.restarts})", file=sys.stderr, flush=True)
+        lost = [r for r in in_flight if r.worker == w]
+        for r in lost:  # every request still queued on the dead worker is lost
+            try:
+                ray.get(r.ref)
+            except RayActorError:
+                pass
+        deadline = time.monotonic() + RESTART_WAIT_S
+        while True:
+            try:
+                ray.get(self._workers[w].load.remote(*self._last[w], self._template))
+                break
+            except RayActorError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"actor worker {w} did not come back after "
+                                       f"{RESTART_WAIT_S:g} s") from None
+                time.sleep(0.5)
+        for r in lost:
+            self._send(r)
+
+    # --- the loop ----------------------------------------------------------------------------
+    def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
+        """`num_iters` iterations: requests sent ahead as the schedule and the limiter allow,
+        results taken in order (fixed) or as they come (free), the learner's round after each."""
+        if self._workers is None:
+            self._start_workers(state)
+        c, sch, limit = self.calls, self.schedule, self.rate_limit
+        n, free = self.num_actors, self.actor_schedule == "free"
+        first = int(jax.device_get(state.iteration))
+        updates = int(jax.device_get(state.updates))
+        steps0 = int(jax.device_get(state.env_steps))
+        end = first + num_iters
+        limiter = LimiterState(first * sch.inserts_per_iter, updates * sch.batch_size)
+        asked = limiter  # the limiter's counters with every request sent counted as inserted
+        published = {first - 1: self._publish(state.agent)}
+        newest = first - 1
+        key, u = state.key, first  # the key chain before iteration u, the next one to send
+        chain: dict[int, Any] = {}  # iteration -> its inputs (the learner's keys)
+        in_flight: list[_Request] = []
+        idle = deque(range(n))
+        agent, replay, pending = state.agent, c.own(state.replay), state.pending
+        rows, low, high = [], float("inf"), None
+
+        def send_upto(done: int) -> None:
+            nonlocal key, u, asked, high
+            while u < end and (u <= done + 1 + self.depth if not free else idle):
+                if limit is not None:
+                    if not rl.can_insert(limit, asked, sch.inserts_per_iter):
+                        return
+                    asked, _ = rl.insert(limit, asked, sch.inserts_per_iter)
+                    high = rl.error(limit, asked) if high is None else max(
+                        high, rl.error(limit, asked))
+                j = newest if free else agent_iteration(u, first, self.depth,
+                                                        self.weight_sync_period)
+                w = idle.popleft() if free else u % n
+                steps = steps0 + (u - first) * sch.env_steps_per_iter
+                request = _Request(u, w, (u, j, [published[j]], key, steps))
+                self._send(request)
+                in_flight.append(request)
+                chain[u] = c.inputs_from(key, steps, u)
+                key, u = chain[u].key, u + 1
+
+        try:
+            send_upto(first - 1)
+            for t in range(first, end):
+                if free:
+                    ready, _ = ray.wait([r.ref for r in in_flight], num_returns=1)
+                    request = next(r for r in in_flight if r.ref == ready[0])
+                else:
+                    request = next(r for r in in_flight if r.t == t)
+                result = self._take(request, in_flight)
+                in_flight.remove(request)
+                _, actor, batch, completed, returns, _, host_state = result
+                self._last[request.worker] = (actor, host_state)
+                if free:
+                    idle.append(request.worker)
+                inputs = chain.pop(t)
+                agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
+                    agent, replay, pending, batch, inputs.learn_keys, inputs.beta, t)
+                limiter = limiter._replace(inserts=limiter.inserts + sch.inserts_per_iter)
+                if do_learn and limit is not None:
+                    limiter, ok = rl.sample(limit, limiter, sch.updates_per_round * sch.batch_size)
+                    if not ok:
+                        raise RuntimeError(f"rate limiter: the learner sampled ahead of the "
+                                           f"actors' inserts ({limiter}, {limit})")
+                    low = min(low, rl.error(limit, limiter))
+                    asked = asked._replace(samples=limiter.samples)
+                if (t + 1) % self.weight_sync_period == 0:
+                    published[t] = self._publish(agent)
+                    newest = t
+                oldest = newest if free else agent_iteration(u, first, self.depth,
+                                                             self.weight_sync_period)
+                for old in [k for k in published if k < oldest]:
+                    del published[old]  # no request still to be sent names it
+                steps = steps0 + (t - first + 1) * sch.env_steps_per_iter
+                state, row = c.finish(state, inputs._replace(updates=updates),
+                                      ActorState(*actor), agent, replay, pending, steps,
+                                      do_learn, completed, returns, td_abs, metric_rows)
+                updates += sch.updates_per_round if do_learn else 0
+                rows.append(row)
+                send_upto(t)
+        except BaseException:
+            # Mid-chunk (Ctrl-C, an error): the workers may have acted past the state the
+            # learner keeps, so they go; the next chunk starts new ones from its state.
+            for w in self._workers:
+                ray.kill(w, no_restart=True)
+            self._workers = None
+            raise
+        if self._host_env is not None and rows:
+            self._host_env.load_state(host_state)  # the simulators the state's actors hold
+        if limit is not None:
+            self.limiter_band = (None if low == float("inf") else low, high)
+        return c.settle(state), c.stack(rows)
+
+    def actor_pids(self) -> list[int]:
+        """The workers' process ids (for tests and tools)."""
+        return ray.get([w.pid.remote() for w in self._workers])
+
+    def close(self) -> None:
+        super().close()
+        if self._workers is not None:
+            for w in self._workers:
+                ray.kill(w, no_restart=True)
+            self._workers = None
+
