@@ -51,10 +51,12 @@ class ProgressBar:
             MofNCompleteColumn(),
             TextColumn("{task.fields[rates]}"),
             TextColumn("return {task.fields[ret]}"),
+            TextColumn("{task.fields[solved]}"),
             TimeElapsedColumn(),
             refresh_per_second=4,
         )
-        self.task = self.bar.add_task(title, total=total, completed=done, rates="", ret="-")
+        self.task = self.bar.add_task(title, total=total, completed=done, rates="", ret="-",
+                                  solved="")
 
     def __enter__(self):
         if self.enabled:
@@ -62,11 +64,11 @@ class ProgressBar:
         return self
 
     def update(self, done: int, env_rate: float, sgd_rate: float, recent: float | None,
-               samples_per_insert: str):
+               samples_per_insert: str, solved: str | None = None):
         if self.enabled:
             ret = "-" if recent is None else f"{recent:.1f}"
             rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s {samples_per_insert}"
-            self.bar.update(self.task, completed=done, rates=rates, ret=ret)
+            self.bar.update(self.task, completed=done, rates=rates, ret=ret, solved=solved or "")
 
     def __exit__(self, *exc):
         if self.enabled:

@@ -27,6 +27,7 @@ from hrl.config import ConfigError, RunConfig, dump_config
 from hrl.envs.gymnasium_env import HostEnvStateError
 from hrl.replay.interface import HostReplay
 from hrl.runtime.aggregate import (
+    SolvedWatch,
     aggregate_curve,
     plot_curves,
     steps_to_threshold,
@@ -82,9 +83,10 @@ def train(
     solved_return: float | None = None,
 ) -> dict:
     """Train to `cfg.train.total_env_steps` (or stop early at `stop_at_env_steps`, leaving a
-    checkpoint: the programmatic twin of Ctrl-C; or at the first chunk end where the mean of
-    the last `log.return_window` episodes reaches `solved_return` in every seed). Returns a
-    summary dict (also written to RUN_DIR/summary.json).
+    checkpoint: the programmatic twin of Ctrl-C; or, with `solved_return`, at the end of the
+    chunk in which every seed has solved by `aggregate.first_solved`, the rule checked at
+    every episode end; the summary then names the solving episode, not the chunk's end).
+    Returns a summary dict (also written to RUN_DIR/summary.json).
 
     `cfg.seeds` > 1 trains that many independent runs (seeds `seed`, `seed + 1`, ...): a fused
     loop vmaps them in one jitted program, a host loop runs them one after another. Each
@@ -148,7 +150,10 @@ def train(
         for d in seed_dirs
     ]
     window = cfg.log.return_window
-    recents = [collections.deque(read_episodes(d)[1].tolist(), maxlen=window) for d in seed_dirs]
+    threshold = solved_return if solved_return is not None else cfg.train.solved_return
+    logged = [read_episodes(d) for d in seed_dirs]
+    recents = [collections.deque(r.tolist(), maxlen=window) for _, r in logged]
+    watches = [SolvedWatch(window, threshold, s, r) for s, r in logged]
 
     sch = built.schedule
     run_chunk = built.loop.run_seeds if batched else built.loop.run
@@ -182,9 +187,7 @@ def train(
         last_saved = _count(st.env_steps)
 
     def all_solved():
-        return solved_return is not None and all(
-            len(r) == r.maxlen and float(np.mean(r)) >= solved_return for r in recents
-        )
+        return solved_return is not None and all(w.hit is not None for w in watches)
 
     title = f"{cfg.algo} {cfg.env.name.split(':')[-1]}" + (f" x{len(seeds)} seeds" * batched)
     with Interrupt() as stop, ProgressBar(progress, total, start_steps, title) as bar:
@@ -202,6 +205,7 @@ def train(
                     seed_out = jax.tree.map(lambda x, i=i: x[i], out) if batched else out
                     steps, returns = _episodes_of(seed_out, steps_now, sch.total_envs)
                     log.episodes(steps, returns)
+                    watches[i].feed(steps, returns)
                     recent.extend(returns.tolist())
                     _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now(),
                                cfg, built.loop)
@@ -213,12 +217,14 @@ def train(
                     len(seeds) * (counters[1] - updates_at_start) / max(elapsed, 1e-9),
                     float(np.median(means)) if means else None,
                     _samples_per_insert_text(counters, cfg, built.loop),
+                    None if threshold is None else
+                    f"solved {sum(w.hit is not None for w in watches)}/{len(watches)}",
                 )
                 if next_ckpt is not None and counters[0] >= next_ckpt:
                     checkpoint(state)
                     next_ckpt = (counters[0] // checkpoint_every + 1) * checkpoint_every
                 if all_solved():
-                    solved_at = counters[0]
+                    solved_at = max(w.solved_at for w in watches)
                     break
             interrupted = solved_at is None and (stop.requested or _count(state.env_steps) < total)
         except KeyboardInterrupt:
@@ -229,7 +235,6 @@ def train(
             built.loop.close()  # e.g. the pipelined executor's actors' process
     wall = time.perf_counter() - t_start
     env_steps, updates = _count(state.env_steps), _count(state.updates)
-    threshold = solved_return if solved_return is not None else cfg.train.solved_return
     summary = {
         "run_dir": str(run_dir),
         "config": cfg.name,
@@ -253,7 +258,11 @@ def train(
         "executor": built.loop.name,
         "fused": built.loop.name in ("fused", "data-parallel"),
         "devices": cfg.train.devices,
+        # With `solved_return`: the env step of the episode at which the last seed to solve
+        # solved, and the median over seeds of the window mean at each seed's solving episode.
         "solved_at_env_steps": solved_at,
+        "solved_window_return": None if solved_at is None
+        else float(np.median([w.hit[1] for w in watches])),
     }
     if built.loop.name == "data-parallel":
         summary.update(replicas_agree(state.agent))
