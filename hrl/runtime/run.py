@@ -41,9 +41,16 @@ from hrl.runtime.checkpoint import (
     restore_newest,
     save_checkpoint,
 )
+from hrl.runtime.evaluation import make_evaluator
 from hrl.runtime.executors import PipelinedLoop
 from hrl.runtime.iteration import TrainState
-from hrl.runtime.metrics import MetricsLog, plot_learning_curve, read_episodes
+from hrl.runtime.metrics import (
+    EvalLog,
+    MetricsLog,
+    plot_learning_curve,
+    read_episodes,
+    read_eval_rows,
+)
 from hrl.runtime.progress import Interrupt, ProgressBar
 from hrl.runtime.rate_limit import LimiterState, live_ratio
 from hrl.runtime.resume import (
@@ -154,6 +161,10 @@ def train(
     logged = [read_episodes(d) for d in seed_dirs]
     recents = [collections.deque(r.tolist(), maxlen=window) for _, r in logged]
     watches = [SolvedWatch(window, threshold, s, r) for s, r in logged]
+    every = cfg.train.eval_every
+    evaluator = make_evaluator(cfg, built.agent) if every else None
+    eval_logs = [EvalLog(d, start_steps if resume else None) for d in seed_dirs] if every else []
+    best = _best_eval(run_dir)
 
     sch = built.schedule
     run_chunk = built.loop.run_seeds if batched else built.loop.run
@@ -167,6 +178,7 @@ def train(
         (start_steps // checkpoint_every + 1) * checkpoint_every if checkpoint_every else None
     )
     steps_at_start, updates_at_start = start_steps, _count(state.updates)
+    next_eval = (start_steps // every + 1) * every if every else None
     interrupted = False
     solved_at = None
     first_chunk_s = None
@@ -186,6 +198,24 @@ def train(
         save_checkpoint(run_dir, st, info, host_state=_host_env_state(built))
         last_saved = _count(st.env_steps)
 
+    def evaluate(st) -> float:
+        """Evaluate every seed at this env step, log it, keep the best checkpoint; returns
+        the eval return (the mean over seeds of each seed's mean over episodes)."""
+        nonlocal best
+        steps = _count(st.env_steps)
+        agent = jax.tree.map(_local_copy, st.agent)
+        returns = evaluator.returns(agent, np.asarray(seeds) if batched else seeds[0], steps)
+        returns = np.asarray(returns).reshape(len(seeds), -1)
+        score = float(np.mean([log.add(steps, r)["eval_return"]
+                               for log, r in zip(eval_logs, returns, strict=True)]))
+        if best is None or score > best:
+            info = {"env_steps": steps, "updates": _count(st.updates),
+                    "iteration": _count(st.iteration), "wall_s": wall_now(),
+                    "eval_return": score}
+            save_checkpoint(run_dir / "best", st, info, host_state=_host_env_state(built))
+            best = score
+        return score
+
     def all_solved():
         return solved_return is not None and all(w.hit is not None for w in watches)
 
@@ -201,6 +231,12 @@ def train(
                 first_chunk_s = dt if first_chunk_s is None else first_chunk_s
                 state = new_state
                 counters = (_count(state.env_steps), _count(state.updates))
+                extra = {}
+                if every:
+                    extra["eval_return"] = float("nan")
+                    if counters[0] >= next_eval:
+                        extra["eval_return"] = evaluate(state)
+                        next_eval = (counters[0] // every + 1) * every
                 for i, (log, recent) in enumerate(zip(logs, recents, strict=True)):
                     seed_out = jax.tree.map(lambda x, i=i: x[i], out) if batched else out
                     steps, returns = _episodes_of(seed_out, steps_now, sch.total_envs)
@@ -208,7 +244,7 @@ def train(
                     watches[i].feed(steps, returns)
                     recent.extend(returns.tolist())
                     _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now(),
-                               cfg, built.loop)
+                               cfg, built.loop, extra)
                 elapsed = time.perf_counter() - t_start
                 means = [float(np.mean(r)) for r in recents if r]
                 bar.update(
@@ -227,6 +263,9 @@ def train(
                     solved_at = max(w.solved_at for w in watches)
                     break
             interrupted = solved_at is None and (stop.requested or _count(state.env_steps) < total)
+            if every and not interrupted and _last_eval_step(seed_dirs[0]) != _count(
+                    state.env_steps):
+                evaluate(state)  # the final evaluation
         except KeyboardInterrupt:
             interrupted = True  # `state` is still the last finished chunk's state
         finally:
@@ -275,6 +314,17 @@ def train(
                                 window)
     _finish(summary, seed_dirs, log_dir, cfg)
     return summary
+
+
+def _best_eval(run_dir: Path) -> float | None:
+    """The eval return of the run's best checkpoint (RUN_DIR/best/), None if it has none."""
+    found = latest_checkpoint(run_dir / "best")
+    return None if found is None else found[1].get("eval_return")
+
+
+def _last_eval_step(seed_dir: Path) -> int | None:
+    rows = read_eval_rows(seed_dir)
+    return rows[-1]["env_steps"] if rows else None
 
 
 def _stop_agreed(requested: bool) -> bool:
@@ -327,6 +377,12 @@ def _seed_result(seed, seed_dir, episodes, window, threshold) -> dict:
         "recent_return": float(np.mean(returns[-window:])) if len(returns) >= window else None,
         "episodes": len(returns),
     }
+    evals = read_eval_rows(seed_dir)
+    if evals:  # the last evaluation is the run's final one (the end of the run, or its stop)
+        row["final_eval_return"] = evals[-1]["eval_return"]
+        row["best_eval_return"] = max(r["eval_return"] for r in evals)
+        if threshold is not None:
+            row["ends_at_bar"] = evals[-1]["eval_return"] >= threshold
     if threshold is not None:
         reached = steps_to_threshold(steps, returns, window, threshold)
         row["steps_to_solved"] = reached
@@ -353,6 +409,13 @@ def _finish(summary, seed_dirs, run_dir, cfg) -> None:
     summary["per_seed"] = per_seed
     if threshold is not None:
         summary["solved_runs"] = sum(r["steps_to_solved"] is not None for r in per_seed)
+    evals = [r["final_eval_return"] for r in per_seed if "final_eval_return" in r]
+    if evals and len(evals) == len(per_seed):
+        summary["final_eval_return"] = summarize(evals)
+        if threshold is not None:
+            summary["seeds_ending_at_bar"] = sum(r["ends_at_bar"] for r in per_seed)
+        best = _best_eval(Path(run_dir))
+        summary["best_checkpoint_eval_return"] = best
     if len(seed_dirs) > 1:
         finals = [r["recent_return"] for r in per_seed if r["recent_return"] is not None]
         if len(finals) == len(per_seed):
@@ -485,7 +548,7 @@ def _samples_per_insert_text(counters, cfg: RunConfig, loop) -> str:
 
 
 def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunConfig,
-               loop) -> None:
+               loop, extra: dict) -> None:
     trained = np.asarray(out.trained)
     env_steps, updates = counters
     live = _samples_per_insert(counters, cfg)
@@ -504,6 +567,7 @@ def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunCon
         low, high = loop.limiter_band or (None, None)
         row["spi_error_low"] = float("nan") if low is None else low
         row["spi_error_high"] = float("nan") if high is None else high
+    row.update(extra)  # e.g. the chunk's eval return (NaN in chunks without an evaluation)
     for name, values in (out.metrics or {}).items():
         values = np.asarray(values)
         row[name] = float(values[trained].mean()) if trained.any() else float("nan")

@@ -112,12 +112,16 @@ class DQN:
     def q_values(self, state: AgentState, obs) -> jax.Array:
         return self.network.apply(state.params, obs)
 
+    def policy(self, state: AgentState, obs) -> jax.Array:
+        """The greedy policy, int32 (M,): argmax of Q, no exploration (evaluation)."""
+        return jnp.argmax(self.q_values(state, obs), axis=-1).astype(jnp.int32)
+
     def act(self, state: AgentState, obs, key, env_step, explore) -> jax.Array:
         """Epsilon-greedy int32 actions (M,) for observations (M, *obs_shape).
 
         `explore` may be a Python or traced bool; False uses cfg.eval_epsilon.
         """
-        greedy = jnp.argmax(self.q_values(state, obs), axis=-1).astype(jnp.int32)
+        greedy = self.policy(state, obs)
         eps = jnp.where(explore, self.epsilon(env_step), jnp.float32(self.cfg.eval_epsilon))
         coin_key, action_key = jax.random.split(key)
         m = greedy.shape[0]
