@@ -67,7 +67,7 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, x):
-        x = x.reshape(x.shape[0], -1)
+        x = x.reshape(x.shape[0], -1).astype(jnp.float32)  # bool/uint8 observations too
         for width in self.hidden_sizes:
             x = ACTIVATIONS[self.activation](nn.Dense(width)(x))
         init = nn.initializers.variance_scaling(self.out_scale, "fan_in", "uniform")

@@ -26,6 +26,7 @@ from jax.experimental import multihost_utils
 from hrl.config import ConfigError, RunConfig, dump_config
 from hrl.envs.gymnasium_env import HostEnvStateError
 from hrl.replay.interface import HostReplay
+from hrl.replay.rows import RowLayout
 from hrl.runtime.aggregate import (
     SolvedWatch,
     aggregate_curve,
@@ -295,6 +296,9 @@ def train(
         "solved_return": threshold,
         "interrupted": interrupted,
         "executor": built.loop.name,
+        # Replay memory one transition takes (a packed row: observations in their own dtype).
+        "replay_bytes_per_transition": RowLayout.of(built.example_transition).row_words * 4,
+        "obs_dtype": str(built.env.spec.obs_dtype),
         "fused": built.loop.name in ("fused", "data-parallel"),
         "devices": cfg.train.devices,
         # With `solved_return`: the env step of the episode at which the last seed to solve

@@ -34,12 +34,17 @@ from hrl.agents.common import (
 )
 from hrl.agents.dqn.losses import dqn_loss
 from hrl.agents.dqn.networks import make_q_network
+from hrl.agents.networks import check_conv_layers, known_networks
 from hrl.envs.spec import DiscreteActions, EnvSpec
 
 
 @dataclasses.dataclass(frozen=True)
 class DQNConfig:
-    hidden_sizes: tuple[int, ...] = (64, 64)
+    hidden_sizes: tuple[int, ...] = (64, 64)  # the MLP, or the conv stack's MLP head
+    # The network spec (hrl.agents.networks): mlp, conv (conv_layers, then the MLP head),
+    # minatar (MinAtar's published torso), or a name given to register_network.
+    network: str = "mlp"
+    conv_layers: tuple[tuple[int, int, int], ...] = ((16, 3, 1),)  # (filters, kernel, stride)
     activation: str = "relu"
     optimizer: str = "adam"
     learning_rate: float = 1e-3
@@ -59,6 +64,8 @@ class DQNConfig:
     def __post_init__(self):
         c = "DQNConfig"
         check_hidden_sizes(c, "hidden_sizes", self.hidden_sizes)
+        check_choice(c, "network", self.network, known_networks())
+        check_conv_layers(c, "conv_layers", self.conv_layers)
         check_choice(c, "activation", self.activation, ACTIVATIONS)
         check_choice(c, "optimizer", self.optimizer, OPTIMIZERS)
         check_range(c, "learning_rate", self.learning_rate, 0.0, 1.0, low_open=True)
@@ -87,7 +94,9 @@ class DQN:
 
     @property
     def network(self):
-        return make_q_network(self.cfg.hidden_sizes, self.spec.action.n, self.cfg.activation)
+        c = self.cfg
+        return make_q_network(c.hidden_sizes, self.spec.action.n, c.activation, c.network,
+                              c.conv_layers)
 
     @property
     def optimizer(self) -> optax.GradientTransformation:
