@@ -42,11 +42,14 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from matplotlib.figure import Figure
 
+from hrl import envs
 from hrl.compile_cache import enable_compile_cache
 from hrl.config import load_config
+from hrl.envs.spec import random_actions
 from hrl.mapping.profile import cpu_name
 from hrl.runtime import train
 from hrl.runtime.aggregate import aggregate_curve, bootstrap_ci, iqm, summarize
@@ -76,7 +79,7 @@ BUDGETS = {
 FIELDS = ("game", "variant", "budget", "seeds", "env_steps", "final_eval_iqm",
           "final_eval_ci_low", "final_eval_ci_high", "final_train_iqm", "final_train_ci_low",
           "final_train_ci_high", "per_minus_uniform_eval_iqm", "diff_ci_low", "diff_ci_high",
-          "wall_s")
+          "random_policy_return", "wall_s")
 
 
 def _parse():
@@ -113,6 +116,28 @@ def run_variant(game: str, variant: str, args, work: Path) -> dict:
         "curve": aggregate_curve(logs, window, grid), "window": window,
         "env_steps": summary["env_steps"], "wall_s": wall, "seeds": len(dirs),
     }
+
+
+def random_return(game: str, episodes: int = 64, seed: int = 0) -> float:
+    """Mean return of the uniformly random policy: the first episode of each of `episodes`
+    env copies (episodes end within the env's 1000 or 2500 step limit)."""
+    env = envs.make_env(GAMES[game], episodes)
+    limit = env.spec.max_episode_steps
+
+    def run(key):
+        state, _ = env.reset(key)
+
+        def step(carry, k):
+            state, ended, returns = carry
+            k_act, k_env = jax.random.split(k)
+            state, out = env.step(state, random_actions(env.spec, k_act), k_env)
+            returns = jnp.where(out.completed & ~ended, out.completed_return, returns)
+            return (state, ended | out.completed, returns), None
+
+        init = (state, jnp.zeros(episodes, bool), jnp.zeros(episodes, jnp.float32))
+        return jax.lax.scan(step, init, jax.random.split(key, limit))[0][2]
+
+    return float(np.mean(jax.jit(run)(jax.random.PRNGKey(seed))))
 
 
 def iqm_difference_ci(a, b, reps: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -161,7 +186,7 @@ def plot_game(out: Path, game: str, results: dict, budget: str) -> None:
                             f"{s['iqm_ci_low']:.4g}", f"{s['iqm_ci_high']:.4g}"))
 
 
-def rows_of(game: str, results: dict, budget: str) -> list[dict]:
+def rows_of(game: str, results: dict, budget: str, random: float) -> list[dict]:
     low, high = iqm_difference_ci(results["per"]["finals"], results["uniform"]["finals"])
     diff = float(iqm(results["per"]["finals"]) - iqm(results["uniform"]["finals"]))
     rows = []
@@ -174,7 +199,8 @@ def rows_of(game: str, results: dict, budget: str) -> list[dict]:
             "final_train_iqm": round(float(iqm(r["train_finals"])), 2),
             "final_train_ci_low": round(tr[0], 2), "final_train_ci_high": round(tr[1], 2),
             "per_minus_uniform_eval_iqm": round(diff, 2), "diff_ci_low": round(low, 2),
-            "diff_ci_high": round(high, 2), "wall_s": round(r["wall_s"], 1),
+            "diff_ci_high": round(high, 2), "random_policy_return": round(random, 2),
+            "wall_s": round(r["wall_s"], 1),
         })
     return rows
 
@@ -199,8 +225,8 @@ def write_tables(out: Path, rows: list[dict]) -> None:
         "invocation keeps each under ten minutes here); `--budget published` on a GPU.",
         "",
         "| game | variant | budget | seeds | env steps | final eval IQM [95% CI] | final "
-        "train IQM [95% CI] | PER - uniform, eval IQM [95% CI] | wall s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "train IQM [95% CI] | PER - uniform, eval IQM [95% CI] | random policy | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -208,7 +234,8 @@ def write_tables(out: Path, rows: list[dict]) -> None:
             f"{int(r['env_steps']):,} | {r['final_eval_iqm']} [{r['final_eval_ci_low']}, "
             f"{r['final_eval_ci_high']}] | {r['final_train_iqm']} [{r['final_train_ci_low']}, "
             f"{r['final_train_ci_high']}] | {r['per_minus_uniform_eval_iqm']} "
-            f"[{r['diff_ci_low']}, {r['diff_ci_high']}] | {r['wall_s']} |")
+            f"[{r['diff_ci_low']}, {r['diff_ci_high']}] | {r.get('random_policy_return', '')} | "
+            f"{r['wall_s']} |")
     (out / "minatar_per.md").write_text("\n".join(lines) + "\n")
 
 
@@ -220,7 +247,7 @@ def main() -> int:
         for game in args.games:
             results = {v: run_variant(game, v, args, Path(tmp)) for v in VARIANTS}
             plot_game(args.out, game, results, args.budget)
-            rows = rows_of(game, results, args.budget)
+            rows = rows_of(game, results, args.budget, random_return(game))
             for row in rows:
                 print(row, flush=True)
             write_tables(args.out, rows)
