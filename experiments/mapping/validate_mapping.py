@@ -111,9 +111,10 @@ def main(argv=None) -> int:
                     help="directory holding existing profile/ and profile-gymnasium/ (skip "
                          "step 1); several: their rounds merged as the profiler merges its "
                          "rounds (profile.merge_rounds, see --merge)")
-    ap.add_argument("--merge", choices=["min", "median"], default=VALIDATION_GRID["merge"],
+    ap.add_argument("--merge", choices=["min", "median"], default=None,
                     help="which round of a profiled row the model reads: the fastest or the "
-                         "median (default %(default)s); a profile that kept its rounds "
+                         f"median (default {VALIDATION_GRID['merge']}; with --held-out "
+                         "median, as the runs are measured); a profile that kept its rounds "
                          "(profile.json \"rounds\") can be read either way by --repredict")
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
     ap.add_argument("--repredict", action="store_true",
@@ -127,6 +128,11 @@ def main(argv=None) -> int:
                     help="interleaved rounds: every run is measured once per round, in a "
                          "fresh process, and its median over rounds compared (one measurement "
                          "on a shared 2-core VM strayed by 30%%)")
+    ap.add_argument("--held-out", type=int, default=0, metavar="N",
+                    help="validate on N settings drawn at random from heldout.SPACE (needs "
+                         "--profile: nothing is profiled); writes heldout-seed<S>.* into "
+                         "--out (default experiments/results/mapping/heldout)")
+    ap.add_argument("--seed", type=int, default=0, help="the --held-out draw")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
     ap.add_argument("--backends", nargs="+", default=["jax", "xla", "cpu1", "opencl"],
@@ -144,6 +150,13 @@ def main(argv=None) -> int:
     if args.measure:
         _measure_main(args.measure)
         return 0
+    if args.merge is None:
+        args.merge = "median" if args.held_out else VALIDATION_GRID["merge"]
+    if args.held_out and not args.profile:
+        ap.error("--held-out needs --profile DIR (a profile of this machine taken beforehand; "
+                 "`--profile-only --out DIR` takes one)")
+    if args.held_out and args.out == str(OUT):
+        args.out = str(OUT / "heldout")
 
     from rich.console import Console
     from rich.progress import Progress
@@ -189,6 +202,13 @@ def main(argv=None) -> int:
                           "speed_reference": [x for p in loaded
                                               for x in p.get("speed_reference", ())]}
     if args.profile_only:
+        return 0
+    if args.held_out:
+        import heldout  # beside this script
+
+        heldout.run(args.held_out, args.seed, CONFIGS, profiles, measure_in_fresh_process,
+                    Path(args.out), tuple(args.backends), console, Progress,
+                    f"--profile {' '.join(args.profile)} --backends {' '.join(args.backends)}")
         return 0
 
     modes = [("strict", 0), ("relaxed", args.staleness)]

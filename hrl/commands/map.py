@@ -22,7 +22,7 @@ from hrl.mapping.platform import GpuSpec
 from hrl.mapping.profile import SECOND_CPU, load_profile, profile_rows, start_profiling_backend
 from hrl.mapping.ranking import rank_mappings
 from hrl.mapping.report import print_summary, write_report
-from hrl.mapping.speed import reference_time, speed_scale
+from hrl.mapping.speed import speed_check
 from hrl.mapping.workload import workload_from_config
 
 HELP = "explore every primitive->device mapping and report the best (needs `hrl profile`)"
@@ -53,11 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fit the profile's wall times (default) or its CPU times (stable "
                              "on a shared, loaded machine)")
     parser.add_argument("--calibrate", action="store_true",
-                        help="time the profile's reference workload now (hrl.mapping.speed, "
-                             "a fraction of a second) and say how much slower or faster this "
-                             "machine runs than when it was profiled; a note in the report "
-                             "gives the chosen mappings' iteration time scaled by that (every "
-                             "mapping scales alike: the ranking is the same)")
+                        help="kept for older scripts: the speed check it asked for is always "
+                             "on (the profile's reference workload timed now, a fraction of "
+                             "a second; a warning and scaled predictions when this machine "
+                             "runs faster or slower than when it was profiled)")
     parser.add_argument("--out", help="report directory (default: PROFILE_DIR/map-<config>)")
 
 
@@ -76,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("give --profile DIR (from `hrl profile`) or --devices with "
                              "modelled devices only (gpu, fpga:<board>)")
         staleness = args.staleness if args.staleness is not None else max(1, cfg.train.staleness)
-        scale = _speed_scale_now(cfg, profile) if args.calibrate else None
+        scale, warning = _speed_scale_now(cfg, profile) if profile else (None, None)
+        if warning:
+            console.print(f"[yellow]warning:[/yellow] {warning}")
         spec = GpuSpec.load(args.gpu_spec) if args.gpu_spec else None
         workload = workload_from_config(cfg)
         result = plan(workload, profile, devices, staleness, spec, metric=args.metric,
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"hrl map: error: {err}", file=sys.stderr)
         return 2
-    if scale is not None:
+    if scale is not None and scale != 1.0:
         result.notes.append(_calibration_note(result, scale))
     print_summary(result, console, ranking)
     if args.out:
@@ -126,21 +127,14 @@ def _auto_ranking(cfg, profile: dict | None, devices: list[str] | None, stalenes
         return None
 
 
-def _speed_scale_now(cfg, profile: dict | None) -> float:
-    """The reference workload's time now over its time in `profile`, timed in a CPU backend
-    started as the profiler starts it (a second CPU device where the profile has the tree on
-    one, the config's intra-op threads, the profile's dispatch). ValueError when there is no
-    profile or it holds no reference."""
-
-    if profile is None:
-        raise ValueError("--calibrate needs --profile: the speed is compared with the "
-                         "profile's")
-    if not profile.get("speed_reference"):
-        raise ValueError("--calibrate: the profile holds no reference workload timings "
-                         "(taken before hrl recorded them); profile again")
+def _speed_scale_now(cfg, profile: dict) -> tuple[float, str | None]:
+    """`speed.speed_check` on `profile`, timed in a CPU backend started as the profiler starts
+    it (a second CPU device where the profile has the tree on one, the config's intra-op
+    threads, the profile's dispatch). ValueError when the machine is too far from the
+    profiled one's speed."""
     start_profiling_backend(cfg, second_cpu=any(r.placement == SECOND_CPU
                                                  for r in profile_rows(profile)))
-    return speed_scale(reference_time()["seconds"], profile["speed_reference"])
+    return speed_check(profile)
 
 
 def _calibration_note(result, scale: float) -> str:

@@ -42,11 +42,11 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   both pay); learner side = insert, sample, train, update + their links + the rest of the
   bookkeeping + the same process link; strict: the learner side in sequence; relaxed: the
   same less the overlap above (the pipelined executor's own, measured with the actors'
-  process beside the learner), bounded by its busiest resource. Each side pays its own
-  hand-offs through the queues on top (measured, `plan.loop_overheads`: fitted on the
-  profile's pipelined loop rows, those where the actors bind for theirs and those where the
-  learner binds for its), so the slower side's decides the iteration; the shared bound has
-  none. Fused mappings have no pipelined form (infinite). A samples-per-insert limiter
+  process beside the learner), bounded by its busiest resource. Nothing is fitted to the
+  pipelined executor's own runs: its hand-offs are the process link's (measured by its own
+  profile rows, `link:process`: a batch through the executor's queue, both ends), and the
+  profiler's `loop:pipelined` rows only check the formula (`plan.executor_errors`). Fused
+  mappings have no pipelined form (infinite). A samples-per-insert limiter
   (`train.samples_per_insert`) changes nothing here: it pins the two sides to the iteration's
   ratio, L*M inserts per U*B samples, which is what this max already assumes
   (time = max(actor seconds per insert x L*M, learner seconds per sample x r x L*M)); what it
@@ -103,14 +103,10 @@ class Problem:
     overhead_actor: float = 0.0  # the host loop's bookkeeping that belongs to the actors
     ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
     host_cores: int = 1
-    overhead_pipelined: float = 0.0  # the pipelined executor's hand-offs per iteration: the
-    overhead_pipelined_actor: float = 0.0  # learner side's, and the actors' side's
-    # The same four in relaxed dependency, where the host loops run with another CPU dispatch
-    # (None: as in strict).
+    # The host loop's bookkeeping (all of it, and the actors' part) in relaxed dependency,
+    # where the host loops run with another CPU dispatch (None: as in strict).
     overhead_host_relaxed: float | None = None
     overhead_actor_relaxed: float | None = None
-    overhead_pipelined_relaxed: float | None = None
-    overhead_pipelined_actor_relaxed: float | None = None
     # Seconds per SGD step to hand update and sample to the relaxed dependency's thread and
     # take them back (profile row `link:thread`; 0 when the profile has none).
     replay_handoff: float = 0.0
@@ -138,14 +134,11 @@ class Problem:
             return np.ones(len(self.placements))
         return np.asarray(self.replay_overlap, float)
 
-    def relaxed_overheads(self) -> tuple[float, float, float, float]:
-        """(host, actor, pipelined learner side, pipelined actor side) bookkeeping in relaxed
-        dependency."""
+    def relaxed_overheads(self) -> tuple[float, float]:
+        """(host, actor) bookkeeping in relaxed dependency."""
         pick = lambda r, s: s if r is None else r  # noqa: E731
         return (pick(self.overhead_host_relaxed, self.overhead_host),
-                pick(self.overhead_actor_relaxed, self.overhead_actor),
-                pick(self.overhead_pipelined_relaxed, self.overhead_pipelined),
-                pick(self.overhead_pipelined_actor_relaxed, self.overhead_pipelined_actor))
+                pick(self.overhead_actor_relaxed, self.overhead_actor))
 
 
 def build_problem(placements: list[Placement], workload: Workload,
@@ -201,12 +194,8 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_fused=float(overhead.get("fused", 0.0)), tree_shared=tree_shared,
         overhead_actor=float(overhead.get("host_actor", 0.0)),
         ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
-        overhead_pipelined=float(overhead.get("pipelined", 0.0)),
         overhead_host_relaxed=_optional(overhead.get("host_relaxed")),
         overhead_actor_relaxed=_optional(overhead.get("host_actor_relaxed")),
-        overhead_pipelined_relaxed=_optional(overhead.get("pipelined_relaxed")),
-        overhead_pipelined_actor=float(overhead.get("pipelined_actor", 0.0)),
-        overhead_pipelined_actor_relaxed=_optional(overhead.get("pipelined_actor_relaxed")),
         replay_handoff=float(overhead.get("replay_handoff", 0.0)),
         replay_overlap=np.array([sequential.get(n, 1.0) for n in names], float),
         replay_overlap_pipelined=np.array([pipelined.get(n, sequential.get(n, 1.0))
@@ -245,12 +234,10 @@ def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)
 def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
-              ipc_seconds, host_cores, overhead_pipelined, overhead_pipelined_actor,
-              relaxed_overheads, replay_handoff,
+              ipc_seconds, host_cores, relaxed_overheads, replay_handoff,
               replay_overlap, replay_overlap_pipelined, queue, n_placements, n_resources,
               tree_shared):
-    # the four in relaxed dependency
-    host_r, actor_r, pipelined_r, pipelined_actor_r = relaxed_overheads
+    host_r, actor_r = relaxed_overheads  # the host loop's bookkeeping in relaxed dependency
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
     n_calls = latency.shape[0]
@@ -340,11 +327,8 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     shared_bound = jnp.max((busy_strict + link_ends) / capacity[None, :], axis=1)
     shared_bound_r = jnp.max((busy + link_ends) / capacity[None, :], axis=1)
     pipelined_ok = feasible & ~uses_exclusive
-    # Each side's hand-offs through the queues (measured, `plan.loop_overheads`) on top of it.
-    pipelined_strict = jnp.maximum(jnp.maximum(actor_side + overhead_pipelined_actor,
-                                               learner_strict + overhead_pipelined), shared_bound)
-    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side_r + pipelined_actor_r,
-                                                learner_relaxed + pipelined_r), shared_bound_r)
+    pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound)
+    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side_r, learner_relaxed), shared_bound_r)
     inf = jnp.float32(jnp.inf)
     sides = jnp.stack([actor_side, learner_strict, shared_bound,
                        actor_side_r, learner_relaxed, shared_bound_r], axis=1)
@@ -366,13 +350,13 @@ class Exploration:
     staleness: int
     pipelined_strict: np.ndarray | None = None  # (M,) the pipelined executor, inf if it
     pipelined_relaxed: np.ndarray | None = None  # cannot run the mapping
-    # (M, 6) the pipelined executor's bounds before the hand-offs: actor side, learner side,
-    # shared host CPU, strict then relaxed (what `plan` fits the hand-offs with).
+    # (M, 6) the pipelined executor's bounds: actor side, learner side, shared host CPU,
+    # strict then relaxed.
     pipelined_sides: np.ndarray | None = None
 
     def pipelined_bounds(self, row: int, mode: str) -> tuple[float, float, float]:
         """(actor side, learner side, shared CPU bound) of a mapping in the pipelined executor,
-        seconds per iteration without the hand-offs."""
+        seconds per iteration (the iteration is their max)."""
         first = 0 if mode == "strict" else 3
         return tuple(float(x) for x in self.pipelined_sides[row, first:first + 3])
 
@@ -427,8 +411,8 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
     `loop_overhead`: {"host": s, "fused": s} seconds per iteration of the runtime loop's own
     bookkeeping (see `plan.loop_overheads`), added to every mapping driven by that loop;
     "host_actor": the part of the host loop's that the actors' side pays when pipelined;
-    "pipelined": the pipelined executor's hand-offs; "host_relaxed", "host_actor_relaxed",
-    "pipelined_relaxed": the same in relaxed dependency (default: as in strict).
+    "host_relaxed", "host_actor_relaxed": the same in relaxed dependency (default: as in
+    strict).
     `process_link`: the link between the pipelined executor's two processes (measured by the
     profiler); `host_cores`: the cores the two processes share."""
     if not isinstance(staleness, int) or staleness < 0:
@@ -447,7 +431,6 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
-        f32(prob.overhead_pipelined), f32(prob.overhead_pipelined_actor),
         f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
         f32(prob.overlap_per_placement()), f32(prob.overlap_per_placement("pipelined")),
         i32(prob.queue_per_placement()),

@@ -23,6 +23,7 @@ from hrl.config import load_config
 from hrl.mapping.plan import Plan
 from hrl.mapping.profile.io import load_profile
 from hrl.mapping.ranking import RankedMapping, rank_mappings
+from hrl.mapping.speed import speed_check
 from hrl.mapping.validate import mode_overrides
 from hrl.replay.backends import format_for
 
@@ -36,6 +37,9 @@ class Choice:
     ranking: list[tuple[str, float]]  # (label, predicted seconds) of every runnable mapping
     plan: Plan
     notes: list[str] = dataclasses.field(default_factory=list)  # why a D was left out
+    ranked: list[RankedMapping] = dataclasses.field(default_factory=list)  # runnable, best first
+    default: RankedMapping | None = None  # what the config runs without --mapping (if ranked)
+    kept_default: bool = False  # the fastest prediction did not clear the uncertainty
 
     @property
     def predicted_env_steps_per_s(self) -> float:
@@ -47,24 +51,27 @@ class Choice:
 
 
 def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
-           available_devices: int | None = None) -> Choice:
-    """The first runnable mapping of `ranking.rank_mappings` for run config `cfg` on
-    `profile` (the one ranking `hrl map` reports), in the config's dependency mode.
-    `max_devices` > 1 adds the data-parallel fused loop on D = 2..max_devices devices of the
-    JAX backend's kind, where `available_devices` (default: what JAX sees) and the config
-    allow it. `ranking` holds (label, predicted seconds per iteration of the config's env
-    steps) of every runnable one, best first; `notes` says why a D was left out. Costs one
-    `rank_mappings`."""
+           available_devices: int | None = None,
+           backends=("jax", "xla", "cpu1", "opencl", "rtl")) -> Choice:
+    """The mapping `hrl train --mapping auto` runs for `cfg` on `profile`: `Ranking.pick` of
+    `ranking.rank_mappings` (the one ranking `hrl map` reports), in the config's dependency
+    mode: the fastest prediction unless its gain over the config's own mapping is within the
+    predictions' uncertainty (then the config's own, `kept_default`; `notes` says which and
+    why). `max_devices` > 1 adds the data-parallel fused loop on D = 2..max_devices devices
+    of the JAX backend's kind, where `available_devices` (default: what JAX sees) and the
+    config allow it. Costs one `rank_mappings`."""
     ranked = rank_mappings(cfg, profile, metric=metric, max_devices=max_devices,
-                           available_devices=available_devices)
-    best = ranked.best()
+                           available_devices=available_devices, backends=backends)
     notes = [n for n in ranked.notes if not n.startswith("D=")]
     dropped = [n for n in ranked.notes if n.startswith("D=")]
     dropped += [f"D={m.devices}: {m.why_not}" for m in ranked.mappings if not m.runnable]
     if dropped:
         notes.append("data parallel not runnable here for " + "; ".join(dropped))
-    return Choice(best, best.seconds, ranked.env_steps_per_iter, ranked.sgd_per_iter,
-                  [(m.label, m.seconds) for m in ranked.runnable()], ranked.plan, notes)
+    chosen, kept, why = ranked.pick()
+    notes.append(why)
+    return Choice(chosen, chosen.seconds, ranked.env_steps_per_iter, ranked.sgd_per_iter,
+                  [(m.label, m.seconds) for m in ranked.runnable()], ranked.plan, notes,
+                  ranked.runnable(), ranked.default(), kept)
 
 
 def overrides_for(choice: Choice, cfg) -> list[str]:
@@ -104,27 +111,41 @@ def apply_cli(args, cfg, console):
                          "mapping it was started with)")
     if args.mapping_devices < 1:
         raise ValueError(f"--mapping-devices must be >= 1, got {args.mapping_devices}")
-    choice = choose(cfg, load_profile(args.profile), max_devices=args.mapping_devices)
+    profile = load_profile(args.profile)
+    choice = choose(cfg, profile, max_devices=args.mapping_devices)
+    scale, warning = speed_check(profile)  # always on: a fraction of a second
+    if warning:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    choice = dataclasses.replace(choice, predicted_s=choice.predicted_s * scale,
+                                 ranking=[(label, t * scale) for label, t in choice.ranking])
     for note in choice.notes:
         console.print(f"mapping: {note}")
     for label, t in choice.ranking:
         mark = "  <- chosen" if label == choice.mapping.label else ""
-        console.print(f"mapping {label:>18}: predicted {t * 1e3:8.3f} ms/iteration{mark}")
+        console.print(f"mapping {label:>26}: predicted {t * 1e3:8.3f} ms/iteration{mark}")
     cfg = load_config(args.config, [*args.overrides, *overrides_for(choice, cfg)])
     return cfg, choice
 
 
 def print_comparison(console, choice, summary: dict) -> None:
-    """Predicted against measured throughput, side by side, after `hrl train --mapping auto`.
-
-    The measured figure is the whole session's (compilation and the pre-learning phase, when
-    the learner does not run yet, included), so it differs from the steady state the model
-    predicts; `experiments/mapping/validate_mapping.py` compares steady states."""
+    """Predicted against measured throughput, like with like, after `hrl train --mapping
+    auto`: the prediction is a steady state, so it is set beside the run's steady state
+    (chunks after the first, past learning_starts: `summary["steady_*"]`), and the start-up
+    (build, compilation, the chunks before it) is given apart."""
     if choice is None:
         return
-    console.print(
-        f"mapping {choice.mapping.label}: predicted {choice.predicted_env_steps_per_s:,.0f} "
-        f"env steps/s, {choice.predicted_updates_per_s:,.0f} updates/s (steady state); "
-        f"measured {summary['env_steps_per_s']:,.0f} env steps/s, "
-        f"{summary['updates_per_s']:,.0f} updates/s (whole run, incl. compilation and "
-        f"learning_starts)")
+    steady = summary.get("steady_env_steps_per_s")
+    line = (f"mapping {choice.mapping.label}: predicted {choice.predicted_env_steps_per_s:,.0f} "
+            f"env steps/s, {choice.predicted_updates_per_s:,.0f} updates/s (steady state); ")
+    if steady:
+        error = choice.predicted_env_steps_per_s / steady - 1.0
+        line += (f"measured {steady:,.0f} env steps/s, "
+                 f"{summary['steady_updates_per_s']:,.0f} updates/s (steady state, "
+                 f"{summary['steady_chunks']} chunks; prediction {error:+.0%})")
+    else:
+        line += ("no steady state measured (the run ended within its first chunk or before "
+                 "learning_starts; raise train.total_env_steps to compare)")
+    console.print(line)
+    console.print(f"start-up: {summary.get('init_s', 0.0):.1f} s build and compile, "
+                  f"{summary.get('first_chunk_s') or 0.0:.1f} s first chunk; whole session "
+                  f"{summary['env_steps_per_s']:,.0f} env steps/s")

@@ -18,12 +18,32 @@ Device names for `--devices`:
 * `cpu*N`, `gpu*N` -- N devices of that kind (virtual CPU devices sharing the machine's cores,
   or GPUs): the placements of one, plus the data-parallel candidates of the fused loop on
   D = 1..N of them (`hrl.mapping.parallel`, `Plan.data_parallel`).
+
+The executor model's constants: each is read from profile rows of its own, named here, and
+nothing is fitted to validation runs.
+
+* per-call models `a + b * work`: one call of a primitive on a placement (rows `env`,
+  `infer`, `insert`, `sample`, `train`, `update`);
+* host loop c0, c_step, c_sgd: the sequential loop's Python and dispatch per iteration, per
+  actor step and per SGD step (`loop:host`; their leave-one-out error is kept);
+* fused loop c0, c_step, c_sgd, c_call: the same inside the fused scan, and per call of it
+  (`loop:fused`, timed at several chunk lengths);
+* process link (latency, bandwidth): a batch through the pipelined executor's queue, both
+  ends (`link:process`); host link and cpu-device link: a copy to a host backend, a move
+  between XLA CPU devices (`link:host`, `link:cpu-device`);
+* thread hand-off: the relaxed dependency's replay thread, per SGD step (`link:thread`);
+* overlap share per tree placement: what relaxed dependency hides of the shorter side
+  (`overlap:loop`);
+* cores: how many cores the pipelined executor's two processes share (`machine.cpus`).
+
+The pipelined executor has no constant of its own: its `loop:pipelined` rows only check it
+(`executor_errors`), and with the other executors' leave-one-out errors they give each
+mapping's uncertainty (`ranking.uncertainty_of`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import statistics
 from pathlib import Path
@@ -46,6 +66,7 @@ from hrl.mapping.platform import (
 from hrl.mapping.profile.grids import HANDOFF_CALL, LEGACY_OVERLAP_CALL, OVERLAP_CALL
 from hrl.mapping.profile.rows import ProfileRow, profile_rows
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
+from hrl.mapping.uncertainty import profiled_box
 from hrl.mapping.workload import CALLS, KNOWN_ENVS, PRIMITIVES, Workload
 from hrl.runtime.cpu_backend import HOST_LOOP_DISPATCH
 
@@ -81,6 +102,12 @@ class Plan:
     device_counts: dict = dataclasses.field(default_factory=dict)
     scaling: str = "weak"
     cores: int = 1
+    # Per executor (fused, sequential, pipelined): the median relative error of its predicted
+    # iteration on the profile's own loop rows, out of sample (`executor_errors`); None where
+    # the profile has no such rows.
+    executor_errors: dict = dataclasses.field(default_factory=dict)
+    # Per workload size (num_envs, batch, width): the (lowest, highest) the profile measured.
+    box: dict = dataclasses.field(default_factory=dict)
 
     def ranked(self, mode: str, k: int = 10) -> list[tuple[str, float, object]]:
         """The top-k single-device mappings and every data-parallel candidate with D > 1,
@@ -219,6 +246,9 @@ class LoopOverhead:
     c_sgd: float = 0.0
     source: str = "none measured"
     c_call: float = 0.0
+    # Median relative error of the whole iteration at each loop row, predicted from a fit
+    # without that row (None: too few rows to tell).
+    loo_error: float | None = None
 
     def __call__(self, workload: Workload) -> float:
         n = workload.iterations_per_call
@@ -241,10 +271,14 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
                    dispatch: str = "async") -> dict:
     """Fit LoopOverhead for the host loop and the fused loop from the profile's loop rows:
     measured seconds per iteration minus the profiled primitives' predicted time there. The
-    host loops' from their rows in CPU `dispatch` (async where the profile has none in it);
-    the fused loop's always from async rows, the dispatch it runs in."""
-    out = {"host": LoopOverhead(), "fused": LoopOverhead(), "pipelined": LoopOverhead(),
-           "pipelined_actor": LoopOverhead()}
+    constants and their meaning: c0 per iteration (the loop's Python and dispatch around its
+    calls), c_step per actor step (the host loop's transition bookkeeping), c_sgd per SGD step
+    (its learner bookkeeping), c_call per call of the fused loop (dispatch of the scan, the
+    chunk's outputs) where the rows were timed at several chunk lengths. The host loop's from
+    its rows in CPU `dispatch` (async where the profile has none in it); the fused loop's
+    always from async rows, the dispatch it runs in. The pipelined executor has no constants
+    of its own (`dse`): its rows check it (`executor_errors`)."""
+    out = {"host": LoopOverhead(), "fused": LoopOverhead()}
     if not profile:
         return out
     if not _loop_rows(profile, "host", dispatch):
@@ -278,10 +312,32 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
             "primitives"
             + (f", {c_call[0] * 1e6:.0f} us per call" if c_call else "")
             + (f"; leave-one-out error of the iteration {loo:.0%} median" if loo is not None
-               else "")))
-    out["pipelined"], out["pipelined_actor"] = _pipelined_overhead(profile, models, metric,
-                                                                   out["host"], dispatch)
+               else "")), loo_error=loo)
     return out
+
+
+def pipelined_error(profile: dict | None, models: dict, host: LoopOverhead,
+                    metric: str = "wall", dispatch: str = "async") -> float | None:
+    """How well the pipelined executor's formula (`dse`: max of the two sides and the shared
+    CPU, nothing fitted to it) predicts the profiler's own `loop:pipelined` rows: the median
+    relative error of the iteration over them; None without rows (or without the host loop's
+    placement). Out of sample: no constant was fitted on these rows."""
+    rows = _loop_rows(profile, "pipelined", dispatch) if profile else []
+    if not rows or not any(place == "cpu" for _, place in models):
+        return None
+    placement = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
+    process = host_link_from_profile(profile, metric, "link:process")
+    cores = host_cores(profile)
+    cpu_only = {p: "cpu" for p in PRIMITIVES}
+    errors = []
+    for r in rows:
+        w = _loop_row_workload(r)
+        exp = dse.explore([placement], w, loop_overhead={
+            "host": host(w), "host_actor": host.actor_part(w)},
+            process_link=process, host_cores=cores)
+        predicted = float(exp.times("strict", "pipelined")[exp.row_of(cpu_only)])
+        errors.append(abs(predicted / float(getattr(r, METRICS[metric])) - 1.0))
+    return float(np.median(errors))
 
 
 def _relative_fit(a, y, total):
@@ -307,6 +363,16 @@ def _leave_one_out(a, y, total) -> float | None:
     return float(np.median(errs))
 
 
+def executor_errors(profile: dict | None, models: dict, overheads: dict,
+                    metric: str = "wall", dispatch: str = "async") -> dict[str, float | None]:
+    """How far off each executor's formula is on whole iterations the profiler measured:
+    the fused and sequential loops' leave-one-out error (their bookkeeping constants are
+    fitted on those rows) and the pipelined executor's error on its rows (nothing fitted on
+    them). What `ranking` turns into each mapping's uncertainty."""
+    return {"fused": overheads["fused"].loo_error, "sequential": overheads["host"].loo_error,
+            "pipelined": pipelined_error(profile, models, overheads["host"], metric, dispatch)}
+
+
 def host_cores(profile: dict | None) -> int:
     """The profiled machine's cores (the pipelined executor's two processes share them)."""
     return int(((profile or {}).get("machine") or {}).get("cpus") or 1)
@@ -323,93 +389,6 @@ def _loop_row_workload(r: ProfileRow | dict) -> Workload:
                     fanout=int(r.fanout), sgd_steps=float(r.sgd),
                     rollout_length=int(r.rollout),
                     iterations_per_call=int(r.iterations or 0))
-
-
-def _pipelined_overhead(profile: dict, models: dict, metric: str,
-                        host: LoopOverhead, dispatch: str) -> tuple[LoopOverhead, LoopOverhead]:
-    """What the pipelined executor spends per iteration on its hand-offs through the queues
-    (and waking the other process), on top of each side: (learner side's, actors' side's).
-    Fitted on the profiler's pipelined loop rows: iteration = max(actor side + c_actor,
-    learner side + c_learner, shared CPU bound), c >= 0 minimising the squared relative error.
-    A side that binds in none of the rows is not determined by them: it gets the other's
-    constant, or as close to it as it can come without changing any row's prediction."""
-    rows = _loop_rows(profile, "pipelined", dispatch)
-    if not rows or not any(place == "cpu" for _, place in models):
-        return LoopOverhead(), LoopOverhead()
-    placement = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
-    process = host_link_from_profile(profile, metric, "link:process")
-    cores = host_cores(profile)
-    cpu_only = {p: "cpu" for p in PRIMITIVES}
-    bounds, measured = [], []
-    for r in rows:
-        w = _loop_row_workload(r)
-        exp = dse.explore([placement], w, loop_overhead={
-            "host": host(w), "host_actor": host.actor_part(w)},
-            process_link=process, host_cores=cores)
-        bounds.append(exp.pipelined_bounds(exp.row_of(cpu_only), "strict"))
-        measured.append(float(getattr(r, METRICS[metric])))
-    bounds, measured = np.array(bounds), np.array(measured)
-    c_learner, c_actor = _two_sided_fit(bounds, measured)
-    binds = _binding_sides(bounds, c_learner, c_actor)
-    loo = []
-    if len(rows) > 2:
-        for i in range(len(rows)):
-            keep = np.arange(len(rows)) != i
-            cl, ca = _two_sided_fit(bounds[keep], measured[keep])
-            loo.append(abs(_two_sided_time(bounds[i:i + 1], cl, ca)[0] / measured[i] - 1.0))
-    where = (f"pipelined executor at {len(rows)} small settings ({dispatch} dispatch), "
-             f"{binds.count('actors')} where the actors bind, {binds.count('learner')} the "
-             "learner")
-    if loo:
-        where += f"; leave-one-out error of the iteration {float(np.median(loo)):.0%} median"
-    return LoopOverhead(c_learner, source=where), LoopOverhead(c_actor, source=where)
-
-
-def _two_sided_time(bounds, c_learner: float, c_actor: float):
-    """Predicted pipelined iteration per row of `bounds` (actor side, learner side, shared)."""
-    return np.maximum(np.maximum(bounds[:, 0] + c_actor, bounds[:, 1] + c_learner), bounds[:, 2])
-
-
-def _binding_sides(bounds, c_learner: float, c_actor: float) -> list[str]:
-    actor, learner = bounds[:, 0] + c_actor, bounds[:, 1] + c_learner
-    return ["actors" if a >= max(le, s) else "learner" if le >= s else "shared"
-            for a, le, s in zip(actor, learner, bounds[:, 2], strict=True)]
-
-
-def _two_sided_fit(bounds, measured) -> tuple[float, float]:
-    """(c_learner, c_actor) >= 0 minimising the rows' squared relative error. Exact: for each
-    split of the rows into actor-bound, learner-bound and bound by the shared CPU, each
-    constant is a weighted mean of its rows' residuals; the split whose constants predict best
-    wins (ties: the constants nearer each other). A side with no rows gets the other's
-    constant, or as close to it as it can come without binding anywhere. 3**rows splits: the
-    profiler measures 6 rows per loop and dispatch."""
-    actor, learner = bounds[:, 0], bounds[:, 1]
-    weight = 1.0 / measured ** 2
-
-    def mean_residual(side, rows):
-        return max(float(np.sum(weight[rows] * (measured[rows] - side[rows]))
-                         / np.sum(weight[rows])), 0.0)
-
-    best = None
-    # Each row bound by the actors (0), the learner (1) or the shared CPU (2, no constant).
-    for split in itertools.product((0, 1, 2), repeat=len(measured)):
-        split = np.array(split)
-        on_actor, on_learner = split == 0, split == 1
-        cl = mean_residual(learner, on_learner) if on_learner.any() else None
-        ca = mean_residual(actor, on_actor) if on_actor.any() else None
-        if cl is None and ca is None:
-            cl = ca = 0.0
-        if cl is None:  # the learner side binds nowhere: free below where it would
-            room = float(np.min(np.maximum(actor + ca, bounds[:, 2]) - learner))
-            cl = max(min(ca, room), 0.0)
-        if ca is None:
-            room = float(np.min(np.maximum(learner + cl, bounds[:, 2]) - actor))
-            ca = max(min(cl, room), 0.0)
-        err = float(np.sum(((_two_sided_time(bounds, cl, ca) - measured) / measured) ** 2))
-        key = (round(err, 12), abs(cl - ca))
-        if best is None or key < best[0]:
-            best = (key, cl, ca)
-    return best[1], best[2]
 
 
 def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
@@ -525,9 +504,7 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     loop_overhead = {k: v(workload) for k, v in overheads.items()}
     loop_overhead["host_actor"] = overheads["host"].actor_part(workload)  # pipelined: per side
     loop_overhead.update({"host_relaxed": relaxed["host"](workload),
-                          "host_actor_relaxed": relaxed["host"].actor_part(workload),
-                          "pipelined_relaxed": relaxed["pipelined"](workload),
-                          "pipelined_actor_relaxed": relaxed["pipelined_actor"](workload)})
+                          "host_actor_relaxed": relaxed["host"].actor_part(workload)})
     handoff = thread_handoff_from_profile(profile, metric)
     loop_overhead["replay_handoff"] = handoff or 0.0
     overlap = replay_overlap_from_profile(profile, workload, metric,
@@ -557,12 +534,10 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                      "the two sides slow each other down more than they overlap)")
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
-    what = {"host": "host-loop bookkeeping", "fused": "fused-loop bookkeeping",
-            "pipelined": "pipelined executor, the learner side's hand-offs",
-            "pipelined_actor": "pipelined executor, the actors' side's hand-offs"}
+    what = {"host": "host-loop bookkeeping", "fused": "fused-loop bookkeeping"}
     for k, v in overheads.items():
         notes.append(f"{what[k]}: {v(workload) * 1e6:.1f} us per iteration ({v.source})")
-    for k in ("host", "pipelined", "pipelined_actor"):
+    for k in ("host",):
         if relaxed[k].source != overheads[k].source:
             notes.append(f"{what[k]}, relaxed: {relaxed[k](workload) * 1e6:.1f} us "
                          f"per iteration ({relaxed[k].source})")
@@ -595,8 +570,15 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                              if f"{kind}-fused" not in {p.name for p in placements} else
                              f"{kind}*{n}: no D > 1 divides env.num_envs, train.batch_size "
                              "and replay.capacity (strong scaling)")
+    errors = executor_errors(profile, models, overheads, metric,
+                             dispatch=HOST_LOOP_DISPATCH["strict"])
+    for name, err in errors.items():
+        notes.append(f"{name} executor: "
+                     + (f"{err:.0%} median error on the profile's own {name} loop rows "
+                        "(out of sample)" if err is not None else
+                        "no loop rows in the profile to check it on"))
     return Plan(workload, placements, models, links, exp, notes, rmm_timing_from_profile(profile),
-                overheads, data_parallel, counts, scaling, cores)
+                overheads, data_parallel, counts, scaling, cores, errors, profiled_box(profile))
 
 
 def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:

@@ -22,15 +22,16 @@ import jax
 
 from hrl.config import ConfigError, apply_override, config_from_dict, to_dict
 from hrl.mapping import parallel
+from hrl.mapping.devices import SECOND_CPU, XLA_TREE
 from hrl.mapping.plan import Plan, plan
 from hrl.mapping.profile.rows import profile_rows
-from hrl.mapping.validate import runnable_mappings
+from hrl.mapping.uncertainty import UNKNOWN_UNCERTAINTY, uncertainty_of
+from hrl.mapping.validate import SECOND_CPU_BACKEND, runnable_mappings
 from hrl.mapping.workload import PRIMITIVES, workload_from_config
+from hrl.runtime.executor_choice import choose_executor
 
 # Profile rows whose placement names a loop, a link or an RTL table, not where a call ran.
 _NOT_PLACEMENTS = ("loop", "host", "rtl-cycles", "rtl-resources")
-
-
 @dataclasses.dataclass(frozen=True)
 class RankedMapping:
     """One mapping the runtime can instantiate, with its predicted iteration time."""
@@ -43,6 +44,10 @@ class RankedMapping:
     runnable: bool  # whether the runtime can run it here (else `why_not` says why)
     why_not: str = ""
     devices: int = 1  # train.devices
+    # Relative uncertainty of `seconds` (`uncertainty_of`): how far off the model has been
+    # on whole iterations of this executor, widened where the setting lies outside the sizes
+    # the profile measured.
+    uncertainty: float = UNKNOWN_UNCERTAINTY
 
 
 @dataclasses.dataclass
@@ -60,6 +65,9 @@ class Ranking:
     # data parallel left out: why it was not considered, or "D=d: why" per D not ranked
     notes: list[str] = dataclasses.field(default_factory=list)
     unranked: list[str] = dataclasses.field(default_factory=list)  # catalogue entries left out
+    # The label of the mapping the config runs as it stands (`config_label`; None: not in the
+    # catalogue).
+    default_label: str | None = None
 
     def runnable(self) -> list[RankedMapping]:
         return [m for m in self.mappings if m.runnable]
@@ -71,6 +79,37 @@ class Ranking:
             raise ValueError("no ranked mapping is runnable here: "
                              + "; ".join(f"{m.label}: {m.why_not}" for m in self.mappings))
         return ok[0]
+
+    def default(self) -> RankedMapping | None:
+        """The config's own mapping among the runnable ones (None: not ranked)."""
+        return next((m for m in self.runnable() if m.label == self.default_label), None)
+
+    def pick(self) -> tuple[RankedMapping, bool, str]:
+        """What `hrl train --mapping auto` runs: (mapping, kept_default, why). The fastest
+        prediction, unless its gain over the config's own mapping does not clear the two
+        predictions' uncertainties:
+
+            keep the default unless  t_default / t_best - 1 > u_best + u_default
+
+        Where the default is not ranked, the fastest. ValueError when nothing is runnable."""
+        best, default = self.best(), self.default()
+        if default is None:
+            own = self.default_label or "not in the catalogue"
+            return best, False, (f"the config's own mapping ({own}) is not ranked: the "
+                                 "fastest prediction runs")
+        if default is best:
+            return best, False, "the config's own mapping is the fastest prediction"
+        gain = default.seconds / best.seconds - 1.0
+        needed = best.uncertainty + default.uncertainty
+        if gain <= needed:
+            return default, True, (
+                f"kept the config's own mapping ({default.label}): {best.label} is predicted "
+                f"{gain:.0%} faster, within the predictions' uncertainty "
+                f"({best.uncertainty:.0%} + {default.uncertainty:.0%})")
+        return best, False, (
+            f"{best.label} is predicted {gain:.0%} faster than the config's own mapping "
+            f"({default.label}), beyond the uncertainty ({best.uncertainty:.0%} + "
+            f"{default.uncertainty:.0%})")
 
     def get(self, label: str) -> RankedMapping:
         for m in self.mappings:
@@ -130,14 +169,40 @@ def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: s
                   scaling="strong")
     e = result.exploration
     ranked = [RankedMapping(m.label, m.mapping, _executor(m), m.overrides,
-                            float(e.times(mode, m.executor)[e.row_of(m.mapping)]), True)
+                            float(e.times(mode, m.executor)[e.row_of(m.mapping)]), True,
+                            uncertainty=uncertainty_of(result, _executor(m), m.mapping))
               for m in candidates]
     if kind is not None:
         ranked += _data_parallel(cfg, result, mode, kind, max_devices, available_devices,
                                  notes)
     ranked.sort(key=lambda m: m.seconds)
     return Ranking(ranked, result, mode, staleness, workload.num_envs * workload.rollout_length,
-                   workload.sgd_steps, notes, unranked)
+                   workload.sgd_steps, notes, unranked, config_label(cfg))
+
+
+def config_label(cfg) -> str | None:
+    """The catalogue label of the mapping `cfg` runs as it stands (no --mapping), or None
+    when the catalogue has no entry for it (thread actors, data parallel, an RTL tree)."""
+    executor = choose_executor(cfg)
+    if executor == "fused":
+        return "cpu-fused"
+    if executor == "data-parallel" or (executor == "pipelined"
+                                       and cfg.train.actors != "process"):
+        return None
+    placed = {cfg.placement.get(p) for p in ("sample", "update")} if cfg.placement else set()
+    if cfg.replay.backend == "opencl":
+        label = "replay-on-pocl"
+    elif cfg.replay.backend == "rtl":
+        label = "replay-on-rtl"
+    elif cfg.replay.backend == "jax" and cfg.replay.impl == "xla":
+        label = f"replay-on-{XLA_TREE}"
+    elif SECOND_CPU in placed:
+        label = f"replay-on-{SECOND_CPU_BACKEND}"
+    elif cfg.replay.backend == "jax" and not placed - {None}:
+        label = "cpu"
+    else:
+        return None
+    return f"{label} pipelined" if executor == "pipelined" else label
 
 
 def _executor(m) -> str:

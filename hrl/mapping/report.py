@@ -186,22 +186,24 @@ def auto_rows(ranking, overrides: bool = True) -> tuple[list[str], list[list[str
     others runnable here are what it may pick (`yes`). `overrides`: a column with the config
     overrides that run each (left out on the console, where it would not fit)."""
     head = ["rank", "mapping", "executor", "devices", "iteration [us]", "env steps/s",
-            "--mapping auto", *(["config overrides"] if overrides else [])]
+            "uncertainty", "--mapping auto", *(["config overrides"] if overrides else [])]
     rows = []
-    best = ranking.best().label if ranking.runnable() else None
+    best = ranking.pick()[0].label if ranking.runnable() else None
     for rank, m in enumerate(ranking.mappings, 1):
         mark = ("picked" if m.label == best else "yes" if m.runnable
                 else f"no: {m.why_not}")
         rows.append([str(rank), m.label, m.executor, str(m.devices), _us(m.seconds),
-                     f"{ranking.env_steps_per_iter / m.seconds:,.0f}", mark,
+                     f"{ranking.env_steps_per_iter / m.seconds:,.0f}",
+                     f"+-{m.uncertainty:.0%}", mark,
                      *([" ".join(m.overrides)] if overrides else [])])
     return head, rows
 
 
 def auto_notes(ranking) -> list[str]:
-    """What the ranking left out and why, one line each."""
-    return [f"data parallel not ranked for {n}" if n.startswith("D=") else n
-            for n in ranking.notes] + ranking.unranked
+    """Why the pick, and what the ranking left out and why, one line each."""
+    why = [f"pick: {ranking.pick()[2]}"] if ranking.runnable() else []
+    return why + [f"data parallel not ranked for {n}" if n.startswith("D=") else n
+                  for n in ranking.notes] + ranking.unranked
 
 
 def auto_title(ranking) -> str:
@@ -212,10 +214,11 @@ def auto_title(ranking) -> str:
 def auto_records(ranking) -> dict:
     """The ranking as `mapping.json` keeps it."""
     return {"mode": ranking.mode, "staleness": ranking.staleness,
-            "picked": ranking.best().label if ranking.runnable() else None,
+            "picked": ranking.pick()[0].label if ranking.runnable() else None,
             "notes": auto_notes(ranking),
             "ranking": [{"label": m.label, "executor": m.executor, "devices": m.devices,
-                         "seconds": m.seconds, "runnable": m.runnable, "why_not": m.why_not,
+                         "seconds": m.seconds, "uncertainty": m.uncertainty,
+                         "runnable": m.runnable, "why_not": m.why_not,
                          "overrides": list(m.overrides), "mapping": m.mapping}
                         for m in ranking.mappings]}
 

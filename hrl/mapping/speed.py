@@ -119,3 +119,36 @@ def speed_scale(now_seconds: float, samples) -> float | None:
         raise ValueError(f"reference seconds must be > 0, got now {now_seconds!r}, "
                          f"profile {then!r}")
     return now_seconds / then
+
+
+# Within this relative difference the machine counts as running at the profile's speed: a
+# shared VM moves about this much between passes of the same run.
+SPEED_TOLERANCE = 0.2
+# Beyond this factor either way the profile is taken to describe another machine: predictions
+# are refused rather than scaled (re-profile this one).
+SPEED_REFUSE = 4.0
+
+
+def speed_check(profile: dict) -> tuple[float, str | None]:
+    """Times the reference workload now (`reference_time`, a fraction of a second) against
+    `profile`'s and returns (scale, warning): every predicted time is multiplied by `scale`
+    (1 within SPEED_TOLERANCE, where the difference is noise), and `warning` says in one line
+    how much faster or slower this machine runs than when profiled, or that the profile holds
+    no reference to tell (None when all is well). ValueError beyond SPEED_REFUSE."""
+    samples = profile.get("speed_reference")
+    if not samples:
+        return 1.0, ("the profile holds no reference workload timings (taken before hrl "
+                     "recorded them): whether this machine is faster or slower than the "
+                     "profiled one cannot be told; profile this machine with `hrl profile`")
+    scale = speed_scale(reference_time()["seconds"], samples)
+    if scale > SPEED_REFUSE or scale < 1.0 / SPEED_REFUSE:
+        raise ValueError(f"this machine runs the profile's reference workload at {scale:.2f}x "
+                         f"its profiled time (allowed 1/{SPEED_REFUSE:g}..{SPEED_REFUSE:g}x): "
+                         "the profile describes another machine; profile this one with "
+                         "`hrl profile`")
+    if abs(scale - 1.0) <= SPEED_TOLERANCE:
+        return 1.0, None
+    return scale, (f"this machine runs the reference workload {scale:.2f}x "
+                   f"{'slower' if scale > 1 else 'faster'} than when the profile was taken: "
+                   f"predicted times are scaled by {scale:.2f} (the ranking does not change); "
+                   "re-profile for predictions of this machine as it is")

@@ -9,7 +9,6 @@ chunk. Either way `hrl train --resume RUN_DIR` continues the run exactly.
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
 import hashlib
 import json
@@ -29,11 +28,6 @@ from hrl.replay.interface import HostReplay
 from hrl.replay.rows import RowLayout
 from hrl.runtime.aggregate import (
     SolvedWatch,
-    aggregate_curve,
-    plot_curves,
-    steps_to_threshold,
-    summarize,
-    write_curve_csv,
 )
 from hrl.runtime.build_run import Built, build, initial_state, seed_list
 from hrl.runtime.checkpoint import (
@@ -50,7 +44,6 @@ from hrl.runtime.metrics import (
     MetricsLog,
     plot_learning_curve,
     read_episodes,
-    read_eval_rows,
 )
 from hrl.runtime.progress import Interrupt, ProgressBar
 from hrl.runtime.rate_limit import LimiterState, live_ratio
@@ -61,6 +54,7 @@ from hrl.runtime.resume import (
     resume_config,
     with_checkpoint_every,
 )
+from hrl.runtime.run_summary import best_eval, finish, last_eval_step
 
 __all__ = ["default_run_dir", "resume_changes", "resume_config", "train"]
 
@@ -165,7 +159,7 @@ def train(
     every = cfg.train.eval_every
     evaluator = make_evaluator(cfg, built.agent) if every else None
     eval_logs = [EvalLog(d, start_steps if resume else None) for d in seed_dirs] if every else []
-    best = _best_eval(run_dir)
+    best = best_eval(run_dir)
 
     sch = built.schedule
     run_chunk = built.loop.run_seeds if batched else built.loop.run
@@ -183,6 +177,9 @@ def train(
     interrupted = False
     solved_at = None
     first_chunk_s = None
+    # Chunks after the session's first that start past learning_starts: (seconds, env steps,
+    # updates), the steady state a mapping's prediction is compared with.
+    steady = []
     last_saved = start_steps if resume else None
 
     def wall_now():
@@ -224,14 +221,17 @@ def train(
     with Interrupt() as stop, ProgressBar(progress, total, start_steps, title) as bar:
         try:
             while _count(state.env_steps) < target and not _stop_agreed(stop.requested):
-                steps_now = _count(state.env_steps)
+                steps_now, updates_now = _count(state.env_steps), _count(state.updates)
                 t0 = time.perf_counter()
                 new_state, out = run_chunk(state, chunk_iters)
                 jax.block_until_ready(new_state)
                 dt = time.perf_counter() - t0
-                first_chunk_s = dt if first_chunk_s is None else first_chunk_s
                 state = new_state
                 counters = (_count(state.env_steps), _count(state.updates))
+                if first_chunk_s is None:
+                    first_chunk_s = dt
+                elif steps_now >= sch.learning_starts:
+                    steady.append((dt, counters[0] - steps_now, counters[1] - updates_now))
                 extra = {}
                 if every:
                     extra["eval_return"] = float("nan")
@@ -264,7 +264,7 @@ def train(
                     solved_at = max(w.solved_at for w in watches)
                     break
             interrupted = solved_at is None and (stop.requested or _count(state.env_steps) < total)
-            if every and not interrupted and _last_eval_step(seed_dirs[0]) != _count(
+            if every and not interrupted and last_eval_step(seed_dirs[0]) != _count(
                     state.env_steps):
                 evaluate(state)  # the final evaluation
         except KeyboardInterrupt:
@@ -286,6 +286,10 @@ def train(
         "wall_s_total": round(wall + wall_before, 3),
         "init_s": round(init_s, 3),  # build + initial state (compilation included)
         "first_chunk_s": None if first_chunk_s is None else round(first_chunk_s, 3),
+        # The steady state (chunks after the session's first, past learning_starts), summed
+        # over seeds; None when the session ran no such chunk. What a mapping's prediction
+        # compares with; the whole session's rates below include compilation and start-up.
+        **_steady_rates(steady, len(seeds)),
         # Summed over seeds: every env step / SGD step simulated per wall second.
         "env_steps_per_s": len(seeds) * (env_steps - steps_at_start) / max(wall, 1e-9),
         "updates_per_s": len(seeds) * (updates - updates_at_start) / max(wall, 1e-9),
@@ -316,19 +320,8 @@ def train(
         for seed, d in zip(seeds, seed_dirs, strict=True):
             plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {seed}",
                                 window)
-    _finish(summary, seed_dirs, log_dir, cfg)
+    finish(summary, seed_dirs, log_dir, cfg)
     return summary
-
-
-def _best_eval(run_dir: Path) -> float | None:
-    """The eval return of the run's best checkpoint (RUN_DIR/best/), None if it has none."""
-    found = latest_checkpoint(run_dir / "best")
-    return None if found is None else found[1].get("eval_return")
-
-
-def _last_eval_step(seed_dir: Path) -> int | None:
-    rows = read_eval_rows(seed_dir)
-    return rows[-1]["env_steps"] if rows else None
 
 
 def _stop_agreed(requested: bool) -> bool:
@@ -344,6 +337,24 @@ def _local_copy(x) -> np.ndarray:
     if isinstance(x, jax.Array) and not x.is_fully_addressable:
         return np.asarray(x.addressable_data(0))
     return np.asarray(x)
+
+
+def _steady_rates(steady: list[tuple[float, int, int]], seeds: int) -> dict:
+    """Env steps and updates per second over the steady chunks (seconds, env steps, updates
+    per seed), summed over seeds, and how many chunks that is."""
+    seconds = sum(dt for dt, _, _ in steady)
+    if not steady or seconds <= 0:
+        return {"steady_env_steps_per_s": None, "steady_updates_per_s": None,
+                "steady_chunks": 0}
+    return {"steady_env_steps_per_s": seeds * sum(n for _, n, _ in steady) / seconds,
+            "steady_updates_per_s": seeds * sum(u for _, _, u in steady) / seconds,
+            "steady_chunks": len(steady)}
+
+
+def _mean_of(values) -> float | None:
+    """The mean of the values that are not None; None when all are."""
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
 
 
 def _count(x) -> int:
@@ -371,68 +382,6 @@ def replicas_agree(agent_state) -> dict:
         "params_agree": bool(np.all(everyone[:, 2] == 1)
                              and np.all(everyone[:, :2] == everyone[0, :2])),
     }
-
-
-def _seed_result(seed, seed_dir, episodes, window, threshold) -> dict:
-    """One seed's outcome from its episodes: final return, and steps / wall seconds to the bar."""
-    steps, returns = episodes
-    row = {
-        "seed": seed,
-        "recent_return": float(np.mean(returns[-window:])) if len(returns) >= window else None,
-        "episodes": len(returns),
-    }
-    evals = read_eval_rows(seed_dir)
-    if evals:  # the last evaluation is the run's final one (the end of the run, or its stop)
-        row["final_eval_return"] = evals[-1]["eval_return"]
-        row["best_eval_return"] = max(r["eval_return"] for r in evals)
-        if threshold is not None:
-            row["ends_at_bar"] = evals[-1]["eval_return"] >= threshold
-    if threshold is not None:
-        reached = steps_to_threshold(steps, returns, window, threshold)
-        row["steps_to_solved"] = reached
-        row["wall_s_to_solved"] = None
-        metrics = Path(seed_dir) / "metrics.csv"
-        if reached is not None and metrics.exists():
-            # The wall clock of the chunk whose end first showed the bar reached.
-            rows = list(csv.DictReader(metrics.read_text().splitlines()))
-            done = [float(r["wall_s"]) for r in rows if int(float(r["env_steps"])) >= reached]
-            row["wall_s_to_solved"] = round(done[0], 3) if done else None
-    return row
-
-
-def _finish(summary, seed_dirs, run_dir, cfg) -> None:
-    """Per-seed results from each seed's episodes and, for several seeds, the aggregate
-    curve; summary.json last."""
-    window, threshold = cfg.log.return_window, summary["solved_return"]
-    logs = [read_episodes(d) for d in seed_dirs]
-    seeds = summary["seeds"][: len(seed_dirs)]  # an interrupted host run stops early
-    per_seed = [
-        _seed_result(seed, d, episodes, window, threshold)
-        for seed, d, episodes in zip(seeds, seed_dirs, logs, strict=True)
-    ]
-    summary["per_seed"] = per_seed
-    if threshold is not None:
-        summary["solved_runs"] = sum(r["steps_to_solved"] is not None for r in per_seed)
-    evals = [r["final_eval_return"] for r in per_seed if "final_eval_return" in r]
-    if evals and len(evals) == len(per_seed):
-        summary["final_eval_return"] = summarize(evals)
-        if threshold is not None:
-            summary["seeds_ending_at_bar"] = sum(r["ends_at_bar"] for r in per_seed)
-        best = _best_eval(Path(run_dir))
-        summary["best_checkpoint_eval_return"] = best
-    if len(seed_dirs) > 1:
-        finals = [r["recent_return"] for r in per_seed if r["recent_return"] is not None]
-        if len(finals) == len(per_seed):
-            summary["final_return"] = summarize(finals)
-        grid = np.linspace(0, max(summary["env_steps"], 1), 201)[1:].astype(np.int64)
-        if all(len(s) >= window for s, _ in logs):
-            curve = aggregate_curve(logs, window, grid)
-            write_curve_csv(run_dir / "aggregate.csv", curve)
-            plot_curves(
-                run_dir / "aggregate.png", {f"{len(seed_dirs)} seeds": curve},
-                f"{cfg.algo.upper()} + PER, {cfg.env.name}", window, threshold,
-            )
-    (Path(run_dir) / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
 def _train_one_after_another(
@@ -479,12 +428,15 @@ def _train_one_after_another(
         "env_steps_per_s": env_rate,
         "updates_per_s": sum(s["updates_per_s"] for s in summaries) / len(summaries),
         "env_steps_per_s_per_seed": env_rate,
+        **{k: _mean_of(s.get(k) for s in summaries)
+           for k in ("steady_env_steps_per_s", "steady_updates_per_s")},
+        "steady_chunks": sum(s.get("steady_chunks", 0) for s in summaries),
         "recent_return": float(np.median([s["recent_return"] for s in summaries
                                           if s["recent_return"] is not None] or [np.nan])),
         "interrupted": len(summaries) < cfg.seeds or last["interrupted"],
         "solved_at_env_steps": None,
     }
-    _finish(summary, seed_dirs, run_dir, cfg)
+    finish(summary, seed_dirs, run_dir, cfg)
     return summary
 
 

@@ -28,8 +28,11 @@ def test_map_and_mapping_auto_agree(tmp_path, capsys):
     choice = choose(cfg, load_profile(PROFILE))
     # The top of `hrl map`'s ranking is what `--mapping auto` runs ...
     runnable = [m for m in auto["ranking"] if m["runnable"]]
-    assert auto["picked"] == runnable[0]["label"] == choice.mapping.label
-    assert runnable[0]["seconds"] == choice.predicted_s
+    assert auto["picked"] == choice.mapping.label
+    picked = next(m for m in runnable if m["label"] == auto["picked"])
+    assert picked["seconds"] == choice.predicted_s
+    assert choice.mapping.label == (choice.default.label if choice.kept_default
+                                    else runnable[0]["label"])
     # ... and `hrl map` ranks every mapping `--mapping auto` considered, in the same order.
     assert [m["label"] for m in runnable] == [label for label, _ in choice.ranking]
     assert auto["mode"] == cfg.train.dependency
@@ -75,3 +78,65 @@ def test_validation_predicts_from_the_same_ranking():
     cfg = load_config(CONFIG, [*SETTING, *m.overrides, *mode_overrides("relaxed", 1)])
     assert predicted_seconds(cfg, profile, m.label, staleness=1) == \
         rank_mappings(cfg, profile, staleness=1).get(m.label).seconds
+
+
+def _ranking(default_label, *entries):
+    """A Ranking of (label, seconds, uncertainty) entries, fastest first, nothing else."""
+    from hrl.mapping.ranking import RankedMapping, Ranking
+
+    ranked = [RankedMapping(label, {}, "sequential", (), seconds, True, uncertainty=u)
+              for label, seconds, u in entries]
+    return Ranking(sorted(ranked, key=lambda m: m.seconds), None, "strict", 1, 4, 1.0,
+                   default_label=default_label)
+
+
+def test_mapping_auto_leaves_the_default_only_for_a_gain_beyond_the_uncertainty():
+    """The pick rule: the config's own mapping stays unless the fastest prediction beats it by
+    more than the two uncertainties together; a default that is not ranked never holds the
+    pick back."""
+    ms = 1e-3
+    # 11% faster, uncertainties 10% + 10%: kept, and said why.
+    m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 9 * ms, 0.1)).pick()
+    assert (m.label, kept) == ("cpu", True) and "within the predictions' uncertainty" in why
+    # Twice as fast: beyond 20%, the fastest runs.
+    m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 5 * ms, 0.1)).pick()
+    assert (m.label, kept) == ("x", False) and "beyond the uncertainty" in why
+    # The same gain with an unknown executor (uncertainty 100%): kept.
+    assert _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 5 * ms, 1.0)).pick()[1]
+    # The default is the fastest, or is not ranked: the fastest.
+    assert _ranking("cpu", ("cpu", 5 * ms, 0.1), ("x", 9 * ms, 0.1)).pick()[0].label == "cpu"
+    assert _ranking(None, ("cpu", 10 * ms, 0.1), ("x", 9 * ms, 0.5)).pick()[0].label == "x"
+
+
+def test_every_catalogue_mapping_is_recognised_as_a_config_s_own():
+    """`config_label` names the catalogue entry a config runs as it stands, for every entry
+    the runtime can run (the default the pick is weighed against), and None for what the
+    catalogue lacks (thread actors)."""
+    from hrl.config import load_config
+    from hrl.mapping.ranking import config_label
+    from hrl.mapping.validate import runnable_mappings
+
+    for m in runnable_mappings():
+        assert config_label(load_config(CONFIG, list(m.overrides))) == m.label, m.label
+    assert config_label(load_config(CONFIG)) == "cpu-fused"
+    threads = ["train.executor=pipelined", "train.actors=thread"]
+    assert config_label(load_config(CONFIG, threads)) is None
+
+
+def test_uncertainty_grows_outside_the_profiled_sizes():
+    """A setting past the profiled range in M is less certain than one inside it, by the
+    number of doublings beyond (`uncertainty.doublings_outside`)."""
+    from hrl.config import load_config
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.ranking import rank_mappings
+    from hrl.mapping.uncertainty import doublings_outside
+
+    profile = load_profile(PROFILE)
+    inside = rank_mappings(load_config(CONFIG, ["env.num_envs=16"]), profile)
+    far = rank_mappings(load_config(CONFIG, ["env.num_envs=256"]), profile)
+    lo, hi = inside.plan.box["num_envs"]
+    assert lo <= 16 <= hi and doublings_outside(inside.plan.workload, inside.plan.box) == 0
+    assert doublings_outside(far.plan.workload, far.plan.box) == \
+        __import__("pytest").approx(__import__("math").log2(256 / hi))
+    for m in inside.mappings:
+        assert far.get(m.label).uncertainty > m.uncertainty > 0

@@ -1,0 +1,264 @@
+"""The mapping model on settings it was never fitted to (`validate_mapping.py --held-out N`).
+
+N settings are drawn at random (numpy's generator seeded with `--seed`) from `SPACE`. For each,
+every mapping `hrl.mapping.ranking.rank_mappings` ranks and the runtime can run here is run to
+its steady state (chunks after the first, past learning_starts: `validate.measure_iteration`,
+in a fresh process as `hrl train` would start it), and compared with its prediction from a
+profile taken beforehand. Nothing is profiled here. The report gives, per setting:
+
+* the predicted and measured steady-state env steps/s of every mapping;
+* the pick (`instantiate.choose`: what `hrl train --mapping auto` would run, uncertainty rule
+  included) and the default (`train.executor: auto`, no --mapping), each with its regret:
+  its measured seconds per iteration over the measured best's.
+
+Rule of use: the model is judged only on draws it was not changed after. A figure reported for
+a seed was produced with the model as committed before that seed was first drawn.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+# The space the settings are drawn from, uniformly and independently per key. The profile
+# grid of `validate_mapping.VALIDATION_GRID` covers M 8..64, B 32..256, width 64..256 at
+# rollout 1 and 16; the space reaches past it on purpose (M 4 and 128, rollout 4, ratio 0.5),
+# where the uncertainty rule has to hold the pick back.
+SPACE = {
+    "env": ("gymnax", "gymnasium"),  # CartPole-v1 in JAX (fused loop possible) or on the host
+    "num_envs": (4, 8, 16, 32, 64, 128),
+    "rollout": (1, 4, 16),
+    "batch": (32, 64, 128, 256),
+    "width": (64, 128, 256),
+    "ratio": (0.0625, 0.125, 0.25, 0.5),  # SGD steps per env step
+    "backend": ("jax", "opencl"),  # the config's replay backend: sets the default mapping
+    "mode": ("strict", "relaxed"),
+}
+# A host env steps one env after the other in Python: past this many it only takes longer.
+MAX_HOST_ENVS = 32
+CAPACITY = 8192
+LEARNING_STARTS = 512
+# Env steps of one measured chunk (train.chunk_env_steps), as `hrl train` runs its chunks.
+CHUNK_ENV_STEPS = {"gymnax": 5120, "gymnasium": 1024}
+TARGETS = {"median_abs_error": 0.25, "median_pick_regret": 1.05, "worst_pick_regret": 1.25,
+           "pick_vs_default": 1.10}
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    name: str
+    env: str
+    num_envs: int
+    rollout: int
+    batch: int
+    width: int
+    ratio: float
+    backend: str
+    mode: str
+
+    def overrides(self) -> list[str]:
+        chunk = CHUNK_ENV_STEPS[self.env]
+        steps = self.num_envs * self.rollout
+        return [f"env.num_envs={self.num_envs}", f"train.rollout_length={self.rollout}",
+                f"train.batch_size={self.batch}",
+                f"agent.hidden_sizes=[{self.width},{self.width}]",
+                f"train.train_ratio={self.ratio}", f"replay.capacity={CAPACITY}",
+                f"replay.backend={self.backend}", "train.executor=auto",
+                f"train.learning_starts={LEARNING_STARTS}",
+                f"train.chunk_env_steps={max(chunk, steps)}",
+                "train.total_env_steps=10000000", "log.progress=false"]
+
+    def iterations(self) -> int:
+        """Iterations of one chunk (the measured unit)."""
+        steps = self.num_envs * self.rollout
+        return max(1, max(CHUNK_ENV_STEPS[self.env], steps) // steps)
+
+
+def draw(n: int, seed: int) -> list[Setting]:
+    """`n` settings from `SPACE`, each key uniform and independent (a host env's M capped at
+    MAX_HOST_ENVS by drawing again); the same `seed` gives the same settings."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        s = {k: v[rng.integers(len(v))] for k, v in SPACE.items()}
+        if s["env"] == "gymnasium" and s["num_envs"] > MAX_HOST_ENVS:
+            continue
+        s = {k: (v.item() if hasattr(v, "item") else v) for k, v in s.items()}
+        name = (f"{'gym-' if s['env'] == 'gymnasium' else ''}M{s['num_envs']}x{s['rollout']}"
+                f"-B{s['batch']}-w{s['width']}-r{s['ratio']:g}-{s['backend']}-{s['mode']}")
+        out.append(Setting(name=f"s{seed}.{len(out)}:{name}", **s))
+    return out
+
+
+def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out: Path,
+        backends: tuple[str, ...], console, progress, flags: str = "") -> dict:
+    """Draw, predict, measure and report (module docstring). `measure(config_path, overrides,
+    iterations) -> {"wall_s", ...}` runs one mapping in a fresh process. Predictions are
+    scaled by the machine's speed now against the profile's (`hrl.mapping.speed`, as `hrl
+    map` and `--mapping auto` scale them). Writes heldout-seed<S>.csv/.md/.png into `out`;
+    returns the summary."""
+    from hrl.config import load_config
+    from hrl.mapping.instantiate import choose
+    from hrl.mapping.ranking import config_label
+    from hrl.mapping.speed import reference_time, speed_scale
+    from hrl.mapping.validate import mode_overrides
+
+    now = reference_time()["seconds"]
+    scales = {kind: speed_scale(now, p.get("speed_reference")) or 1.0
+              for kind, p in profiles.items()}
+    settings = draw(n, seed)
+    jobs, picks = [], {}
+    for s in settings:
+        cfg = load_config(configs[s.env], [*s.overrides(), *mode_overrides(s.mode, 1)])
+        choice = choose(cfg, profiles[s.env], backends=backends)
+        picks[s.name] = (choice.mapping.label, config_label(cfg), choice.kept_default)
+        for m in choice.ranked:
+            jobs.append((s, m, scales[s.env]))
+    rows = []
+    with progress(console=console) as bar:
+        task = bar.add_task("held-out", total=len(jobs))
+        for s, m, scale in jobs:
+            bar.update(task, description=f"{s.name} {m.label}")
+            meas = measure(str(configs[s.env]),
+                           [*s.overrides(), *m.overrides, *mode_overrides(s.mode, 1)],
+                           s.iterations())
+            pick, default, kept = picks[s.name]
+            steps = s.num_envs * s.rollout
+            rows.append({
+                "setting": s.name, **{k: getattr(s, k) for k in SPACE},
+                "mapping": m.label, "executor": m.executor,
+                "predicted_s": m.seconds * scale, "measured_s": meas["wall_s"],
+                "predicted_env_steps_per_s": steps / (m.seconds * scale),
+                "measured_env_steps_per_s": steps / meas["wall_s"],
+                # predicted / measured throughput - 1
+                "error": meas["wall_s"] / (m.seconds * scale) - 1.0, "speed_scale": scale,
+                "uncertainty": m.uncertainty,
+                "pick": m.label == pick, "default": m.label == default,
+                "kept_default": kept})
+            bar.advance(task)
+    summary = summarize(rows)
+    write(rows, summary, out, seed, n, flags)
+    return summary
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Median absolute error of predicted throughput; per setting the pick's regret, the
+    default's, and the pick against the default (all on measured seconds per iteration)."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["setting"], []).append(r)
+    per_setting = []
+    for name, rs in by.items():
+        best = min(r["measured_s"] for r in rs)
+        pick = next((r for r in rs if r["pick"]), None)
+        default = next((r for r in rs if r["default"]), None)
+        if pick is None or default is None:
+            continue  # the pick or the default failed to run: reported, not scored
+        per_setting.append({
+            "setting": name, "pick": pick["mapping"], "default": default["mapping"],
+            "best": min(rs, key=lambda r: r["measured_s"])["mapping"],
+            "pick_regret": pick["measured_s"] / best,
+            "default_regret": default["measured_s"] / best,
+            "pick_vs_default": pick["measured_s"] / default["measured_s"],
+            "kept_default": pick["kept_default"]})
+    errors = [abs(r["error"]) for r in rows]
+    return {
+        "runs": len(rows), "settings": len(per_setting), "per_setting": per_setting,
+        "median_abs_error": statistics.median(errors) if errors else math.nan,
+        "median_pick_regret": statistics.median(p["pick_regret"] for p in per_setting),
+        "worst_pick_regret": max(p["pick_regret"] for p in per_setting),
+        "median_default_regret": statistics.median(p["default_regret"] for p in per_setting),
+        "worst_default_regret": max(p["default_regret"] for p in per_setting),
+        "pick_vs_default": max(p["pick_vs_default"] for p in per_setting),
+    }
+
+
+def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: str) -> None:
+    from hrl.mapping.profile import cpu_name
+
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"heldout-seed{seed}"
+    with open(stem.with_suffix(".csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    ok = {k: summary[k] <= v for k, v in TARGETS.items()}
+    scales = ", ".join(sorted({f"{r['speed_scale']:.2f}x" for r in rows}))
+    lines = [
+        f"# Mapping model on held-out settings (seed {seed})", "",
+        f"Machine: {cpu_name()}. Regenerate: `.venv/bin/python "
+        f"experiments/mapping/validate_mapping.py --held-out {n} --seed {seed} {flags}`. "
+        "Settings drawn from `experiments/mapping/heldout.py` SPACE; the profile was taken "
+        "before the draw, and nothing was fitted to these runs. Predictions scaled by the "
+        f"machine's speed against the profile's (reference workload): "
+        f"{scales}.", "",
+        "| figure | value | target | met |", "|---|---|---|---|",
+        f"| median abs. error of predicted env steps/s ({summary['runs']} runs) | "
+        f"{summary['median_abs_error']:.1%} | <= 25% | {ok['median_abs_error']} |",
+        f"| median pick regret ({summary['settings']} settings) | "
+        f"{summary['median_pick_regret']:.3f}x | <= 1.05x | {ok['median_pick_regret']} |",
+        f"| worst pick regret | {summary['worst_pick_regret']:.3f}x | <= 1.25x | "
+        f"{ok['worst_pick_regret']} |",
+        f"| worst pick / default (measured time) | {summary['pick_vs_default']:.3f}x | "
+        f"<= 1.10x | {ok['pick_vs_default']} |",
+        f"| median / worst default regret (no --mapping) | "
+        f"{summary['median_default_regret']:.3f}x / {summary['worst_default_regret']:.3f}x "
+        "| - | - |", "",
+        "## Per setting", "",
+        "| setting | pick | default | measured best | pick regret | default regret | "
+        "pick / default | default kept for uncertainty |", "|---|---|---|---|---|---|---|---|"]
+    for p in summary["per_setting"]:
+        lines.append(f"| {p['setting']} | {p['pick']} | {p['default']} | {p['best']} | "
+                     f"{p['pick_regret']:.3f} | {p['default_regret']:.3f} | "
+                     f"{p['pick_vs_default']:.3f} | {p['kept_default']} |")
+    lines += ["", "## Every run", "",
+              "| setting | mapping | predicted env steps/s | measured | error | uncertainty |",
+              "|---|---|---|---|---|---|"]
+    for r in rows:
+        mark = " (pick)" if r["pick"] else ""
+        mark += " (default)" if r["default"] else ""
+        lines.append(f"| {r['setting']} | {r['mapping']}{mark} | "
+                     f"{r['predicted_env_steps_per_s']:,.0f} | "
+                     f"{r['measured_env_steps_per_s']:,.0f} | {r['error']:+.1%} "
+                     f"| {r['uncertainty']:.0%} |")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    plot(rows, stem.with_suffix(".png"), seed)
+
+
+def plot(rows: list[dict], path: Path, seed: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 5.5))
+    executors = sorted({r["executor"] for r in rows})
+    for i, ex in enumerate(executors):
+        rs = [r for r in rows if r["executor"] == ex]
+        ax.scatter([r["measured_env_steps_per_s"] for r in rs],
+                   [r["predicted_env_steps_per_s"] for r in rs], color=f"C{i}", s=18,
+                   label=ex, alpha=0.8)
+    picked = [r for r in rows if r["pick"]]
+    ax.scatter([r["measured_env_steps_per_s"] for r in picked],
+               [r["predicted_env_steps_per_s"] for r in picked], facecolors="none",
+               edgecolors="k", s=90, label="pick (--mapping auto)")
+    values = [v for r in rows for v in (r["measured_env_steps_per_s"],
+                                        r["predicted_env_steps_per_s"])]
+    lo, hi = min(values) * 0.7, max(values) * 1.4
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+    ax.fill_between([lo, hi], [lo * 0.75, hi * 0.75], [lo * 1.25, hi * 1.25], color="0.92")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured env steps/s (steady state)")
+    ax.set_ylabel("predicted env steps/s")
+    ax.set_title(f"held-out settings, seed {seed} (band: +-25%)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
