@@ -26,9 +26,7 @@ from hrl.config import ConfigError, RunConfig, dump_config
 from hrl.envs.gymnasium_env import HostEnvStateError
 from hrl.replay.interface import HostReplay
 from hrl.replay.rows import RowLayout
-from hrl.runtime.aggregate import (
-    SolvedWatch,
-)
+from hrl.runtime.aggregate import SolvedWatch
 from hrl.runtime.build_run import Built, build, initial_state, seed_list
 from hrl.runtime.checkpoint import (
     latest_checkpoint,
