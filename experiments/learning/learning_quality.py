@@ -3,6 +3,7 @@
     .venv/bin/python experiments/learning/learning_quality.py [--configs dqn_cartpole ...]
                                                      [--seeds 10]
                                                      [--isa avx2]
+                                                     [--set KEY=VALUE --tag +NAME]
 
 Each config of experiments/configs runs `--seeds` seeds (vmapped in one jitted program when
 its loop is fused, one after another otherwise) to its full budget. Per config:
@@ -43,6 +44,10 @@ def _parse():
     ])
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--isa", choices=["default", "avx2"], default="default")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override for every config run (a remedy under test)")
+    p.add_argument("--tag", default="", help="appended to each row's config name (and file "
+                   "names) when --set changes the configs, e.g. +lr_decay")
     return p.parse_args()
 
 
@@ -110,13 +115,13 @@ def one_seed_rate(cfg, chunks: int = 3) -> float:
     return chunks * n * built.schedule.env_steps_per_iter / (time.perf_counter() - start)
 
 
-def evaluate(name: str, seeds: int, isa: str, work: Path) -> dict:
-    cfg = load_config(ROOT / "configs" / f"{name}.yaml",
-                      [f"seeds={seeds}", "log.progress=false"])
+def evaluate(name: str, seeds: int, isa: str, work: Path, overrides=(), tag: str = "") -> dict:
+    base = [f"seeds={seeds}", "log.progress=false", *overrides]
+    cfg = load_config(ROOT / "configs" / f"{name}.yaml", base)
     # One evaluation, at the end of the budget (the first chunk end at or past it).
     cfg = load_config(ROOT / "configs" / f"{name}.yaml",
-                      [f"seeds={seeds}", "log.progress=false",
-                       f"train.eval_every={cfg.train.total_env_steps}"])
+                      [*base, f"train.eval_every={cfg.train.total_env_steps}"])
+    name = name + tag
     threshold = cfg.train.solved_return
     if threshold is None:
         raise SystemExit(f"{name}: the config sets no train.solved_return")
@@ -166,7 +171,8 @@ def evaluate(name: str, seeds: int, isa: str, work: Path) -> dict:
         "ended_at_bar": summary["seeds_ending_at_bar"],
         "env_steps_per_s_seeds": round(summed), "env_steps_per_s_one_seed": round(single),
         "seeds_speedup": round(summed / single, 2), "wall_s": round(wall, 1),
-        "fused": summary["fused"], "reference": REFERENCE.get(name, ""),
+        "fused": summary["fused"],
+        "reference": REFERENCE.get(name.removesuffix(tag) if tag else name, ""),
     }
 
 
@@ -221,7 +227,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in ARGS.configs:
-            row = evaluate(name, ARGS.seeds, ARGS.isa, Path(tmp))
+            row = evaluate(name, ARGS.seeds, ARGS.isa, Path(tmp), ARGS.overrides, ARGS.tag)
             print(row, flush=True)
             rows.append(row)
             write_tables([rows[-1]], ARGS.isa)

@@ -75,9 +75,10 @@ class MLP(nn.Module):
 
 
 def make_optimizer(
-    name: str, learning_rate: float, max_grad_norm: float | None, eps: float = 1e-8
+    name: str, learning_rate, max_grad_norm: float | None, eps: float = 1e-8
 ) -> optax.GradientTransformation:
-    """optax optimizer, optionally preceded by global-norm gradient clipping."""
+    """optax optimizer, optionally preceded by global-norm gradient clipping. `learning_rate`:
+    a number, or an optax schedule of the optimizer's step count."""
     if name == "adam":
         opt = optax.adam(learning_rate, eps=eps)
     elif name == "adamw":

@@ -81,3 +81,21 @@ def test_minatar_run_stores_bools_and_reports_bytes_per_transition(tmp_path):
     float_spec = envs.make_env("gymnax:Breakout-MinAtar", 1, obs_dtype="float32").spec
     example = envs.example_transition(float_spec)
     assert sum(v.nbytes for v in example.values()) == 3212
+
+
+def test_learning_rate_schedule_decays_linearly_then_holds():
+    """lr_decay_steps N: the step size falls linearly to learning_rate * lr_end_factor over N
+    SGD steps (plain SGD on a gradient of ones shows the step size itself)."""
+    spec = envs.make_env("gymnax:CartPole-v1", 1).spec
+    cfg = agents.DQNConfig(optimizer="sgd", learning_rate=0.1, lr_decay_steps=4,
+                           lr_end_factor=0.5, max_grad_norm=None)
+    opt = agents.make_dqn(cfg, spec).optimizer
+    params = {"w": jnp.zeros(3)}
+    state = opt.init(params)
+    steps = []
+    for _ in range(6):
+        updates, state = opt.update({"w": jnp.ones(3)}, state, params)
+        steps.append(float(-updates["w"][0]))
+    np.testing.assert_allclose(steps, [0.1, 0.0875, 0.075, 0.0625, 0.05, 0.05], rtol=1e-6)
+    with pytest.raises(ConfigError, match="lr_end_factor"):
+        tiny_config(**{"agent.lr_end_factor": 2.0})

@@ -48,6 +48,10 @@ class DQNConfig:
     activation: str = "relu"
     optimizer: str = "adam"
     learning_rate: float = 1e-3
+    # Learning-rate schedule: 0 keeps it constant; N > 0 lowers it linearly over the first N
+    # SGD steps to learning_rate * lr_end_factor, and holds it there.
+    lr_decay_steps: int = 0
+    lr_end_factor: float = 0.0
     adam_eps: float = 1e-8
     max_grad_norm: float | None = 10.0  # global-norm clipping; None: off
     huber_delta: float = 1.0
@@ -69,6 +73,8 @@ class DQNConfig:
         check_choice(c, "activation", self.activation, ACTIVATIONS)
         check_choice(c, "optimizer", self.optimizer, OPTIMIZERS)
         check_range(c, "learning_rate", self.learning_rate, 0.0, 1.0, low_open=True)
+        check_nonnegative_int(c, "lr_decay_steps", self.lr_decay_steps)
+        check_range(c, "lr_end_factor", self.lr_end_factor, 0.0, 1.0)
         check_range(c, "adam_eps", self.adam_eps, 0.0, 1.0, low_open=True)
         check_optional_positive(c, "max_grad_norm", self.max_grad_norm)
         check_range(
@@ -101,7 +107,10 @@ class DQN:
     @property
     def optimizer(self) -> optax.GradientTransformation:
         c = self.cfg
-        return make_optimizer(c.optimizer, c.learning_rate, c.max_grad_norm, c.adam_eps)
+        lr = c.learning_rate
+        if c.lr_decay_steps:
+            lr = optax.linear_schedule(lr, lr * c.lr_end_factor, c.lr_decay_steps)
+        return make_optimizer(c.optimizer, lr, c.max_grad_norm, c.adam_eps)
 
     def init(self, key) -> AgentState:
         params = self.network.init(key, jnp.zeros((1, *self.spec.obs_shape), jnp.float32))
