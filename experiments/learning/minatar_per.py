@@ -224,6 +224,16 @@ def write_tables(out: Path, rows: list[dict]) -> None:
         "`nice -n 19 python experiments/learning/minatar_per.py --games GAME` (one game per "
         "invocation keeps each under ten minutes here); `--budget published` on a GPU.",
         "",
+        "Final eval: the greedy policy on 10 fresh episodes per seed at the end of the budget; "
+        "final train: the mean of the last 20 training episodes (epsilon 0.1); IQM over seeds "
+        "with 95% bootstrap intervals; PER - uniform resamples seeds within each variant. "
+        "Random policy: the mean return of 64 episodes of uniformly random actions. Wall "
+        "seconds include compilation and were measured under `nice -n 19` on a shared "
+        "machine. The published DQN curves (Young & Tian 2019; Obando-Ceron & Castro 2021) "
+        "are not drawn: their data could not be fetched here, and no values are quoted from "
+        "memory; at this budget (16k env steps against their 5M and 10M) they would not be "
+        "comparable anyway.",
+        "",
         "| game | variant | budget | seeds | env steps | final eval IQM [95% CI] | final "
         "train IQM [95% CI] | PER - uniform, eval IQM [95% CI] | random policy | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|",
