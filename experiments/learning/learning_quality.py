@@ -3,11 +3,17 @@
     .venv/bin/python experiments/learning/learning_quality.py [--configs dqn_cartpole ...]
                                                      [--seeds 10]
                                                      [--isa avx2]
+                                                     [--set KEY=VALUE --tag +NAME]
 
 Each config of experiments/configs runs `--seeds` seeds (vmapped in one jitted program when
 its loop is fused, one after another otherwise) to its full budget. Per config:
 
-* success: seeds whose mean return of the last 10 episodes reached `train.solved_return`;
+* success: seeds whose mean return of the last 10 episodes reached `train.solved_return` at
+  some episode end (`hrl.runtime.aggregate.first_solved`, the rule the demo and the summary
+  use);
+* final eval return: the greedy (DQN) or deterministic (DDPG) policy at the end of the budget
+  on 10 fresh episodes per seed (`train.eval_every`), IQM over seeds with a 95% bootstrap
+  interval, and the seeds whose final eval return is at or past the bar ("end at the bar");
 * env steps to the bar (median, 90th percentile) and wall seconds to it (median; wall of the
   whole S-seed program, compilation included);
 * final return (mean of the last 10 episodes): IQM with a 95% bootstrap interval;
@@ -38,6 +44,10 @@ def _parse():
     ])
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--isa", choices=["default", "avx2"], default="default")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override for every config run (a remedy under test)")
+    p.add_argument("--tag", default="", help="appended to each row's config name (and file "
+                   "names) when --set changes the configs, e.g. +lr_decay")
     return p.parse_args()
 
 
@@ -76,6 +86,7 @@ FIELDS = (
     "config", "isa", "seeds", "solved", "threshold", "budget_env_steps",
     "median_steps_to_solved", "p90_steps_to_solved", "median_wall_s_to_solved",
     "final_iqm", "final_iqm_ci_low", "final_iqm_ci_high", "final_median",
+    "final_eval_iqm", "final_eval_ci_low", "final_eval_ci_high", "ended_at_bar",
     "env_steps_per_s_seeds", "env_steps_per_s_one_seed", "seeds_speedup", "wall_s", "fused",
     "reference",
 )
@@ -104,9 +115,13 @@ def one_seed_rate(cfg, chunks: int = 3) -> float:
     return chunks * n * built.schedule.env_steps_per_iter / (time.perf_counter() - start)
 
 
-def evaluate(name: str, seeds: int, isa: str, work: Path) -> dict:
+def evaluate(name: str, seeds: int, isa: str, work: Path, overrides=(), tag: str = "") -> dict:
+    base = [f"seeds={seeds}", "log.progress=false", *overrides]
+    cfg = load_config(ROOT / "configs" / f"{name}.yaml", base)
+    # One evaluation, at the end of the budget (the first chunk end at or past it).
     cfg = load_config(ROOT / "configs" / f"{name}.yaml",
-                      [f"seeds={seeds}", "log.progress=false"])
+                      [*base, f"train.eval_every={cfg.train.total_env_steps}"])
+    name = name + tag
     threshold = cfg.train.solved_return
     if threshold is None:
         raise SystemExit(f"{name}: the config sets no train.solved_return")
@@ -140,6 +155,7 @@ def evaluate(name: str, seeds: int, isa: str, work: Path) -> dict:
             writer.writerows((row["seed"], int(s), f"{float(r):.6g}")
                              for s, r in zip(steps, returns, strict=True))
     final = summary["final_return"]
+    final_eval = summary["final_eval_return"]
     return {
         "config": name, "isa": isa, "seeds": len(per_seed), "solved": len(reached),
         "threshold": threshold, "budget_env_steps": cfg.train.total_env_steps,
@@ -149,10 +165,20 @@ def evaluate(name: str, seeds: int, isa: str, work: Path) -> dict:
         "final_iqm": round(final["iqm"], 1), "final_iqm_ci_low": round(final["iqm_ci_low"], 1),
         "final_iqm_ci_high": round(final["iqm_ci_high"], 1),
         "final_median": round(final["median"], 1),
+        "final_eval_iqm": round(final_eval["iqm"], 1),
+        "final_eval_ci_low": round(final_eval["iqm_ci_low"], 1),
+        "final_eval_ci_high": round(final_eval["iqm_ci_high"], 1),
+        "ended_at_bar": summary["seeds_ending_at_bar"],
         "env_steps_per_s_seeds": round(summed), "env_steps_per_s_one_seed": round(single),
         "seeds_speedup": round(summed / single, 2), "wall_s": round(wall, 1),
-        "fused": summary["fused"], "reference": REFERENCE.get(name, ""),
+        "fused": summary["fused"],
+        "reference": REFERENCE.get(name.removesuffix(tag) if tag else name, ""),
     }
+
+
+def _shown(value) -> str:
+    """A table cell; '-' for a row written before the column existed."""
+    return "-" if value in (None, "") else str(value)
 
 
 def write_tables(rows: list[dict], isa: str) -> None:
@@ -175,16 +201,20 @@ def write_tables(rows: list[dict], isa: str) -> None:
         f"{jax.__version__}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}. Regenerate: "
         f"`python experiments/learning/learning_quality.py{' --isa avx2' if suffix else ''}`.",
         "",
-        "| config | solved | bar | budget | median steps to bar | p90 | median wall s to bar "
-        "| final IQM [95% CI] | env steps/s: seeds summed / one seed (ratio) | published |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| config | solved | end at the bar (eval) | bar | budget | median steps to bar | p90 "
+        "| median wall s to bar | final IQM [95% CI] | final eval IQM [95% CI] "
+        "| env steps/s: seeds summed / one seed (ratio) | published |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['config']} | {r['solved']}/{r['seeds']} | {float(r['threshold']):g} | "
+            f"| {r['config']} | {r['solved']}/{r['seeds']} | "
+            f"{_shown(r.get('ended_at_bar'))}/{r['seeds']} | {float(r['threshold']):g} | "
             f"{int(r['budget_env_steps']):,} | {r['median_steps_to_solved']} | "
             f"{r['p90_steps_to_solved']} | {r['median_wall_s_to_solved']} | "
             f"{r['final_iqm']} [{r['final_iqm_ci_low']}, {r['final_iqm_ci_high']}] | "
+            f"{_shown(r.get('final_eval_iqm'))} [{_shown(r.get('final_eval_ci_low'))}, "
+            f"{_shown(r.get('final_eval_ci_high'))}] | "
             f"{int(float(r['env_steps_per_s_seeds'])):,} / "
             f"{int(float(r['env_steps_per_s_one_seed'])):,} ({r['seeds_speedup']}x) | "
             f"{r['reference']} |"
@@ -197,7 +227,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in ARGS.configs:
-            row = evaluate(name, ARGS.seeds, ARGS.isa, Path(tmp))
+            row = evaluate(name, ARGS.seeds, ARGS.isa, Path(tmp), ARGS.overrides, ARGS.tag)
             print(row, flush=True)
             rows.append(row)
             write_tables([rows[-1]], ARGS.isa)

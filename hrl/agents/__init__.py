@@ -12,6 +12,7 @@ from hrl import threefry_cpu
 from hrl.agents.common import BATCH_KEYS, Agent, AgentState
 from hrl.agents.ddpg.agent import DDPG, DDPGConfig, OUNoise, make_ddpg
 from hrl.agents.dqn.agent import DQN, DQNConfig, make_dqn
+from hrl.agents.networks import ConvMLP, register_network
 
 threefry_cpu.install()  # same bits, fewer CPU kernels per jax.random call
 
@@ -21,9 +22,11 @@ __all__ = [
     "DQN",
     "Agent",
     "AgentState",
+    "ConvMLP",
     "DDPGConfig",
     "DQNConfig",
     "OUNoise",
     "make_ddpg",
     "make_dqn",
+    "register_network",
 ]

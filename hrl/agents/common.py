@@ -46,6 +46,8 @@ class Agent(Protocol):
 
     def act(self, state: AgentState, obs, key, env_step, explore) -> jax.Array: ...
 
+    def policy(self, state: AgentState, obs) -> jax.Array: ...
+
     def init_carry(self, num_envs: int) -> Any: ...
 
     def act_with_carry(self, state, carry, obs, key, env_step, explore, episode_start): ...
@@ -65,7 +67,7 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, x):
-        x = x.reshape(x.shape[0], -1)
+        x = x.reshape(x.shape[0], -1).astype(jnp.float32)  # bool/uint8 observations too
         for width in self.hidden_sizes:
             x = ACTIVATIONS[self.activation](nn.Dense(width)(x))
         init = nn.initializers.variance_scaling(self.out_scale, "fan_in", "uniform")
@@ -73,9 +75,10 @@ class MLP(nn.Module):
 
 
 def make_optimizer(
-    name: str, learning_rate: float, max_grad_norm: float | None, eps: float = 1e-8
+    name: str, learning_rate, max_grad_norm: float | None, eps: float = 1e-8
 ) -> optax.GradientTransformation:
-    """optax optimizer, optionally preceded by global-norm gradient clipping."""
+    """optax optimizer, optionally preceded by global-norm gradient clipping. `learning_rate`:
+    a number, or an optax schedule of the optimizer's step count."""
     if name == "adam":
         opt = optax.adam(learning_rate, eps=eps)
     elif name == "adamw":

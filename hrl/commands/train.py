@@ -145,6 +145,15 @@ def _print_summary(console, s: dict) -> None:
         f"compile and set-up included); "
         f"mean return of the last {s['return_window']} episodes: {ret}"
     )
+    final_eval = s.get("final_eval_return")
+    if final_eval:
+        at_bar = (f"; {s['seeds_ending_at_bar']} of {final_eval['runs']} seeds end at the bar "
+                  f"{s['solved_return']:g}" if "seeds_ending_at_bar" in s else "")
+        console.print(
+            f"final eval return (greedy/deterministic policy): IQM {final_eval['iqm']:.1f} "
+            f"[95% CI {final_eval['iqm_ci_low']:.1f}, {final_eval['iqm_ci_high']:.1f}]{at_bar}; "
+            f"best checkpoint in {s['run_dir']}/best (hrl eval {s['run_dir']} --best)"
+        )
     run_dir = s["run_dir"]
     seeds = s["seeds"]
     if len(seeds) > 1:

@@ -169,6 +169,13 @@ class TrainConfig:
     # The task's bar (mean return of the last log.return_window episodes): the summary reports
     # env steps and wall seconds to reach it, per seed. None: no bar for this task.
     solved_return: float | None = None
+    # Evaluation (hrl.runtime.evaluation): every `eval_every` env steps (at the first chunk end
+    # at or past each multiple, and once more at the end of the run), the greedy (DQN) or
+    # deterministic (DDPG) policy plays `eval_episodes` episodes on env copies and keys of
+    # its own; the checkpoint with the best mean eval return is kept in RUN_DIR/best/.
+    # 0: no evaluation. Training is the same bit for bit either way.
+    eval_every: int = 0
+    eval_episodes: int = 10
     # Data parallelism (Anakin): the fused iteration under shard_map over this many devices
     # (of all processes), each stepping env.num_envs / devices actors into its own replay shard
     # of replay.capacity / devices; gradients of each device's batch_size / devices samples are
@@ -239,6 +246,10 @@ class TrainConfig:
             self.solved_return is None or math.isfinite(self.solved_return),
             f"{path}.solved_return", "must be a finite number (or null)", self.solved_return,
         )
+        _require(self.eval_every >= 0, f"{path}.eval_every", "must be >= 0 (0: off)",
+                 self.eval_every)
+        _require(self.eval_episodes >= 1, f"{path}.eval_episodes", "must be >= 1",
+                 self.eval_episodes)
         _require(self.devices >= 1, f"{path}.devices", "must be >= 1", self.devices)
         _require(self.cpu_threads == "auto" or self.cpu_threads >= 1, f"{path}.cpu_threads",
                  "must be >= 1 (or auto)", self.cpu_threads)

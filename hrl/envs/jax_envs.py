@@ -45,7 +45,7 @@ class JaxVecEnv:
         inner, obs = jax.vmap(self.reset_one)(keys)
         inner = _strong(inner)
         ret, length = init_bookkeeping(self.spec.num_envs)
-        return EnvState(inner, ret, length), obs.astype(jnp.float32)
+        return EnvState(inner, ret, length), obs.astype(self.spec.obs_dtype)
 
     def step(self, env_state: EnvState, actions, key) -> tuple[EnvState, StepOut]:
         m = self.spec.num_envs
@@ -55,7 +55,7 @@ class JaxVecEnv:
             env_state.inner, actions, jax.random.split(step_key, m)
         )
         inner = _strong(inner)
-        next_obs = next_obs.astype(jnp.float32)
+        next_obs = next_obs.astype(self.spec.obs_dtype)
         reward = reward.reshape(m).astype(jnp.float32)
         terminated = terminated.reshape(m).astype(bool)
         truncated = truncated.reshape(m).astype(bool) & ~terminated
@@ -72,7 +72,7 @@ class JaxVecEnv:
             reset_inner, reset_obs = jax.vmap(self.reset_one)(jax.random.split(reset_key, m))
             reset_inner = _strong(reset_inner)
             inner = jax.tree.map(lambda r, s: _select(done, r, s), reset_inner, inner)
-            return inner, _select(done, reset_obs.astype(jnp.float32), next_obs)
+            return inner, _select(done, reset_obs.astype(self.spec.obs_dtype), next_obs)
 
         # Skip the (for brax, costly) batched reset on steps where no episode ended.
         inner, obs = jax.lax.cond(
@@ -115,11 +115,33 @@ GYMNAX_ENVS = (
     "MountainCar-v0",
     "Pendulum-v1",
     "MountainCarContinuous-v0",
+    # MinAtar (Young & Tian 2019) as gymnax ships it: 10x10xC observations of 0/1 channels.
+    "Asterix-MinAtar",
+    "Breakout-MinAtar",
+    "Freeway-MinAtar",
+    "SpaceInvaders-MinAtar",
 )
+# The dtype observations are kept in (through the n-step window and the replay rows) when
+# `obs_dtype` is not given: MinAtar's channels are 0/1 by definition, so bool holds them
+# exactly in a quarter of float32's bytes; everything else stays float32.
+OBS_DTYPES = ("float32", "bool", "uint8")
 
 
-def make_gymnax(env_id: str, num_envs: int, max_episode_steps: int | None = None) -> JaxVecEnv:
-    """A gymnax environment; `max_episode_steps` overrides gymnax's own time limit."""
+def default_obs_dtype(env_id: str) -> str:
+    return "bool" if env_id.endswith("-MinAtar") else "float32"
+
+
+def make_gymnax(env_id: str, num_envs: int, max_episode_steps: int | None = None,
+                obs_dtype: str | None = None) -> JaxVecEnv:
+    """A gymnax environment; `max_episode_steps` overrides gymnax's own time limit;
+    `obs_dtype` (one of OBS_DTYPES; default `default_obs_dtype`) is the dtype observations
+    are cast to, which must hold the env's values exactly (bool: 0/1, uint8: 0..255
+    integers) for the cast to lose nothing."""
+    if obs_dtype is None:
+        obs_dtype = default_obs_dtype(env_id)
+    if obs_dtype not in OBS_DTYPES:
+        raise ValueError(f"gymnax:{env_id}: obs_dtype must be one of {OBS_DTYPES}, "
+                         f"got {obs_dtype!r}")
     # gymnax: loaded only when a gymnax env is made
     import gymnax
     from gymnax.environments import spaces
@@ -139,7 +161,7 @@ def make_gymnax(env_id: str, num_envs: int, max_episode_steps: int | None = None
         name=f"gymnax:{env_id}",
         num_envs=num_envs,
         obs_shape=tuple(env.observation_space(params).shape),
-        obs_dtype=np.dtype(np.float32),
+        obs_dtype=np.dtype(obs_dtype),
         action=action,
         is_jax=True,
         max_episode_steps=int(params.max_steps_in_episode),

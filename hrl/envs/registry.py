@@ -23,9 +23,9 @@ KNOWN_ENVS = (
 def make_env(name: str, num_envs: int, **kwargs: Any) -> VecEnv:
     """Build `num_envs` copies of environment `name` ('library:id').
 
-    kwargs: gymnax -- `max_episode_steps`; brax -- `backend` ('positional' default,
-    'generalized', 'spring', 'mjx') and `episode_length` (1000); gymnasium -- passed to
-    `gymnasium.make`.
+    kwargs: gymnax -- `max_episode_steps`, `obs_dtype` (float32, bool, uint8); brax --
+    `backend` ('positional' default, 'generalized', 'spring', 'mjx') and `episode_length`
+    (1000); gymnasium -- passed to `gymnasium.make`.
     """
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -35,7 +35,7 @@ def make_env(name: str, num_envs: int, **kwargs: Any) -> VecEnv:
     if library == "gymnax":
         if env_id not in GYMNAX_ENVS:
             raise ValueError(f"unknown env {name!r}; known: {KNOWN_ENVS}")
-        _check_kwargs(name, kwargs, {"max_episode_steps"})
+        _check_kwargs(name, kwargs, {"max_episode_steps", "obs_dtype"})
         return make_gymnax(env_id, num_envs, **kwargs)
     if library == "brax":
         if env_id not in BRAX_ENVS:

@@ -69,7 +69,7 @@ class EnvSpec:
     name: str
     num_envs: int
     obs_shape: tuple[int, ...]  # of one observation, without the env dimension
-    obs_dtype: Any  # numpy dtype; always float32 for the environments hrl wraps
+    obs_dtype: Any  # numpy dtype: float32, or bool/uint8 where the env's values fit exactly
     action: ActionSpec
     is_jax: bool  # True: reset/step are pure JAX functions; False: host-side numpy
     max_episode_steps: int | None = None  # time limit (truncation), if known
@@ -96,12 +96,12 @@ class EnvState:
 class StepOut:
     """Everything one step of M envs produces. All fields have leading dimension M."""
 
-    obs: Any  # float32 (M, *obs_shape): observation to act on next (after auto-reset)
+    obs: Any  # (M, *obs_shape) of spec.obs_dtype: observation to act on next (after auto-reset)
     reward: Any  # float32 (M,)
     done: Any  # bool (M,): terminated | truncated -- the episode ended on this step
     terminated: Any  # bool (M,): ended in a terminal state (do not bootstrap)
     truncated: Any  # bool (M,): ended by a time limit (bootstrap)
-    next_obs_true: Any  # float32 (M, *obs_shape): real next observation, before auto-reset
+    next_obs_true: Any  # (M, *obs_shape), spec.obs_dtype: real next obs, before auto-reset
     completed: Any  # bool (M,): same as done; named for the episode statistics below
     completed_return: Any  # float32 (M,): return of the episode finished here, else 0
     completed_length: Any  # int32 (M,): length of the episode finished here, else 0
@@ -160,7 +160,7 @@ def example_transition(spec: EnvSpec) -> dict[str, np.ndarray]:
     {'obs', 'action', 'reward', 'next_obs', 'discount'} with discount = gamma**n * (1 - terminated).
     Pass it to `PrioritizedReplay.init`.
     """
-    obs = np.zeros(spec.obs_shape, np.float32)
+    obs = np.zeros(spec.obs_shape, spec.obs_dtype)  # stored in the env's own dtype
     if isinstance(spec.action, DiscreteActions):
         action = np.zeros((), np.int32)
     else:

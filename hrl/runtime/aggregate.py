@@ -31,11 +31,54 @@ def running_mean(returns: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
+def first_solved(steps, returns, window: int, threshold: float) -> tuple[int, float] | None:
+    """hrl's one rule for "solved": the first episode end at which the mean of the last
+    `window` completed episodes reaches `threshold`, checked at every episode end.
+    Returns (env step at that episode's end, that mean), or None: never. O(episodes)."""
+    means = running_mean(returns, window)
+    reached = np.nonzero(means >= threshold)[0]
+    if not len(reached):
+        return None
+    return int(np.asarray(steps)[reached[0]]), float(means[reached[0]])
+
+
 def steps_to_threshold(steps, returns, window: int, threshold: float) -> int | None:
     """Env step of the first episode end at which the mean of the last `window` returns
-    reaches `threshold` (None: never)."""
-    reached = np.nonzero(running_mean(returns, window) >= threshold)[0]
-    return int(np.asarray(steps)[reached[0]]) if len(reached) else None
+    reaches `threshold` (None: never); `first_solved`'s step."""
+    hit = first_solved(steps, returns, window, threshold)
+    return None if hit is None else hit[0]
+
+
+class SolvedWatch:
+    """`first_solved` applied to a log that arrives in pieces (a run's chunks): fed each
+    piece's episodes in order, it finds the same episode `first_solved` finds on the whole
+    log, so a driver that checks at chunk ends still stops on, and reports, the episode that
+    solved. Holds the last `window - 1` returns; O(episodes of the piece) per feed."""
+
+    def __init__(self, window: int, threshold: float | None, steps=(), returns=()):
+        self.window, self.threshold = window, threshold
+        self.hit: tuple[int, float] | None = None
+        self._tail = np.zeros(0, np.float64)
+        self.feed(steps, returns)
+
+    @property
+    def solved_at(self) -> int | None:
+        """Env step of the solving episode's end (None: not solved yet)."""
+        return None if self.hit is None else self.hit[0]
+
+    def feed(self, steps, returns) -> tuple[int, float] | None:
+        """Add episodes (env step at their end, return), oldest first; returns `hit`."""
+        returns = np.asarray(returns, np.float64)
+        if self.hit is None and self.threshold is not None and len(returns):
+            # The tail's own window means were checked before; padding its steps with -1
+            # cannot be picked: the running mean is NaN over the first window - 1 entries.
+            pad = np.full(len(self._tail), -1, np.int64)
+            self.hit = first_solved(np.concatenate([pad, np.asarray(steps, np.int64)]),
+                                    np.concatenate([self._tail, returns]), self.window,
+                                    self.threshold)
+        keep = self.window - 1
+        self._tail = np.concatenate([self._tail, returns])[-keep:] if keep else self._tail[:0]
+        return self.hit
 
 
 def curve_on_grid(steps, returns, window: int, grid: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Run-directory logs: per-chunk metrics (CSV or JSONL), per-episode returns, a PNG curve."""
+"""Run-directory logs: per-chunk metrics (CSV or JSONL), per-episode returns, evaluations,
+a PNG curve."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from matplotlib.figure import Figure
 from hrl.runtime.log_sinks import scalars
 
 EPISODE_FIELDS = ("env_steps", "episode_return")
+EVAL_FIELDS = ("env_steps", "eval_return", "eval_return_min", "eval_return_max", "episodes")
 
 
 class MetricsLog:
@@ -105,8 +107,54 @@ def read_episodes(run_dir: str | Path) -> tuple[np.ndarray, np.ndarray]:
     return data[:, 0].astype(np.int64), data[:, 1].astype(np.float32)
 
 
+class EvalLog:
+    """RUN_DIR/eval.csv: one row per evaluation (env step, mean, min and max of the episode
+    returns, episodes). On resume, rows after the checkpoint's env step are dropped."""
+
+    def __init__(self, run_dir: str | Path, resume_at: int | None = None):
+        self.path = Path(run_dir) / "eval.csv"
+        if resume_at is not None and self.path.exists():
+            rows = read_eval_rows(self.path.parent)
+            rows = [r for r in rows if r["env_steps"] <= resume_at]
+            self._write(rows)
+        elif resume_at is None or not self.path.exists():
+            self._write([])
+
+    def _write(self, rows: list[dict]) -> None:
+        with self.path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    def add(self, env_steps: int, returns: np.ndarray) -> dict:
+        row = eval_row(env_steps, returns)
+        with self.path.open("a", newline="") as f:
+            csv.DictWriter(f, fieldnames=EVAL_FIELDS).writerow(row)
+        return row
+
+
+def eval_row(env_steps: int, returns) -> dict:
+    returns = np.asarray(returns, np.float64)
+    return {"env_steps": int(env_steps), "eval_return": float(np.mean(returns)),
+            "eval_return_min": float(np.min(returns)),
+            "eval_return_max": float(np.max(returns)), "episodes": len(returns)}
+
+
+def read_eval_rows(run_dir: str | Path) -> list[dict]:
+    """The rows of RUN_DIR/eval.csv (empty when the run evaluated nothing)."""
+    path = Path(run_dir) / "eval.csv"
+    if not path.exists():
+        return []
+    rows = list(csv.DictReader(path.read_text().splitlines()))
+    return [{"env_steps": int(r["env_steps"]), "eval_return": float(r["eval_return"]),
+             "eval_return_min": float(r["eval_return_min"]),
+             "eval_return_max": float(r["eval_return_max"]), "episodes": int(r["episodes"])}
+            for r in rows]
+
+
 def plot_learning_curve(run_dir: str | Path, title: str, window: int = 10) -> Path | None:
-    """RUN_DIR/learning_curve.png: episode returns and their running mean vs env steps."""
+    """RUN_DIR/learning_curve.png: episode returns and their running mean vs env steps, and
+    the evaluations of RUN_DIR/eval.csv if the run has any."""
     steps, returns = read_episodes(run_dir)
     if len(steps) == 0:
         return None
@@ -118,6 +166,14 @@ def plot_learning_curve(run_dir: str | Path, title: str, window: int = 10) -> Pa
         smooth = np.convolve(returns, kernel, mode="valid")
         ax.plot(steps[window - 1 :], smooth, color="tab:red", lw=1.8,
                 label=f"mean of last {window}")
+    evals = read_eval_rows(run_dir)
+    if evals:
+        x = [r["env_steps"] for r in evals]
+        ax.errorbar(x, [r["eval_return"] for r in evals],
+                    yerr=[[r["eval_return"] - r["eval_return_min"] for r in evals],
+                          [r["eval_return_max"] - r["eval_return"] for r in evals]],
+                    fmt="o-", ms=3, lw=1.0, capsize=2, color="tab:green",
+                    label=f"eval, {evals[-1]['episodes']} episodes (mean, min-max)")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("return")
     ax.set_title(title)

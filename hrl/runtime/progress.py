@@ -59,10 +59,12 @@ class ProgressBar:
             MofNCompleteColumn(),
             TextColumn("{task.fields[rates]}"),
             TextColumn("return {task.fields[ret]}"),
+            TextColumn("{task.fields[solved]}"),
             TimeElapsedColumn(),
             refresh_per_second=4,
         )
-        self.task = self.bar.add_task(title, total=total, completed=done, rates="", ret="-")
+        self.task = self.bar.add_task(title, total=total, completed=done, rates="", ret="-",
+                                      solved="")
         # Not a terminal (a launch's process 0 under a scheduler, output to a file): no live
         # bar, a plain line every PLAIN_EVERY_S seconds instead, so progress still shows.
         self.plain = not self.bar.console.is_terminal
@@ -74,11 +76,11 @@ class ProgressBar:
         return self
 
     def update(self, done: int, env_rate: float, sgd_rate: float, recent: float | None,
-               samples_per_insert: str):
+               samples_per_insert: str, solved: str | None = None):
         if self.enabled:
             ret = "-" if recent is None else f"{recent:.1f}"
             rates = f"{env_rate:,.0f} env/s {sgd_rate:,.0f} sgd/s {samples_per_insert}"
-            self.bar.update(self.task, completed=done, rates=rates, ret=ret)
+            self.bar.update(self.task, completed=done, rates=rates, ret=ret, solved=solved or "")
             if self.plain and time.monotonic() - self.last_line >= PLAIN_EVERY_S:
                 self.last_line = time.monotonic()
                 print(f"{self.title}: {done:,}/{self.total:,} env steps, {rates}, return {ret}",

@@ -22,6 +22,8 @@ RESUMABLE_KEYS = (
     "train.samples_per_insert_tolerance",
     "train.cpu_dispatch",  # where XLA:CPU runs a call, never what it computes
     "train.solved_return",
+    "train.eval_every",  # evaluation never touches the training state
+    "train.eval_episodes",
     "log.checkpoint_every",
     "log.progress",
     "log.return_window",

@@ -9,7 +9,6 @@ chunk. Either way `hrl train --resume RUN_DIR` continues the run exactly.
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
 import hashlib
 import json
@@ -26,13 +25,8 @@ from jax.experimental import multihost_utils
 from hrl.config import ConfigError, RunConfig, dump_config, to_dict
 from hrl.envs.gymnasium_env import HostEnvStateError
 from hrl.replay.interface import HostReplay
-from hrl.runtime.aggregate import (
-    aggregate_curve,
-    plot_curves,
-    steps_to_threshold,
-    summarize,
-    write_curve_csv,
-)
+from hrl.replay.rows import RowLayout
+from hrl.runtime.aggregate import SolvedWatch
 from hrl.runtime.build_run import Built, build, initial_state, seed_list
 from hrl.runtime.checkpoint import (
     latest_checkpoint,
@@ -40,10 +34,16 @@ from hrl.runtime.checkpoint import (
     restore_newest,
     save_checkpoint,
 )
+from hrl.runtime.evaluation import make_evaluator
 from hrl.runtime.executors import PipelinedLoop
 from hrl.runtime.iteration import TrainState
 from hrl.runtime.log_sinks import make_sinks
-from hrl.runtime.metrics import MetricsLog, plot_learning_curve, read_episodes
+from hrl.runtime.metrics import (
+    EvalLog,
+    MetricsLog,
+    plot_learning_curve,
+    read_episodes,
+)
 from hrl.runtime.progress import Interrupt, ProgressBar
 from hrl.runtime.rate_limit import LimiterState, live_ratio
 from hrl.runtime.resume import (
@@ -53,6 +53,7 @@ from hrl.runtime.resume import (
     resume_config,
     with_checkpoint_every,
 )
+from hrl.runtime.run_summary import best_eval, finish, last_eval_step
 
 __all__ = ["default_run_dir", "resume_changes", "resume_config", "train"]
 
@@ -83,9 +84,10 @@ def train(
     solved_return: float | None = None,
 ) -> dict:
     """Train to `cfg.train.total_env_steps` (or stop early at `stop_at_env_steps`, leaving a
-    checkpoint: the programmatic twin of Ctrl-C; or at the first chunk end where the mean of
-    the last `log.return_window` episodes reaches `solved_return` in every seed). Returns a
-    summary dict (also written to RUN_DIR/summary.json).
+    checkpoint: the programmatic twin of Ctrl-C; or, with `solved_return`, at the end of the
+    chunk in which every seed has solved by `aggregate.first_solved`, the rule checked at
+    every episode end; the summary then names the solving episode, not the chunk's end).
+    Returns a summary dict (also written to RUN_DIR/summary.json).
 
     `cfg.seeds` > 1 trains that many independent runs (seeds `seed`, `seed + 1`, ...): a fused
     loop vmaps them in one jitted program, a host loop runs them one after another. Each
@@ -158,7 +160,14 @@ def train(
         for d in seed_dirs
     ]
     window = cfg.log.return_window
-    recents = [collections.deque(read_episodes(d)[1].tolist(), maxlen=window) for d in seed_dirs]
+    threshold = solved_return if solved_return is not None else cfg.train.solved_return
+    logged = [read_episodes(d) for d in seed_dirs]
+    recents = [collections.deque(r.tolist(), maxlen=window) for _, r in logged]
+    watches = [SolvedWatch(window, threshold, s, r) for s, r in logged]
+    every = cfg.train.eval_every
+    evaluator = make_evaluator(cfg, built.agent) if every else None
+    eval_logs = [EvalLog(d, start_steps if resume else None) for d in seed_dirs] if every else []
+    best = best_eval(run_dir)
 
     sch = built.schedule
     run_chunk = built.loop.run_seeds if batched else built.loop.run
@@ -175,6 +184,7 @@ def train(
     if primary:
         _say_rounding(start_steps, target, chunk_iters * sch.env_steps_per_iter, cfg,
                       resume)
+    next_eval = (start_steps // every + 1) * every if every else None
     interrupted = False
     solved_at = None
     first_chunk_s = None
@@ -197,10 +207,26 @@ def train(
         save_checkpoint(run_dir, st, info, host_state=_host_env_state(built))
         last_saved = _count(st.env_steps)
 
+    def evaluate(st) -> float:
+        """Evaluate every seed at this env step, log it, keep the best checkpoint; returns
+        the eval return (the mean over seeds of each seed's mean over episodes)."""
+        nonlocal best
+        steps = _count(st.env_steps)
+        agent = jax.tree.map(_local_copy, st.agent)
+        returns = evaluator.returns(agent, np.asarray(seeds) if batched else seeds[0], steps)
+        returns = np.asarray(returns).reshape(len(seeds), -1)
+        score = float(np.mean([log.add(steps, r)["eval_return"]
+                               for log, r in zip(eval_logs, returns, strict=True)]))
+        if best is None or score > best:
+            info = {"env_steps": steps, "updates": _count(st.updates),
+                    "iteration": _count(st.iteration), "wall_s": wall_now(),
+                    "eval_return": score}
+            save_checkpoint(run_dir / "best", st, info, host_state=_host_env_state(built))
+            best = score
+        return score
+
     def all_solved():
-        return solved_return is not None and all(
-            len(r) == r.maxlen and float(np.mean(r)) >= solved_return for r in recents
-        )
+        return solved_return is not None and all(w.hit is not None for w in watches)
 
     title = f"{cfg.algo} {cfg.env.name.split(':')[-1]}" + (f" x{len(seeds)} seeds" * batched)
     with Interrupt() as stop, ProgressBar(progress, total, start_steps, title) as bar:
@@ -217,13 +243,20 @@ def train(
                     first_chunk_s = dt
                 elif steps_now >= sch.learning_starts:
                     steady.append((dt, counters[0] - steps_now, counters[1] - updates_now))
+                extra = {}
+                if every:
+                    extra["eval_return"] = float("nan")
+                    if counters[0] >= next_eval:
+                        extra["eval_return"] = evaluate(state)
+                        next_eval = (counters[0] // every + 1) * every
                 for i, (log, recent) in enumerate(zip(logs, recents, strict=True)):
                     seed_out = jax.tree.map(lambda x, i=i: x[i], out) if batched else out
                     steps, returns = _episodes_of(seed_out, steps_now, sch.total_envs)
                     log.episodes(steps, returns)
+                    watches[i].feed(steps, returns)
                     recent.extend(returns.tolist())
                     _log_chunk(log, counters, seed_out, dt, steps_now, recent, wall_now(),
-                               cfg, built.loop)
+                               cfg, built.loop, extra)
                 elapsed = time.perf_counter() - t_start
                 means = [float(np.mean(r)) for r in recents if r]
                 bar.update(
@@ -232,14 +265,19 @@ def train(
                     len(seeds) * (counters[1] - updates_at_start) / max(elapsed, 1e-9),
                     float(np.median(means)) if means else None,
                     _samples_per_insert_text(counters, cfg, built.loop),
+                    None if threshold is None else
+                    f"solved {sum(w.hit is not None for w in watches)}/{len(watches)}",
                 )
                 if next_ckpt is not None and counters[0] >= next_ckpt:
                     checkpoint(state)
                     next_ckpt = (counters[0] // checkpoint_every + 1) * checkpoint_every
                 if all_solved():
-                    solved_at = counters[0]
+                    solved_at = max(w.solved_at for w in watches)
                     break
             interrupted = solved_at is None and (stop.requested or _count(state.env_steps) < total)
+            if every and not interrupted and last_eval_step(seed_dirs[0]) != _count(
+                    state.env_steps):
+                evaluate(state)  # the final evaluation
         except KeyboardInterrupt:
             interrupted = True  # `state` is still the last finished chunk's state
         finally:
@@ -250,7 +288,6 @@ def train(
                 log.close()
     wall = time.perf_counter() - t_start
     env_steps, updates = _count(state.env_steps), _count(state.updates)
-    threshold = solved_return if solved_return is not None else cfg.train.solved_return
     summary = {
         "run_dir": str(run_dir),
         "config": cfg.name,
@@ -276,9 +313,16 @@ def train(
         "solved_return": threshold,
         "interrupted": interrupted,
         "executor": built.loop.name,
+        # Replay memory one transition takes (a packed row: observations in their own dtype).
+        "replay_bytes_per_transition": RowLayout.of(built.example_transition).row_words * 4,
+        "obs_dtype": str(built.env.spec.obs_dtype),
         "fused": built.loop.name in ("fused", "data-parallel"),
         "devices": cfg.train.devices,
+        # With `solved_return`: the env step of the episode at which the last seed to solve
+        # solved, and the median over seeds of the window mean at each seed's solving episode.
         "solved_at_env_steps": solved_at,
+        "solved_window_return": None if solved_at is None
+        else float(np.median([w.hit[1] for w in watches])),
     }
     if built.loop.name == "data-parallel":
         summary.update(replicas_agree(state.agent))
@@ -289,7 +333,7 @@ def train(
         for seed, d in zip(seeds, seed_dirs, strict=True):
             plot_learning_curve(d, f"{cfg.algo.upper()} + PER, {cfg.env.name}, seed {seed}",
                                 window)
-    _finish(summary, seed_dirs, log_dir, cfg)
+    finish(summary, seed_dirs, log_dir, cfg)
     return summary
 
 
@@ -384,55 +428,6 @@ def replicas_agree(agent_state) -> dict:
     }
 
 
-def _seed_result(seed, seed_dir, episodes, window, threshold) -> dict:
-    """One seed's outcome from its episodes: final return, and steps / wall seconds to the bar."""
-    steps, returns = episodes
-    row = {
-        "seed": seed,
-        "recent_return": float(np.mean(returns[-window:])) if len(returns) >= window else None,
-        "episodes": len(returns),
-    }
-    if threshold is not None:
-        reached = steps_to_threshold(steps, returns, window, threshold)
-        row["steps_to_solved"] = reached
-        row["wall_s_to_solved"] = None
-        metrics = Path(seed_dir) / "metrics.csv"
-        if reached is not None and metrics.exists():
-            # The wall clock of the chunk whose end first showed the bar reached.
-            rows = list(csv.DictReader(metrics.read_text().splitlines()))
-            done = [float(r["wall_s"]) for r in rows if int(float(r["env_steps"])) >= reached]
-            row["wall_s_to_solved"] = round(done[0], 3) if done else None
-    return row
-
-
-def _finish(summary, seed_dirs, run_dir, cfg) -> None:
-    """Per-seed results from each seed's episodes and, for several seeds, the aggregate
-    curve; summary.json last."""
-    window, threshold = cfg.log.return_window, summary["solved_return"]
-    logs = [read_episodes(d) for d in seed_dirs]
-    seeds = summary["seeds"][: len(seed_dirs)]  # an interrupted host run stops early
-    per_seed = [
-        _seed_result(seed, d, episodes, window, threshold)
-        for seed, d, episodes in zip(seeds, seed_dirs, logs, strict=True)
-    ]
-    summary["per_seed"] = per_seed
-    if threshold is not None:
-        summary["solved_runs"] = sum(r["steps_to_solved"] is not None for r in per_seed)
-    if len(seed_dirs) > 1:
-        finals = [r["recent_return"] for r in per_seed if r["recent_return"] is not None]
-        if len(finals) == len(per_seed):
-            summary["final_return"] = summarize(finals)
-        grid = np.linspace(0, max(summary["env_steps"], 1), 201)[1:].astype(np.int64)
-        if all(len(s) >= window for s, _ in logs):
-            curve = aggregate_curve(logs, window, grid)
-            write_curve_csv(run_dir / "aggregate.csv", curve)
-            plot_curves(
-                run_dir / "aggregate.png", {f"{len(seed_dirs)} seeds": curve},
-                f"{cfg.algo.upper()} + PER, {cfg.env.name}", window, threshold,
-            )
-    (Path(run_dir) / "summary.json").write_text(json.dumps(summary, indent=1))
-
-
 def _train_one_after_another(
     cfg, run_dir, resume, checkpoint_every, progress, stop_at_env_steps, placement, solved_return
 ) -> dict:
@@ -485,7 +480,7 @@ def _train_one_after_another(
         "interrupted": len(summaries) < cfg.seeds or last["interrupted"],
         "solved_at_env_steps": None,
     }
-    _finish(summary, seed_dirs, run_dir, cfg)
+    finish(summary, seed_dirs, run_dir, cfg)
     return summary
 
 
@@ -553,7 +548,7 @@ def _samples_per_insert_text(counters, cfg: RunConfig, loop) -> str:
 
 
 def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunConfig,
-               loop) -> None:
+               loop, extra: dict) -> None:
     trained = np.asarray(out.trained)
     env_steps, updates = counters
     live = _samples_per_insert(counters, cfg)
@@ -574,6 +569,7 @@ def _log_chunk(log, counters, out, dt, steps_before, recent, wall_s, cfg: RunCon
         low, high = loop.limiter_band or (None, None)
         row["spi_error_low"] = float("nan") if low is None else low
         row["spi_error_high"] = float("nan") if high is None else high
+    row.update(extra)  # e.g. the chunk's eval return (NaN in chunks without an evaluation)
     for name, values in (out.metrics or {}).items():
         values = np.asarray(values)
         row[name] = float(values[trained].mean()) if trained.any() else float("nan")

@@ -145,6 +145,11 @@ class DDPG:
         warmup = jnp.logical_and(explore, jnp.asarray(env_step) < self.cfg.random_steps)
         return jnp.where(warmup, uniform, noisy)
 
+    def policy(self, state: AgentState, obs) -> jax.Array:
+        """The deterministic policy mu(s), (M, *action_shape) in the action box, no noise
+        (evaluation)."""
+        return self.actor.apply(state.params["actor"], obs)
+
     def act(self, state: AgentState, obs, key, env_step, explore) -> jax.Array:
         """Actions (M, *action_shape) in the action box: mu(s) plus Gaussian noise if exploring.
 

@@ -34,15 +34,24 @@ from hrl.agents.common import (
 )
 from hrl.agents.dqn.losses import dqn_loss
 from hrl.agents.dqn.networks import make_q_network
+from hrl.agents.networks import check_conv_layers, known_networks
 from hrl.envs.spec import DiscreteActions, EnvSpec
 
 
 @dataclasses.dataclass(frozen=True)
 class DQNConfig:
-    hidden_sizes: tuple[int, ...] = (64, 64)
+    hidden_sizes: tuple[int, ...] = (64, 64)  # the MLP, or the conv stack's MLP head
+    # The network spec (hrl.agents.networks): mlp, conv (conv_layers, then the MLP head),
+    # minatar (MinAtar's published torso), or a name given to register_network.
+    network: str = "mlp"
+    conv_layers: tuple[tuple[int, int, int], ...] = ((16, 3, 1),)  # (filters, kernel, stride)
     activation: str = "relu"
     optimizer: str = "adam"
     learning_rate: float = 1e-3
+    # Learning-rate schedule: 0 keeps it constant; N > 0 lowers it linearly over the first N
+    # SGD steps to learning_rate * lr_end_factor, and holds it there.
+    lr_decay_steps: int = 0
+    lr_end_factor: float = 0.0
     adam_eps: float = 1e-8
     max_grad_norm: float | None = 10.0  # global-norm clipping; None: off
     huber_delta: float = 1.0
@@ -59,9 +68,13 @@ class DQNConfig:
     def __post_init__(self):
         c = "DQNConfig"
         check_hidden_sizes(c, "hidden_sizes", self.hidden_sizes)
+        check_choice(c, "network", self.network, known_networks())
+        check_conv_layers(c, "conv_layers", self.conv_layers)
         check_choice(c, "activation", self.activation, ACTIVATIONS)
         check_choice(c, "optimizer", self.optimizer, OPTIMIZERS)
         check_range(c, "learning_rate", self.learning_rate, 0.0, 1.0, low_open=True)
+        check_nonnegative_int(c, "lr_decay_steps", self.lr_decay_steps)
+        check_range(c, "lr_end_factor", self.lr_end_factor, 0.0, 1.0)
         check_range(c, "adam_eps", self.adam_eps, 0.0, 1.0, low_open=True)
         check_optional_positive(c, "max_grad_norm", self.max_grad_norm)
         check_range(
@@ -87,12 +100,17 @@ class DQN:
 
     @property
     def network(self):
-        return make_q_network(self.cfg.hidden_sizes, self.spec.action.n, self.cfg.activation)
+        c = self.cfg
+        return make_q_network(c.hidden_sizes, self.spec.action.n, c.activation, c.network,
+                              c.conv_layers)
 
     @property
     def optimizer(self) -> optax.GradientTransformation:
         c = self.cfg
-        return make_optimizer(c.optimizer, c.learning_rate, c.max_grad_norm, c.adam_eps)
+        lr = c.learning_rate
+        if c.lr_decay_steps:
+            lr = optax.linear_schedule(lr, lr * c.lr_end_factor, c.lr_decay_steps)
+        return make_optimizer(c.optimizer, lr, c.max_grad_norm, c.adam_eps)
 
     def init(self, key) -> AgentState:
         params = self.network.init(key, jnp.zeros((1, *self.spec.obs_shape), jnp.float32))
@@ -112,12 +130,16 @@ class DQN:
     def q_values(self, state: AgentState, obs) -> jax.Array:
         return self.network.apply(state.params, obs)
 
+    def policy(self, state: AgentState, obs) -> jax.Array:
+        """The greedy policy, int32 (M,): argmax of Q, no exploration (evaluation)."""
+        return jnp.argmax(self.q_values(state, obs), axis=-1).astype(jnp.int32)
+
     def act(self, state: AgentState, obs, key, env_step, explore) -> jax.Array:
         """Epsilon-greedy int32 actions (M,) for observations (M, *obs_shape).
 
         `explore` may be a Python or traced bool; False uses cfg.eval_epsilon.
         """
-        greedy = jnp.argmax(self.q_values(state, obs), axis=-1).astype(jnp.int32)
+        greedy = self.policy(state, obs)
         eps = jnp.where(explore, self.epsilon(env_step), jnp.float32(self.cfg.eval_epsilon))
         coin_key, action_key = jax.random.split(key)
         m = greedy.shape[0]

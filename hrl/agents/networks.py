@@ -1,0 +1,90 @@
+"""Network specs: what a config's `network` key names, and how a user brings a flax module.
+
+    network: mlp        # the MLP of `hidden_sizes` (the default)
+    network: conv       # `conv_layers` (filters, kernel, stride) with ReLU, then the MLP head
+    network: minatar    # MinAtar's published torso (Young & Tian 2019, "MinAtar: An
+                        # Atari-inspired testbed ...": one 3x3 convolution of 16 filters,
+                        # stride 1, ReLU, then 128 hidden units), whatever the other keys say
+    network: <name>     # a module registered with `register_network(name, factory)`
+
+A user's own flax module goes through the Python API: `register_network("mine", factory)`
+where `factory(out_size)` returns a `flax.linen.Module` mapping (B, *obs_shape) to (B,
+out_size); a config then names it (`agent.network: mine`), so the config stays plain YAML and
+a resumed run builds the same module, provided the process registered it again.
+
+Inputs of any dtype (float32, bool, uint8) are cast to float32 first: the replay keeps
+observations in their own dtype (`hrl.envs.spec.example_transition`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from hrl.agents.common import ACTIVATIONS, MLP
+
+BUILT_IN = ("mlp", "conv", "minatar")
+MINATAR_CONV = ((16, 3, 1),)
+MINATAR_HIDDEN = (128,)
+_REGISTERED: dict[str, Callable[[int], nn.Module]] = {}
+
+
+class ConvMLP(nn.Module):
+    """Convolutions over (B, H, W, C) observations ('SAME' padding, `activation` after each),
+    flattened into an MLP head with `out_size` linear outputs."""
+
+    conv_layers: Sequence[tuple[int, int, int]]  # (filters, kernel, stride)
+    hidden_sizes: Sequence[int]
+    out_size: int
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, x):
+        if x.ndim != 4:
+            raise ValueError(f"network 'conv' needs (B, H, W, C) observations, got shape "
+                             f"{x.shape}")
+        x = x.astype(jnp.float32)
+        for filters, kernel, stride in self.conv_layers:
+            x = ACTIVATIONS[self.activation](
+                nn.Conv(filters, (kernel, kernel), strides=(stride, stride), padding="SAME")(x))
+        return MLP(self.hidden_sizes, self.out_size, self.activation)(x)
+
+
+def register_network(name: str, factory: Callable[[int], nn.Module]) -> None:
+    """Make `name` a value of a config's `network` key: `factory(out_size)` builds the
+    module. Built-in names cannot be replaced."""
+    if name in BUILT_IN:
+        raise ValueError(f"network {name!r} is built in; register another name")
+    if not callable(factory):
+        raise ValueError(f"network {name!r}: factory must be callable, got {factory!r}")
+    _REGISTERED[name] = factory
+
+
+def known_networks() -> tuple[str, ...]:
+    return BUILT_IN + tuple(sorted(_REGISTERED))
+
+
+def make_network(network: str, hidden_sizes: tuple[int, ...], conv_layers, out_size: int,
+                 activation: str) -> nn.Module:
+    """The module a network spec names (see the module docstring)."""
+    if network == "mlp":
+        return MLP(hidden_sizes=hidden_sizes, out_size=out_size, activation=activation)
+    if network == "conv":
+        return ConvMLP(tuple(conv_layers), hidden_sizes, out_size, activation)
+    if network == "minatar":
+        return ConvMLP(MINATAR_CONV, MINATAR_HIDDEN, out_size, "relu")
+    if network in _REGISTERED:
+        return _REGISTERED[network](out_size)
+    raise ValueError(f"network must be one of {known_networks()}, got {network!r}")
+
+
+def check_conv_layers(cls: str, field: str, value) -> None:
+    ok = isinstance(value, tuple) and all(
+        isinstance(layer, tuple) and len(layer) == 3
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in layer)
+        for layer in value)
+    if not ok:
+        raise ValueError(f"{cls}.{field} must be a list of [filters, kernel, stride] positive "
+                         f"ints, got {value!r}")
