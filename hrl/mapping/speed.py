@@ -124,9 +124,10 @@ def speed_scale(now_seconds: float, samples) -> float | None:
 # Within this relative difference the machine counts as running at the profile's speed: a
 # shared VM moves about this much between passes of the same run.
 SPEED_TOLERANCE = 0.2
-# Beyond this factor either way the profile is taken to describe another machine: predictions
-# are refused rather than scaled (re-profile this one).
-SPEED_REFUSE = 4.0
+# Beyond this factor either way the profile is taken to describe another kind of machine:
+# predictions are refused rather than scaled (re-profile this one). Well past what load on a
+# shared machine does to the reference (a few times), so that a busy spell only scales.
+SPEED_REFUSE = 10.0
 
 
 def speed_check(profile: dict) -> tuple[float, str | None]:
@@ -144,7 +145,7 @@ def speed_check(profile: dict) -> tuple[float, str | None]:
     if scale > SPEED_REFUSE or scale < 1.0 / SPEED_REFUSE:
         raise ValueError(f"this machine runs the profile's reference workload at {scale:.2f}x "
                          f"its profiled time (allowed 1/{SPEED_REFUSE:g}..{SPEED_REFUSE:g}x): "
-                         "the profile describes another machine; profile this one with "
+                         "the profile describes another kind of machine; profile this one with "
                          "`hrl profile`")
     if abs(scale - 1.0) <= SPEED_TOLERANCE:
         return 1.0, None

@@ -242,42 +242,39 @@ def test_map_and_report_commands_write_the_report(tiny_profile, tmp_path):
 
 
 def test_map_always_checks_the_machine_s_speed_against_its_profile(tiny_profile, tmp_path,
-                                                                   capsys):
-    """`hrl map` times the profile's reference workload on every call: a machine far slower
-    than the profiled one is warned about and its predictions scaled; one that runs the
-    reference 10x off is refused in one line; a profile without a reference is named as one
-    that cannot be checked."""
+                                                                   capsys, monkeypatch):
+    """`hrl map` times the profile's reference workload on every call (here a fixed reading
+    stands in for the timing): within the tolerance nothing is said and nothing scaled; a
+    machine 3x slower than the profiled one is warned about and its predictions scaled; one
+    11x off is refused in one line; a profile without a reference is named as one that cannot
+    be checked."""
     from hrl.cli import main
+    from hrl.mapping import speed
 
     data = json.loads((tiny_profile[0] / "profile.json").read_text())
-
-    def with_reference(name, factor):
-        d = tmp_path / name
-        d.mkdir()
-        new = dict(data)
-        if factor is None:
-            new.pop("speed_reference")
-        else:
-            new["speed_reference"] = [{**x, "seconds": x["seconds"] * factor}
-                                      for x in data["speed_reference"]]
-        (d / "profile.json").write_text(json.dumps(new))
-        return str(d)
-
+    then = speed.profile_reference(data["speed_reference"])
     out = tmp_path / "map"
-    capsys.readouterr()
-    # Profiled at a third of the reference's time: this machine now runs ~3x slower.
-    assert main(["map", CONFIG, "--profile", with_reference("slow", 1 / 3), "--devices",
-                 "cpu", "--out", str(out)]) == 0
-    assert "slower than when the profile was taken" in capsys.readouterr().out
-    scale = json.loads((out / "request.json").read_text())["speed_scale"]
-    assert scale > 1.5
-    assert f"reference workload at {scale:.3f}x its time" in (out / "report.md").read_text()
-    assert main(["map", CONFIG, "--profile", with_reference("other", 10.0), "--devices",
-                 "cpu", "--out", str(out)]) == 2
+
+    def run_map(now, profile=str(tiny_profile[0])):
+        monkeypatch.setattr(speed, "reference_time", lambda: {"seconds": now})
+        capsys.readouterr()
+        return main(["map", CONFIG, "--profile", profile, "--devices", "cpu", "--out",
+                     str(out)])
+
+    assert run_map(1.1 * then) == 0
+    assert "warning" not in capsys.readouterr().out
+    assert json.loads((out / "request.json").read_text())["speed_scale"] == 1.0
+    assert run_map(3 * then) == 0
+    assert "3.00x slower than when the profile was taken" in capsys.readouterr().out
+    assert json.loads((out / "request.json").read_text())["speed_scale"] == pytest.approx(3)
+    assert "reference workload at 3.000x its time" in (out / "report.md").read_text()
+    assert run_map(then / 11) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "describes another machine" in err
-    assert main(["map", CONFIG, "--profile", with_reference("old", None), "--devices", "cpu",
-                 "--out", str(out)]) == 0
+    assert "\n" not in err and "describes another kind of machine" in err
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "profile.json").write_text(json.dumps(
+        {k: v for k, v in data.items() if k != "speed_reference"}))
+    assert run_map(then, str(tmp_path / "old")) == 0
     assert "holds no reference workload timings" in capsys.readouterr().out
 
 
