@@ -136,5 +136,5 @@ def test_a_gymnasium_env_of_a_module_imports_it():
     """`gymnasium:module:id`: the module registers the id (in the learner and every worker)."""
     env = make_env("gymnasium:experiments.bench.latency_env:SlowCartPole-v0", 2)
     assert not env.spec.is_jax
-    with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
+    with pytest.raises(ValueError, match="cannot import module 'no_such_module'"):
         make_env("gymnasium:no_such_module:Env-v0", 1)
