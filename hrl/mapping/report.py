@@ -247,7 +247,13 @@ def scaling_text(p: Plan) -> str:
     model += "".join(" " + t for t in link_texts(p))
     verdicts = "\n".join(f"- {v}" for v in parallel.verdicts(
         p.data_parallel.get("strict", []), p.cores))
-    return f"{how}\n\n{model}\n\nStrict dependency:\n\n{verdicts}"
+    over_processes = (
+        "Over processes or hosts (`hrl launch`), every SGD step of a data-parallel learner also "
+        "waits on its collectives across processes; on CPU hosts (gloo over the network or "
+        "loopback) that costs more than a second process gains. There, scale a host env with "
+        "distributed actors instead (`train.executor: distributed`: actors on any host, one "
+        "learner, no collective).")
+    return f"{how}\n\n{model}\n\n{over_processes}\n\nStrict dependency:\n\n{verdicts}"
 
 
 def link_texts(p: Plan) -> list[str]:
