@@ -100,18 +100,20 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
         backends: tuple[str, ...], console, progress, flags: str = "") -> dict:
     """Draw, predict, measure and report (module docstring). `measure(config_path, overrides,
     iterations) -> {"wall_s", ...}` runs one mapping in a fresh process. Predictions are
-    scaled by the machine's speed now against the profile's (`hrl.mapping.speed`, as `hrl
-    map` and `--mapping auto` scale them). Writes heldout-seed<S>.csv/.md/.png into `out`;
-    returns the summary."""
+    scaled as `hrl map` and `--mapping auto` scale them (`hrl.mapping.speed.speed_check`).
+    Writes heldout-seed<S>.csv/.md/.png into `out`; returns the summary."""
     from hrl.config import load_config
     from hrl.mapping.instantiate import choose
     from hrl.mapping.ranking import config_label
-    from hrl.mapping.speed import reference_time, speed_scale
+    from hrl.mapping.speed import speed_check
     from hrl.mapping.validate import mode_overrides
 
-    now = reference_time()["seconds"]
-    scales = {kind: speed_scale(now, p.get("speed_reference")) or 1.0
-              for kind, p in profiles.items()}
+    # As `hrl map` and `--mapping auto` scale (or do not scale) their predictions.
+    checks = {kind: speed_check(p) for kind, p in profiles.items()}
+    scales = {kind: scale for kind, (scale, _) in checks.items()}
+    for kind, (_, warning) in checks.items():
+        if warning:
+            console.print(f"{kind} profile: {warning}")
     settings = draw(n, seed)
     jobs, picks = [], {}
     for s in settings:
@@ -195,9 +197,8 @@ def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: 
         f"Machine: {cpu_name()}. Regenerate: `.venv/bin/python "
         f"experiments/mapping/validate_mapping.py --held-out {n} --seed {seed} {flags}`. "
         "Settings drawn from `experiments/mapping/heldout.py` SPACE; the profile was taken "
-        "before the draw, and nothing was fitted to these runs. Predictions scaled by the "
-        f"machine's speed against the profile's (reference workload): "
-        f"{scales}.", "",
+        "before the draw, and nothing was fitted to these runs. Predictions scaled as `hrl map` "
+        f"scales them (`hrl.mapping.speed.speed_check`): {scales}.", "",
         "| figure | value | target | met |", "|---|---|---|---|",
         f"| median abs. error of predicted env steps/s ({summary['runs']} runs) | "
         f"{summary['median_abs_error']:.1%} | <= 25% | {ok['median_abs_error']} |",

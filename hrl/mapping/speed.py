@@ -128,19 +128,30 @@ SPEED_TOLERANCE = 0.2
 # predictions are refused rather than scaled (re-profile this one). Well past what load on a
 # shared machine does to the reference (a few times), so that a busy spell only scales.
 SPEED_REFUSE = 10.0
+# A profile whose own reference samples (taken at the start and end of each round) spread by
+# more than this factor was taken while the machine's speed moved: its rows hold that drift
+# row by row, which one ratio of medians cannot undo, so its predictions are not scaled.
+PROFILE_SPREAD = 1.5
 
 
 def speed_check(profile: dict) -> tuple[float, str | None]:
     """Times the reference workload now (`reference_time`, a fraction of a second) against
     `profile`'s and returns (scale, warning): every predicted time is multiplied by `scale`
     (1 within SPEED_TOLERANCE, where the difference is noise), and `warning` says in one line
-    how much faster or slower this machine runs than when profiled, or that the profile holds
-    no reference to tell (None when all is well). ValueError beyond SPEED_REFUSE."""
+    how much faster or slower this machine runs than when profiled, that the profile holds
+    no reference to tell, or that its reference moved by more than PROFILE_SPREAD while it was
+    taken (then nothing is scaled); None when all is well. ValueError beyond SPEED_REFUSE."""
     samples = profile.get("speed_reference")
     if not samples:
         return 1.0, ("the profile holds no reference workload timings (taken before hrl "
                      "recorded them): whether this machine is faster or slower than the "
                      "profiled one cannot be told; profile this machine with `hrl profile`")
+    seconds = [float(x["seconds"]) for x in samples]
+    spread = max(seconds) / min(seconds)
+    if spread > PROFILE_SPREAD:
+        return 1.0, (f"the profile's reference workload moved {spread:.1f}x while it was taken "
+                     "(a busy machine): its rows hold that drift, so predictions are not "
+                     "scaled to this machine's speed now; re-profile on a quiet machine")
     scale = speed_scale(reference_time()["seconds"], samples)
     if scale > SPEED_REFUSE or scale < 1.0 / SPEED_REFUSE:
         raise ValueError(f"this machine runs the profile's reference workload at {scale:.2f}x "

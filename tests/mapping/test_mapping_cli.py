@@ -246,16 +246,21 @@ def test_map_always_checks_the_machine_s_speed_against_its_profile(tiny_profile,
     """`hrl map` times the profile's reference workload on every call (here a fixed reading
     stands in for the timing): within the tolerance nothing is said and nothing scaled; a
     machine 3x slower than the profiled one is warned about and its predictions scaled; one
-    11x off is refused in one line; a profile without a reference is named as one that cannot
-    be checked."""
+    11x off is refused in one line; a profile without a reference, or one whose reference
+    moved while it was taken, is named as one that cannot be checked."""
     from hrl.cli import main
     from hrl.mapping import speed
 
     data = json.loads((tiny_profile[0] / "profile.json").read_text())
     then = speed.profile_reference(data["speed_reference"])
+    # A profile taken at one steady speed (the fixture's own samples move with the load of the
+    # test session).
+    data["speed_reference"] = [{**x, "seconds": then} for x in data["speed_reference"]]
+    (tmp_path / "steady").mkdir()
+    (tmp_path / "steady" / "profile.json").write_text(json.dumps(data))
     out = tmp_path / "map"
 
-    def run_map(now, profile=str(tiny_profile[0])):
+    def run_map(now, profile=str(tmp_path / "steady")):
         monkeypatch.setattr(speed, "reference_time", lambda: {"seconds": now})
         capsys.readouterr()
         return main(["map", CONFIG, "--profile", profile, "--devices", "cpu", "--out",
@@ -276,6 +281,14 @@ def test_map_always_checks_the_machine_s_speed_against_its_profile(tiny_profile,
         {k: v for k, v in data.items() if k != "speed_reference"}))
     assert run_map(then, str(tmp_path / "old")) == 0
     assert "holds no reference workload" in capsys.readouterr().out
+    # A profile whose reference moved 3x while it was taken: nothing is scaled, and it says so.
+    (tmp_path / "busy").mkdir()
+    busy = [{**x, "seconds": then * (1 + 2 * (i % 2))}
+            for i, x in enumerate(data["speed_reference"])]
+    (tmp_path / "busy" / "profile.json").write_text(json.dumps({**data, "speed_reference": busy}))
+    assert run_map(3 * then, str(tmp_path / "busy")) == 0
+    assert "moved 3.0x while it was taken" in capsys.readouterr().out
+    assert json.loads((out / "request.json").read_text())["speed_scale"] == 1.0
 
 
 def test_cli_errors_are_clear(tmp_path, capsys):
