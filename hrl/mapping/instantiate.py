@@ -36,7 +36,7 @@ class Choice:
     sgd_per_iter: float
     ranking: list[tuple[str, float]]  # (label, predicted seconds) of every runnable mapping
     plan: Plan
-    notes: list[str] = dataclasses.field(default_factory=list)  # why a D was left out
+    notes: list[str] = dataclasses.field(default_factory=list)  # D left out; why the pick
     ranked: list[RankedMapping] = dataclasses.field(default_factory=list)  # runnable, best first
     default: RankedMapping | None = None  # what the config runs without --mapping (if ranked)
     kept_default: bool = False  # the fastest prediction did not clear the uncertainty

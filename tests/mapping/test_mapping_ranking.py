@@ -140,3 +140,29 @@ def test_uncertainty_grows_outside_the_profiled_sizes():
         __import__("pytest").approx(__import__("math").log2(256 / hi))
     for m in inside.mappings:
         assert far.get(m.label).uncertainty > m.uncertainty > 0
+
+
+def test_mapping_auto_sets_the_prediction_beside_the_steady_state():
+    """After `hrl train --mapping auto`: the predicted rate beside the run's steady state (not
+    the whole session's, which holds compilation and learning_starts), the start-up apart; a
+    run with no steady chunk says so instead of comparing."""
+    from rich.console import Console
+
+    from hrl.mapping.instantiate import Choice, print_comparison
+    from hrl.mapping.ranking import RankedMapping
+
+    pick = RankedMapping("cpu-fused", {}, "fused", (), 1e-3, True, uncertainty=0.1)
+    choice = Choice(pick, 1e-3, 4, 1.0, [("cpu-fused", 1e-3)], None)  # 4,000 env steps/s
+    summary = {"steady_env_steps_per_s": 5000.0, "steady_updates_per_s": 1250.0,
+               "steady_chunks": 3, "init_s": 2.5, "first_chunk_s": 1.5,
+               "env_steps_per_s": 1900.0}
+    console = Console(record=True, width=200)
+    print_comparison(console, choice, summary)
+    text = console.export_text()
+    assert "predicted 4,000 env steps/s" in text and "measured 5,000 env steps/s" in text
+    assert "steady state, 3 chunks; prediction -20%" in text
+    assert "start-up: 2.5 s build and compile, 1.5 s first chunk" in text
+    console = Console(record=True, width=200)
+    print_comparison(console, choice, {**summary, "steady_env_steps_per_s": None,
+                                       "steady_chunks": 0})
+    assert "no steady state measured" in console.export_text()
