@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -132,8 +133,17 @@ def _speed_scale_now(cfg, profile: dict) -> tuple[float, str | None]:
     it (a second CPU device where the profile has the tree on one, the config's intra-op
     threads, the profile's dispatch). ValueError when the machine is too far from the
     profiled one's speed."""
-    start_profiling_backend(cfg, second_cpu=any(r.placement == SECOND_CPU
-                                                 for r in profile_rows(profile)))
+    flags = os.environ.get("XLA_FLAGS")
+    try:
+        start_profiling_backend(cfg, second_cpu=any(r.placement == SECOND_CPU
+                                                     for r in profile_rows(profile)))
+    finally:
+        # The second CPU device is this process's own: processes started after it (a caller
+        # that runs `hrl map` in-process, then starts children) get the environment as it was.
+        if flags is None:
+            os.environ.pop("XLA_FLAGS", None)
+        else:
+            os.environ["XLA_FLAGS"] = flags
     return speed_check(profile)
 
 
