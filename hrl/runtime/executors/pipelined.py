@@ -86,15 +86,9 @@ class PipelinedLoop(HostLoop):
         try:
             for t in range(first, first + num_iters):
                 inputs, actor, batch, completed, returns, env_steps = source.get()
-                agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
-                    agent, replay, pending, batch, inputs.learn_keys, inputs.beta, t)
-                limiter = limiter._replace(inserts=limiter.inserts + sch.inserts_per_iter)
+                (agent, replay, pending, do_learn, td_abs, metric_rows, limiter,
+                 low) = self._learner_step(agent, replay, pending, batch, inputs, t, limiter, low)
                 if do_learn and limit is not None:
-                    limiter, ok = rl.sample(limit, limiter, sch.updates_per_round * sch.batch_size)
-                    if not ok:
-                        raise RuntimeError(f"rate limiter: the learner sampled ahead of the "
-                                           f"actors' inserts ({limiter}, {limit})")
-                    low = min(low, rl.error(limit, limiter))
                     source.progress(limiter.samples)
                 if (t + 1) % self.weight_sync_period == 0:
                     source.publish(t, agent)
@@ -113,6 +107,24 @@ class PipelinedLoop(HostLoop):
             else:
                 source.abandon()  # mid-chunk: a process's queues cannot be resynchronised
         return c.settle(state), c.stack(rows)
+
+    def _learner_step(self, agent, replay, pending, batch, inputs, t: int, limiter, low: float):
+        """The learner's part of iteration `t` on the actors' `batch`: insert and learn
+        (`_learn`), then the limiter's counters (the iteration's inserts, and the samples of a
+        learning round, checked against the rate limit). Returns `_learn`'s six outputs, the
+        limiter and the lowest limiter error so far (`low`). RuntimeError when the learner
+        sampled ahead of the actors' inserts."""
+        sch, limit = self.schedule, self.rate_limit
+        agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
+            agent, replay, pending, batch, inputs.learn_keys, inputs.beta, t)
+        limiter = limiter._replace(inserts=limiter.inserts + sch.inserts_per_iter)
+        if do_learn and limit is not None:
+            limiter, ok = rl.sample(limit, limiter, sch.updates_per_round * sch.batch_size)
+            if not ok:
+                raise RuntimeError(f"rate limiter: the learner sampled ahead of the "
+                                   f"actors' inserts ({limiter}, {limit})")
+            low = min(low, rl.error(limit, limiter))
+        return agent, replay, pending, do_learn, td_abs, metric_rows, limiter, low
 
     def close(self) -> None:
         super().close()

@@ -312,15 +312,9 @@ class DistributedLoop(PipelinedLoop):
                 if free:
                     idle.append(request.worker)
                 inputs = chain.pop(t)
-                agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
-                    agent, replay, pending, batch, inputs.learn_keys, inputs.beta, t)
-                limiter = limiter._replace(inserts=limiter.inserts + sch.inserts_per_iter)
+                (agent, replay, pending, do_learn, td_abs, metric_rows, limiter,
+                 low) = self._learner_step(agent, replay, pending, batch, inputs, t, limiter, low)
                 if do_learn and limit is not None:
-                    limiter, ok = rl.sample(limit, limiter, sch.updates_per_round * sch.batch_size)
-                    if not ok:
-                        raise RuntimeError(f"rate limiter: the learner sampled ahead of the "
-                                           f"actors' inserts ({limiter}, {limit})")
-                    low = min(low, rl.error(limit, limiter))
                     asked = asked._replace(samples=limiter.samples)
                 if (t + 1) % self.weight_sync_period == 0:
                     published[t] = self._publish(agent)
