@@ -117,6 +117,11 @@ def main(argv=None) -> int:
                          "median, as the runs are measured); a profile that kept its rounds "
                          "(profile.json \"rounds\") can be read either way by --repredict")
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
+    ap.add_argument("--refresh-loops", action="store_true",
+                    help="with --profile: measure the loop rows of its profiles again (at "
+                         "the grid's smallest sizes, `grids.loop_sizes`) and keep every other "
+                         "row, as `hrl profile --only loop-fused,loop-host,loop-pipelined` "
+                         "does; then go on as asked (with --profile-only: stop there)")
     ap.add_argument("--repredict", action="store_true",
                     help="measure nothing: predict the runs of --out's validation.csv again "
                          "from the profiles beside it (or --profile) with the model as it is "
@@ -152,6 +157,9 @@ def main(argv=None) -> int:
         return 0
     if args.merge is None:
         args.merge = "median" if args.held_out else VALIDATION_GRID["merge"]
+    if args.refresh_loops and not args.profile:
+        ap.error("--refresh-loops needs --profile DIR (the profiles whose loop rows it "
+                 "measures again)")
     if args.held_out and not args.profile:
         ap.error("--held-out needs --profile DIR (a profile of this machine taken beforehand; "
                  "`--profile-only --out DIR` takes one)")
@@ -163,13 +171,17 @@ def main(argv=None) -> int:
 
     from hrl.config import load_config, to_dict
     from hrl.mapping.profile import (
+        LOOP_KINDS,
+        LOOP_ONLY,
         Profiler,
         cpu_name,
         load_profile,
         merged_rows,
         start_profiling_backend,
+        update_profile,
         write_profile,
     )
+    from hrl.mapping.profile.io import GRID_SIZES
     from hrl.mapping.ranking import predicted_seconds, rank_mappings
     from hrl.mapping.speed import reference_time, speed_scale
     from hrl.mapping.validate import mode_overrides
@@ -191,16 +203,29 @@ def main(argv=None) -> int:
             prof = Profiler(cfg, grid={**VALIDATION_GRID, "merge": args.merge},
                             backends=tuple(args.backends))
             rows = prof.run()
-            write_profile(rows, where[0], to_dict(cfg), prof.skipped, prof.speed, prof.rounds)
+            write_profile(rows, where[0], to_dict(cfg), prof.skipped, prof.speed, prof.rounds,
+                          prof.merge, {k: VALIDATION_GRID[k] for k in GRID_SIZES})
             console.print(f"profile: {where[0]}")
+        if args.refresh_loops:
+            cfg = load_config(CONFIGS[kind])
+            prof = Profiler(cfg, grid={**VALIDATION_GRID, "merge": args.merge},
+                            backends=tuple(args.backends), only=list(LOOP_ONLY))
+            update_profile(where[0], prof.run(), [f"loop:{k}" for k in LOOP_KINDS],
+                           prof.skipped)
+            console.print(f"loop rows refreshed: {where[0]}")
         loaded = [load_profile(w) for w in where]
-        # Each profile's own rounds where it kept them, else its merged rows as one round.
-        rounds = [rs for p in loaded for rs in p.get("rounds") or [p["rows"]]]
-        rows = merged_rows({"rows": [r for p in loaded for r in p["rows"]], "rounds": rounds},
-                           args.merge)
+        # Each profile's own rounds where it kept them, else its merged rows as one round,
+        # numbered on from the profiles before it, with their reference samples renumbered
+        # alike (the steady rounds are told apart by them: `speed.steady_rounds`).
+        rounds, samples = [], []
+        for p in loaded:
+            samples += [{**x, "round": x["round"] + len(rounds)} if x.get("round") is not None
+                        else x for x in p.get("speed_reference", ())]
+            rounds += p.get("rounds") or [p["rows"]]
+        rows = merged_rows({"rows": [r for p in loaded for r in p["rows"]], "rounds": rounds,
+                            "speed_reference": samples}, args.merge)
         profiles[kind] = {**loaded[0], "rows": rows, "rounds": rounds if len(rounds) > 1 else [],
-                          "speed_reference": [x for p in loaded
-                                              for x in p.get("speed_reference", ())]}
+                          "speed_reference": samples}
     if args.profile_only:
         return 0
     if args.held_out:

@@ -19,15 +19,19 @@ from rich.console import Console
 
 from hrl.config import ConfigError, load_config, to_dict
 from hrl.mapping.profile import (
+    GRIDS,
     LINK_ROWS,
     LOOP_ONLY,
     RTL_TABLE_CALLS,
     Profiler,
+    load_profile,
+    profile_grid,
     rtl_cycle_rows,
     start_profiling_backend,
     update_profile,
     write_profile,
 )
+from hrl.mapping.profile.io import GRID_SIZES
 
 HELP = "microbenchmark the five primitives on every device/backend present (for `hrl map`)"
 
@@ -85,20 +89,25 @@ def run(args: argparse.Namespace) -> int:
               "--run-dir a directory holding one", file=sys.stderr)
         return 2
     links = None if only is None else [n for n in only if n != "rtl-tables"]
-    rows, skipped, speed, rounds = [], [], [], []
+    rows, skipped, speed, rounds, merge = [], [], [], [], "min"
+    grid = GRIDS[args.grid]
     if links is None or links:
         start_profiling_backend(cfg, second_cpu="jax" in backends)
-        profiler = Profiler(cfg, grid=args.grid, backends=backends, progress=not args.no_progress,
+        grid = GRIDS[args.grid]
+        if only is not None and (run_dir / "profile.json").is_file():
+            grid = profile_grid(load_profile(run_dir), grid)  # refresh at its own sizes
+        profiler = Profiler(cfg, grid=grid, backends=backends, progress=not args.no_progress,
                             only=links)
         rows, skipped, speed = profiler.run(), profiler.skipped, profiler.speed
-        rounds = profiler.rounds
+        rounds, merge = profiler.rounds, profiler.merge
     if only is not None and (run_dir / "profile.json").is_file():
         calls = [f"loop:{LOOP_ONLY[n]}" if n in LOOP_ONLY else f"link:{n}" for n in links]
         if "rtl-tables" in only:
             rows, calls = rows + rtl_cycle_rows(), calls + list(RTL_TABLE_CALLS)
         csv_path, json_path = update_profile(run_dir, rows, calls, skipped)
     else:
-        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), skipped, speed, rounds)
+        csv_path, json_path = write_profile(rows, run_dir, to_dict(cfg), skipped, speed, rounds,
+                                            merge, {k: grid[k] for k in GRID_SIZES})
     for s in skipped:
         console.print(f"[yellow]skipped:[/yellow] {s}")
     console.print(f"{len(rows)} rows -> {csv_path} and {json_path}")

@@ -134,14 +134,43 @@ SPEED_REFUSE = 10.0
 PROFILE_SPREAD = 1.5
 
 
+def steady_rounds(samples) -> set[int] | None:
+    """The rounds a profile measured at the machine's own speed: those whose reference
+    samples (`Profiler.speed`: one at the start and one at the end of each round, tagged with
+    its "round") all lie within SPEED_TOLERANCE of the profile's fastest sample. A round
+    taken while neighbours slowed the machine has every row it measured inflated by that
+    spell, unevenly, which one ratio cannot take back out row by row; the profile's rows and
+    reference come from the steady rounds instead (`merge.merged_rows`, `speed_check`).
+    None where the samples name no rounds (profiles from before they did): every round
+    counts."""
+    tagged = [s for s in samples or () if s.get("round") is not None]
+    if not tagged:
+        return None
+    fastest = min(float(s["seconds"]) for s in tagged)
+    slowest: dict[int, float] = {}
+    for s in tagged:
+        r = int(s["round"])
+        slowest[r] = max(slowest.get(r, 0.0), float(s["seconds"]))
+    return {r for r, sec in slowest.items() if sec <= (1.0 + SPEED_TOLERANCE) * fastest}
+
+
+def steady_samples(samples) -> list:
+    """The reference samples of the profile's `steady_rounds`: the speed the profile's merged
+    rows were measured at. All of them where the samples name no rounds, or where no round
+    was steady (then the rows hold the drift, and `speed_check` says so)."""
+    steady = steady_rounds(samples)
+    return [s for s in samples or () if not steady or s.get("round") in steady]
+
+
 def speed_check(profile: dict) -> tuple[float, str | None]:
     """Times the reference workload now (`reference_time`, a fraction of a second) against
     `profile`'s and returns (scale, warning): every predicted time is multiplied by `scale`
     (1 within SPEED_TOLERANCE, where the difference is noise), and `warning` says in one line
     how much faster or slower this machine runs than when profiled, that the profile holds
     no reference to tell, or that its reference moved by more than PROFILE_SPREAD while it was
-    taken (then nothing is scaled); None when all is well. ValueError beyond SPEED_REFUSE."""
-    samples = profile.get("speed_reference")
+    taken (then nothing is scaled); None when all is well. The profile's reference is that of
+    its `steady_rounds`, the rounds its rows come from. ValueError beyond SPEED_REFUSE."""
+    samples = steady_samples(profile.get("speed_reference"))
     if not samples:
         return 1.0, ("the profile holds no reference workload timings (taken before hrl "
                      "recorded them): whether this machine is faster or slower than the "

@@ -167,13 +167,44 @@ def test_rounds_merge_to_each_row_s_median_round_and_a_profile_keeps_them(tmp_pa
                  loops=False, only=("thread",))
 
 
+def test_rounds_measured_in_a_slow_spell_are_left_out(tmp_path):
+    """A round whose reference samples ran past SPEED_TOLERANCE of the fastest sample is not
+    read: each row comes from the steady rounds that measured it (a row only a slow round
+    measured stays), the profile's reference is the steady rounds' samples, and
+    load_profile merges a profile written without the rule again by it."""
+    from hrl.config import load_config, to_dict
+    from hrl.mapping.profile import load_profile, merge_rounds, write_profile
+    from hrl.mapping.speed import steady_rounds, steady_samples
+
+    def row(call, latency, n):
+        return {"call": call, "placement": "cpu", "mode": "dispatched", "batch": 4,
+                "latency_s": latency, "cpu_s": latency, "n": n}
+
+    samples = [{"seconds": s, "round": r} for r, s in
+               ((0, 3.0), (0, 1.1), (1, 1.0), (1, 1.15), (2, 1.3), (2, 1.0))]
+    assert steady_rounds(samples) == {1}
+    assert steady_samples(samples) == samples[2:4]
+    assert steady_rounds([{"seconds": 1.0}]) is None  # samples from before rounds were named
+    slow = [{"seconds": s, "round": r} for r, s in ((0, 1.0), (0, 3.0), (1, 3.0), (1, 1.0))]
+    assert steady_rounds(slow) == set() and steady_samples(slow) == slow  # no round steady
+
+    rounds = [[row("train:dqn", 0.5, 0), row("infer:dqn", 0.1, 0)],
+              [row("train:dqn", 2.0, 1)], [row("train:dqn", 1.0, 2)]]
+    assert [r["n"] for r in merge_rounds(rounds, "min")] == [0, 0]
+    assert [r["n"] for r in merge_rounds(rounds, "min", {1})] == [1, 0]
+    assert [r["n"] for r in merge_rounds(rounds, "min", {1, 2})] == [2, 0]
+    write_profile(merge_rounds(rounds, "min"), tmp_path, to_dict(load_config(CONFIG)),
+                  speed=samples, rounds=rounds)
+    assert [r["n"] for r in load_profile(tmp_path)["rows"]] == [1, 0]
+
+
 def test_a_grid_s_rounds_measure_every_row_again(monkeypatch):
     from hrl.config import load_config
     from hrl.mapping import profile
 
     got = []
     monkeypatch.setattr(profile.merge, "merge_rounds",
-                        lambda rounds, keep="min": got.append(rounds) or rounds[-1])
+                        lambda rounds, keep="min", steady=None: got.append(rounds) or rounds[-1])
     calls = {"thread": 0, "cpu-device": 0}
     for name, method in (("thread", "_profile_thread_handoff"),
                          ("cpu-device", "_profile_cpu_device_link")):
@@ -417,25 +448,30 @@ def test_profiler_children_see_no_gpu_whatever_the_parent_runs_on(monkeypatch):
 @pytest.mark.parametrize("dispatch", ["sync", "async"])
 def test_loop_rows_are_measured_in_a_process_with_their_dispatch(dispatch):
     from hrl.config import load_config, to_dict
-    from hrl.mapping.profile import loop_rows_subprocess
+    from hrl.mapping.profile import GRIDS, loop_rows_subprocess, loop_sizes
 
     got = loop_rows_subprocess(to_dict(load_config(CONFIG)), "host", dispatch, repeats=2,
-                               settings=[(1, 2, 3)])
+                               settings=[(1, 2, 3)], sizes=loop_sizes(GRIDS["quick"], "host"))
     assert len(got) == 1 and got[0]["wall_s"] > 0 and got[0]["cpu_s"] > 0
     assert got[0]["async"] is (dispatch == "async")
 
 
 @pytest.mark.parametrize("loop", ["host", "pipelined"])
 def test_loop_row_configs_run_the_row_s_actor_and_sgd_steps(loop):
-    """A loop row's config runs L actor steps and U SGD steps per iteration over the envs its
-    loop is profiled with (the host loops at 8: a host env step costs more in a loop)."""
+    """A loop row's config runs L actor steps and U SGD steps per iteration at its loop's
+    sizes: the grid's smallest point, with at least 8 envs in the host loops (a host env step
+    costs more in a loop)."""
     from hrl.config import load_config, to_dict
-    from hrl.mapping.profile import LOOP_ENVS, loop_row_config
+    from hrl.mapping.profile import GRIDS, LOOP_ENVS, loop_row_config, loop_sizes
     from hrl.mapping.workload import workload_from_config
 
-    cfg = loop_row_config(to_dict(load_config(CONFIG)), loop, steps=4, sgd=3, dispatch="sync")
+    grid = {**GRIDS["quick"], "num_envs": (4, 64), "width": (64, 256), "batch": (32, 128)}
+    sizes = loop_sizes(grid, loop)
+    cfg = loop_row_config(to_dict(load_config(CONFIG)), loop, steps=4, sgd=3, dispatch="sync",
+                          sizes=sizes)
     w = workload_from_config(cfg)
-    assert cfg.env.num_envs == LOOP_ENVS[loop] == (1 if loop == "fused" else 8)
+    assert cfg.env.num_envs == sizes.num_envs == max(4, LOOP_ENVS[loop]) == 8
+    assert (tuple(w.hidden), w.batch_size, w.capacity) == ((64, 64), 32, min(grid["capacity"]))
     assert (w.rollout_length, w.sgd_steps) == (4, pytest.approx(3.0))
     assert cfg.train.executor == {"fused": "fused", "host": "sequential"}.get(loop, "pipelined")
 
@@ -548,10 +584,11 @@ def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_pa
     from hrl.cli import main
     from hrl.mapping import profile as prof
 
-    asked = []
+    asked, sized = [], []
 
-    def fake(base, loop, dispatch, repeats, settings=None, timeout=900.0):
+    def fake(base, loop, dispatch, repeats, settings=None, sizes=None, timeout=900.0):
         asked.append((loop, dispatch, list(settings)))
+        sized.append(sizes)
         return [{"wall_s": 1e-4 * (i + 1), "cpu_s": 1e-4, "async": True}
                 for i in range(len(settings))]
 
@@ -565,6 +602,10 @@ def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_pa
     want = ([(s_, u, n) for s_, u in prof.LOOP_SETTINGS]
             + [(s_, u, n * prof.LOOP_LONG_CALL) for s_, u in prof.FUSED_CALL_SETTINGS])
     assert asked == [("fused", "async", want)]
+    # at the profile's own smallest sizes, where its primitives were measured
+    prims = [r for r in before["rows"] if r.call.startswith(("train:", "infer:"))]
+    assert (sized[0].width, sized[0].batch) == (min(r.width for r in prims),
+                                                min(r.batch for r in prims))
     after = prof.load_profile(run_dir)
     fused = [r for r in after["rows"] if r["call"] == "loop:fused"]
     assert [(r["rollout"], r["sgd"], r["iterations"]) for r in fused] == want

@@ -30,16 +30,29 @@ class Setting:
     fanout: int
 
 
-# Loop-bookkeeping settings: (actor steps L, SGD steps U) per iteration, at small sizes where
-# the bookkeeping is a large share of the iteration. Six points for three coefficients, so the
-# fit has a leave-one-out error; L and U span the range runs use, because a fit on points at
-# L, U <= 4 alone extrapolated badly to the runs' U (see experiments/results/mapping/).
+# Loop-bookkeeping settings: (actor steps L, SGD steps U) per iteration, at the grid's
+# smallest sizes (`loop_sizes`), where the bookkeeping is the largest share of the iteration.
+# Six points for three coefficients, so the fit has a leave-one-out error; L and U span the
+# range runs use, because a fit on points at L, U <= 4 alone extrapolated badly to the runs'
+# U (see experiments/results/mapping/).
 LOOP_SETTINGS = ((1, 1), (4, 1), (1, 4), (16, 1), (1, 16), (16, 32))
-LOOP_WIDTH, LOOP_BATCH, LOOP_CAPACITY = 32, 16, 4096
-# Envs per actor step in each loop's rows. The host loops' rows run 8: at one env the
-# pipelined executor's processes idle on every hand-off, and a residual fitted there
-# overstates runs of 8-64 envs, the sizes these rows price.
+# The fewest envs per actor step in each loop's rows. The host loops' rows run at least 8: at
+# one env the pipelined executor's processes idle on every hand-off, and a residual fitted
+# there overstates runs of 8-64 envs, the sizes these rows price.
 LOOP_ENVS = {"fused": 1, "host": 8, "pipelined": 8}
+
+
+def loop_sizes(grid: dict, loop: str) -> Setting:
+    """The sizes `loop`'s rows run at: the profile grid's smallest point (at least
+    LOOP_ENVS[loop] envs). A loop row's bookkeeping is its measured time less its primitives'
+    predicted time, so the rows sit where the primitives were measured: below the grid, their
+    models extrapolate, and the per-call intercepts measured at the grid's sizes made the
+    primitives of a smaller loop cost more than the whole loop measured."""
+    return Setting(num_envs=max(LOOP_ENVS[loop], min(grid["num_envs"])),
+                   width=min(grid["width"]), batch=min(grid["batch"]),
+                   capacity=min(grid["capacity"]), fanout=grid["fanout"][0])
+
+
 # The fused loop runs a whole chunk of iterations in one call and pays a fixed cost per call
 # (dispatch, the chunk's outputs handed back), while `hrl train` runs chunks of hundreds. Its
 # rows at these (L, U) are timed again in chunks LOOP_LONG_CALL times as long, so that `plan`

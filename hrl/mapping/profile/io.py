@@ -24,7 +24,9 @@ from hrl.mapping.profile.grids import (
     RTL_RESOURCE_CSVS,
     RTL_TABLE_CALLS,
 )
+from hrl.mapping.profile.merge import merged_rows
 from hrl.mapping.profile.rows import ProfileRow, as_rows, row_dicts
+from hrl.mapping.speed import steady_rounds
 
 FORMAT = "hrl-profile-1"
 # The checkout this package was imported from (a table's CSV is looked up there too).
@@ -85,10 +87,12 @@ def _now() -> str:
 
 
 def write_profile(rows, run_dir: Path, cfg_dict: dict, skipped=(),
-                  speed=(), rounds=()) -> tuple[Path, Path]:
+                  speed=(), rounds=(), merge: str = "min",
+                  grid: dict | None = None) -> tuple[Path, Path]:
     """profile.csv (timed rows, `ROW_FIELDS`) and profile.json (rows, config, machine, the
-    reference workload's samples, `speed`: `Profiler.speed`, and each round's rows before
-    they were merged, `rounds`: `Profiler.rounds`) in `run_dir`. Rows: ProfileRows or dicts."""
+    reference workload's samples, `speed`: `Profiler.speed`, each round's rows before they
+    were merged, `rounds`: `Profiler.rounds`, the rule that merged them, `merge`, and the
+    grid measured, `grid`) in `run_dir`. Rows: ProfileRows or dicts."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     rows = row_dicts(rows)
@@ -103,7 +107,8 @@ def write_profile(rows, run_dir: Path, cfg_dict: dict, skipped=(),
         "format": FORMAT, "created": _now(),
         "machine": machine_info(), "config": cfg_dict, "skipped": list(skipped),
         "speed_reference": list(speed), "rows": rows,
-        **({"rounds": [row_dicts(r) for r in rounds]} if rounds else {}),
+        **({"rounds": [row_dicts(r) for r in rounds], "merge": merge} if rounds else {}),
+        **({"grid": grid} if grid else {}),
     }, indent=1, default=str))
     return csv_path, json_path
 
@@ -122,7 +127,7 @@ def update_profile(run_dir: Path, rows, calls, skipped=()) -> tuple[Path, Path]:
     rounds = [[r for r in rows_ if r.call not in calls] for rows_ in data.get("rounds", [])]
     csv_path, json_path = write_profile(kept + as_rows(rows), Path(run_dir), data["config"],
                                         data.get("skipped", []), data.get("speed_reference", []),
-                                        rounds)
+                                        rounds, data.get("merge", "min"), data.get("grid"))
     new = json.loads(json_path.read_text())
     new.update(created=data.get("created", new["created"]), machine=data["machine"],
                updates=updates)
@@ -130,10 +135,33 @@ def update_profile(run_dir: Path, rows, calls, skipped=()) -> tuple[Path, Path]:
     return csv_path, json_path
 
 
+# The sizes of a grid (`grids.GRIDS`), as `profile_grid` reads them back.
+GRID_SIZES = ("num_envs", "width", "batch", "capacity", "fanout")
+
+
+def profile_grid(profile: dict, base: dict) -> dict:
+    """The grid `profile` was measured over: its stored "grid", else the sizes its primitive
+    rows ran at; `base` (a grid) for the rest (repeats, scan). What `hrl profile --only`
+    refreshes rows of an existing profile at, so that refreshed loop rows sit where its
+    primitives were measured (`grids.loop_sizes`)."""
+    if profile.get("grid"):
+        return {**base, **profile["grid"]}
+    prims = [r for r in profile["rows"] if r.width and r.batch and r.num_envs
+             and not r.call.startswith(("loop:", "link:", "overlap:", "rtl-"))]
+    if not prims:
+        return base
+    return {**base, **{k: tuple(sorted({getattr(r, k) for r in prims if getattr(r, k)}))
+                       for k in GRID_SIZES}}
+
+
 def load_profile(path: str | Path) -> dict:
     """A profile.json (or the run directory holding it), its "rows" and every round of
-    "rounds" as ProfileRows in the current placement spelling; the rest as stored.
-    ValueError when it does not exist or is not an hrl profile."""
+    "rounds" as ProfileRows in the current placement spelling; the rest as stored. Where
+    the profile kept its rounds and its reference samples name them, "rows" are merged again
+    from its steady rounds (`merge.merged_rows`, by its own "merge" rule, "min" where it
+    names none), so a profile taken before the profiler left out rounds measured in a slow
+    spell is read as one taken after. ValueError when it does not exist or is not an hrl
+    profile."""
     path = Path(path)
     if path.is_dir():
         path = path / "profile.json"
@@ -145,4 +173,6 @@ def load_profile(path: str | Path) -> dict:
     data["rows"] = as_rows(data.get("rows", []))
     if "rounds" in data:
         data["rounds"] = [as_rows(r) for r in data["rounds"]]
+        if data["rounds"] and steady_rounds(data.get("speed_reference")) is not None:
+            data["rows"] = merged_rows(data, data.get("merge", "min"))
     return data

@@ -1,4 +1,4 @@
-"""Loop rows: the runtime's own loops at small settings, timed per iteration.
+"""Loop rows: the runtime's own loops at the grid's smallest sizes, timed per iteration.
 
 Their time beyond the primitives is the loop's bookkeeping (n-step window, pending queue,
 key splits, host transfers of returns, and for the host loops the cost of each call), which
@@ -19,15 +19,12 @@ from hrl.config import config_from_dict, to_dict
 from hrl.mapping.profile import spawn
 from hrl.mapping.profile.grids import (
     FUSED_CALL_SETTINGS,
-    LOOP_BATCH,
-    LOOP_CAPACITY,
     LOOP_DISPATCH,
-    LOOP_ENVS,
     LOOP_KINDS,
     LOOP_LONG_CALL,
     LOOP_SETTINGS,
-    LOOP_WIDTH,
     Setting,
+    loop_sizes,
 )
 from hrl.mapping.profile.rows import ProfileRow
 from hrl.mapping.validate import measure_iteration
@@ -43,17 +40,19 @@ def set_width(data: dict, width: int) -> None:
         data["agent"]["critic_hidden_sizes"] = [width, width]
 
 
-def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str):
-    """The config of one loop row: `base` (a config dict, not modified) at the loop-row sizes,
-    L=`steps` actor steps and U=`sgd` SGD steps per iteration, strict, run by `loop` (fused,
-    host, or pipelined with process actors one iteration ahead) in CPU `dispatch`."""
+def loop_row_config(base: dict, loop: str, steps: int, sgd: int, dispatch: str,
+                    sizes: Setting):
+    """The config of one loop row: `base` (a config dict, not modified) at `sizes` (the
+    loop's `grids.loop_sizes`), L=`steps` actor steps and U=`sgd` SGD steps per iteration,
+    strict, run by `loop` (fused, host, or pipelined with process actors one iteration ahead)
+    in CPU `dispatch`."""
     data = json.loads(json.dumps(base))
-    data["env"].update(num_envs=LOOP_ENVS[loop])
-    set_width(data, LOOP_WIDTH)
-    data["replay"].update(capacity=LOOP_CAPACITY, backend="jax")
-    data["train"].update(rollout_length=steps, batch_size=LOOP_BATCH,
-                         train_ratio=sgd / (steps * LOOP_ENVS[loop]),
-                         learning_starts=LOOP_BATCH * 4,
+    data["env"].update(num_envs=sizes.num_envs)
+    set_width(data, sizes.width)
+    data["replay"].update(capacity=sizes.capacity, fanout=sizes.fanout, backend="jax")
+    data["train"].update(rollout_length=steps, batch_size=sizes.batch,
+                         train_ratio=sgd / (steps * sizes.num_envs),
+                         learning_starts=sizes.batch * 4,
                          dependency="strict", staleness=0, total_env_steps=10**7,
                          cpu_dispatch=dispatch, actors="thread",
                          executor="fused" if loop == "fused" else "sequential")
@@ -71,10 +70,11 @@ def loop_iterations(repeats: int) -> int:
 
 def loop_rows(args: dict) -> list[dict]:
     """The child's side of `spawn.loop_rows_subprocess` (`args`: {"base", "loop",
-    "dispatch", "repeats", "settings"}): starts this process's CPU backend as a run of the
-    loop starts it, then per setting {"wall_s", "cpu_s", "async"}. Must run in a process
-    whose JAX has not started."""
-    configs = [loop_row_config(args["base"], args["loop"], steps, sgd, args["dispatch"])
+    "dispatch", "repeats", "settings", "sizes"}): starts this process's CPU backend as a run
+    of the loop starts it, then per setting {"wall_s", "cpu_s", "async"}. Must run in a
+    process whose JAX has not started."""
+    sizes = Setting(**args["sizes"])
+    configs = [loop_row_config(args["base"], args["loop"], steps, sgd, args["dispatch"], sizes)
                for steps, sgd, _ in args["settings"]]
     start_cpu_backend(configs[0])  # as a run of this loop starts: its dispatch and threads
     out = []
@@ -103,10 +103,9 @@ def profile_loops(prof, repeats: int, loops=None) -> None:
     # A host env (gymnasium) cannot run inside the fused loop.
     loops = [x for x in (loops or LOOP_KINDS) if target.spec.is_jax or x != "fused"]
     n = loop_iterations(repeats)
-    s = Setting(num_envs=1, width=LOOP_WIDTH, batch=LOOP_BATCH, capacity=LOOP_CAPACITY,
-                fanout=target.cfg.replay.fanout)
-    depth = target.workload(s).depth
     for loop in loops:
+        s = loop_sizes(prof.grid, loop)
+        depth = target.workload(s).depth
         for dispatch in LOOP_DISPATCH[loop]:
             settings = [(steps, sgd, n) for steps, sgd in LOOP_SETTINGS]
             if loop == "fused":
@@ -114,15 +113,15 @@ def profile_loops(prof, repeats: int, loops=None) -> None:
                              for steps, sgd in FUSED_CALL_SETTINGS]
             try:
                 got = spawn.loop_rows_subprocess(to_dict(target.cfg), loop, dispatch, repeats,
-                                                 settings)
+                                                 settings, s)
             except RuntimeError as err:
                 prof.skipped.append(f"loop:{loop} ({dispatch}): {err}")
                 continue
             for (steps, sgd, iterations), m in zip(settings, got, strict=True):
                 prof.rows.append(ProfileRow(
                     call=f"loop:{loop}", placement="loop", mode="loop", env=target.env_name,
-                    algo=target.algo, num_envs=LOOP_ENVS[loop], width=LOOP_WIDTH,
-                    batch=LOOP_BATCH, capacity=LOOP_CAPACITY, fanout=s.fanout, depth=depth,
+                    algo=target.algo, num_envs=s.num_envs, width=s.width,
+                    batch=s.batch, capacity=s.capacity, fanout=s.fanout, depth=depth,
                     rollout=steps, sgd=sgd, dispatch=dispatch, work=0.0,
                     iterations=iterations, latency_s=m["wall_s"], cpu_s=m["cpu_s"],
                     p10_s=m["wall_s"], p90_s=m["wall_s"], repeats=3))

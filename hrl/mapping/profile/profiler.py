@@ -230,7 +230,7 @@ class Profiler:
                 self._time_reference(r)
                 tasks = again
         self.rounds = measured if rounds > 1 else []
-        self.rows = merge.merge_rounds(measured, self.merge)
+        self.rows = merge.merge_rounds(measured, self.merge, merge.steady_rounds(self.speed))
         self.skipped = list(dict.fromkeys(self.skipped))  # a part skipped in every round
         if self.only is None:
             self.rows.extend(rtl_cycle_rows())

@@ -10,6 +10,7 @@ RuntimeError with the end of the child's stderr when the child fails or times ou
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -49,12 +50,12 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
 
 
 def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
-                         settings, timeout: float = 900.0) -> list[dict]:
+                         settings, sizes, timeout: float = 900.0) -> list[dict]:
     """`loops.loop_rows` in a fresh Python started in CPU `dispatch` (see
-    `loops.profile_loops`): per (L, U, N) of `settings` (N iterations per call),
-    {"wall_s", "cpu_s", "async"}."""
+    `loops.profile_loops`): per (L, U, N) of `settings` (N iterations per call), at `sizes`
+    (a `grids.Setting`), {"wall_s", "cpu_s", "async"}."""
     args = {"base": base, "loop": loop, "dispatch": dispatch, "repeats": repeats,
-            "settings": [list(x) for x in settings]}
+            "settings": [list(x) for x in settings], "sizes": dataclasses.asdict(sizes)}
     return run_probe("loop", args, "the loop probe", timeout)
 
 
