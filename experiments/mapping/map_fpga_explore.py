@@ -28,8 +28,8 @@ def main() -> int:
     import matplotlib.pyplot as plt
 
     from hrl.mapping import fpga
-    from hrl.mapping.plan import logic_from_profile, rmm_timing_from_profile
     from hrl.mapping.profile import rtl_cycle_rows
+    from hrl.mapping.rtl_tables import logic_from_profile, rmm_timing_from_profile
 
     tables = {"rows": rtl_cycle_rows()}
     timing = rmm_timing_from_profile(tables)

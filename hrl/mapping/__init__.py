@@ -10,9 +10,9 @@ Modules: `workload` (work terms of an iteration), `model` (least-squares latency
 learner), `platform` (placements and their latency sources), `dse` (the jitted exploration),
 `plan` (profile + devices -> exploration), `ranking` (the one ranking of the mappings the
 runtime can run: `hrl map`'s, `--mapping auto`'s and the validation's), `report`,
-`validate`, `instantiate`, `devices`
-(the placements' names, one spelling each), and the package `profile` (the profiler: typed
-rows, probes, child processes, profile files).
+`validate`, `instantiate`, `rtl_tables` (the RTL tables a profile carries, in the FPGA
+model's terms), `devices` (the placements' names, one spelling each), and the package
+`profile` (the profiler: typed rows, probes, child processes, profile files).
 """
 
 from hrl.mapping.dse import Exploration, baselines, explore

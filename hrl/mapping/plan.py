@@ -26,8 +26,9 @@ nothing is fitted to validation runs.
   `infer`, `insert`, `sample`, `train`, `update`);
 * host loop c0, c_step, c_sgd: the sequential loop's Python and dispatch per iteration, per
   actor step and per SGD step (`loop:host`; their leave-one-out error is kept);
-* fused loop c0, c_step, c_sgd, c_call: the same inside the fused scan, and per call of it
-  (`loop:fused`, timed at several chunk lengths);
+* fused loop c0, c_step, c_sgd, c_call: the same inside the fused scan (c_step and c_sgd
+  may be negative: what fusing an actor step's or an SGD step's calls saves against timing
+  them apart), and per call of it (`loop:fused`, timed at several chunk lengths);
 * process link (latency, bandwidth): a batch through the pipelined executor's queue, both
   ends (`link:process`); host link and cpu-device link: a copy to a host backend, a move
   between XLA CPU devices (`link:host`, `link:cpu-device`);
@@ -65,6 +66,7 @@ from hrl.mapping.platform import (
 )
 from hrl.mapping.profile.grids import HANDOFF_CALL, LEGACY_OVERLAP_CALL, OVERLAP_CALL
 from hrl.mapping.profile.rows import ProfileRow, profile_rows
+from hrl.mapping.rtl_tables import logic_from_profile, rmm_timing_from_profile
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
 from hrl.mapping.uncertainty import profiled_box
 from hrl.mapping.workload import CALLS, KNOWN_ENVS, PRIMITIVES, Workload
@@ -302,10 +304,14 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
                      + ([1.0 / w.iterations_per_call] if per_call else []))
             total.append(float(getattr(r, METRICS[metric])))
             y.append(total[-1] - prims)
-        coef = _relative_fit(np.array(a), np.array(y), np.array(total))
+        # In the fused scan an SGD step's sample, train and update are one program, and the
+        # actor step's calls another: XLA shares work the primitives timed apart each pay,
+        # so the fused loop's c_step and c_sgd may come out below zero.
+        free = (1, 2) if kind == "fused" else ()
+        coef = _relative_fit(np.array(a), np.array(y), np.array(total), free)
         if coef is None:
             continue
-        loo = _leave_one_out(np.array(a), np.array(y), np.array(total))
+        loo = _leave_one_out(np.array(a), np.array(y), np.array(total), free)
         c0, c_step, c_sgd, *c_call = map(float, coef)
         out[kind] = LoopOverhead(c0, c_step, c_sgd, c_call=c_call[0] if c_call else 0.0, source=(
             f"{kind} loop at {len(rows)} small settings ({mode} dispatch) minus its profiled "
@@ -340,23 +346,30 @@ def pipelined_error(profile: dict | None, models: dict, host: LoopOverhead,
     return float(np.median(errors))
 
 
-def _relative_fit(a, y, total):
-    """c >= 0 minimising the squared relative error of each row's iteration time (total =
-    primitives + a @ c), so that the small settings count as much as the large ones."""
+def _relative_fit(a, y, total, free=()):
+    """c minimising the squared relative error of each row's iteration time (total =
+    primitives + a @ c), so that the small settings count as much as the large ones; c >= 0
+    but for the columns in `free` (a term fitted below zero is dropped and the rest fitted
+    again: bookkeeping cannot save time, but a fused loop's calls can share work)."""
     scale = 1.0 / np.maximum(total, 1e-12)
-    coef = np.linalg.lstsq(a * scale[:, None], y * scale, rcond=None)[0]
-    coef = np.maximum(coef, 0.0)  # bookkeeping cannot save time
-    return coef if np.all(np.isfinite(coef)) else None
+    cols = list(range(a.shape[1]))
+    while True:
+        coef = np.zeros(a.shape[1])
+        coef[cols] = np.linalg.lstsq((a * scale[:, None])[:, cols], y * scale, rcond=None)[0]
+        negative = [i for i in cols if coef[i] < 0 and i not in free]
+        if not negative:
+            return coef if np.all(np.isfinite(coef)) else None
+        cols = [i for i in cols if i not in negative]
 
 
-def _leave_one_out(a, y, total) -> float | None:
+def _leave_one_out(a, y, total, free=()) -> float | None:
     """Median relative error of each row's iteration time predicted from a fit without it."""
     if len(y) <= a.shape[1]:
         return None
     errs = []
     for i in range(len(y)):
         keep = np.arange(len(y)) != i
-        coef = _relative_fit(a[keep], y[keep], total[keep])
+        coef = _relative_fit(a[keep], y[keep], total[keep], free)
         if coef is None:
             return None
         errs.append(abs(a[i] @ coef - y[i]) / total[i])  # predicted - measured iteration
@@ -389,42 +402,6 @@ def _loop_row_workload(r: ProfileRow | dict) -> Workload:
                     fanout=int(r.fanout), sgd_steps=float(r.sgd),
                     rollout_length=int(r.rollout),
                     iterations_per_call=int(r.iterations or 0))
-
-
-def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
-    """RmmTiming fitted on the RTL's measured cycle table (sim/cycles.csv) if the profile
-    carries it, else the RTL's documented pipeline; plus the kernel's measured memory side
-    (fpga_rtl/kernel_cycles_fit.csv) if the profile carries it."""
-    all_rows = profile_rows(profile)
-    # a table row's CSV columns are its `extra`: the RTL's own CSV rows
-    rows = [dict(r.extra) for r in all_rows if r.call == "rtl-cycles"]
-    timing = fpga_model.RmmTiming()
-    if rows:
-        try:
-            t = fpga_model.RmmTiming.from_rtl_csv_rows(rows)
-            timing = dataclasses.replace(t, source=f"fit on {len(rows)} rows of the RTL's "
-                                                   "measured cycle table (sim/cycles.csv)")
-        except (KeyError, TypeError, ValueError):
-            pass
-    kernel_rows = [dict(r.extra) for r in all_rows if r.call == "rtl-kernel-cycles"]
-    if kernel_rows:
-        try:
-            timing = timing.with_kernel_fit(kernel_rows)
-        except (KeyError, TypeError, ValueError):
-            pass
-    return timing
-
-
-def logic_from_profile(profile: dict | None) -> fpga_model.LogicCoefficients:
-    """LUT/FF coefficients calibrated on the RTL's yosys table (fpga_rtl/syn/resources.csv)."""
-    rows = [r.extra for r in profile_rows(profile) if r.call == "rtl-resources"]
-    try:
-        conv = [{"fanout": int(r["K"]), "word_bits": int(r["W"]), "depth": int(r["D"]),
-                 "lanes": int(r["P"]), "lut": float(r["LUT"]) + float(r.get("LUTRAM") or 0),
-                 "ff": float(r["FF"])} for r in rows]
-        return fpga_model.calibrate_logic(conv)
-    except (KeyError, TypeError, ValueError):
-        return fpga_model.LogicCoefficients()
 
 
 def placements_for(profile: dict | None, devices: list[str] | None,

@@ -276,7 +276,7 @@ def test_kernel_fit_from_the_measured_table():
     from pathlib import Path
 
     from hrl.mapping import profile
-    from hrl.mapping.plan import rmm_timing_from_profile
+    from hrl.mapping.rtl_tables import rmm_timing_from_profile
 
     path = Path(__file__).resolve().parents[2] / "fpga_rtl" / "kernel_cycles_fit.csv"
     rows = list(csv.DictReader(path.read_text().splitlines()))

@@ -1,0 +1,47 @@
+"""The RTL's measured tables a profile carries, read into the FPGA model's terms: the replay
+manager's cycle counts (sim/cycles.csv, fpga_rtl/kernel_cycles_fit.csv) and yosys's resource
+counts (fpga_rtl/syn/resources.csv). A profile without them gives the RTL's documented
+pipeline and the default logic coefficients."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hrl.mapping import fpga as fpga_model
+from hrl.mapping.profile.rows import profile_rows
+
+
+def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
+    """RmmTiming fitted on the RTL's measured cycle table (sim/cycles.csv) if the profile
+    carries it, else the RTL's documented pipeline; plus the kernel's measured memory side
+    (fpga_rtl/kernel_cycles_fit.csv) if the profile carries it."""
+    all_rows = profile_rows(profile)
+    # a table row's CSV columns are its `extra`: the RTL's own CSV rows
+    rows = [dict(r.extra) for r in all_rows if r.call == "rtl-cycles"]
+    timing = fpga_model.RmmTiming()
+    if rows:
+        try:
+            t = fpga_model.RmmTiming.from_rtl_csv_rows(rows)
+            timing = dataclasses.replace(t, source=f"fit on {len(rows)} rows of the RTL's "
+                                                   "measured cycle table (sim/cycles.csv)")
+        except (KeyError, TypeError, ValueError):
+            pass
+    kernel_rows = [dict(r.extra) for r in all_rows if r.call == "rtl-kernel-cycles"]
+    if kernel_rows:
+        try:
+            timing = timing.with_kernel_fit(kernel_rows)
+        except (KeyError, TypeError, ValueError):
+            pass
+    return timing
+
+
+def logic_from_profile(profile: dict | None) -> fpga_model.LogicCoefficients:
+    """LUT/FF coefficients calibrated on the RTL's yosys table (fpga_rtl/syn/resources.csv)."""
+    rows = [r.extra for r in profile_rows(profile) if r.call == "rtl-resources"]
+    try:
+        conv = [{"fanout": int(r["K"]), "word_bits": int(r["W"]), "depth": int(r["D"]),
+                 "lanes": int(r["P"]), "lut": float(r["LUT"]) + float(r.get("LUTRAM") or 0),
+                 "ff": float(r["FF"])} for r in rows]
+        return fpga_model.calibrate_logic(conv)
+    except (KeyError, TypeError, ValueError):
+        return fpga_model.LogicCoefficients()
