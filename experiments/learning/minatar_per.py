@@ -1,7 +1,7 @@
 """DQN with prioritized replay against DQN with uniform replay on MinAtar (gymnax).
 
     python experiments/learning/minatar_per.py [--games breakout space_invaders]
-                                               [--seeds 3] [--budget cpu|published]
+                                               [--seeds 3] [--budget cpu|cpu-100k|published]
 
 Per game, two variants that differ in one key: `replay.alpha` 0.6 (PER, beta annealed 0.4 to
 1) and 0 (uniform: every priority^0 = 1, so sampling is uniform and every importance weight
@@ -21,6 +21,8 @@ Budgets:
   copied every 250 SGD steps (the published 1,000 would copy it 4 times), evaluation every
   4,096 steps. Sized for a 2-core CPU (the learner, not the env, sets the cost): a
   game's two variants fit in a few minutes there (minatar_per.md records the wall time).
+* `cpu-100k`: the `cpu` schedule over 100,000 env steps (epsilon decayed over the first
+  50,000), the first step count the published curves can be read at.
 * `published`: the MinAtar paper's DQN schedule (Young & Tian 2019): 5M env steps, one SGD
   step per env step, batch 32, a 100k replay, target copied every 1,000 SGD steps, epsilon 1
   to 0.1 over 100k steps, learning from 5,000 transitions; evaluation every 250k steps. For a
@@ -70,16 +72,48 @@ BUDGETS = {
             "agent.eps_decay_steps=8192", "train.learning_starts=2000",
             "agent.target_update_period=250",
             "train.chunk_env_steps=4096", "train.eval_every=4096"],
+    # The same schedule as `cpu` run 6x longer: the first step count the published curves
+    # can be read at (`PUBLISHED_DQN`).
+    "cpu-100k": ["train.total_env_steps=100000", "train.train_ratio=0.25",
+                 "agent.eps_decay_steps=50000", "train.learning_starts=2000",
+                 "agent.target_update_period=250",
+                 "train.chunk_env_steps=10000", "train.eval_every=20000"],
     "published": ["train.total_env_steps=5000000", "train.train_ratio=1.0",
                   "train.batch_size=32", "replay.capacity=100000",
                   "agent.target_update_period=1000", "agent.eps_decay_steps=100000",
                   "train.learning_starts=5000", "train.chunk_env_steps=50000",
                   "train.eval_every=250000"],
 }
+# The published DQN curves (Young & Tian 2019, "MinAtar", Figure: mean over 30 runs of the
+# moving average of training returns over 100 episodes, against frames = env steps), as
+# digitized from the pixels of the figure in the MinAtar repository
+# (github.com/kenjyoung/MinAtar, img/learning_curves.gif): for each env step count, the
+# median row of the DQN curve's pixels within +-3 columns, mapped through the axis ticks. One
+# pixel is 0.04 return units on Breakout and 0.45 on Space Invaders; the curves' own spread
+# across seeds is drawn there as a band a few pixels wide. Training returns at epsilon 0.1, so
+# they compare with the training curve, not the greedy eval.
+PUBLISHED_DQN = {
+    "breakout": {100_000: 4.3, 250_000: 6.6, 500_000: 8.3, 1_000_000: 9.2, 2_000_000: 9.6,
+                 3_000_000: 9.9, 4_000_000: 9.9, 5_000_000: 10.0},
+    "space_invaders": {100_000: 15.8, 250_000: 21.9, 500_000: 27.7, 1_000_000: 32.9,
+                       2_000_000: 41.0, 3_000_000: 43.7, 4_000_000: 43.7, 5_000_000: 43.3},
+}
+
+
+def published_at(game: str, env_steps: int) -> float | None:
+    """The published DQN training return at `env_steps`, linear between the digitized points
+    (`PUBLISHED_DQN`); None outside them (the curve below 100k steps is too steep to read)."""
+    points = PUBLISHED_DQN.get(game)
+    if not points or not min(points) <= env_steps <= max(points):
+        return None
+    steps = sorted(points)
+    return float(np.interp(env_steps, steps, [points[k] for k in steps]))
+
+
 FIELDS = ("game", "variant", "budget", "seeds", "env_steps", "final_eval_iqm",
           "final_eval_ci_low", "final_eval_ci_high", "final_train_iqm", "final_train_ci_low",
           "final_train_ci_high", "per_minus_uniform_eval_iqm", "diff_ci_low", "diff_ci_high",
-          "random_policy_return", "wall_s")
+          "random_policy_return", "published_dqn_train_return", "wall_s")
 
 
 def _parse():
@@ -162,6 +196,10 @@ def plot_game(out: Path, game: str, results: dict, budget: str) -> None:
                          yerr=[[x["iqm"] - x["iqm_ci_low"] for x in rows],
                                [x["iqm_ci_high"] - x["iqm"] for x in rows]],
                          fmt="o-", color=f"C{i}", capsize=3, label=f"{variant}: IQM, 95% CI")
+    published = {k: v for k, v in PUBLISHED_DQN.get(game, {}).items() if k <= r["env_steps"]}
+    if published:
+        train_ax.plot(list(published), list(published.values()), "k--", marker="s",
+                      markersize=3, label="published DQN (Young & Tian 2019), digitized")
     train_ax.set_title(f"{game}: training return (mean of last {r['window']} episodes)")
     eval_ax.set_title(f"{game}: eval return (greedy, 10 episodes per seed)")
     for ax in (train_ax, eval_ax):
@@ -200,6 +238,8 @@ def rows_of(game: str, results: dict, budget: str, random: float) -> list[dict]:
             "final_train_ci_low": round(tr[0], 2), "final_train_ci_high": round(tr[1], 2),
             "per_minus_uniform_eval_iqm": round(diff, 2), "diff_ci_low": round(low, 2),
             "diff_ci_high": round(high, 2), "random_policy_return": round(random, 2),
+            "published_dqn_train_return": (None if (x := published_at(game, r["env_steps"]))
+                                           is None else round(x, 1)),
             "wall_s": round(r["wall_s"], 1),
         })
     return rows
@@ -229,14 +269,16 @@ def write_tables(out: Path, rows: list[dict]) -> None:
         "with 95% bootstrap intervals; PER - uniform resamples seeds within each variant. "
         "Random policy: the mean return of 64 episodes of uniformly random actions. Wall "
         "seconds include compilation and were measured under `nice -n 19` on a shared "
-        "machine. The published DQN curves (Young & Tian 2019; Obando-Ceron & Castro 2021) "
-        "are not drawn: their data could not be fetched here, and no values are quoted from "
-        "memory; at this budget (16k env steps against their 5M and 10M) they would not be "
-        "comparable anyway.",
+        "machine. Published DQN: the training return of Young & Tian (2019) at the same env "
+        "steps, digitized from the pixels of their learning-curve figure (`PUBLISHED_DQN` "
+        "in the script says how), compared with the final train IQM; none below 100k steps, "
+        "where their curve is too steep to read. Obando-Ceron & Castro (2021) publish no "
+        "data this script could read, so it is not drawn.",
         "",
         "| game | variant | budget | seeds | env steps | final eval IQM [95% CI] | final "
-        "train IQM [95% CI] | PER - uniform, eval IQM [95% CI] | random policy | wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "train IQM [95% CI] | PER - uniform, eval IQM [95% CI] | random policy | published "
+        "DQN, train | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -245,7 +287,7 @@ def write_tables(out: Path, rows: list[dict]) -> None:
             f"{r['final_eval_ci_high']}] | {r['final_train_iqm']} [{r['final_train_ci_low']}, "
             f"{r['final_train_ci_high']}] | {r['per_minus_uniform_eval_iqm']} "
             f"[{r['diff_ci_low']}, {r['diff_ci_high']}] | {r.get('random_policy_return', '')} | "
-            f"{r['wall_s']} |")
+            f"{r.get('published_dqn_train_return') or '-'} | {r['wall_s']} |")
     (out / "minatar_per.md").write_text("\n".join(lines) + "\n")
 
 
