@@ -239,12 +239,13 @@ class DistributedLoop(PipelinedLoop):
         if actor_schedule not in SCHEDULES:
             raise ValueError(f"config key 'train.actor_schedule': one of {SCHEDULES}, got "
                              f"{actor_schedule!r}")
-        if priorities is not None and example_transition is None:
-            raise ValueError("distributed loop: actor priorities need an example transition")
-        if priorities is not None and self._config is not None and \
-                not self._config.train.actor_priorities:
-            raise ValueError("distributed loop: priorities given but the config's "
-                             "train.actor_priorities is false (the workers read the config)")
+        # The workers read train.actor_priorities from the config; the learner must send them
+        # the leaves that function reads (else they would compute with stale target networks).
+        wanted = bool(self._config.train.actor_priorities)
+        if (priorities is not None) != wanted or (wanted and example_transition is None):
+            raise ValueError(f"distributed loop: config key 'train.actor_priorities' is "
+                             f"{wanted} but the loop was given priorities={priorities!r} and "
+                             f"example_transition={'set' if example_transition else None}")
         self.num_actors, self.actor_schedule = num_actors, actor_schedule
         self.priorities, self._example = priorities, example_transition
         start_ray()  # at build, so a Ray that cannot start stops the run before it starts
