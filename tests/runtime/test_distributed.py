@@ -7,6 +7,7 @@ learner. Ray starts once for the module's tests that use it."""
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import time
@@ -202,10 +203,10 @@ def test_a_run_stopped_at_a_checkpoint_and_resumed_is_the_uninterrupted_run(loca
     end_full = restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like)
     assert_trees_equal(end_full,
                        restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like))
-    for name in ("episodes.csv",):
-        assert (tmp_path / "full" / name).read_text() == (tmp_path / "split" / name).read_text()
-    metric = "td_abs"  # a learner metric of every chunk, from the replay's sampled priorities
-    assert _column(tmp_path / "full", metric) == _column(tmp_path / "split", metric)
+    episodes = (tmp_path / "full" / "episodes.csv").read_text()
+    assert episodes == (tmp_path / "split" / "episodes.csv").read_text()
+    assert episodes.count("\n") > 5
+    assert _metrics(tmp_path / "full") == _metrics(tmp_path / "split")
 
     # The control: the same resume without the workers' states.
     train(cfg, run_dir=tmp_path / "lost", progress=False, stop_at_env_steps=512)
@@ -219,11 +220,11 @@ def test_a_run_stopped_at_a_checkpoint_and_resumed_is_the_uninterrupted_run(loca
         (tmp_path / "lost" / "episodes.csv").read_text()
 
 
-def _column(run_dir, name: str) -> list[str]:
-    import csv
-
-    rows = list(csv.DictReader((run_dir / "metrics.csv").read_text().splitlines()))
-    return [row[name] for row in rows]
+def _metrics(run_dir) -> list[dict]:
+    """metrics.csv's rows without the wall-clock columns."""
+    rows = csv.DictReader((run_dir / "metrics.csv").read_text().splitlines())
+    return [{k: v for k, v in row.items() if k not in ("wall_s", "chunk_env_steps_per_s")}
+            for row in rows]
 
 
 def test_a_gymnasium_env_of_a_module_imports_it():
