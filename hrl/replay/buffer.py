@@ -113,6 +113,17 @@ def raw_priorities(td_errors, eps: float):
     return jnp.abs(jnp.asarray(td_errors, jnp.float32)) + jnp.float32(eps)
 
 
+def host_add_priorities(priorities, m: int, max_priority) -> np.ndarray:
+    """`add`'s priorities on a host buffer, as `PrioritizedReplay.add` treats them under jit:
+    float32 of shape (m,) (ValueError otherwise), NaN, inf and negative entries replaced by
+    the largest priority seen (`max_priority`). O(m)."""
+    raw = np.asarray(jax.device_get(priorities), np.float32)
+    if raw.shape != (m,):
+        raise ValueError(f"add: priorities must have shape {(m,)}, got {raw.shape}")
+    return np.where(np.isfinite(raw) & (raw >= 0), raw, np.float32(max_priority)).astype(
+        np.float32)
+
+
 def _is_concrete(*xs) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(xs))
 

@@ -29,7 +29,7 @@ import numpy as np
 from flax import struct
 
 from hrl.replay.backends import make_backend
-from hrl.replay.buffer import Sample, importance_weights
+from hrl.replay.buffer import Sample, host_add_priorities, importance_weights
 from hrl.replay.formats import level_sizes, parse_format
 
 # config value of replay.backend -> name in hrl.replay.backends.BACKENDS
@@ -181,10 +181,7 @@ class HostPrioritizedReplay:
         if priorities is None:
             raw = np.full((m,), top, np.float32)
         else:
-            raw = np.asarray(jax.device_get(priorities), np.float32)
-            if raw.shape != (m,):
-                raise ValueError(f"add: priorities must have shape {(m,)}, got {raw.shape}")
-            raw = np.where(np.isfinite(raw) & (raw >= 0), raw, top).astype(np.float32)
+            raw = host_add_priorities(priorities, m, top)
         self._write(state, slots, raw)
         return state.replace(
             insert_pos=_scalar((int(state.insert_pos) + m) % self.capacity, np.int32),

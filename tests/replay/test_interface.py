@@ -219,3 +219,5 @@ def test_add_with_priorities_stores_what_update_would_on_every_buffer(backend, f
     b = jit(rb_b.update)(rb_b.add(b, ITEMS), np.arange(4, 8, dtype=np.int32), td)
     _assert_same(a, b)
     assert _max_priority(a) == pytest.approx(7.25 + cfg.eps)
+    with pytest.raises(ValueError, match=r"^add: priorities must have shape \(4,\), got \(3,\)$"):
+        rb_a.add(a, ITEMS, np.ones(3, np.float32))

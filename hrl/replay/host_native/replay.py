@@ -28,7 +28,13 @@ import jax
 import numpy as np
 from flax import struct
 
-from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
+from hrl.replay.buffer import (
+    PrioritizedReplay,
+    ReplayState,
+    Sample,
+    host_add_priorities,
+    make_prioritized_replay,
+)
 from hrl.replay.host_native.packed import (
     MAX_PRIORITY,
     SIZE,
@@ -128,13 +134,8 @@ class HostNativeReplay:
         m = int(np.shape(jax.tree.leaves(items)[0])[0])
         if m == 0:
             return state  # the empty add: a no-op, as for every buffer
-        raw = None
-        if priorities is not None:
-            raw = np.asarray(jax.device_get(priorities), np.float32)
-            if raw.shape != (m,):
-                raise ValueError(f"add: priorities must have shape {(m,)}, got {raw.shape}")
-            top = state.scalars.view(np.float32)[MAX_PRIORITY]
-            raw = np.where(np.isfinite(raw) & (raw >= 0), raw, top).astype(np.float32)
+        raw = None if priorities is None else host_add_priorities(
+            priorities, m, state.scalars.view(np.float32)[MAX_PRIORITY])
         self._bound(state).add(items, raw)
         return self._state()
 
