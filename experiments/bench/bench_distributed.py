@@ -21,7 +21,7 @@ made the bottleneck (train_ratio 8: 256 SGD steps of batch 32 per iteration of 3
 far more than a worker's gymnasium CartPole steps take), so its SGD steps per wall second are
 its rate, not the actors'. Fixed schedule, pipeline depth N (every worker a request in flight),
 weights synced every 4 iterations. Per N: start the workers, warm up for 2N + 4 iterations,
-then time three windows of 16 iterations; each figure is the median window. Per window: SGD
+then time five windows of 32 iterations; each figure is the median window. Per window: SGD
 steps/s, the learner's ms per SGD step (its sample + train + update calls), and the share of
 the wall time it waited for a worker's batch (near 0: the learner was the bottleneck, so the
 rate is the learner's) and the share it spent on neither (taking batches from Ray, the
@@ -88,7 +88,7 @@ LEARNER = ["env.name=gymnasium:CartPole-v1", "env.num_envs=1", "train.rollout_le
            "train.learning_starts=64", "train.batch_size=32", "train.train_ratio=8",
            "train.weight_sync_period=4", "agent.hidden_sizes=[64,64]",
            "train.total_env_steps=100000000", "log.progress=false"]
-WINDOWS, WINDOW_ITERS = 3, 16
+WINDOWS, WINDOW_ITERS = 5, 32
 
 
 def measure_learner(actors: int) -> dict:
@@ -247,14 +247,16 @@ def plot_learner(rows, path: Path) -> None:
     err = [[r["updates_per_s"] - r["updates_per_s_min"] for r in rows],
            [r["updates_per_s_max"] - r["updates_per_s"] for r in rows]]
     one = next(r["updates_per_s"] for r in rows if r["actors"] == 1)
-    ax.errorbar(n, rate, yerr=err, fmt="o-", capsize=3, label="median of 3 windows (min-max)")
+    ax.errorbar(n, rate, yerr=err, fmt="o-", capsize=3,
+                label=f"median of {WINDOWS} windows (min-max)")
     ax.axhline(one, color="grey", lw=0.8, label="one worker")
     ax.axhline(0.9 * one, color="grey", ls="--", lw=0.8, label="90% of one worker")
     ax.set(xscale="log", ylim=(0, 1.15 * max(r["updates_per_s_max"] for r in rows)),
            xlabel="actor workers N", ylabel="learner SGD steps / s",
            title="learner's SGD rate while N workers stream in")
     bx.plot(n, [r["sgd_ms_per_update"] for r in rows], "o-", label="ms per SGD step")
-    bx.set(xscale="log", xlabel="actor workers N", ylabel="ms per SGD step (sample+train+update)")
+    bx.set(xscale="log", ylim=(0, 1.3 * max(r["sgd_ms_per_update"] for r in rows)),
+           xlabel="actor workers N", ylabel="ms per SGD step (sample+train+update)")
     cx = bx.twinx()
     cx.plot(n, [r["learner_wait_share"] for r in rows], "s:", color="tab:red",
             label="share of wall waiting for a batch")
@@ -262,6 +264,7 @@ def plot_learner(rows, path: Path) -> None:
     bx.set_title("the learner's step and its waits")
     for a in (ax, bx):
         a.set_xticks(n, [str(k) for k in n])
+        a.minorticks_off()
     ax.legend(fontsize=7)
     bx.legend(handles=bx.lines + cx.lines, fontsize=7)
     fig.suptitle(f"DQN learner, train_ratio 8, batch 32, gymnasium CartPole workers, "
