@@ -3,6 +3,7 @@ rate while actors stream in, and learning with 4 actors.
 
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py throughput
         [--actors 1 2 4 8 16] [--envs latency cpu]
+    nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learner [--actors 1 2 4 8]
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learning [--seeds 0 1 2]
 
 throughput: DQN + PER with N Ray actor workers in the free schedule (each worker one request
@@ -14,6 +15,18 @@ then times max(48, 8N) iterations: env steps/s, the speed-up over N = 1, and the
 seconds per SGD step (its sample + train + update calls, per update) as a measure of the
 learner's SGD rate while the actors stream in. Writes
 experiments/results/distributed/throughput.{csv,png}.
+
+learner: the learner's SGD rate while N workers stream in, against one worker. The learner is
+made the bottleneck (train_ratio 8: 256 SGD steps of batch 32 per iteration of 32 env steps,
+far more than a worker's gymnasium CartPole steps take), so its SGD steps per wall second are
+its rate, not the actors'. Fixed schedule, pipeline depth N (every worker a request in flight),
+weights synced every 4 iterations. Per N: start the workers, warm up for 2N + 4 iterations,
+then time five windows of 32 iterations; each figure is the median window. Per window: SGD
+steps/s, the learner's ms per SGD step (its sample + train + update calls), and the share of
+the wall time it waited for a worker's batch (near 0: the learner was the bottleneck, so the
+rate is the learner's) and the share it spent on neither (taking batches from Ray, the
+iteration's bookkeeping, publishing weights). Writes
+experiments/results/distributed/learner_rate.{csv,png}.
 
 learning: DQN CartPole (experiments/configs/dqn_cartpole_gymnasium.yaml) with 4 actor workers
 of 4 envs each in the fixed schedule (pipeline depth 3: each worker one request in flight), per
@@ -68,6 +81,76 @@ def measure(env: str, actors: int) -> dict:
             "sgd_ms_per_update": round(1e3 * (t["sample"] + t["train"] + t["update"])
                                        / max(done, 1), 3),
             "wall_s": round(wall, 2), "restarts": loop.restarts}
+
+
+LEARNER = ["env.name=gymnasium:CartPole-v1", "env.num_envs=1", "train.rollout_length=32",
+           "train.executor=distributed", "train.actor_schedule=fixed",
+           "train.learning_starts=64", "train.batch_size=32", "train.train_ratio=8",
+           "train.weight_sync_period=4", "agent.hidden_sizes=[64,64]",
+           "train.total_env_steps=100000000", "log.progress=false"]
+WINDOWS, WINDOW_ITERS = 5, 32
+
+
+def measure_learner(actors: int) -> dict:
+    cfg = load_config(CONFIG, LEARNER + [f"train.num_actors={actors}",
+                                         f"train.pipeline_depth={actors}"])
+    built = build(cfg)
+    loop = built.loop
+    waited = [0.0]
+    take = loop._take
+
+    def timed_take(*args):  # the learner's wait for a worker's batch
+        start = time.perf_counter()
+        try:
+            return take(*args)
+        finally:
+            waited[0] += time.perf_counter() - start
+
+    loop._take = timed_take
+    windows = []
+    try:
+        state, _ = loop.run(initial_state(built), 2 * actors + 4)  # workers up, compiled
+        jax.block_until_ready(state)
+        for _ in range(WINDOWS):
+            t = loop.calls.timings
+            t.update(dict.fromkeys(t, 0.0))
+            waited[0], updates = 0.0, int(state.updates)
+            start = time.perf_counter()
+            state, _ = loop.run(state, WINDOW_ITERS)
+            jax.block_until_ready(state)
+            wall = time.perf_counter() - start
+            done = int(state.updates) - updates
+            sgd = t["sample"] + t["train"] + t["update"]  # the insert is timed as "update"
+            windows.append({"updates_per_s": done / wall, "sgd_ms_per_update": 1e3 * sgd / done,
+                            "wait_share": waited[0] / wall,
+                            "other_share": (wall - waited[0] - sgd) / wall, "wall_s": wall})
+    finally:
+        loop.close()
+    windows.sort(key=lambda w: w["updates_per_s"])
+    mid = windows[len(windows) // 2]
+    return {"actors": actors, "updates_per_s": round(mid["updates_per_s"], 1),
+            "updates_per_s_min": round(windows[0]["updates_per_s"], 1),
+            "updates_per_s_max": round(windows[-1]["updates_per_s"], 1),
+            "sgd_ms_per_update": round(mid["sgd_ms_per_update"], 3),
+            "learner_wait_share": round(mid["wait_share"], 3),
+            "learner_other_share": round(mid["other_share"], 3),
+            "window_s": round(mid["wall_s"], 2), "restarts": loop.restarts}
+
+
+def learner(args) -> None:
+    if 1 not in args.actors:
+        raise SystemExit(f"learner: --actors must include 1 (the baseline), got {args.actors}")
+    rows = []
+    for n in args.actors:
+        row = measure_learner(n)
+        print(row, flush=True)
+        rows.append(row)
+    one = next(r for r in rows if r["actors"] == 1)
+    for row in rows:
+        row["rate_vs_one_actor"] = round(row["updates_per_s"] / one["updates_per_s"], 3)
+        row["cores"] = os.cpu_count()
+    write(OUT / "learner_rate.csv", rows)
+    plot_learner(rows, OUT / "learner_rate.png")
 
 
 def throughput(args) -> None:
@@ -152,6 +235,44 @@ def plot_throughput(rows, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def plot_learner(rows, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+    n = [r["actors"] for r in rows]
+    rate = [r["updates_per_s"] for r in rows]
+    err = [[r["updates_per_s"] - r["updates_per_s_min"] for r in rows],
+           [r["updates_per_s_max"] - r["updates_per_s"] for r in rows]]
+    one = next(r["updates_per_s"] for r in rows if r["actors"] == 1)
+    ax.errorbar(n, rate, yerr=err, fmt="o-", capsize=3,
+                label=f"median of {WINDOWS} windows (min-max)")
+    ax.axhline(one, color="grey", lw=0.8, label="one worker")
+    ax.axhline(0.9 * one, color="grey", ls="--", lw=0.8, label="90% of one worker")
+    ax.set(xscale="log", ylim=(0, 1.15 * max(r["updates_per_s_max"] for r in rows)),
+           xlabel="actor workers N", ylabel="learner SGD steps / s",
+           title="learner's SGD rate while N workers stream in")
+    bx.plot(n, [r["sgd_ms_per_update"] for r in rows], "o-", label="ms per SGD step")
+    bx.set(xscale="log", ylim=(0, 1.3 * max(r["sgd_ms_per_update"] for r in rows)),
+           xlabel="actor workers N", ylabel="ms per SGD step (sample+train+update)")
+    cx = bx.twinx()
+    cx.plot(n, [r["learner_wait_share"] for r in rows], "s:", color="tab:red",
+            label="share of wall waiting for a batch")
+    cx.set(ylim=(0, 1), ylabel="learner's wait share")
+    bx.set_title("the learner's step and its waits")
+    for a in (ax, bx):
+        a.set_xticks(n, [str(k) for k in n])
+        a.minorticks_off()
+    ax.legend(fontsize=7)
+    bx.legend(handles=bx.lines + cx.lines, fontsize=7)
+    fig.suptitle(f"DQN learner, train_ratio 8, batch 32, gymnasium CartPole workers, "
+                 f"{rows[0]['cores']} cores", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def plot_learning(rows, path: Path) -> None:
     import matplotlib
 
@@ -174,10 +295,12 @@ def main() -> None:
     t = sub.add_parser("throughput")
     t.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     t.add_argument("--envs", nargs="+", default=["latency", "cpu"], choices=list(ENVS))
+    le = sub.add_parser("learner")
+    le.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4, 8])
     lr = sub.add_parser("learning")
     lr.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
-    throughput(args) if args.part == "throughput" else learning(args)
+    {"throughput": throughput, "learner": learner, "learning": learning}[args.part](args)
 
 
 if __name__ == "__main__":

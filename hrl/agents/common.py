@@ -56,6 +56,8 @@ class Agent(Protocol):
         self, state: AgentState, batch, weights
     ) -> tuple[AgentState, jax.Array, dict]: ...
 
+    def td_errors(self, state: AgentState, batch) -> jax.Array: ...
+
 
 class MLP(nn.Module):
     """Dense layers with `activation` between them; the last layer is linear."""

@@ -138,6 +138,12 @@ class TrainConfig:
     # they arrive (as fast as the workers go).
     num_actors: int = 1
     actor_schedule: Literal["fixed", "free"] = "fixed"
+    # executor "distributed": each worker computes the priorities of the transitions it sends
+    # (|TD error| + replay.eps from the weights it acted with, Ape-X's initial priorities) and
+    # the learner inserts them with those instead of the largest priority seen. Off by
+    # default: then every executor runs one algorithm (N = 1 is the pipelined executor bit for
+    # bit); on, the workers also receive the target networks and run a TD forward pass.
+    actor_priorities: bool = False
     # The samples-per-insert rate limiter (hrl.runtime.rate_limit; Reverb's
     # SampleToInsertRatio): transitions sampled per transition inserted, which the iteration
     # fixes at train_ratio * batch_size, so a value here must equal that product. `fused` and
@@ -229,6 +235,10 @@ class TrainConfig:
         _require(self.weight_sync_period >= 1, f"{path}.weight_sync_period", "must be >= 1",
                  self.weight_sync_period)
         _require(self.num_actors >= 1, f"{path}.num_actors", "must be >= 1", self.num_actors)
+        _require(not self.actor_priorities or self.executor == "distributed",
+                 f"{path}.actor_priorities",
+                 "true needs the distributed executor's workers; set train.executor: "
+                 "distributed", self.actor_priorities)
         _require(self.actors == "thread" or self.executor == "pipelined", f"{path}.actors",
                  "'process' runs the pipelined executor's actors; set train.executor: pipelined",
                  self.actors)

@@ -105,6 +105,25 @@ def importance_weights(leaf, total, min_total, size, beta):
     return probs, weights
 
 
+def raw_priorities(td_errors, eps: float):
+    """The priority a TD error gives an item, before alpha: |td| + eps (float32). What
+    `update` writes for a sampled item and what `add` takes as `priorities`, so an item's
+    first priority computed elsewhere (an Ape-X actor: `hrl.runtime.executors.ray_actors`)
+    means what the learner's later ones do; alpha and the tree's format apply in the buffer."""
+    return jnp.abs(jnp.asarray(td_errors, jnp.float32)) + jnp.float32(eps)
+
+
+def host_add_priorities(priorities, m: int, max_priority) -> np.ndarray:
+    """`add`'s priorities on a host buffer, as `PrioritizedReplay.add` treats them under jit:
+    float32 of shape (m,) (ValueError otherwise), NaN, inf and negative entries replaced by
+    the largest priority seen (`max_priority`). O(m)."""
+    raw = np.asarray(jax.device_get(priorities), np.float32)
+    if raw.shape != (m,):
+        raise ValueError(f"add: priorities must have shape {(m,)}, got {raw.shape}")
+    return np.where(np.isfinite(raw) & (raw >= 0), raw, np.float32(max_priority)).astype(
+        np.float32)
+
+
 def _is_concrete(*xs) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(xs))
 
@@ -358,7 +377,7 @@ class PrioritizedReplay:
         if _is_concrete(indices, td, state.size):
             check_indices_filled(np.asarray(indices), int(state.size))
             check_td_finite(np.asarray(td))
-        raw = jnp.abs(td) + jnp.float32(self.eps)
+        raw = raw_priorities(td, self.eps)
         finite = jnp.isfinite(raw)
         # Non-finite TD errors take the largest priority seen before this update.
         stored = self._priority(jnp.where(finite, raw, state.max_priority))

@@ -29,7 +29,7 @@ import numpy as np
 from flax import struct
 
 from hrl.replay.backends import make_backend
-from hrl.replay.buffer import Sample, importance_weights
+from hrl.replay.buffer import Sample, host_add_priorities, importance_weights
 from hrl.replay.formats import level_sizes, parse_format
 
 # config value of replay.backend -> name in hrl.replay.backends.BACKENDS
@@ -165,9 +165,11 @@ class HostPrioritizedReplay:
             if filled.size:
                 self.min_tree.update(filled, np.asarray(state.stored)[filled])
 
-    def add(self, state: HostReplayState, items) -> HostReplayState:
-        """`PrioritizedReplay.add` without priorities (the largest so far): O(M) host writes
-        and one backend update of M leaves, in place. M = 0 returns `state` unchanged."""
+    def add(self, state: HostReplayState, items, priorities=None) -> HostReplayState:
+        """`PrioritizedReplay.add` as under jit: the items take `priorities` (raw, before
+        alpha; NaN, inf or negative ones the largest priority seen) or, without them, the
+        largest so far. O(M) host writes and one backend update of M leaves, in place. M = 0
+        returns `state` unchanged."""
         items = jax.device_get(items)
         m = int(np.shape(jax.tree.leaves(items)[0])[0])
         if m == 0:
@@ -175,10 +177,16 @@ class HostPrioritizedReplay:
         slots = ((int(state.insert_pos) + np.arange(m)) % self.capacity).astype(np.int32)
         for buf, new in zip(jax.tree.leaves(state.items), jax.tree.leaves(items), strict=True):
             buf[slots] = new
-        self._write(state, slots, np.full((m,), state.max_priority, np.float32))
+        top = np.float32(state.max_priority)
+        if priorities is None:
+            raw = np.full((m,), top, np.float32)
+        else:
+            raw = host_add_priorities(priorities, m, top)
+        self._write(state, slots, raw)
         return state.replace(
             insert_pos=_scalar((int(state.insert_pos) + m) % self.capacity, np.int32),
             size=_scalar(min(int(state.size) + m, self.capacity), np.int32),
+            max_priority=_scalar(max(float(top), float(raw.max())), np.float32),
             added=_scalar(int(state.added) + m, np.int32),
         )
 

@@ -33,7 +33,7 @@ from hrl.runtime.executors import (
     PipelinedLoop,
     make_mesh,
 )
-from hrl.runtime.executors.ray_actors import DistributedLoop
+from hrl.runtime.executors.ray_actors import DistributedLoop, initial_priorities
 from hrl.runtime.iteration import Schedule, TrainState, init_train_state
 from hrl.runtime.primitives import make_primitives
 from hrl.runtime.rate_limit import RateLimit
@@ -89,7 +89,10 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                                    weight_sync_period=t.weight_sync_period, config=cfg,
                                    host_env=None if spec.is_jax else env,
                                    rate_limit=rate_limit_of(cfg, schedule),
-                                   num_actors=t.num_actors, actor_schedule=t.actor_schedule)
+                                   num_actors=t.num_actors, actor_schedule=t.actor_schedule,
+                                   priorities=(initial_priorities(agent, r.eps)
+                                               if t.actor_priorities else None),
+                                   example_transition=example)
         elif kind == "pipelined":
             loop = PipelinedLoop(prims, schedule, **host, depth=t.pipeline_depth,
                                  weight_sync_period=t.weight_sync_period, actors=t.actors,

@@ -6,9 +6,11 @@ gives back every array bit for bit, so a resumed run continues exactly where it 
 Layout: RUN_DIR/checkpoints/step_<env_steps>/ (orbax), beside it info_step_<env_steps>.json (its
 counters and wall time) and, for host (gymnasium) envs, host_envs_step_<env_steps>.pkl (their
 simulators' state, which lives outside the pytree; a pickle, so resume only run directories you
-trust), plus RUN_DIR/checkpoints/latest.json, written last, so a checkpoint is
-only ever announced once it is complete. At least two checkpoints are kept: when the newest one
-cannot be read (a truncated copy, a full disk), `restore_newest` falls back to the one before.
+trust), for the distributed executor actors_step_<env_steps>.pkl (its workers' actors' states,
+`Executor.actors_state`; a pickle too), plus RUN_DIR/checkpoints/latest.json, written last,
+so a checkpoint is only ever announced once it is complete. At least two checkpoints are kept:
+when the newest one cannot be read (a truncated copy, a full disk), `restore_newest` falls back
+to the one before.
 
 Restoring never casts: the arrays of a checkpoint must have the shapes and dtypes of the state
 the config builds, or `CheckpointMismatch` names the first that differs.
@@ -57,10 +59,25 @@ def read_host_state(path: str | Path) -> bytes | None:
         return None
 
 
+def actors_state_file(path: str | Path) -> Path:
+    """Where the executor's actors' state of checkpoint `path` (a step_* directory) is kept."""
+    path = Path(path)
+    return path.parent / f"actors_{path.name}.pkl"
+
+
+def read_actors_state(path: str | Path) -> bytes | None:
+    """The executor's actors' state saved with checkpoint `path`, or None if it has none."""
+    try:
+        return actors_state_file(path).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2,
-                    host_state: bytes | None = None) -> Path:
-    """Write `state` (a pytree), `info` (JSON: counters, wall time) and `host_state` (bytes
-    from a host env's `save_state()`, if any); keep the newest `keep` (at least two, so a newest
+                    host_state: bytes | None = None, actors_state: bytes | None = None) -> Path:
+    """Write `state` (a pytree), `info` (JSON: counters, wall time), `host_state` (bytes
+    from a host env's `save_state()`, if any) and `actors_state` (the executor's, if any:
+    `Executor.actors_state`); keep the newest `keep` (at least two, so a newest
     checkpoint that turns out unreadable leaves one to fall back to)."""
     keep = max(keep, 2)
     root = Path(run_dir).resolve() / "checkpoints"
@@ -88,6 +105,10 @@ def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2,
         ckpt.wait_until_finished()
     if host_state is not None:
         host_state_file(path).write_bytes(host_state)
+    if actors_state is not None:
+        actors_state_file(path).write_bytes(actors_state)
+    else:  # a file left by an earlier run of this step must not pass for this one's
+        actors_state_file(path).unlink(missing_ok=True)
     record = json.dumps({"name": name, **info}, indent=1)
     (root / f"info_{name}.json").write_text(record)
     (root / "latest.json.tmp").write_text(record)
@@ -97,6 +118,7 @@ def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2,
         shutil.rmtree(stale, ignore_errors=True)
         (root / f"info_{stale.name}.json").unlink(missing_ok=True)
         host_state_file(stale).unlink(missing_ok=True)
+        actors_state_file(stale).unlink(missing_ok=True)
     return path
 
 

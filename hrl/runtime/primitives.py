@@ -8,7 +8,8 @@ is spelled out in hrl/runtime/iteration.py) as separate pure functions with expl
 |           |       episode_start) -> (carry, actions)               | actor noise carry   |
 | sample    | sample(replay_state, key, beta) -> Sample              | reads ReplayState   |
 | update    | update(replay_state, indices, td) -> replay_state;     | ReplayState         |
-|           | insert(replay_state, transitions) -> replay_state      |                     |
+|           | insert(replay_state, transitions[, priorities])        |                     |
+|           |   -> replay_state                                      |                     |
 | train     | train(agent_state, batch, weights) -> (agent_state,    | AgentState          |
 |           |                                        td, metrics)    |                     |
 
@@ -60,8 +61,12 @@ def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
     def update(replay_state, indices, td_errors):
         return replay.update(replay_state, indices, td_errors)
 
-    def insert(replay_state, transitions):
-        return replay.add(replay_state, transitions)
+    def insert(replay_state, transitions, priorities=None):
+        # `priorities`: the items' first priorities computed where they were acted (the
+        # distributed executor's `train.actor_priorities`); None: the largest seen so far.
+        if priorities is None:
+            return replay.add(replay_state, transitions)
+        return replay.add(replay_state, transitions, priorities)
 
     def train(agent_state, batch, weights):
         return agent.train_step(agent_state, batch, weights)

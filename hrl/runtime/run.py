@@ -30,6 +30,7 @@ from hrl.runtime.aggregate import SolvedWatch
 from hrl.runtime.build_run import Built, build, initial_state, seed_list
 from hrl.runtime.checkpoint import (
     latest_checkpoint,
+    read_actors_state,
     read_host_state,
     restore_newest,
     save_checkpoint,
@@ -144,6 +145,7 @@ def train(
             built.replay.sync_backend(state.replay)
         if not built.env.spec.is_jax:
             state = _resume_host_envs(built, state, path)
+        built.loop.load_actors_state(read_actors_state(path), _count(state.iteration))
     else:
         (log_dir / "config.yaml").write_text(dump_config(with_checkpoint_every(cfg,
                                                                               checkpoint_every)))
@@ -204,7 +206,8 @@ def train(
             "iteration": _count(st.iteration),
             "wall_s": wall_now(),
         }
-        save_checkpoint(run_dir, st, info, host_state=_host_env_state(built))
+        save_checkpoint(run_dir, st, info, host_state=_host_env_state(built),
+                        actors_state=built.loop.actors_state(info["iteration"]))
         last_saved = _count(st.env_steps)
 
     def evaluate(st) -> float:
@@ -221,7 +224,8 @@ def train(
             info = {"env_steps": steps, "updates": _count(st.updates),
                     "iteration": _count(st.iteration), "wall_s": wall_now(),
                     "eval_return": score}
-            save_checkpoint(run_dir / "best", st, info, host_state=_host_env_state(built))
+            save_checkpoint(run_dir / "best", st, info, host_state=_host_env_state(built),
+                            actors_state=built.loop.actors_state(_count(st.iteration)))
             best = score
         return score
 

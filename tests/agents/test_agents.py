@@ -82,6 +82,9 @@ def test_dqn_train_step_td_matches_numpy_and_descends():
     step = jax.jit(agent.train_step)
     new_state, td, metrics = step(state, batch, weights)
     np.testing.assert_allclose(td, expected_td, rtol=1e-5, atol=1e-5)
+    # td_errors (an Ape-X actor's priorities): train_step's TD errors, with no step taken
+    np.testing.assert_allclose(jax.jit(agent.td_errors)(state, batch), td, rtol=1e-6,
+                               atol=1e-6)
     assert set(metrics) == {"loss", "q_mean", "td_abs_mean", "grad_norm"}
     assert int(new_state.train_steps) == 1
     losses = [float(metrics["loss"])]
@@ -167,6 +170,8 @@ def test_ddpg_shapes_bounds_and_td():
     )
     new_state, td, metrics = jax.jit(agent.train_step)(state, batch, jnp.ones(32))
     np.testing.assert_allclose(td, expected_td, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(jax.jit(agent.td_errors)(state, batch), td, rtol=1e-6,
+                               atol=1e-6)
     assert td.shape == (32,) and int(new_state.train_steps) == 1
     assert {"critic_loss", "actor_loss", "q_mean", "td_abs_mean"} <= set(metrics)
     for part in ("actor", "critic"):  # Polyak, tau = 0.005

@@ -183,3 +183,41 @@ def test_empty_add_on_the_host_tree_replay_is_a_noop(backend):
     assert host.add(state, EMPTY) is state
     _assert_same(state, before)
     assert float(host.backend.total()) == total
+
+
+
+# ---------------------------------------------------------------------- first priorities
+def _max_priority(state) -> float:
+    if isinstance(state, hrl.replay.HostNativeState):  # its bits are the third scalar
+        return float(np.asarray(state.scalars).view(np.float32)[2])
+    return float(jax.device_get(state.max_priority))
+
+
+@pytest.mark.parametrize("fmt", ["float32", "fixed"])
+@pytest.mark.parametrize("backend", ["jax", pytest.param("native_host", marks=needs_native),
+                                     "jax_host"])
+def test_add_with_priorities_stores_what_update_would_on_every_buffer(backend, fmt):
+    """Items added with priorities raw_priorities(td, eps) (an Ape-X actor's) hold what adding
+    them at the largest priority and then updating them with td gives, word for word: the
+    same alpha, the same rounding by the format (fixed point included), the same largest
+    priority. A NaN priority takes the largest priority seen, as a NaN TD error does."""
+    from hrl.replay.buffer import raw_priorities
+
+    cfg = _cfg(backend=backend, fmt=fmt)
+    td = np.array([0.3, -2.5, np.nan, 7.25], np.float32)
+    first = {"x": ITEMS["x"] + 100, "a": ITEMS["a"] + 100}
+    states = []
+    for _ in range(2):  # host buffers step their own arrays: one buffer per path
+        rb = make_replay(cfg, batch_size=4)
+        state = rb.update(rb.add(rb.init(EXAMPLE), first), np.arange(4, dtype=np.int32),
+                          np.array([0.1, 3.0, 0.2, 0.4], np.float32))  # largest: 3 + eps
+        states.append((rb, state))
+    (rb_a, a), (rb_b, b) = states
+    # Under jit, as the learner calls them (outside, a NaN is an error): NaN -> largest seen.
+    jit = jax.jit if backend == "jax" else (lambda f: f)
+    a = jit(rb_a.add)(a, ITEMS, raw_priorities(td, cfg.eps))
+    b = jit(rb_b.update)(rb_b.add(b, ITEMS), np.arange(4, 8, dtype=np.int32), td)
+    _assert_same(a, b)
+    assert _max_priority(a) == pytest.approx(7.25 + cfg.eps)
+    with pytest.raises(ValueError, match=r"^add: priorities must have shape \(4,\), got \(3,\)$"):
+        rb_a.add(a, ITEMS, np.ones(3, np.float32))

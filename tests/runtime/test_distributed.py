@@ -1,10 +1,13 @@
 """The distributed-actors executor (Ape-X on Ray): with one worker it is the pipelined executor
 with process actors bit for bit; with several, the fixed schedule reproduces a run exactly even
-when a worker is killed mid-run (Ray restarts it, the learner puts its state back); workers
-never outlive their learner. Ray starts once for the module's tests that use it."""
+when a worker is killed mid-run (Ray restarts it, the learner puts its state back) and when the
+run is stopped at a checkpoint and resumed; the workers' initial priorities are the ones the
+learner computes from the same weights, and the ones inserted; workers never outlive their
+learner. Ray starts once for the module's tests that use it."""
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import time
@@ -16,7 +19,9 @@ from test_runtime import assert_trees_equal, tiny_config
 
 from hrl.config import ConfigError
 from hrl.envs import make_env
-from hrl.runtime import build, initial_state
+from hrl.runtime import build, initial_state, train
+from hrl.runtime.checkpoint import actors_state_file, latest_checkpoint, restore_checkpoint
+from hrl.runtime.executors.actors import agent_iteration
 
 ray = pytest.importorskip("ray")
 
@@ -33,12 +38,27 @@ def local_ray():
     ray.shutdown()
 
 
-def _run(overrides: dict, kill_at: int | None = None):
-    """CHUNKS chunks of ITERS iterations; `kill_at`: SIGKILL worker 1 at that learner step."""
+def _run(overrides: dict, kill_at: int | None = None, record: dict | None = None):
+    """CHUNKS chunks of ITERS iterations; `kill_at`: SIGKILL worker 1 at that learner step;
+    `record`: filled with each iteration's agent before its learner step ("agents") and what
+    the learner inserted ("inserted": (transitions, priorities) per iteration)."""
     cfg = tiny_config(**{"train.executor": "distributed", "train.pipeline_depth": 2,
                          **overrides})
     built = build(cfg)
     loop, state = built.loop, initial_state(built)
+    if record is not None:
+        learn, insert = loop._learn, loop.calls.insert
+        record.update(agents={}, inserted=[])
+
+        def learn_recorded(agent, *args):
+            record["agents"][args[-2]] = jax.device_get(agent)  # args[-2]: the iteration
+            return learn(agent, *args)
+
+        def insert_recorded(replay, batch, *priorities):
+            record["inserted"].append(jax.device_get((batch, *priorities)))
+            return insert(replay, batch, *priorities)
+
+        loop._learn, loop.calls.insert = learn_recorded, insert_recorded
     if kill_at is not None:
         learn, steps = loop._learn, []
 
@@ -130,6 +150,81 @@ def test_distributed_config_mistakes_are_one_line():
         tiny_config(**{"train.executor": "distributed", "train.num_actors": 0})
     with pytest.raises(ConfigError, match="train.actor_schedule"):
         tiny_config(**{"train.executor": "distributed", "train.actor_schedule": "fast"})
+    for value in ("yes", 1):
+        with pytest.raises(ConfigError) as err:
+            tiny_config(**{"train.executor": "distributed", "train.actor_priorities": value})
+        assert str(err.value) == (f"config key 'train.actor_priorities': expected bool, got "
+                                  f"{type(value).__name__} {value!r}")
+    with pytest.raises(ConfigError, match="^config key 'train.actor_priorities': true needs the "
+                                          "distributed executor's workers.*got True$"):
+        tiny_config(**{"train.executor": "pipelined", "train.actor_priorities": True})
+
+
+def test_actor_priorities_are_the_learners_from_the_same_weights_and_are_inserted(local_ray):
+    """With train.actor_priorities each worker sends |td| + eps of its transitions from the
+    weights it acted with (j*(t), the fixed schedule's); the learner computes the same from the
+    same weights, bit for bit, and those are what it inserts. The run stays reproducible."""
+    overrides = {"train.num_actors": 2, "train.actor_priorities": True}
+    record: dict = {}
+    state, _, loop = _run(overrides, record=record)
+    assert loop.priorities is not None
+    on_learner = jax.jit(loop.priorities)
+    agents, inserted = record["agents"], record["inserted"]
+    assert len(inserted) == CHUNKS * ITERS and sorted(agents) == list(range(CHUNKS * ITERS))
+    for t, (batch, priorities) in enumerate(inserted):
+        first = t - t % ITERS  # the chunk's first iteration
+        j = agent_iteration(t, first, 2, 1)  # depth 2, weight_sync_period 1
+        acted_with = agents[j + 1]  # the agent after learner iteration j (j = first - 1: the
+        np.testing.assert_array_equal(on_learner(acted_with, batch), priorities)  # chunk's)
+        assert priorities.dtype == np.float32 and (priorities > 0).all()
+    # Not the largest priority seen: each transition's own, so they differ.
+    assert len(np.unique(np.concatenate([p for _, p in inserted]))) > 100
+    again, _, _ = _run(overrides)
+    assert_trees_equal(state, again)
+
+
+def test_a_run_stopped_at_a_checkpoint_and_resumed_is_the_uninterrupted_run(local_ray,
+                                                                            tmp_path, capfd):
+    """N = 2, fixed schedule: a run stopped after a checkpoint and resumed with --resume ends
+    with the uninterrupted run's state, episodes and metrics: each worker's actors' state is
+    saved beside the checkpoint and loaded back into it. Without it (deleted), the workers
+    restart from the learner's actors' state, with a warning, and the run differs."""
+    cfg = tiny_config(**{"train.executor": "distributed", "train.pipeline_depth": 2,
+                         "train.num_actors": 2, "train.total_env_steps": 1024})
+    full = train(cfg, run_dir=tmp_path / "full", progress=False)
+    part = train(cfg, run_dir=tmp_path / "split", progress=False, stop_at_env_steps=512)
+    assert part["interrupted"] and part["env_steps"] == 512
+    found = latest_checkpoint(tmp_path / "split")[0]
+    assert actors_state_file(found).is_file()
+    blob = actors_state_file(found).read_bytes()
+    resumed = train(cfg, run_dir=tmp_path / "split", resume=True, progress=False)
+    assert resumed["env_steps"] == full["env_steps"] and resumed["updates"] == full["updates"]
+    like = initial_state(build(cfg))
+    end_full = restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like)
+    assert_trees_equal(end_full,
+                       restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like))
+    episodes = (tmp_path / "full" / "episodes.csv").read_text()
+    assert episodes == (tmp_path / "split" / "episodes.csv").read_text()
+    assert episodes.count("\n") > 5
+    assert _metrics(tmp_path / "full") == _metrics(tmp_path / "split")
+
+    # The control: the same resume without the workers' states.
+    train(cfg, run_dir=tmp_path / "lost", progress=False, stop_at_env_steps=512)
+    lost = latest_checkpoint(tmp_path / "lost")[0]
+    assert actors_state_file(lost).read_bytes() == blob  # the same stop, the same states
+    actors_state_file(lost).unlink()
+    capfd.readouterr()
+    train(cfg, run_dir=tmp_path / "lost", resume=True, progress=False)
+    assert "holds no state of the 2 actor workers" in capfd.readouterr().err
+    assert (tmp_path / "full" / "episodes.csv").read_text() != \
+        (tmp_path / "lost" / "episodes.csv").read_text()
+
+
+def _metrics(run_dir) -> list[dict]:
+    """metrics.csv's rows without the wall-clock columns."""
+    rows = csv.DictReader((run_dir / "metrics.csv").read_text().splitlines())
+    return [{k: v for k, v in row.items() if k not in ("wall_s", "chunk_env_steps_per_s")}
+            for row in rows]
 
 
 def test_a_gymnasium_env_of_a_module_imports_it():

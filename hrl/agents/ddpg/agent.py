@@ -189,6 +189,18 @@ class DDPG:
         return OUNoise(x), actions
 
     # ------------------------------------------------------------------ train
+    def td_errors(self, state: AgentState, batch) -> jax.Array:
+        """The (first) critic's TD errors (B,) `train_step` would compute on `batch` with
+        these weights, with no step taken: an Ape-X actor's initial priorities. The same loss
+        function, so the same definition; O(forward of the target actor and both critics)."""
+        batch = {**batch, "action": jnp.asarray(batch["action"], jnp.float32)}
+        weights = jnp.ones(batch["reward"].shape, jnp.float32)  # the TD errors ignore them
+        _, (td, _) = critic_loss(
+            state.params["critic"], state.target_params["actor"],
+            state.target_params["critic"], batch, weights, self.actor.apply,
+            self.critic.apply, self.cfg.critic_huber_delta)
+        return td
+
     def train_step(self, state: AgentState, batch, weights):
         """One critic step, one actor step, target update. Returns (state, td_errors, metrics)."""
         check_batch(self.spec, batch, weights)

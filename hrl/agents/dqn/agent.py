@@ -156,6 +156,16 @@ class DQN:
         del episode_start
         return carry, self.act(state, obs, key, env_step, explore)
 
+    def td_errors(self, state: AgentState, batch) -> jax.Array:
+        """The TD errors (B,) `train_step` would compute on `batch` with these weights, with
+        no step taken: an Ape-X actor's initial priorities. The same loss function, so the same
+        definition; O(3 forward) of the MLP."""
+        batch = {**batch, "action": jnp.asarray(batch["action"], jnp.int32)}
+        weights = jnp.ones(batch["reward"].shape, jnp.float32)  # the TD errors ignore them
+        _, (td, _) = dqn_loss(state.params, state.target_params, batch, weights,
+                              self.network.apply, self.cfg.double, self.cfg.huber_delta)
+        return td
+
     def train_step(self, state: AgentState, batch, weights):
         """One SGD step on a replay batch with IS `weights` (B,).
 

@@ -28,8 +28,15 @@ import jax
 import numpy as np
 from flax import struct
 
-from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
+from hrl.replay.buffer import (
+    PrioritizedReplay,
+    ReplayState,
+    Sample,
+    host_add_priorities,
+    make_prioritized_replay,
+)
 from hrl.replay.host_native.packed import (
+    MAX_PRIORITY,
     SIZE,
     DirectState,
     Packing,
@@ -118,13 +125,18 @@ class HostNativeReplay:
         return self._bound(state).replay_state(unpack)
 
     # ------------------------------------------------------------------ operations
-    def add(self, state: HostNativeState, items) -> HostNativeState:
-        """`PrioritizedReplay.add` without priorities (the largest so far): O(M) row writes
-        and one C++ tree update of M leaves, in place. M = 0 is a no-op."""
+    def add(self, state: HostNativeState, items, priorities=None) -> HostNativeState:
+        """`PrioritizedReplay.add` as under jit: the items take `priorities` (raw, before
+        alpha; NaN, inf or negative ones the largest priority seen) or, without them, the
+        largest so far. O(M) row writes and one C++ tree update of M leaves, in place. M = 0
+        is a no-op."""
         items = jax.device_get(items)
-        if int(np.shape(jax.tree.leaves(items)[0])[0]) == 0:
+        m = int(np.shape(jax.tree.leaves(items)[0])[0])
+        if m == 0:
             return state  # the empty add: a no-op, as for every buffer
-        self._bound(state).add(items, None)
+        raw = None if priorities is None else host_add_priorities(
+            priorities, m, state.scalars.view(np.float32)[MAX_PRIORITY])
+        self._bound(state).add(items, raw)
         return self._state()
 
     def sample(self, state: HostNativeState, key, batch_size: int, beta) -> Sample:

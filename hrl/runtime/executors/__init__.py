@@ -39,6 +39,13 @@ class Executor(Protocol):
     def primitive_seconds(self) -> dict[str, float] | None:
         """Seconds spent in each primitive so far (None where they are not timed apart)."""
 
+    def actors_state(self, iteration: int) -> bytes | None:
+        """Actors' state the `TrainState` after `iteration` does not hold, for its checkpoint
+        (the distributed executor's workers); None: the state holds it all."""
+
+    def load_actors_state(self, blob: bytes | None, iteration: int) -> None:
+        """Take what `actors_state` gave for a checkpoint at `iteration` (a resume)."""
+
     def close(self) -> None:
         """Release threads and processes; a later `run` starts them again."""
 

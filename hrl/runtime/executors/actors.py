@@ -158,17 +158,22 @@ class ThreadActors:
     abandon = finish
 
 
-def policy_leaves(infer, state) -> list[bool]:
-    """For each leaf of `state.agent`: does `infer` read it? Found on infer's jaxpr (a leaf
-    no equation uses cannot change an action), so the actors' process is sent only those."""
-    actor = actor_of(state)
-    closed = jax.make_jaxpr(infer)(state.agent, actor.actor_carry, actor.obs, state.key,
-                                   state.env_steps, actor.episode_start)
-    jaxpr = closed.jaxpr
+def leaves_read(fn, agent, *args) -> list[bool]:
+    """For each leaf of `agent`: does `fn(agent, *args)` read it? Found on fn's jaxpr (a leaf
+    no equation uses cannot change its result)."""
+    jaxpr = jax.make_jaxpr(fn)(agent, *args).jaxpr
     used = {v for eqn in jaxpr.eqns for v in eqn.invars if isinstance(v, Var)}
     used |= {v for v in jaxpr.outvars if isinstance(v, Var)}
-    n_agent = len(jax.tree.leaves(state.agent))
+    n_agent = len(jax.tree.leaves(agent))
     return [v in used for v in jaxpr.invars[:n_agent]]
+
+
+def policy_leaves(infer, state) -> list[bool]:
+    """For each leaf of `state.agent`: does `infer` read it? A leaf inference does not read
+    cannot change an action, so the actors' process is sent only those."""
+    actor = actor_of(state)
+    return leaves_read(infer, state.agent, actor.actor_carry, actor.obs, state.key,
+                       state.env_steps, actor.episode_start)
 
 
 class ProcessActors:
@@ -273,7 +278,7 @@ def _serve(cfg_dict: dict, inbox, outbox, parent: int | None = None) -> None:
     # the chunk's end and checkpoints), so the actors must finish their chunk, not die.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        calls, env = actor_calls_of(cfg_dict)
+        calls, env, _ = actor_calls_of(cfg_dict)
         outbox.put(("ready", None))
         while True:
             message = inbox.get()
@@ -288,8 +293,9 @@ def _serve(cfg_dict: dict, inbox, outbox, parent: int | None = None) -> None:
         outbox.put(("error", traceback.format_exc()))
 
 
-def actor_calls_of(cfg_dict: dict) -> tuple[HostCalls, Any]:
-    """The actors' calls of a run (env, agent and the actors' primitives; no replay) and its env.
+def actor_calls_of(cfg_dict: dict) -> tuple[HostCalls, Any, Any]:
+    """The actors' calls of a run (env, agent and the actors' primitives; no replay), its env
+    and its agent.
     This process waits for every call it makes (infer, then the env on the host), so its CPU
     dispatch is synchronous: asynchronous dispatch would only add a hand-off to XLA's worker
     thread and back per call."""
@@ -300,7 +306,7 @@ def actor_calls_of(cfg_dict: dict) -> tuple[HostCalls, Any]:
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, None, schedule.batch_size)
     placement = resolve_placement(cfg, env.spec.is_jax, replay_is_jax=True)
-    return HostCalls(prims, schedule, env.spec.is_jax, True, placement), env
+    return HostCalls(prims, schedule, env.spec.is_jax, True, placement), env, agent
 
 
 class _Stopped(Exception):

@@ -142,5 +142,12 @@ class FusedLoop:
         """None: a fused program's primitives are not timed apart."""
         return None
 
+    def actors_state(self, iteration: int) -> bytes | None:
+        """None: the `TrainState` holds every actor's state (see `Executor`)."""
+        return None
+
+    def load_actors_state(self, blob: bytes | None, iteration: int) -> None:
+        """Nothing to take: the `TrainState` holds every actor's state."""
+
     def close(self) -> None:
         """Nothing to release."""

@@ -108,15 +108,17 @@ class PipelinedLoop(HostLoop):
                 source.abandon()  # mid-chunk: a process's queues cannot be resynchronised
         return c.settle(state), c.stack(rows)
 
-    def _learner_step(self, agent, replay, pending, batch, inputs, t: int, limiter, low: float):
-        """The learner's part of iteration `t` on the actors' `batch`: insert and learn
-        (`_learn`), then the limiter's counters (the iteration's inserts, and the samples of a
-        learning round, checked against the rate limit). Returns `_learn`'s six outputs, the
-        limiter and the lowest limiter error so far (`low`). RuntimeError when the learner
-        sampled ahead of the actors' inserts."""
+    def _learner_step(self, agent, replay, pending, batch, inputs, t: int, limiter, low: float,
+                      priorities=None):
+        """The learner's part of iteration `t` on the actors' `batch` (and their `priorities`
+        of it, if they computed them): insert and learn (`_learn`), then the limiter's
+        counters (the iteration's inserts, and the samples of a learning round, checked
+        against the rate limit). Returns `_learn`'s six outputs, the limiter and the lowest
+        limiter error so far (`low`). RuntimeError when the learner sampled ahead of the
+        actors' inserts."""
         sch, limit = self.schedule, self.rate_limit
         agent, replay, pending, do_learn, td_abs, metric_rows = self._learn(
-            agent, replay, pending, batch, inputs.learn_keys, inputs.beta, t)
+            agent, replay, pending, batch, inputs.learn_keys, inputs.beta, t, priorities)
         limiter = limiter._replace(inserts=limiter.inserts + sch.inserts_per_iter)
         if do_learn and limit is not None:
             limiter, ok = rl.sample(limit, limiter, sch.updates_per_round * sch.batch_size)

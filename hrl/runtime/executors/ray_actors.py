@@ -28,6 +28,16 @@ Two schedules (`train.actor_schedule`):
   (iteration t's, from the key chain), the schedule of learning rounds, weight syncs and
   counters, and the replay's semantics.
 
+Initial priorities (`train.actor_priorities`, off by default): as in Ape-X, each worker
+computes the priorities of the transitions it sends, |TD error| + replay.eps
+(`hrl.replay.buffer.raw_priorities`, what the learner's `update` writes) from the weights it
+acted with (`agent.td_errors`, the TD errors of the agent's own loss), and the learner inserts
+the transitions with them instead of the largest priority seen; alpha and the tree's format
+(fixed point included) apply in the buffer as for every priority. The workers then receive the
+leaves that function reads as well (the target networks). Off, every executor runs one
+algorithm (N = 1 is the pipelined executor bit for bit); on, a fixed-schedule run is still the
+same bit for bit every time.
+
 Both honour the samples-per-insert limiter: a request is only sent once its inserts keep the
 limiter's error within the tolerance, given the learner's samples so far.
 
@@ -37,9 +47,14 @@ env's simulators included) and sends its lost requests again, so the run goes on
 results. Workers never outlive the learner: each one watches the learner's pid
 (`lifetime.exit_with_pid`).
 
-Checkpoints: the learner's state holds the actors' state of the last iteration it took (N = 1:
-the whole state, a resume is exact). With N > 1 a resume starts every worker from that state;
-their exploration keys differ from the first iteration on.
+Checkpoints: the learner's state holds the actors' state of the last iteration it took, and
+`actors_state` the state of every worker at the chunk's end (each worker's envs, observations,
+n-step window, exploration carry and a host env's simulators), which the driver saves beside
+the checkpoint (`hrl.runtime.checkpoint`). A resume loads each worker from its own state: the
+keys come from the learner's key chain and the weights each request acts with from the
+iteration counts, and no request is in flight at a chunk's end, so with the fixed schedule a
+resumed run is the uninterrupted one bit for bit for any N. A checkpoint without the workers'
+states (an older one) starts every worker from the learner's actors' state, with a warning.
 
 Ray is an optional dependency (the `distributed` extra, installed by `make setup`). Local by
 default: `start_ray` starts Ray on this machine, quietly; `--ray-address` or `RAY_ADDRESS`
@@ -49,18 +64,28 @@ joins a cluster.
 from __future__ import annotations
 
 import os
+import pickle
 import socket
 import sys
 import time
 import warnings
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
-from hrl.config import to_dict
+from hrl.config import config_from_dict, to_dict
+from hrl.replay.buffer import raw_priorities
 from hrl.runtime import rate_limit as rl
-from hrl.runtime.executors.actors import act_chunk, actor_calls_of, agent_iteration, policy_leaves
+from hrl.runtime.executors.actors import (
+    act_chunk,
+    actor_calls_of,
+    agent_iteration,
+    leaves_read,
+    policy_leaves,
+)
 from hrl.runtime.executors.pipelined import PipelinedLoop
 from hrl.runtime.iteration import ActorState, ChunkOut, TrainState, actor_of
 from hrl.runtime.lifetime import children_named, exit_with_pid, parent_of
@@ -75,6 +100,17 @@ except ImportError:  # the optional extra is not installed: `start_ray` says so
 SCHEDULES = ("fixed", "free")
 MAX_RESTARTS = 3  # per worker
 RESTART_WAIT_S = 120.0
+
+
+def initial_priorities(agent, eps: float) -> Callable:
+    """(agent state, transitions) -> their raw priorities |td| + eps (before alpha, as the
+    replay's `add` takes them): the TD errors of the agent's own loss (`agent.td_errors`) and
+    the replay's one definition of a priority (`raw_priorities`)."""
+
+    def priorities(agent_state, transitions):
+        return raw_priorities(agent.td_errors(agent_state, transitions), eps)
+
+    return priorities
 
 
 class RayUnavailable(RuntimeError):
@@ -130,7 +166,10 @@ class ActorWorker:
                       + children_named(raylet, "ray::RuntimeEnvAgent")
                       if parent_of(raylet) == learner_pid else [])
             exit_with_pid(learner_pid, also=tuple(agents))
-        self.calls, self.env = actor_calls_of(cfg_dict)
+        self.calls, self.env, agent = actor_calls_of(cfg_dict)
+        cfg = config_from_dict(cfg_dict)
+        self.priorities = (jax.jit(initial_priorities(agent, cfg.replay.eps))
+                           if cfg.train.actor_priorities else None)
         self.actor = None
         self.agents: dict[int, Any] = {}  # sync point -> agent on this worker's device
         self.template = None  # (treedef, full leaves): the leaves inference does not read
@@ -162,16 +201,19 @@ class ActorWorker:
 
     def act(self, t: int, j: int, weights: list, key, env_steps: int):
         """Iteration t with the weights of sync point j (`weights`: [its object ref]), from
-        the key before it: (inputs, actors' state, transitions, ends, returns, env steps,
-        host env state), as numpy."""
+        the key before it: (inputs, actors' state, transitions, ends, returns, the
+        transitions' priorities or None, env steps, host env state), as numpy."""
         agent = self._agent(j, weights)
         out = []
         act_chunk(self.calls, self.actor, key, env_steps, t, 1, 0, 1, lambda: True,
                   lambda _: agent, out.append)
         inputs, actor, batch, completed, returns, steps = out[0]
         self.actor = actor
+        # Ape-X's initial priorities: the weights that acted, on the transitions they made.
+        priorities = None if self.priorities is None else self.priorities(agent, batch)
         host_state = None if self.env.spec.is_jax else self.env.save_state()
-        return (*jax.device_get((inputs, actor, batch, completed, returns)), steps, host_state)
+        return (*jax.device_get((inputs, actor, batch, completed, returns, priorities)), steps,
+                host_state)
 
 
 class _Request:
@@ -186,18 +228,33 @@ class DistributedLoop(PipelinedLoop):
 
     name = "distributed"
 
-    def __init__(self, *args, num_actors: int = 1, actor_schedule: str = "fixed", **kwargs):
+    def __init__(self, *args, num_actors: int = 1, actor_schedule: str = "fixed",
+                 priorities: Callable | None = None, example_transition=None, **kwargs):
+        """`priorities`: `initial_priorities` of the run's agent when the workers compute
+        them (`train.actor_priorities`), with `example_transition` (one transition, no batch
+        dimension) to find the agent leaves it reads; None: the learner's largest priority."""
         super().__init__(*args, actors="process", **kwargs)
         if num_actors < 1:
             raise ValueError(f"config key 'train.num_actors': must be >= 1, got {num_actors}")
         if actor_schedule not in SCHEDULES:
             raise ValueError(f"config key 'train.actor_schedule': one of {SCHEDULES}, got "
                              f"{actor_schedule!r}")
+        # The workers read train.actor_priorities from the config; the learner must send them
+        # the leaves that function reads (else they would compute with stale target networks).
+        wanted = bool(self._config.train.actor_priorities)
+        if (priorities is not None) != wanted or (wanted and example_transition is None):
+            raise ValueError(f"distributed loop: config key 'train.actor_priorities' is "
+                             f"{wanted} but the loop was given priorities={priorities!r} and "
+                             f"example_transition={'set' if example_transition else None}")
         self.num_actors, self.actor_schedule = num_actors, actor_schedule
+        self.priorities, self._example = priorities, example_transition
         start_ray()  # at build, so a Ray that cannot start stops the run before it starts
         self.restarts = 0  # workers restarted so far
         self._workers: list | None = None
         self._last: list = []  # per worker: (actors' state, host env state) after its last take
+        # (iteration, `_last`) at the end of the last chunk that finished, or loaded from a
+        # checkpoint (`load_actors_state`): where the workers start when they (re)start there.
+        self._chunk_end: tuple[int, list] | None = None
         self._leaves = None
 
     # --- workers ---------------------------------------------------------------------------
@@ -208,12 +265,23 @@ class DistributedLoop(PipelinedLoop):
         self._workers = [remote.options(name=None).remote(cfg, os.getpid(), os.uname().nodename)
                          for _ in range(self.num_actors)]
         self._leaves = policy_leaves(self.prims.infer, state)
+        if self.priorities is not None:  # and what the TD errors read (the target networks)
+            m = self.schedule.inserts_per_iter
+            batch = jax.tree.map(lambda x: jax.ShapeDtypeStruct((m, *np.shape(x)),
+                                                                np.asarray(x).dtype),
+                                 self._example)
+            self._leaves = [a or b for a, b in zip(
+                self._leaves, leaves_read(self.priorities, state.agent, batch), strict=True)]
         leaves, treedef = jax.tree.flatten(state.agent)
         self._template = (treedef, jax.device_get(leaves))
-        host = None if self._host_env is None else self._host_env.save_state()
-        start = (jax.device_get(actor_of(state)), host)
-        self._last = [start] * self.num_actors
-        ray.get([w.load.remote(*start, self._template) for w in self._workers])
+        first = int(jax.device_get(state.iteration))
+        if self._chunk_end is not None and self._chunk_end[0] == first:
+            self._last = list(self._chunk_end[1])  # each worker where it was
+        else:
+            host = None if self._host_env is None else self._host_env.save_state()
+            self._last = [(jax.device_get(actor_of(state)), host)] * self.num_actors
+        ray.get([w.load.remote(*last, self._template)
+                 for w, last in zip(self._workers, self._last, strict=True)])
 
     def _publish(self, agent) -> Any:
         """The leaves inference reads, into the object store once."""
@@ -307,13 +375,14 @@ class DistributedLoop(PipelinedLoop):
                     request = next(r for r in in_flight if r.t == t)
                 result = self._take(request, in_flight)
                 in_flight.remove(request)
-                _, actor, batch, completed, returns, _, host_state = result
+                _, actor, batch, completed, returns, priorities, _, host_state = result
                 self._last[request.worker] = (actor, host_state)
                 if free:
                     idle.append(request.worker)
                 inputs = chain.pop(t)
                 (agent, replay, pending, do_learn, td_abs, metric_rows, limiter,
-                 low) = self._learner_step(agent, replay, pending, batch, inputs, t, limiter, low)
+                 low) = self._learner_step(agent, replay, pending, batch, inputs, t, limiter, low,
+                                           priorities)
                 if do_learn and limit is not None:
                     asked = asked._replace(samples=limiter.samples)
                 if (t + 1) % self.weight_sync_period == 0:
@@ -341,7 +410,35 @@ class DistributedLoop(PipelinedLoop):
             self._host_env.load_state(host_state)  # the simulators the state's actors hold
         if limit is not None:
             self.limiter_band = (None if low == float("inf") else low, high)
+        # No request is in flight at a chunk's end: each worker is where `_last` says.
+        self._chunk_end = (end, list(self._last))
         return c.settle(state), c.stack(rows)
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    def actors_state(self, iteration: int) -> bytes | None:
+        """Every worker's actors' state after learner iteration `iteration` (a chunk's end),
+        for the checkpoint of the state there; None when no chunk ended there (a chunk that
+        stopped midway: its workers acted past it)."""
+        if self._chunk_end is None or self._chunk_end[0] != iteration:
+            return None
+        return pickle.dumps({"iteration": iteration, "num_actors": self.num_actors,
+                             "workers": self._chunk_end[1]})
+
+    def load_actors_state(self, blob: bytes | None, iteration: int) -> None:
+        """The workers' states a checkpoint at `iteration` saved (`actors_state`): the next
+        chunk starts each worker from its own. None (a checkpoint without them): every worker
+        starts from the learner's actors' state, with a warning when N > 1."""
+        # A pickle, like the host envs' state beside it: resume only run directories you trust.
+        saved = None if blob is None else pickle.loads(blob)
+        if saved is None or saved["iteration"] != iteration or \
+                saved["num_actors"] != self.num_actors:
+            if self.num_actors > 1:
+                print(f"warning: the checkpoint holds no state of the {self.num_actors} actor "
+                      "workers; each starts from the learner's actors' state, so the resumed "
+                      "run differs from an uninterrupted one", file=sys.stderr, flush=True)
+            self._chunk_end = None
+            return
+        self._chunk_end = (iteration, saved["workers"])
 
     def actor_pids(self) -> list[int]:
         """The workers' process ids (for tests and tools)."""

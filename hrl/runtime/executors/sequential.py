@@ -44,12 +44,17 @@ class HostLoop:
         return self.calls.timings
 
     # --- the learner's program -------------------------------------------------------------
-    def _learn(self, agent, replay, pending, batch, learn_keys, beta, iteration: int):
-        """Insert the actors' batch, then (on a learning iteration) U x `sgd_step`. Returns
-        (agent, replay, pending, learned, mean |td| per step, packed metrics per step).
-        `replay` is consumed (a JAX replay is updated in place)."""
+    def _learn(self, agent, replay, pending, batch, learn_keys, beta, iteration: int,
+               priorities=None):
+        """Insert the actors' batch (with `priorities`, raw, if the actors computed them;
+        else at the largest priority seen), then (on a learning iteration) U x `sgd_step`.
+        Returns (agent, replay, pending, learned, mean |td| per step, packed metrics per
+        step). `replay` is consumed (a JAX replay is updated in place)."""
         c = self.calls
-        replay = c.timed("update", c.insert, replay, batch)
+        if priorities is None:
+            replay = c.timed("update", c.insert, replay, batch)
+        else:
+            replay = c.timed("update", c.insert, replay, batch, priorities)
         do_learn = bool(learns(int(replay.size), int(iteration), self.schedule))
         if not do_learn:
             return agent, replay, pending, False, [], []
@@ -119,6 +124,13 @@ class HostLoop:
 
     def primitive_seconds(self) -> dict[str, float]:
         return dict(self.calls.timings)
+
+    def actors_state(self, iteration: int) -> bytes | None:
+        """None: the `TrainState` holds every actor's state (see `Executor`)."""
+        return None
+
+    def load_actors_state(self, blob: bytes | None, iteration: int) -> None:
+        """Nothing to take: the `TrainState` holds every actor's state."""
 
     def close(self) -> None:
         """Stop the relaxed round's replay thread (a later round starts a new one)."""
