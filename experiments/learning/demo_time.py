@@ -23,8 +23,8 @@ OUT = Path(__file__).resolve().parents[1] / "results" / "demo"
 SPLIT = re.compile(
     r"wall ([\d.]+) s = imports ([\d.]+) s \+ set-up ([\d.]+) s .*?\+ first chunk ([\d.]+) s"
     r".*?\+ training ([\d.]+) s", re.S)
-SOLVED = re.compile(r"solved in [\d.]+ s\S*: mean return of the last 10 episodes [\d.]+ after "
-                    r"([\d,]+) env steps")
+SOLVED = re.compile(r"solved in [\d.]+ s\S*: mean return of the last 10 episodes [\d.]+ at the "
+                    r"episode ending at env step ([\d,]+)")
 
 
 def main() -> int:
