@@ -24,7 +24,9 @@ its loop is fused, one after another otherwise) to its full budget. Per config:
 for a CPU without AVX-512 and the learning is checked on floats another machine would give.
 
 Writes experiments/results/learning/learning_quality[_avx2].{csv,md}, and per config the
-aggregate curve <config>[_avx2].{csv,png} and every seed's episodes <config>[_avx2]_episodes.csv.
+aggregate curve <config>[_avx2].{csv,png}, every seed's episodes <config>[_avx2]_episodes.csv and
+every seed's outcome (steps to the bar, final return, final eval return, whether it ends at the
+bar) <config>[_avx2]_seeds.csv.
 """
 
 from __future__ import annotations
@@ -154,6 +156,12 @@ def evaluate(name: str, seeds: int, isa: str, work: Path, overrides=(), tag: str
         for row, (steps, returns) in zip(per_seed, logs, strict=True):
             writer.writerows((row["seed"], int(s), f"{float(r):.6g}")
                              for s, r in zip(steps, returns, strict=True))
+    with (OUT / f"{name}{suffix}_seeds.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(("seed", "steps_to_solved", "final_return", "final_eval_return",
+                         "ends_at_bar"))
+        writer.writerows((r["seed"], _shown(r["steps_to_solved"]), _g(r["recent_return"]),
+                          _g(r["final_eval_return"]), int(r["ends_at_bar"])) for r in per_seed)
     final = summary["final_return"]
     final_eval = summary["final_eval_return"]
     return {
@@ -181,6 +189,11 @@ def _shown(value) -> str:
     return "-" if value in (None, "") else str(value)
 
 
+def _g(value) -> str:
+    """A number to 6 significant digits; '' for none (fewer episodes than the window)."""
+    return "" if value is None else f"{float(value):.6g}"
+
+
 def write_tables(rows: list[dict], isa: str) -> None:
     suffix = "" if isa == "default" else f"_{isa}"
     path = OUT / f"learning_quality{suffix}.csv"
@@ -203,8 +216,8 @@ def write_tables(rows: list[dict], isa: str) -> None:
         "",
         "| config | solved | end at the bar (eval) | bar | budget | median steps to bar | p90 "
         "| median wall s to bar | final IQM [95% CI] | final eval IQM [95% CI] "
-        "| env steps/s: seeds summed / one seed (ratio) | published |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| env steps/s: seeds summed / one seed (ratio) | wall s (all seeds) | published |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -217,7 +230,7 @@ def write_tables(rows: list[dict], isa: str) -> None:
             f"{_shown(r.get('final_eval_ci_high'))}] | "
             f"{int(float(r['env_steps_per_s_seeds'])):,} / "
             f"{int(float(r['env_steps_per_s_one_seed'])):,} ({r['seeds_speedup']}x) | "
-            f"{r['reference']} |"
+            f"{_shown(r.get('wall_s'))} | {r['reference']} |"
         )
     (OUT / f"learning_quality{suffix}.md").write_text("\n".join(lines) + "\n")
 

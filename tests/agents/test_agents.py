@@ -232,6 +232,35 @@ def test_ddpg_random_warmup_and_ou_noise_carry():
     np.testing.assert_allclose(float(jnp.std(restarted.x)), 0.3, rtol=0.15)
 
 
+def test_ddpg_noise_and_learning_rate_schedules_decay_linearly_then_hold():
+    """noise_decay_steps N: the noise scale falls linearly over N env steps to noise_end_scale;
+    lr_decay_steps N: both networks' step sizes fall linearly over N SGD steps to
+    learning_rate * lr_end_factor (plain SGD on a gradient of ones shows the step size)."""
+    agent = make_ddpg(DDPGConfig(actor_hidden_sizes=(8,), critic_hidden_sizes=(8,),
+                                 noise_scale=0.4, noise_decay_steps=100, noise_end_scale=0.1,
+                                 optimizer="sgd", actor_learning_rate=0.1,
+                                 critic_learning_rate=0.2, lr_decay_steps=4,
+                                 lr_end_factor=0.5), PENDULUM)
+    np.testing.assert_allclose([float(agent.noise_std(s)) for s in (0, 50, 100, 500)],
+                               [0.4, 0.25, 0.1, 0.1], rtol=1e-6)
+    state = agent.init(jax.random.key(0))
+    actions = agent.act(state, jnp.zeros((4096, 3)), jax.random.key(1), 500, True)
+    mean = agent.policy(state, jnp.zeros((1, 3)))
+    # std 0.1 of the half-range 2 (mean near 0, so the box clips nothing)
+    np.testing.assert_allclose(float(jnp.std(actions - mean)), 0.2, rtol=0.05)
+    assert float(make_ddpg(DDPGConfig(noise_scale=0.3), PENDULUM).noise_std(10**6)) == \
+        pytest.approx(0.3)
+    for opt, lr in ((agent.actor_optimizer, 0.1), (agent.critic_optimizer, 0.2)):
+        params = {"w": jnp.zeros(3)}
+        opt_state = opt.init(params)
+        steps = []
+        for _ in range(6):
+            updates, opt_state = opt.update({"w": jnp.ones(3)}, opt_state, params)
+            steps.append(float(-updates["w"][0]))
+        np.testing.assert_allclose(
+            steps, lr * np.array([1, 0.875, 0.75, 0.625, 0.5, 0.5]), rtol=1e-6)
+
+
 # ------------------------------------------------------------------ validation
 @pytest.mark.parametrize(
     "cls, field, value",
@@ -249,6 +278,9 @@ def test_ddpg_random_warmup_and_ou_noise_carry():
         (DDPGConfig, "critic_hidden_sizes", [256, 256]),
         (DDPGConfig, "random_steps", -1),
         (DDPGConfig, "tau", 1.5),
+        (DDPGConfig, "lr_end_factor", 2.0),
+        (DDPGConfig, "noise_decay_steps", -5),
+        (DDPGConfig, "noise_end_scale", -0.1),
     ],
 )
 def test_impossible_config_values_name_the_field(cls, field, value):

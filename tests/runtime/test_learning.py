@@ -183,17 +183,18 @@ def test_dqn_cartpole_learns_over_seeds(tmp_path):
 
 
 @pytest.mark.slow
-def test_dqn_cartpole_solves_on_most_seeds(tmp_path):
-    cfg = load_config(CONFIGS / "dqn_cartpole.yaml", ["seeds=10", "log.progress=false"])
+@pytest.mark.parametrize("name", ["dqn_cartpole", "dqn_acrobot", "ddpg_pendulum"])
+def test_policies_reach_the_bar_and_stay_trained_on_most_seeds(tmp_path, name):
+    """10 seeds of the config's whole budget in one program: most reach the bar on the way,
+    and most end there by the final eval (the greedy or deterministic policy on 10 fresh
+    episodes per seed at the end). The measured counts are the rows of
+    experiments/results/learning/learning_quality.md; the bound leaves a margin of seeds."""
+    base = ["seeds=10", "log.progress=false"]
+    budget = load_config(CONFIGS / f"{name}.yaml", base).train.total_env_steps
+    cfg = load_config(CONFIGS / f"{name}.yaml", [*base, f"train.eval_every={budget}"])
     summary = train(cfg, run_dir=tmp_path, progress=False)
-    assert summary["solved_runs"] >= 8, summary["per_seed"]  # 10 of 10 measured
-
-
-@pytest.mark.slow
-def test_ddpg_pendulum_solves_on_most_seeds(tmp_path):
-    cfg = load_config(CONFIGS / "ddpg_pendulum.yaml", ["seeds=10", "log.progress=false"])
-    summary = train(cfg, run_dir=tmp_path, progress=False)
-    assert summary["solved_runs"] >= 8, summary["per_seed"]  # 10 of 10 measured
+    assert summary["solved_runs"] >= 8, summary["per_seed"]
+    assert summary["seeds_ending_at_bar"] >= 8, summary["per_seed"]
 
 
 @pytest.mark.slow

@@ -49,6 +49,10 @@ class DDPGConfig:
     optimizer: str = "adam"
     actor_learning_rate: float = 1e-3
     critic_learning_rate: float = 1e-3
+    # Learning-rate schedule of both networks: 0 keeps them constant; N > 0 lowers each
+    # linearly over the first N SGD steps to its learning rate * lr_end_factor, and holds it.
+    lr_decay_steps: int = 0
+    lr_end_factor: float = 0.0
     max_grad_norm: float | None = None
     critic_huber_delta: float | None = None  # None: squared error
     # Every `target_update_period` SGD steps: target <- tau*online + (1-tau)*target.
@@ -58,6 +62,10 @@ class DDPGConfig:
     # action component; OU needs the explicit carry of `act_with_carry`.
     noise: str = "gaussian"
     noise_scale: float = 0.1
+    # Noise schedule: 0 keeps noise_scale; N > 0 lowers it linearly over the first N env steps
+    # (all envs, counted from the start, random_steps included) to noise_end_scale, and holds it.
+    noise_decay_steps: int = 0
+    noise_end_scale: float = 0.0
     ou_theta: float = 0.15
     random_steps: int = 0  # env steps (all envs) of uniform random actions before the actor
     eval_noise_scale: float = 0.0  # Gaussian noise when explore=False
@@ -72,12 +80,17 @@ class DDPGConfig:
         check_choice(c, "optimizer", self.optimizer, OPTIMIZERS)
         check_range(c, "actor_learning_rate", self.actor_learning_rate, 0.0, 1.0, low_open=True)
         check_range(c, "critic_learning_rate", self.critic_learning_rate, 0.0, 1.0, low_open=True)
+        check_nonnegative_int(c, "lr_decay_steps", self.lr_decay_steps)
+        check_range(c, "lr_end_factor", self.lr_end_factor, 0.0, 1.0)
         check_optional_positive(c, "max_grad_norm", self.max_grad_norm)
         check_optional_positive(c, "critic_huber_delta", self.critic_huber_delta)
         check_positive_int(c, "target_update_period", self.target_update_period)
         check_range(c, "tau", self.tau, 0.0, 1.0, low_open=True)
         check_choice(c, "noise", self.noise, ("gaussian", "ou"))
         check_range(c, "noise_scale", self.noise_scale, 0.0, float("inf"), high_open=True)
+        check_nonnegative_int(c, "noise_decay_steps", self.noise_decay_steps)
+        check_range(c, "noise_end_scale", self.noise_end_scale, 0.0, float("inf"),
+                    high_open=True)
         check_range(c, "ou_theta", self.ou_theta, 0.0, 1.0, low_open=True)
         check_nonnegative_int(c, "random_steps", self.random_steps)
         check_range(c, "eval_noise_scale", self.eval_noise_scale, 0.0, float("inf"), high_open=True)
@@ -111,7 +124,11 @@ class DDPG:
                       2 if self.cfg.twin_critics else 1)
 
     def _optimizer(self, learning_rate: float) -> optax.GradientTransformation:
-        return make_optimizer(self.cfg.optimizer, learning_rate, self.cfg.max_grad_norm)
+        c = self.cfg
+        lr = learning_rate
+        if c.lr_decay_steps:
+            lr = optax.linear_schedule(lr, lr * c.lr_end_factor, c.lr_decay_steps)
+        return make_optimizer(c.optimizer, lr, c.max_grad_norm)
 
     @property
     def actor_optimizer(self):
@@ -136,6 +153,14 @@ class DDPG:
         return AgentState(params, params, opt_state, jnp.int32(0))
 
     # ------------------------------------------------------------------ infer
+    def noise_std(self, env_step) -> jax.Array:
+        """The exploration noise scale (Gaussian std or OU sigma) after `env_step` env steps."""
+        c = self.cfg
+        if not c.noise_decay_steps:
+            return jnp.float32(c.noise_scale)
+        frac = jnp.clip(jnp.asarray(env_step, jnp.float32) / c.noise_decay_steps, 0.0, 1.0)
+        return jnp.float32(c.noise_scale) + frac * jnp.float32(c.noise_end_scale - c.noise_scale)
+
     def _noisy_actions(self, mean_action, noise_unit, key, env_step, explore):
         """mean + noise (in half-range units), clipped to the box; uniform during warm-up."""
         a = self.spec.action
@@ -162,7 +187,7 @@ class DDPG:
             )
         mean_action = self.actor.apply(state.params["actor"], obs)
         noise_key, uniform_key = jax.random.split(key)
-        std = jnp.where(explore, self.cfg.noise_scale, self.cfg.eval_noise_scale)
+        std = jnp.where(explore, self.noise_std(env_step), self.cfg.eval_noise_scale)
         noise = std * jax.random.normal(noise_key, mean_action.shape)
         return self._noisy_actions(mean_action, noise, uniform_key, env_step, explore)
 
@@ -182,7 +207,8 @@ class DDPG:
         noise_key, uniform_key = jax.random.split(key)
         start = jnp.asarray(episode_start, bool).reshape((-1,) + (1,) * (carry.x.ndim - 1))
         x = jnp.where(start, 0.0, carry.x)
-        x = x - self.cfg.ou_theta * x + self.cfg.noise_scale * jax.random.normal(noise_key, x.shape)
+        sigma = self.noise_std(env_step)
+        x = x - self.cfg.ou_theta * x + sigma * jax.random.normal(noise_key, x.shape)
         mean_action = self.actor.apply(state.params["actor"], obs)
         noise = jnp.where(explore, x, 0.0)
         actions = self._noisy_actions(mean_action, noise, uniform_key, env_step, explore)
