@@ -37,6 +37,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_jax_flashbax import make_sgd_step  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "experiments" / "configs" / "dqn_minatar_breakout.yaml"
 OUT = ROOT / "experiments" / "results" / "peers" / "minatar"
@@ -123,7 +126,8 @@ def run_hrl(args) -> dict:
 
 
 def make_peer(game: str, num_envs: int, rollout: int):
-    """(init, run_chunk) of the peer: one jitted scan per chunk of iterations."""
+    """(init, run_chunk) of the peer: one jitted scan per chunk of iterations; its SGD step is
+    peer_jax_flashbax's (`make_sgd_step`)."""
     import flashbax as fbx
     import flax.linen as nn
     import gymnax
@@ -162,31 +166,7 @@ def make_peer(game: str, num_envs: int, rollout: int):
                 "target": params, "opt": tx.init(params), "buffer": buffer.init(item),
                 "env_steps": jnp.int32(0), "updates": jnp.int32(0)}
 
-    def sgd_step(carry, key):
-        params, target, opt, buf, updates, size = carry
-        sample = buffer.sample(buf, key)
-        first = sample.experience.first
-        w = jnp.power(size * jnp.maximum(sample.probabilities, 1e-30), -S["beta"])
-        w = w / jnp.max(w)
-
-        def loss_fn(p):
-            q = net.apply(p, first["obs"])
-            q_taken = jnp.take_along_axis(q, first["action"][:, None], axis=1)[:, 0]
-            best = jnp.argmax(net.apply(p, first["next_obs"]), axis=1)
-            q_next = jnp.take_along_axis(net.apply(target, first["next_obs"]),
-                                         best[:, None], axis=1)[:, 0]
-            y = first["reward"] + S["gamma"] * (1.0 - first["done"]) * q_next
-            td = q_taken - jax.lax.stop_gradient(y)
-            return jnp.mean(w * optax.huber_loss(td)), td
-
-        (_, td), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        step, opt = tx.update(grads, opt, params)
-        params = optax.apply_updates(params, step)
-        buf = buffer.set_priorities(buf, sample.indices, jnp.abs(td) + 1e-6)
-        updates = updates + 1
-        target = jax.tree.map(lambda t, o: jnp.where(
-            updates % S["target_update_period"] == 0, o, t), target, params)
-        return (params, target, opt, buf, updates, size), None
+    sgd_step = make_sgd_step(net, tx, buffer, S)
 
     def actor_step(st, key):
         k_act, k_eps, k_env = jax.random.split(key, 3)

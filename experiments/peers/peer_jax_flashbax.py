@@ -26,6 +26,47 @@ from common import DQN, Tracker, emit, peer_args, versions_of  # noqa: E402
 T_START = time.perf_counter()
 
 
+def make_sgd_step(net, tx, buffer, s: dict):
+    """One SGD step of the peer's DQN, a `lax.scan` body over (params, target, opt, buffer,
+    updates, size) and a key: a flashbax `sample` (P(i) ~ p_i^alpha), IS weights
+    (N p_i)^-beta over their batch maximum, the double-DQN Huber loss, the optimizer `tx`,
+    `set_priorities` with |td| + 1e-6, and a hard target copy every `s["target_update_period"]`
+    SGD steps. `s`: the settings (beta, gamma, target_update_period). Shared by every script
+    that runs this peer (`minatar_throughput.py` too)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    def sgd_step(carry, key):
+        params, target, opt, buf, updates, size = carry
+        sample = buffer.sample(buf, key)
+        first = sample.experience.first
+        w = jnp.power(size * jnp.maximum(sample.probabilities, 1e-30), -s["beta"])
+        w = w / jnp.max(w)
+
+        def loss_fn(p):
+            q = net.apply(p, first["obs"])
+            q_taken = jnp.take_along_axis(q, first["action"][:, None], axis=1)[:, 0]
+            next_online = net.apply(p, first["next_obs"])
+            next_target = net.apply(target, first["next_obs"])
+            best = jnp.argmax(next_online, axis=1)
+            q_next = jnp.take_along_axis(next_target, best[:, None], axis=1)[:, 0]
+            y = first["reward"] + s["gamma"] * (1.0 - first["done"]) * q_next
+            td = q_taken - jax.lax.stop_gradient(y)
+            return jnp.mean(w * optax.huber_loss(td)), td
+
+        (_, td), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        step, opt = tx.update(grads, opt, params)
+        params = optax.apply_updates(params, step)
+        buf = buffer.set_priorities(buf, sample.indices, jnp.abs(td) + 1e-6)
+        updates = updates + 1
+        target = jax.tree.map(
+            lambda t, o: jnp.where(updates % s["target_update_period"] == 0, o, t), target, params)
+        return (params, target, opt, buf, updates, size), None
+
+    return sgd_step
+
+
 def make_train(num_envs: int, chunk_iters: int):
     import flashbax as fbx
     import flax.linen as nn
@@ -71,32 +112,7 @@ def make_train(num_envs: int, chunk_iters: int):
             "ep_return": jnp.zeros(num_envs, jnp.float32),
         }
 
-    def sgd_step(carry, key):
-        params, target, opt, buf, updates, size = carry
-        sample = buffer.sample(buf, key)
-        first = sample.experience.first
-        w = jnp.power(size * jnp.maximum(sample.probabilities, 1e-30), -s["beta"])
-        w = w / jnp.max(w)
-
-        def loss_fn(p):
-            q = net.apply(p, first["obs"])
-            q_taken = jnp.take_along_axis(q, first["action"][:, None], axis=1)[:, 0]
-            next_online = net.apply(p, first["next_obs"])
-            next_target = net.apply(target, first["next_obs"])
-            best = jnp.argmax(next_online, axis=1)
-            q_next = jnp.take_along_axis(next_target, best[:, None], axis=1)[:, 0]
-            y = first["reward"] + s["gamma"] * (1.0 - first["done"]) * q_next
-            td = q_taken - jax.lax.stop_gradient(y)
-            return jnp.mean(w * optax.huber_loss(td)), td
-
-        (_, td), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        step, opt = tx.update(grads, opt, params)
-        params = optax.apply_updates(params, step)
-        buf = buffer.set_priorities(buf, sample.indices, jnp.abs(td) + 1e-6)
-        updates = updates + 1
-        target = jax.tree.map(
-            lambda t, o: jnp.where(updates % s["target_update_period"] == 0, o, t), target, params)
-        return (params, target, opt, buf, updates, size), None
+    sgd_step = make_sgd_step(net, tx, buffer, s)
 
     def iteration(st, _):
         key, k_act, k_eps, k_env, k_sgd = jax.random.split(st["key"], 5)
