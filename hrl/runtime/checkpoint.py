@@ -45,32 +45,37 @@ class CheckpointUnreadable(OSError):
     """The checkpoint's files cannot be read (truncated, garbled, missing)."""
 
 
+def _beside(path: str | Path, kind: str) -> Path:
+    """The file of `kind` kept beside checkpoint `path` (a step_* directory)."""
+    path = Path(path)
+    return path.parent / f"{kind}_{path.name}.pkl"
+
+
+def _bytes_or_none(file: Path) -> bytes | None:
+    try:
+        return file.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def host_state_file(path: str | Path) -> Path:
     """Where the host envs' state of checkpoint `path` (a step_* directory) is kept."""
-    path = Path(path)
-    return path.parent / f"host_envs_{path.name}.pkl"
+    return _beside(path, "host_envs")
 
 
 def read_host_state(path: str | Path) -> bytes | None:
     """The host envs' state saved with checkpoint `path`, or None if it has none."""
-    try:
-        return host_state_file(path).read_bytes()
-    except FileNotFoundError:
-        return None
+    return _bytes_or_none(host_state_file(path))
 
 
 def actors_state_file(path: str | Path) -> Path:
     """Where the executor's actors' state of checkpoint `path` (a step_* directory) is kept."""
-    path = Path(path)
-    return path.parent / f"actors_{path.name}.pkl"
+    return _beside(path, "actors")
 
 
 def read_actors_state(path: str | Path) -> bytes | None:
     """The executor's actors' state saved with checkpoint `path`, or None if it has none."""
-    try:
-        return actors_state_file(path).read_bytes()
-    except FileNotFoundError:
-        return None
+    return _bytes_or_none(actors_state_file(path))
 
 
 def save_checkpoint(run_dir: str | Path, state, info: dict, keep: int = 2,
