@@ -30,7 +30,8 @@ Budgets:
 
 Writes experiments/results/minatar/: minatar_per.{csv,md} (rows of games not re-run are
 kept), and per game <game>.png (training and eval IQM curves with their intervals, both
-variants) beside <game>_curves.csv (the same numbers).
+variants) beside <game>_curves.csv (the same numbers); budgets other than `cpu` add theirs to
+the name (breakout_cpu-100k.png).
 """
 
 from __future__ import annotations
@@ -209,8 +210,9 @@ def plot_game(out: Path, game: str, results: dict, budget: str) -> None:
     fig.suptitle(f"DQN, PER vs uniform replay, MinAtar ({budget} budget, "
                  f"{r['seeds']} seeds)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out / f"{game}.png")
-    with (out / f"{game}_curves.csv").open("w", newline="") as f:
+    stem = game if budget == "cpu" else f"{game}_{budget}"  # one figure per budget
+    fig.savefig(out / f"{stem}.png")
+    with (out / f"{stem}_curves.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(("kind", "variant", "env_steps", "iqm", "iqm_ci_low", "iqm_ci_high"))
         for variant, r in results.items():

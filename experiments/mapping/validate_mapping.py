@@ -11,8 +11,8 @@ CartPole, host envs). Step 2 runs every mapping the runtime can instantiate here
 hrl.mapping.ranking.rank_mappings ranks them for `hrl map` and `hrl train --mapping auto`
 (hrl.mapping.validate.runnable_mappings on the profiled placements: the fused loop, the
 sequential host loop with the native and with the XLA tree, the replay tree on a second XLA
-CPU device and on PoCL, and the pipelined executor with process actors over the host-loop
-mappings), in strict and relaxed mode, for each setting, and compares the measured seconds
+CPU device and on PoCL, and the pipelined executor with process actors and with thread actors
+over the host-loop mappings), in strict and relaxed mode, for each setting, and compares the measured seconds
 per iteration with that ranking's prediction for the mapping
 (hrl.mapping.ranking.predicted_seconds). Each run is measured in a fresh
 process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it

@@ -51,6 +51,19 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   ratio, L*M inserts per U*B samples, which is what this max already assumes
   (time = max(actor seconds per insert x L*M, learner seconds per sample x r x L*M)); what it
   does change, how much of one side's jitter the other can absorb, is not modelled.
+* the pipelined executor with thread actors (`train.actors: thread`): the same two sides in
+  one interpreter. The batch and the weights change hands by reference: each side pays one
+  thread hand-off per iteration (`link:thread`, to the other thread and back, the relaxed
+  dependency's hand-off) instead of the process link, and one more bound joins the max: the
+  GIL, which one thread holds at a time. Both sides' host-loop bookkeeping holds it (the
+  loop's Python and dispatch, all of the host loop's per-iteration overhead), and so does a
+  host env's step (gymnasium: Python); a compiled call does not while it runs (JAX releases
+  it):
+  thread = max(actor side, learner side, host CPU busy / cores,
+               host-loop bookkeeping + host env calls + both ends of the hand-off).
+  It adds no constant: every term is one the other executors already use. No profile row
+  checks it (`plan.executor_errors` has no entry), so its predictions carry the uncertainty
+  of an unchecked executor (`hrl.mapping.uncertainty.UNKNOWN_UNCERTAINTY`).
 
 Feasible mappings: an exclusive placement (the fused loop) hosts all primitives or none; every
 call has a finite latency on its placement (a gymnasium env cannot
@@ -74,6 +87,8 @@ from hrl.mapping.platform import Placement, latency_table
 from hrl.mapping.workload import CALL_PRIMITIVE, CALLS, PRIMITIVES, Workload
 
 ACTOR_CALLS = ("env", "infer")
+# The executors an exploration prices (`Exploration.times`).
+EXECUTORS = ("auto", "sequential", "fused", "pipelined", "pipelined-thread")
 LEARNER_CALLS = ("sample", "train", "update")
 
 
@@ -118,6 +133,8 @@ class Problem:
     # (P,) the call queue each placement's calls join (`Placement.queue`): the relaxed
     # dependency overlaps the tree with train only where the two queues differ.
     queue: np.ndarray | None = None
+    # Whether the env's step holds the GIL (a host env, gymnasium): the thread-actor bound.
+    env_holds_gil: bool = False
 
     def queue_per_placement(self) -> np.ndarray:
         """`queue`, each placement its own where the problem has none."""
@@ -201,6 +218,7 @@ def build_problem(placements: list[Placement], workload: Workload,
         replay_overlap_pipelined=np.array([pipelined.get(n, sequential.get(n, 1.0))
                                            for n in names], float),
         queue=np.array([queues.index(p.queue_name) for p in placements]),
+        env_holds_gil=workload.env_kind == "gymnasium",
     )
 
 
@@ -235,8 +253,8 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
               ipc_seconds, host_cores, relaxed_overheads, replay_handoff,
-              replay_overlap, replay_overlap_pipelined, queue, n_placements, n_resources,
-              tree_shared):
+              replay_overlap, replay_overlap_pipelined, queue, env_holds_gil, n_placements,
+              n_resources, tree_shared):
     host_r, actor_r = relaxed_overheads  # the host loop's bookkeeping in relaxed dependency
     assign = enumerate_assignments(n_placements)  # (M, 5)
     call_place = assign[:, call_prim]  # (M, C)
@@ -318,10 +336,10 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
                                jax.nn.one_hot(hop_resource[src], n_resources))
     learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_dst, 0.0),
                                jax.nn.one_hot(hop_resource[dst], n_resources))
-    learner_relaxed = jnp.maximum(
+    learner_relaxed_calls = jnp.maximum(
         learner_in_order - saved_with(replay_overlap_pipelined),
-        jnp.max(learner_busy / capacity[None, :], axis=1)
-    ) + host_r - actor_r + ipc_seconds
+        jnp.max(learner_busy / capacity[None, :], axis=1))
+    learner_relaxed = learner_relaxed_calls + host_r - actor_r + ipc_seconds
     # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
     link_ends = (2.0 * ipc_seconds)[None] * host_cpu[None, :]
     shared_bound = jnp.max((busy_strict + link_ends) / capacity[None, :], axis=1)
@@ -329,12 +347,29 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     pipelined_ok = feasible & ~uses_exclusive
     pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound)
     pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side_r, learner_relaxed), shared_bound_r)
+    # Thread actors (module docstring): a thread hand-off per iteration instead of the process
+    # link, and the GIL: both sides' bookkeeping, a host env's steps and the hand-off's ends.
+    handoff = replay_handoff
+    env_gil = calls_of(("env",)) * env_holds_gil
+    thread_ends = (2.0 * handoff)[None] * host_cpu[None, :]
+    thread_strict = jnp.maximum(jnp.maximum(
+        actor_cycle + overhead_actor + handoff,
+        learner_in_order + overhead_host - overhead_actor + handoff), jnp.maximum(
+        jnp.max((busy_strict + thread_ends) / capacity[None, :], axis=1),
+        overhead_host + env_gil + 2.0 * handoff))
+    thread_relaxed = jnp.maximum(jnp.maximum(
+        actor_cycle + actor_r + handoff,
+        learner_relaxed_calls + host_r - actor_r + handoff), jnp.maximum(
+        jnp.max((busy + thread_ends) / capacity[None, :], axis=1),
+        host_r + env_gil + 2.0 * handoff))
     inf = jnp.float32(jnp.inf)
     sides = jnp.stack([actor_side, learner_strict, shared_bound,
                        actor_side_r, learner_relaxed, shared_bound_r], axis=1)
     return (assign, feasible, jnp.where(feasible, strict, inf), jnp.where(feasible, relaxed, inf),
             busy, jnp.where(pipelined_ok, pipelined_strict, inf),
-            jnp.where(pipelined_ok, pipelined_relaxed, inf), sides)
+            jnp.where(pipelined_ok, pipelined_relaxed, inf), sides,
+            jnp.where(pipelined_ok, thread_strict, inf),
+            jnp.where(pipelined_ok, thread_relaxed, inf))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -353,6 +388,9 @@ class Exploration:
     # (M, 6) the pipelined executor's bounds: actor side, learner side, shared host CPU,
     # strict then relaxed.
     pipelined_sides: np.ndarray | None = None
+    # (M,) the pipelined executor with thread actors, inf if it cannot run the mapping.
+    thread_strict: np.ndarray | None = None
+    thread_relaxed: np.ndarray | None = None
 
     def pipelined_bounds(self, row: int, mode: str) -> tuple[float, float, float]:
         """(actor side, learner side, shared CPU bound) of a mapping in the pipelined executor,
@@ -363,14 +401,16 @@ class Exploration:
     def times(self, mode: str, executor: str = "auto") -> np.ndarray:
         """Seconds per iteration of every mapping in dependency `mode`, run by `executor`
         ("auto": the fused loop or the sequential host loop, as the mapping implies;
-        "pipelined": actors in their own process beside the learner)."""
+        "pipelined": actors in their own process beside the learner; "pipelined-thread":
+        actors in a thread beside the learner)."""
         if mode not in ("strict", "relaxed"):
             raise ValueError(f"dependency mode must be 'strict' or 'relaxed', got {mode!r}")
         if executor == "pipelined":
             return self.pipelined_strict if mode == "strict" else self.pipelined_relaxed
+        if executor == "pipelined-thread":
+            return self.thread_strict if mode == "strict" else self.thread_relaxed
         if executor not in ("auto", "sequential", "fused"):
-            raise ValueError(f"executor must be auto, sequential, fused or pipelined, "
-                             f"got {executor!r}")
+            raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
         return self.strict if mode == "strict" else self.relaxed
 
     def mapping(self, row: int) -> dict[str, str]:
@@ -424,7 +464,8 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
                          "enumerate at once; pass fewer --devices")
     f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
     i32 = lambda a: jnp.asarray(a, jnp.int32)  # noqa: E731
-    assign, feasible, strict, relaxed, busy, pip_strict, pip_relaxed, sides = _evaluate(
+    (assign, feasible, strict, relaxed, busy, pip_strict, pip_relaxed, sides, thread_strict,
+     thread_relaxed) = _evaluate(
         f32(prob.latency), f32(prob.counts), i32(prob.call_prim), i32(prob.edge_src),
         i32(prob.edge_dst), f32(prob.edge_bytes), f32(prob.edge_count), f32(prob.hop_latency),
         f32(prob.hop_bandwidth), i32(prob.hop_resource), i32(prob.compute_resource),
@@ -433,13 +474,14 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
         f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
         f32(prob.overlap_per_placement()), f32(prob.overlap_per_placement("pipelined")),
-        i32(prob.queue_per_placement()),
+        i32(prob.queue_per_placement()), f32(prob.env_holds_gil),
         n_placements=len(prob.placements),
         n_resources=len(prob.resources), tree_shared=tree_shared)
     return Exploration(prob, np.asarray(assign), np.asarray(feasible),
                        np.asarray(strict, float), np.asarray(relaxed, float),
                        np.asarray(busy, float), staleness, np.asarray(pip_strict, float),
-                       np.asarray(pip_relaxed, float), np.asarray(sides))
+                       np.asarray(pip_relaxed, float), np.asarray(sides),
+                       np.asarray(thread_strict, float), np.asarray(thread_relaxed, float))
 
 
 def baselines(exp: Exploration, workload: Workload) -> dict[str, dict[str, str]]:

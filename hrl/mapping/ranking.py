@@ -8,10 +8,11 @@
 
 The catalogue of mappings the runtime can instantiate is `validate.runnable_mappings` (the
 fused loop, the sequential host loop, the replay tree on another backend or device, each host
-loop again in the pipelined executor); with `max_devices` > 1 the data-parallel fused loop on
-D = 2..max_devices devices of the JAX backend's kind joins it (strong scaling,
-`hrl.mapping.parallel`). Each is priced by one exploration (`plan.plan`) on the profile, in
-the config's dependency mode, and flagged runnable here or not, with the reason.
+loop again in the pipelined executor, with process actors and with thread actors); with
+`max_devices` > 1 the data-parallel fused loop on D = 2..max_devices devices of the JAX
+backend's kind joins it (strong scaling, `hrl.mapping.parallel`). Each is priced by one
+exploration (`plan.plan`) on the profile, in the config's dependency mode, and flagged
+runnable here or not, with the reason.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class RankedMapping:
 
     label: str
     mapping: dict  # primitive -> placement name (as in the exploration)
-    executor: str  # fused | sequential | pipelined | data-parallel
+    executor: str  # fused | sequential | pipelined | pipelined-thread | data-parallel
     overrides: tuple[str, ...]  # config overrides that make the runtime run it
     seconds: float  # predicted seconds per iteration of the config's env steps
     runnable: bool  # whether the runtime can run it here (else `why_not` says why)
@@ -182,12 +183,11 @@ def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: s
 
 def config_label(cfg) -> str | None:
     """The catalogue label of the mapping `cfg` runs as it stands (no --mapping), or None
-    when the catalogue has no entry for it (thread actors, data parallel, an RTL tree)."""
+    when the catalogue has no entry for it (data parallel, a placement it does not list)."""
     executor = choose_executor(cfg)
     if executor == "fused":
         return "cpu-fused"
-    if executor == "data-parallel" or (executor == "pipelined"
-                                       and cfg.train.actors != "process"):
+    if executor == "data-parallel":
         return None
     placed = {cfg.placement.get(p) for p in ("sample", "update")} if cfg.placement else set()
     if cfg.replay.backend == "opencl":
@@ -202,10 +202,16 @@ def config_label(cfg) -> str | None:
         label = "cpu"
     else:
         return None
-    return f"{label} pipelined" if executor == "pipelined" else label
+    if executor != "pipelined":
+        return label
+    return f"{label} pipelined" if cfg.train.actors == "process" else f"{label} pipelined-thread"
 
 
 def _executor(m) -> str:
+    """The executor a catalogue entry runs, as the exploration prices it (`dse.EXECUTORS`:
+    the pipelined executor's thread actors are their own)."""
+    if m.executor in ("pipelined", "pipelined-thread"):
+        return m.executor
     return dict(o.split("=", 1) for o in m.overrides)["train.executor"]
 
 

@@ -428,6 +428,8 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str,
          top_rows(p, "relaxed"), None),
         ("Top-10 mappings, pipelined executor (actors in their own process), strict",
          top_rows(p, "strict", executor="pipelined"), None),
+        ("Top-10 mappings, pipelined executor (actors in a thread of the learner's process), "
+         "strict", top_rows(p, "strict", executor="pipelined-thread"), None),
     ]
     summary = {"workload": p.workload.describe(), "placements": {
         pl.name: {"source": pl.source, "resource": pl.resource, "link": pl.link}
@@ -442,11 +444,12 @@ def write_report(p: Plan, out_dir: Path, profile: dict | None, title: str,
         summary[mode] = {"chosen": e.mapping(best), "seconds": float(e.times(mode)[best]),
                          "baselines": base, "feasible_mappings": int(e.feasible.sum()),
                          "all_mappings": len(e.feasible)}
-        pipelined = e.top(mode, 1, "pipelined")
-        if pipelined:
-            summary[mode]["pipelined"] = {
-                "chosen": e.mapping(pipelined[0]),
-                "seconds": float(e.times(mode, "pipelined")[pipelined[0]])}
+        for executor in ("pipelined", "pipelined-thread"):
+            top = e.top(mode, 1, executor)
+            if top:
+                summary[mode][executor] = {
+                    "chosen": e.mapping(top[0]),
+                    "seconds": float(e.times(mode, executor)[top[0]])}
         sections.append((f"Best explored mapping ({mode}; modelled devices and combinations "
                          f"the runtime cannot run included): "
                          f"{dse.format_mapping(e.mapping(best))}, "

@@ -17,7 +17,9 @@ Runnable here (what the runtime can instantiate on a CPU-only machine):
 * `pocl` / `rtl`: the host loop with the replay tree on the OpenCL backend (PoCL) or the RTL
   in simulation (replay.backend=opencl / rtl), when the runtime supports host replay backends;
 * `... pipelined`: the host-loop mappings again, run by the pipelined executor with its actors
-  in a process of their own (train.executor=pipelined, train.actors=process, depth 1).
+  in a process of their own (train.executor=pipelined, train.actors=process, depth 1);
+* `... pipelined-thread`: the same with the actors in a thread of the learner's process
+  (train.actors=thread).
 """
 
 from __future__ import annotations
@@ -83,11 +85,14 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
             out.append(RunnableMapping(f"replay-on-{place}", m,
                                        ("train.executor=sequential",
                                         f"replay.backend={backend}", *fmt)))
-    pipelined = ("train.executor=pipelined", "train.actors=process",
-                 "train.pipeline_depth=1")
-    out += [RunnableMapping(f"{m.label} pipelined", m.mapping,
-                            (*pipelined, *m.overrides[1:]), "pipelined")
-            for m in list(out) if m.label != "cpu-fused"]
+    host_loops = [m for m in out if m.label != "cpu-fused"]
+    for actors, executor, suffix in (("process", "pipelined", "pipelined"),
+                                     ("thread", "pipelined-thread", "pipelined-thread")):
+        pipelined = ("train.executor=pipelined", f"train.actors={actors}",
+                     "train.pipeline_depth=1")
+        out += [RunnableMapping(f"{m.label} {suffix}", m.mapping,
+                                (*pipelined, *m.overrides[1:]), executor)
+                for m in host_loops]
     return out
 
 

@@ -350,3 +350,33 @@ def test_pipelined_executor_hand_computed():
         {p: "cpu-fused" for p in PRIMITIVES})])
     with pytest.raises(ValueError, match="executor must be"):
         exp.times("strict", "threads")
+
+
+def test_thread_actors_hand_computed():
+    """Thread actors: the pipelined executor's two sides with a thread hand-off (`link:thread`)
+    per iteration instead of the process link, bounded by the shared CPU and by the GIL, which
+    both sides' bookkeeping and a host env's steps hold and a compiled call does not."""
+    slow_env = {"env": 6 * MS, "infer": 0.1 * MS, "insert": 0.1 * MS, "sample": 0.1 * MS,
+                "train": 0.1 * MS, "update": 0.1 * MS}
+    h = 0.1 * MS
+    overhead = {"host": 4 * MS, "host_actor": 2 * MS, "replay_handoff": h}
+    all_cpu = {p: "cpu" for p in PRIMITIVES}
+    actor = (6 + 0.1 + 2) * MS + h
+    learner = (0.4 + 2) * MS + h
+    shared = (6.5 * MS + 4 * MS + 2 * h) / 2
+    for kind, gil in (("gymnasium", 4 * MS + 6 * MS + 2 * h), ("gymnax", 4 * MS + 2 * h)):
+        w = Workload(env_kind=kind, num_envs=4, batch_size=8)
+        exp = dse.explore([fixed_placement("cpu", slow_env)], w, loop_overhead=overhead,
+                          host_cores=2)
+        row = exp.row_of(all_cpu)
+        want = max(actor, learner, shared, gil)
+        assert exp.times("strict", "pipelined-thread")[row] == pytest.approx(want, rel=1e-5)
+    # A gymnasium env's steps hold the GIL, so there it binds, above the actors' side.
+    assert 4 * MS + 6 * MS + 2 * h > actor
+    # With no bookkeeping and no hand-off, thread actors are the process actors over a free
+    # link: the same max of the two sides and the shared CPU.
+    exp = dse.explore([fixed_placement("cpu", CPU)], WORK, host_cores=2)
+    row = exp.row_of(all_cpu)
+    for mode in ("strict", "relaxed"):
+        assert exp.times(mode, "pipelined-thread")[row] == pytest.approx(
+            exp.times(mode, "pipelined")[row], rel=1e-6)

@@ -56,12 +56,19 @@ def test_the_ranking_holds_a_runnable_pipelined_mapping():
     seconds = [m.seconds for m in ranking.mappings]
     assert seconds == sorted(seconds) and all(s > 0 for s in seconds)
     executors = {m.executor for m in ranking.mappings}
-    assert {"fused", "sequential", "pipelined"} <= executors
-    piped = [m for m in ranking.mappings if m.executor == "pipelined"]
-    assert all(m.runnable for m in piped)
-    for m in piped:
-        run = load_config(CONFIG, [*SETTING, *m.overrides])
-        assert choose_executor(run) == "pipelined" and run.train.actors == "process"
+    assert {"fused", "sequential", "pipelined", "pipelined-thread"} <= executors
+    for executor, actors in (("pipelined", "process"), ("pipelined-thread", "thread")):
+        piped = [m for m in ranking.mappings if m.executor == executor]
+        assert piped and all(m.runnable for m in piped)
+        for m in piped:
+            run = load_config(CONFIG, [*SETTING, *m.overrides])
+            assert choose_executor(run) == "pipelined" and run.train.actors == actors
+    # Thread actors: no profile row checks their formula, so they carry the unknown
+    # executor's uncertainty and `--mapping auto` leaves a default for them only on a gain
+    # beyond it.
+    from hrl.mapping.uncertainty import UNKNOWN_UNCERTAINTY
+    assert all(m.uncertainty >= UNKNOWN_UNCERTAINTY for m in ranking.mappings
+               if m.executor == "pipelined-thread")
     # The profile has no RTL rows: its mappings are left out, and said so.
     assert not any("rtl" in m.label for m in ranking.mappings)
     assert any(n.startswith("replay-on-rtl") for n in ranking.unranked)
@@ -110,8 +117,8 @@ def test_mapping_auto_leaves_the_default_only_for_a_gain_beyond_the_uncertainty(
 
 def test_every_catalogue_mapping_is_recognised_as_a_config_s_own():
     """`config_label` names the catalogue entry a config runs as it stands, for every entry
-    the runtime can run (the default the pick is weighed against), and None for what the
-    catalogue lacks (thread actors)."""
+    the runtime can run (the default the pick is weighed against), thread actors included,
+    and None for what the catalogue lacks (data parallel)."""
     from hrl.config import load_config
     from hrl.mapping.ranking import config_label
     from hrl.mapping.validate import runnable_mappings
@@ -120,7 +127,8 @@ def test_every_catalogue_mapping_is_recognised_as_a_config_s_own():
         assert config_label(load_config(CONFIG, list(m.overrides))) == m.label, m.label
     assert config_label(load_config(CONFIG)) == "cpu-fused"
     threads = ["train.executor=pipelined", "train.actors=thread"]
-    assert config_label(load_config(CONFIG, threads)) is None
+    assert config_label(load_config(CONFIG, threads)) == "cpu pipelined-thread"
+    assert config_label(load_config(CONFIG, ["train.devices=2", "env.num_envs=2"])) is None
 
 
 def test_uncertainty_grows_outside_the_profiled_sizes():
