@@ -12,8 +12,8 @@ hrl.mapping.ranking.rank_mappings ranks them for `hrl map` and `hrl train --mapp
 (hrl.mapping.validate.runnable_mappings on the profiled placements: the fused loop, the
 sequential host loop with the native and with the XLA tree, the replay tree on a second XLA
 CPU device and on PoCL, and the pipelined executor with process actors and with thread actors
-over the host-loop mappings), in strict and relaxed mode, for each setting, and compares the measured seconds
-per iteration with that ranking's prediction for the mapping
+over the host-loop mappings), in strict and relaxed mode, for each setting, and compares the
+measured seconds per iteration with that ranking's prediction for the mapping
 (hrl.mapping.ranking.predicted_seconds). Each run is measured in a fresh
 process, so it gets the CPU dispatch and intra-op threads `hrl train` would give it
 (`train.cpu_dispatch` and `train.cpu_threads`: auto; a host loop runs sync, the fused loop

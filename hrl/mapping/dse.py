@@ -42,10 +42,11 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   both pay); learner side = insert, sample, train, update + their links + the rest of the
   bookkeeping + the same process link; strict: the learner side in sequence; relaxed: the
   same less the overlap above (the pipelined executor's own, measured with the actors'
-  process beside the learner), bounded by its busiest resource. Nothing is fitted to the
-  pipelined executor's own runs: its hand-offs are the process link's (measured by its own
-  profile rows, `link:process`: a batch through the executor's queue, both ends), and the
-  profiler's `loop:pipelined` rows only check the formula (`plan.executor_errors`). Fused
+  process beside the learner), bounded by its busiest resource. Its hand-offs are the process
+  link's (measured by its own profile rows, `link:process`: a batch through the executor's
+  queue, both ends), and each side adds the wait its process loses per iteration to being
+  woken by the other (`hrl.mapping.pipelined_wait`, measured by the profiler's
+  `loop:pipelined` rows). Fused
   mappings have no pipelined form (infinite). A samples-per-insert limiter
   (`train.samples_per_insert`) changes nothing here: it pins the two sides to the iteration's
   ratio, L*M inserts per U*B samples, which is what this max already assumes
@@ -117,6 +118,9 @@ class Problem:
     tree_shared: bool = True
     overhead_actor: float = 0.0  # the host loop's bookkeeping that belongs to the actors
     ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
+    # Seconds per iteration each side of the pipelined executor (process actors) waits to be
+    # woken by the other (`hrl.mapping.pipelined_wait`; 0 when the profile has no rows).
+    pipelined_wait: float = 0.0
     host_cores: int = 1
     # The host loop's bookkeeping (all of it, and the actors' part) in relaxed dependency,
     # where the host loops run with another CPU dispatch (None: as in strict).
@@ -211,6 +215,7 @@ def build_problem(placements: list[Placement], workload: Workload,
         overhead_fused=float(overhead.get("fused", 0.0)), tree_shared=tree_shared,
         overhead_actor=float(overhead.get("host_actor", 0.0)),
         ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
+        pipelined_wait=float(overhead.get("pipelined_wait", 0.0)),
         overhead_host_relaxed=_optional(overhead.get("host_relaxed")),
         overhead_actor_relaxed=_optional(overhead.get("host_actor_relaxed")),
         replay_handoff=float(overhead.get("replay_handoff", 0.0)),
@@ -252,7 +257,7 @@ def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)
 def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
               hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
               staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
-              ipc_seconds, host_cores, relaxed_overheads, replay_handoff,
+              ipc_seconds, pipelined_wait, host_cores, relaxed_overheads, replay_handoff,
               replay_overlap, replay_overlap_pipelined, queue, env_holds_gil, n_placements,
               n_resources, tree_shared):
     host_r, actor_r = relaxed_overheads  # the host loop's bookkeeping in relaxed dependency
@@ -324,12 +329,13 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
         relaxed_order - saved, jnp.max(busy / capacity[None, :], axis=1)))
 
     # Pipelined: the actors' process and the learner's, side by side (module docstring).
-    actor_side = actor_cycle + overhead_actor + ipc_seconds
-    actor_side_r = actor_cycle + actor_r + ipc_seconds
+    actor_side = actor_cycle + overhead_actor + ipc_seconds + pipelined_wait
+    actor_side_r = actor_cycle + actor_r + ipc_seconds + pipelined_wait
     learner_names = ("insert",) + LEARNER_CALLS
     learner_edge = ~actor_edges
     learner_in_order = calls_of(learner_names) + edges_of(learner_edge)
-    learner_strict = learner_in_order + overhead_host - overhead_actor + ipc_seconds
+    learner_strict = learner_in_order + overhead_host - overhead_actor + ipc_seconds \
+        + pipelined_wait
     learner_onehot = res_onehot * call_is(learner_names)[None, :, None]
     learner_busy = jnp.einsum("mc,mcr->mr", call_time, learner_onehot)
     learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_src, 0.0),
@@ -339,7 +345,7 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
     learner_relaxed_calls = jnp.maximum(
         learner_in_order - saved_with(replay_overlap_pipelined),
         jnp.max(learner_busy / capacity[None, :], axis=1))
-    learner_relaxed = learner_relaxed_calls + host_r - actor_r + ipc_seconds
+    learner_relaxed = learner_relaxed_calls + host_r - actor_r + ipc_seconds + pipelined_wait
     # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
     link_ends = (2.0 * ipc_seconds)[None] * host_cpu[None, :]
     shared_bound = jnp.max((busy_strict + link_ends) / capacity[None, :], axis=1)
@@ -471,7 +477,8 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
         f32(prob.hop_bandwidth), i32(prob.hop_resource), i32(prob.compute_resource),
         jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
         f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
-        f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.host_cores),
+        f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.pipelined_wait),
+        f32(prob.host_cores),
         f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
         f32(prob.overlap_per_placement()), f32(prob.overlap_per_placement("pipelined")),
         i32(prob.queue_per_placement()), f32(prob.env_holds_gil),

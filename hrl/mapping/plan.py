@@ -35,11 +35,12 @@ nothing is fitted to validation runs.
 * thread hand-off: the relaxed dependency's replay thread, per SGD step (`link:thread`);
 * overlap share per tree placement: what relaxed dependency hides of the shorter side
   (`overlap:loop`);
-* cores: how many cores the pipelined executor's two processes share (`machine.cpus`).
+* cores: how many cores the pipelined executor's two processes share (`machine.cpus`);
+* pipelined wait: what the pipelined executor's two processes lose per iteration waking each
+  other (`loop:pipelined`, `hrl.mapping.pipelined_wait`).
 
-The pipelined executor has no constant of its own: its `loop:pipelined` rows only check it
-(`executor_errors`), and with the other executors' leave-one-out errors they give each
-mapping's uncertainty (`ranking.uncertainty_of`).
+Each executor's leave-one-out error on its own loop rows (`executor_errors`) gives each
+mapping's uncertainty (`ranking.uncertainty_of`); thread actors have no rows of their own.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from hrl.mapping import fpga as fpga_model
 from hrl.mapping.devices import SECOND_CPU, normalize_placement
 from hrl.mapping.links import Link
 from hrl.mapping.model import METRICS, LinearModel, fit_models
+from hrl.mapping.pipelined_wait import PipelinedWait, fit_wait
 from hrl.mapping.platform import (
     GpuSpec,
     Placement,
@@ -69,7 +71,7 @@ from hrl.mapping.profile.rows import ProfileRow, profile_rows
 from hrl.mapping.rtl_tables import logic_from_profile, rmm_timing_from_profile
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
 from hrl.mapping.uncertainty import profiled_box
-from hrl.mapping.workload import CALLS, KNOWN_ENVS, PRIMITIVES, Workload
+from hrl.mapping.workload import CALLS, KNOWN_ENVS, Workload
 from hrl.runtime.cpu_backend import HOST_LOOP_DISPATCH
 
 # How each measured placement sits in the machine.
@@ -322,28 +324,19 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
     return out
 
 
-def pipelined_error(profile: dict | None, models: dict, host: LoopOverhead,
-                    metric: str = "wall", dispatch: str = "async") -> float | None:
-    """How well the pipelined executor's formula (`dse`: max of the two sides and the shared
-    CPU, nothing fitted to it) predicts the profiler's own `loop:pipelined` rows: the median
-    relative error of the iteration over them; None without rows (or without the host loop's
-    placement). Out of sample: no constant was fitted on these rows."""
+def pipelined_wait_from_profile(profile: dict | None, models: dict, host: LoopOverhead,
+                                metric: str = "wall", dispatch: str = "sync"
+                                ) -> PipelinedWait | None:
+    """The pipelined executor's wait per iteration (`pipelined_wait`), from the profile's
+    `loop:pipelined` rows measured in CPU `dispatch`; None without them (or without the
+    host loop's placement)."""
     rows = _loop_rows(profile, "pipelined", dispatch) if profile else []
     if not rows or not any(place == "cpu" for _, place in models):
         return None
-    placement = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
-    process = host_link_from_profile(profile, metric, "link:process")
-    cores = host_cores(profile)
-    cpu_only = {p: "cpu" for p in PRIMITIVES}
-    errors = []
-    for r in rows:
-        w = _loop_row_workload(r)
-        exp = dse.explore([placement], w, loop_overhead={
-            "host": host(w), "host_actor": host.actor_part(w)},
-            process_link=process, host_cores=cores)
-        predicted = float(exp.times("strict", "pipelined")[exp.row_of(cpu_only)])
-        errors.append(abs(predicted / float(getattr(r, METRICS[metric])) - 1.0))
-    return float(np.median(errors))
+    return fit_wait([(_loop_row_workload(r), float(getattr(r, METRICS[metric]))) for r in rows],
+                    measured_placement("cpu", models, **MEASURED_KINDS["cpu"]), host,
+                    host_link_from_profile(profile, metric, "link:process"),
+                    host_cores(profile), f"loop:pipelined rows ({dispatch} dispatch)")
 
 
 def _relative_fit(a, y, total, free=()):
@@ -378,12 +371,13 @@ def _leave_one_out(a, y, total, free=()) -> float | None:
 
 def executor_errors(profile: dict | None, models: dict, overheads: dict,
                     metric: str = "wall", dispatch: str = "async") -> dict[str, float | None]:
-    """How far off each executor's formula is on whole iterations the profiler measured:
-    the fused and sequential loops' leave-one-out error (their bookkeeping constants are
-    fitted on those rows) and the pipelined executor's error on its rows (nothing fitted on
-    them). What `ranking` turns into each mapping's uncertainty."""
+    """How far off each executor's formula is on whole iterations the profiler measured: the
+    leave-one-out error of each on its own loop rows (the fused and sequential loops'
+    bookkeeping and the pipelined executor's wait are fitted on them). What `ranking` turns
+    into each mapping's uncertainty."""
+    wait = pipelined_wait_from_profile(profile, models, overheads["host"], metric, dispatch)
     return {"fused": overheads["fused"].loo_error, "sequential": overheads["host"].loo_error,
-            "pipelined": pipelined_error(profile, models, overheads["host"], metric, dispatch)}
+            "pipelined": wait.loo_error if wait is not None else None}
 
 
 def host_cores(profile: dict | None) -> int:
@@ -482,6 +476,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     loop_overhead["host_actor"] = overheads["host"].actor_part(workload)  # pipelined: per side
     loop_overhead.update({"host_relaxed": relaxed["host"](workload),
                           "host_actor_relaxed": relaxed["host"].actor_part(workload)})
+    wait = pipelined_wait_from_profile(profile, models, overheads["host"], metric,
+                                       HOST_LOOP_DISPATCH["strict"])
+    loop_overhead["pipelined_wait"] = wait.seconds if wait is not None else 0.0
     handoff = thread_handoff_from_profile(profile, metric)
     loop_overhead["replay_handoff"] = handoff or 0.0
     overlap = replay_overlap_from_profile(profile, workload, metric,
@@ -497,7 +494,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
         notes.append("pipelined executor: no process link in the profile (re-profile); its "
                      "transfers are not costed")
     else:
-        notes.append(f"pipelined executor: {cores} host cores shared; {process.source}")
+        notes.append(f"pipelined executor: {cores} host cores shared; {process.source}; "
+                     + (f"wait {wait.source}" if wait is not None else
+                        "no loop:pipelined rows: the wait per iteration is not costed"))
     _check_every_call_has_a_placement(exp, workload, models)
     notes.append("relaxed dependency: update and sample beside train when the tree is on "
                  "another placement than train, "

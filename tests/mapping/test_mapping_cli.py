@@ -390,18 +390,22 @@ def test_the_rtl_mapping_runs_in_fixed_point_and_keeps_a_config_s_own_format():
         assert (new.replay.backend, new.replay.fmt) == ("rtl", want)
 
 
-def test_the_pipelined_formula_is_checked_not_fitted_on_the_profile_s_loop_rows(tiny_profile):
-    """The profiler's `loop:pipelined` rows fit nothing: rows built from the model's own
-    formula give an error of 0, the same rows twice as slow an error of 50%, whichever side
-    binds; the pipelined prediction does not move with them."""
+def test_the_pipelined_wait_is_measured_by_the_profile_s_own_loop_rows(tiny_profile):
+    """The pipelined executor's one constant, its wait per iteration, comes from the
+    profiler's `loop:pipelined` rows (in the host loops' dispatch) and from nothing else: rows
+    built from the formula without it give a wait of 0 and a leave-one-out error of 0; the
+    same rows 0.4 ms slower give a wait of 0.4 ms, which the pipelined prediction then
+    carries; no rows, no wait."""
     from hrl.mapping import dse
     from hrl.mapping.plan import (
         MEASURED_KINDS,
         _loop_row_workload,
+        executor_errors,
         host_link_from_profile,
         loop_overheads,
         models_from_profile,
-        pipelined_error,
+        pipelined_wait_from_profile,
+        plan,
     )
     from hrl.mapping.platform import measured_placement
     from hrl.mapping.profile import load_profile
@@ -409,25 +413,36 @@ def test_the_pipelined_formula_is_checked_not_fitted_on_the_profile_s_loop_rows(
     profile = load_profile(tiny_profile[0])
     profile = {**profile, "rows": [r for r in profile["rows"] if r["call"] != "loop:pipelined"]}
     models = models_from_profile(profile)
-    host = loop_overheads(profile, models)["host"]
-    assert pipelined_error(profile, models, host) is None  # no rows: nothing to tell
+    host = loop_overheads(profile, models, dispatch="sync")["host"]
+    assert pipelined_wait_from_profile(profile, models, host) is None  # no rows: no wait
     cpu = measured_placement("cpu", models, **MEASURED_KINDS["cpu"])
-    rows = []
+    rows, cpu_only = [], {p: "cpu" for p in PRIMITIVES}
     for steps, sgd in [(64, 1), (1, 32), (2, 24)]:
         row = {"call": "loop:pipelined", "placement": "loop", "env": "gymnax:CartPole-v1",
                "algo": "dqn", "width": 32, "num_envs": 8, "batch": 16, "capacity": 4096,
-               "fanout": 16, "rollout": steps, "sgd": sgd}
+               "fanout": 16, "rollout": steps, "sgd": sgd, "dispatch": "sync"}
         w = _loop_row_workload(row)
         exp = dse.explore([cpu], w, process_link=host_link_from_profile(
             profile, "wall", "link:process"), host_cores=profile["machine"]["cpus"],
             loop_overhead={"host": host(w), "host_actor": host.actor_part(w)})
-        t = float(exp.times("strict", "pipelined")[exp.row_of({p: "cpu" for p in PRIMITIVES})])
+        t = max(exp.pipelined_bounds(exp.row_of(cpu_only), "strict")[:2])
         rows.append({**row, "latency_s": t, "cpu_s": t})
     exact = {**profile, "rows": profile["rows"] + rows}
-    assert pipelined_error(exact, models, host) == pytest.approx(0.0, abs=1e-5)
-    slow = [{**r, "latency_s": 2 * r["latency_s"]} for r in rows]
-    assert pipelined_error({**profile, "rows": profile["rows"] + slow}, models,
-                           host) == pytest.approx(0.5, abs=1e-5)
+    wait = pipelined_wait_from_profile(exact, models, host)
+    assert wait.seconds == pytest.approx(0.0, abs=1e-7) and wait.loo_error < 1e-5
+    late = {**profile, "rows": profile["rows"] + [
+        {**r, "latency_s": r["latency_s"] + 4e-4} for r in rows]}
+    wait = pipelined_wait_from_profile(late, models, host)
+    assert wait.seconds == pytest.approx(4e-4, rel=1e-3) and wait.loo_error < 1e-4
+    assert executor_errors(late, models, loop_overheads(late, models, dispatch="sync"),
+                           dispatch="sync")["pipelined"] == pytest.approx(wait.loo_error)
+    # The prediction of a pipelined mapping carries it, on both sides.
+    w = _loop_row_workload(rows[0])
+    t_exact, t_late = (plan(w, p, ["cpu"]).exploration for p in (exact, late))
+    row = t_exact.row_of(cpu_only)
+    for i in (0, 1):
+        assert t_late.pipelined_bounds(row, "strict")[i] == pytest.approx(
+            t_exact.pipelined_bounds(row, "strict")[i] + 4e-4, rel=1e-4)
     assert set(loop_overheads(exact, models)) == {"host", "fused"}
 
 
