@@ -170,7 +170,13 @@ def summarize(rows: list[dict]) -> dict:
             "pick_vs_default": pick["measured_s"] / default["measured_s"],
             "kept_default": pick["kept_default"]})
     errors = [abs(r["error"]) for r in rows]
+    by_executor = {}
+    for r in rows:
+        by_executor.setdefault(r["executor"], []).append(r["error"])
     return {
+        # per executor: (runs, median signed error, median absolute error)
+        "by_executor": {ex: (len(e), statistics.median(e), statistics.median(map(abs, e)))
+                        for ex, e in sorted(by_executor.items())},
         "runs": len(rows), "settings": len(per_setting), "per_setting": per_setting,
         "median_abs_error": statistics.median(errors) if errors else math.nan,
         "median_pick_regret": statistics.median(p["pick_regret"] for p in per_setting),
@@ -211,6 +217,10 @@ def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: 
         f"| median / worst default regret (no --mapping) | "
         f"{summary['median_default_regret']:.3f}x / {summary['worst_default_regret']:.3f}x "
         "| - | - |", "",
+        "Per executor (error: predicted / measured throughput - 1):", "",
+        "| executor | runs | median error | median abs. error |", "|---|---|---|---|",
+        *(f"| {ex} | {n_runs} | {signed:+.1%} | {absolute:.1%} |"
+          for ex, (n_runs, signed, absolute) in summary["by_executor"].items()), "",
         "## Per setting", "",
         "| setting | pick | default | measured best | pick regret | default regret | "
         "pick / default | default kept for uncertainty |", "|---|---|---|---|---|---|---|---|"]
