@@ -87,12 +87,15 @@ class Ranking:
 
     def pick(self) -> tuple[RankedMapping, bool, str]:
         """What `hrl train --mapping auto` runs: (mapping, kept_default, why). The fastest
-        prediction, unless its gain over the config's own mapping does not clear the two
-        predictions' uncertainties:
+        prediction among the mappings whose gain over the config's own mapping clears the
+        two predictions' uncertainties,
 
-            keep the default unless  t_default / t_best - 1 > u_best + u_default
+            t_default / t_m - 1 > u_m + u_default,
 
-        Where the default is not ranked, the fastest. ValueError when nothing is runnable."""
+        and the config's own mapping when none does. Each mapping is weighed on its own, so
+        an uncertain prediction at the top (an executor no profile row checks) does not hold
+        back a sure gain below it. Where the default is not ranked, the fastest. ValueError
+        when nothing is runnable."""
         best, default = self.best(), self.default()
         if default is None:
             own = self.default_label or "not in the catalogue"
@@ -100,17 +103,26 @@ class Ranking:
                                  "fastest prediction runs")
         if default is best:
             return best, False, "the config's own mapping is the fastest prediction"
-        gain = default.seconds / best.seconds - 1.0
-        needed = best.uncertainty + default.uncertainty
-        if gain <= needed:
+
+        def gain(m: RankedMapping) -> float:
+            return default.seconds / m.seconds - 1.0
+
+        clears = [m for m in self.runnable() if m is not default
+                  and gain(m) > m.uncertainty + default.uncertainty]
+        if not clears:
             return default, True, (
                 f"kept the config's own mapping ({default.label}): {best.label} is predicted "
-                f"{gain:.0%} faster, within the predictions' uncertainty "
-                f"({best.uncertainty:.0%} + {default.uncertainty:.0%})")
-        return best, False, (
-            f"{best.label} is predicted {gain:.0%} faster than the config's own mapping "
-            f"({default.label}), beyond the uncertainty ({best.uncertainty:.0%} + "
-            f"{default.uncertainty:.0%})")
+                f"{gain(best):.0%} faster, within the predictions' uncertainty "
+                f"({best.uncertainty:.0%} + {default.uncertainty:.0%}), and no other mapping "
+                "clears its own")
+        pick = clears[0]  # runnable() is fastest first
+        passed = "" if pick is best else (
+            f"; {best.label}, predicted faster still, is within its uncertainty "
+            f"({best.uncertainty:.0%})")
+        return pick, False, (
+            f"{pick.label} is predicted {gain(pick):.0%} faster than the config's own mapping "
+            f"({default.label}), beyond the uncertainty ({pick.uncertainty:.0%} + "
+            f"{default.uncertainty:.0%}){passed}")
 
     def get(self, label: str) -> RankedMapping:
         for m in self.mappings:

@@ -110,6 +110,14 @@ def test_mapping_auto_leaves_the_default_only_for_a_gain_beyond_the_uncertainty(
     assert (m.label, kept) == ("x", False) and "beyond the uncertainty" in why
     # The same gain with an unknown executor (uncertainty 100%): kept.
     assert _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 5 * ms, 1.0)).pick()[1]
+    # An uncertain prediction at the top does not hold back a sure gain below it: the
+    # fastest mapping that clears its own uncertainty runs, and the reason names the other.
+    m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 4 * ms, 1.5),
+                            ("y", 5 * ms, 0.1)).pick()
+    assert (m.label, kept) == ("y", False) and "x, predicted faster still" in why
+    # None clears: kept.
+    assert _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 4 * ms, 1.5),
+                    ("y", 9 * ms, 0.1)).pick()[:2][1]
     # The default is the fastest, or is not ranked: the fastest.
     assert _ranking("cpu", ("cpu", 5 * ms, 0.1), ("x", 9 * ms, 0.1)).pick()[0].label == "cpu"
     assert _ranking(None, ("cpu", 10 * ms, 0.1), ("x", 9 * ms, 0.5)).pick()[0].label == "x"
