@@ -124,6 +124,18 @@ def test_samples_equal_the_twice_stored_layout_bit_for_bit(impl, m, n, rollout, 
     assert slot.side_slots == cap
 
 
+def test_fixed_point_trees_and_batch_weights_match_too():
+    """The tree format and the weights' normalisation are the inner buffer's business: the
+    same bits with fixed-point priorities and per-batch IS weights (no min tree)."""
+    stream, example = actor_stream(2, 2, steps=80, seed=7)
+    kw = dict(fanout=4, impl="xla", fmt="fixed", weights="batch")
+    stored = make_prioritized_replay(45, **kw)
+    slot = make_next_slot_replay(make_prioritized_replay(45, **kw), 4, 1.0)
+    a, b = run_both(stored, slot, stream, example, 6, 8, seed=3)
+    assert_same(a.tree, b.tree)
+    assert b.min_tree is None
+
+
 def test_float_observations_compare_as_bits():
     """Floats are compared by their bits when a successor is linked (-0.0 and 0.0 differ,
     NaN matches itself), so rebuilt float next_obs are the stored bits too."""
@@ -176,14 +188,16 @@ def test_newest_items_are_sampled_with_their_true_next_obs():
                                   flat_next[np.asarray(sb.indices)])
 
 
-def test_side_store_overflow_drops_the_oldest_and_never_samples_it():
+@pytest.mark.parametrize(("fmt", "weights"), [("float32", "global"), ("fixed", "batch")])
+def test_side_store_overflow_drops_the_oldest_and_never_samples_it(fmt, weights):
     """Every step ends an episode, so every item needs a side entry; with a side store of a
     quarter of the buffer, older items are dropped: counted, priority 0, ignored by updates,
     never sampled; what is sampled is still the stored transition."""
     cap, m = 32, 2
     stream, example = actor_stream(m, 1, steps=40, seed=3, p_end=(0.5, 0.5))
-    stored = make_prioritized_replay(cap, fanout=4, impl="xla")
-    slot = make_next_slot_replay(make_prioritized_replay(cap, fanout=4, impl="xla"), m, 0.25)
+    kw = dict(fanout=4, impl="xla", fmt=fmt, weights=weights)
+    stored = make_prioritized_replay(cap, **kw)
+    slot = make_next_slot_replay(make_prioritized_replay(cap, **kw), m, 0.25)
     a, b = stored.init(example), slot.init(example)
     for items in batches(stream, 4):
         a, b = stored.add(a, items), slot.add(b, items)
@@ -194,6 +208,7 @@ def test_side_store_overflow_drops_the_oldest_and_never_samples_it():
     s = slot.sample(b, jax.random.PRNGKey(1), 32, 0.4)
     idx = np.asarray(s.indices)
     assert not lost[idx].any()
+    assert np.all(np.asarray(s.weights) > 0)  # a dropped item does not zero the min tree
     assert_same(s.items, jax.tree.map(lambda x: np.asarray(x)[idx], a.items))
 
 
@@ -201,7 +216,7 @@ def test_config_key_is_validated_and_other_buffers_refuse_next_slot():
     with pytest.raises(ConfigError, match=r"'replay.next_obs'.*'twice'"):
         ReplayConfig(next_obs="twice").validate("replay")
     with pytest.raises(ConfigError, match=r"'replay.next_obs'.*backend 'rtl'.*'stored'"):
-        ReplayConfig(backend="rtl", fmt="fixed16", next_obs="next_slot").validate("replay")
+        ReplayConfig(backend="rtl", fmt="fixed", next_obs="next_slot").validate("replay")
     with pytest.raises(ConfigError, match=r"'replay.next_obs_side'"):
         ReplayConfig(next_obs="next_slot", next_obs_side=0.0).validate("replay")
     cfg = ReplayConfig(capacity=64, next_obs="next_slot")
