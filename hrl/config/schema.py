@@ -80,11 +80,28 @@ class ReplayConfig:
     # device samples its own shard (no collective; the batch distribution then differs from
     # one buffer's unless the shard totals are equal). hrl.replay.sharded has the details.
     sampling: Literal["global", "local"] = "global"
+    # where a transition's next observation lives: "stored", in its own row beside obs (every
+    # observation stored twice; every backend); "next_slot", read at sample time from the row
+    # the same env wrote n_step steps later, a small tail for the newest rows and a side store
+    # for episode ends (hrl.replay.next_slot: the same samples bit for bit while the side store
+    # holds them all, about half the row for image observations; backend jax on one device)
+    next_obs: Literal["stored", "next_slot"] = "stored"
+    # next_obs next_slot: side-store entries (episode ends' final observations) per replay
+    # slot; when more rows than that need one, the oldest are dropped and counted in the
+    # summary's replay_next_obs_lost
+    next_obs_side: float = 0.25
 
     def validate(self, path: str) -> None:
         backends = ("jax", "jax_host", "native_host", "opencl", "rtl")
         _require(self.backend in backends, f"{path}.backend", f"must be one of {backends}",
                  self.backend)
+        _require(self.next_obs in ("stored", "next_slot"), f"{path}.next_obs",
+                 "must be 'stored' or 'next_slot'", self.next_obs)
+        _require(self.next_obs == "stored" or self.backend == "jax", f"{path}.next_obs",
+                 f"'next_slot' is taken by {path}.backend jax only; backend "
+                 f"{self.backend!r} keeps next_obs in each row (use 'stored')", self.next_obs)
+        _require(0.0 < self.next_obs_side <= 1.0, f"{path}.next_obs_side", "must be in (0, 1]",
+                 self.next_obs_side)
         if self.opencl_device is not None:
             _require(self.backend == "opencl", f"{path}.opencl_device",
                      f"applies only to {path}.backend=opencl (backend is {self.backend!r})",

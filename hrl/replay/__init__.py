@@ -11,7 +11,9 @@ config asks for (its docstring has the table):
 * `HostNativeReplay` (`make_host_native_replay`): NumPy + C++ kernels, `native_host`;
 * `HostPrioritizedReplay` (`make_host_replay`): the tree on a `hrl.replay.backends` backend,
   `replay.backend: jax_host`, `opencl` or `rtl`;
-* `ReplayHandle`: `PrioritizedReplay` bound to its state, one call per operation.
+* `ReplayHandle`: `PrioritizedReplay` bound to its state, one call per operation;
+* `NextSlotReplay` (`make_next_slot_replay`): `PrioritizedReplay` with next_obs stored once,
+  read from the next slot (`replay.next_obs: next_slot`).
 """
 
 from hrl import threefry_cpu
@@ -32,6 +34,7 @@ from hrl.replay.host_native import (
     make_host_native_replay,
 )
 from hrl.replay.interface import HostReplay, Replay
+from hrl.replay.next_slot import NextSlotReplay, NextSlotState, make_next_slot_replay
 from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import ShardedReplay, make_sharded_replay
 from hrl.replay.sumtree import SumTree
@@ -48,6 +51,8 @@ __all__ = [
     "HostReplay",
     "HostReplayState",
     "MinFloat32",
+    "NextSlotReplay",
+    "NextSlotState",
     "PrioritizedReplay",
     "Replay",
     "ReplayHandle",
@@ -59,6 +64,7 @@ __all__ = [
     "formats",
     "make_host_native_replay",
     "make_host_replay",
+    "make_next_slot_replay",
     "make_prioritized_replay",
     "make_replay",
     "make_sharded_replay",

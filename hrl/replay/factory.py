@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import jax
+import numpy as np
+
 from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.host_buffer import make_host_replay
 from hrl.replay.host_native import make_host_native_replay
 from hrl.replay.interface import Replay
+from hrl.replay.next_slot import NextSlotReplay, NextSlotState, make_next_slot_replay
+from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import make_sharded_replay
 
 # replay.backend -> the variant built for one device (more devices: only "jax", sharded).
@@ -20,26 +25,30 @@ VARIANTS = {
 
 
 def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
-                axis: str | None = None) -> Replay:
+                axis: str | None = None, num_envs: int | None = None) -> Replay:
     """The replay buffer a `ReplayConfig` (`hrl.config`) asks for, chosen by this table (the
     code below is the same table, row for row):
 
     | replay.backend | devices | replay.impl    | buffer (thin factory)                      |
     |----------------|---------|----------------|--------------------------------------------|
     | jax            | 1       | any            | PrioritizedReplay (make_prioritized_replay)|
+    | jax, next_slot | 1       | any            | NextSlotReplay over PrioritizedReplay      |
     | jax            | D > 1   | any            | ShardedReplay (make_sharded_replay)        |
     | native_host    | 1       | native or auto | HostNativeReplay (make_host_native_replay) |
     | jax_host       | 1       | not read       | HostPrioritizedReplay, `jax` tree backend  |
     | opencl         | 1       | not read       | HostPrioritizedReplay, `opencl` backend    |
     | rtl            | 1       | not read       | HostPrioritizedReplay, `rtl` backend       |
     | other than jax | D > 1   |                | ValueError naming replay.backend           |
+    | next_slot      | D > 1   |                | ValueError naming replay.next_obs          |
 
     "any" impl: auto, xla, native or pallas, as `PrioritizedReplay` takes them. The sharded
     buffer holds D shards of capacity / D over the mesh axis `axis` ("devices" when None) and
     samples as replay.sampling says. native_host needs `batch_size` (its output block is laid
     out once) and the C++ kernels (auto where they build). The host tree backends
     (`make_host_replay`, `host_buffer.HOST_BACKENDS`) read replay.opencl_device for opencl;
-    rtl takes fixed point only.
+    rtl takes fixed point only. `replay.next_obs: next_slot` (`hrl.replay.next_slot`) needs
+    `num_envs`, the actors inserting per env step (its stride is n_step * num_envs); every
+    other buffer keeps next_obs in its rows, so it names the key for them.
 
     Placement (`cfg.placement`) does not choose the buffer: a JAX buffer's `sample`/`update`
     run on whichever device the runtime places them; a host buffer's run on the host thread
@@ -59,6 +68,11 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     if not isinstance(devices, int) or devices < 1:
         raise ValueError(f"config key 'train.devices': must be a positive int, got {devices!r}")
     r = replay_cfg
+    if r.next_obs != "stored" and (backend != "jax" or devices > 1):
+        where = f"replay.backend {backend!r}" if backend != "jax" else "train.devices > 1"
+        raise ValueError(f"config key 'replay.next_obs': {r.next_obs!r} is taken by "
+                         f"replay.backend jax on one device only; {where} keeps next_obs in "
+                         f"each row (use 'stored')")
     if devices > 1:
         if backend != "jax":
             raise ValueError(f"config key 'replay.backend': train.devices > 1 shards the replay "
@@ -68,6 +82,17 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
             alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
             impl=r.impl,
         )
+    if backend == "jax" and r.next_obs == "next_slot":
+        inner = make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
+                                        fmt=r.fmt, weights=r.weights, impl=r.impl)
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"config key 'env.num_envs': replay.next_obs 'next_slot' needs "
+                             f"the actors' count (a positive int), got {num_envs!r}")
+        stride = r.n_step * num_envs
+        if stride + 1 > r.capacity:
+            raise ValueError(f"config key 'replay.capacity': replay.next_obs 'next_slot' needs "
+                             f"more than n_step * num_envs = {stride} slots, got {r.capacity}")
+        return make_next_slot_replay(inner, stride, r.next_obs_side)
     if backend == "jax":
         return make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
                                        fmt=r.fmt, weights=r.weights, impl=r.impl)
@@ -83,4 +108,21 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     return make_host_replay(r)  # jax_host, opencl, rtl
 
 
-__all__ = ["VARIANTS", "make_replay"]
+def replay_bytes_per_item(replay, example_item) -> float:
+    """Replay memory one transition costs in `replay`: its packed row (observations in their
+    own dtype), or for `NextSlotReplay` the row without next_obs plus its link and share of
+    the side store. O(leaves)."""
+    if isinstance(replay, NextSlotReplay):
+        return replay.bytes_per_item(example_item)
+    return float(RowLayout.of(example_item).row_words * 4)
+
+
+def next_obs_lost(replay_state) -> int | None:
+    """Items a `NextSlotReplay` dropped because its side store overflowed (summed over
+    stacked seeds), None for a buffer that stores next_obs in its rows. One device read."""
+    if not isinstance(replay_state, NextSlotState):
+        return None
+    return int(np.sum(jax.device_get(replay_state.lost)))
+
+
+__all__ = ["VARIANTS", "make_replay", "next_obs_lost", "replay_bytes_per_item"]

@@ -14,6 +14,7 @@ The buffers (`make_replay` picks one from the config; see its table):
 | `ShardedReplay`         | `ReplayState`      | one shard per device, inside `shard_map`      |
 | `HostNativeReplay`      | `HostNativeState`  | NumPy arrays stepped by the C++ kernels       |
 | `HostPrioritizedReplay` | `HostReplayState`  | NumPy items, the tree on a `backends` backend |
+| `NextSlotReplay`        | `NextSlotState`    | as `PrioritizedReplay`; rows without next_obs |
 
 `ReplayHandle` is not a fifth kind but `PrioritizedReplay` bound to its state, for callers
 outside any loop: `handle.add(items)` is `state = rb.add(state, items)`, `handle.sample(key,

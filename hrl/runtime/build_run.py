@@ -71,7 +71,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     if mesh is not None:
         agent = dataclasses.replace(agent, grad_axis=AXIS)
     replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
-                         axis=AXIS if mesh is not None else None)
+                         axis=AXIS if mesh is not None else None, num_envs=cfg.env.num_envs)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size)
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
@@ -136,7 +136,8 @@ def _available_memory_bytes() -> int | None:
 
 def replay_bytes(cfg: RunConfig, example_transition) -> int:
     """Host/CPU memory the replay buffers of a run take: packed rows plus the sum tree (and the
-    min tree for global IS weights), times the seeds trained at once."""
+    min tree for global IS weights), times the seeds trained at once. The rows as stored with
+    next_obs, an upper bound for `replay.next_obs: next_slot`."""
     r = cfg.replay
     rows = r.capacity * RowLayout.of(example_transition).row_words * 4
     trees = sum(level_sizes(r.capacity, r.fanout)) * 4 * (2 if r.weights == "global" else 1)

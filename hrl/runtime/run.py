@@ -24,8 +24,8 @@ from jax.experimental import multihost_utils
 
 from hrl.config import ConfigError, RunConfig, dump_config, to_dict
 from hrl.envs.gymnasium_env import HostEnvStateError
+from hrl.replay.factory import next_obs_lost, replay_bytes_per_item
 from hrl.replay.interface import HostReplay
-from hrl.replay.rows import RowLayout
 from hrl.runtime.aggregate import SolvedWatch
 from hrl.runtime.build_run import Built, build, initial_state, seed_list
 from hrl.runtime.checkpoint import (
@@ -317,8 +317,12 @@ def train(
         "solved_return": threshold,
         "interrupted": interrupted,
         "executor": built.loop.name,
-        # Replay memory one transition takes (a packed row: observations in their own dtype).
-        "replay_bytes_per_transition": RowLayout.of(built.example_transition).row_words * 4,
+        # Replay memory one transition takes (a packed row: observations in their own dtype;
+        # with replay.next_obs next_slot, without next_obs plus its share of the side store).
+        "replay_bytes_per_transition": round(
+            replay_bytes_per_item(built.replay, built.example_transition), 2),
+        "replay_next_obs": cfg.replay.next_obs,
+        "replay_next_obs_lost": next_obs_lost(state.replay),
         "obs_dtype": str(built.env.spec.obs_dtype),
         "fused": built.loop.name in ("fused", "data-parallel"),
         "devices": cfg.train.devices,

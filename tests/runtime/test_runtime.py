@@ -576,3 +576,36 @@ def test_summary_reports_the_steady_state_apart_from_the_start_up(tmp_path):
     short = train(tiny_config(**{"train.total_env_steps": 256}), run_dir=tmp_path / "short",
                   progress=False)
     assert short["steady_chunks"] == 0 and short["steady_env_steps_per_s"] is None
+
+
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_next_obs_from_the_next_slot_trains_exactly_as_stored(n_step):
+    """`replay.next_obs: next_slot` (next_obs rebuilt from the next slot, the tail and the
+    side store) gives the stored layout's training run: the same networks, priorities and
+    episodes, bit for bit, through the ring's wrap-around (203 slots < 30 iterations x 16)."""
+    base = {"replay.n_step": n_step, "replay.capacity": 203}  # wraps; no multiple of M
+    stored, out_s = run_iterations(tiny_config(**base), ITERATIONS)
+    slot, out_n = run_iterations(tiny_config(**base, **{"replay.next_obs": "next_slot"}),
+                                 ITERATIONS)
+    assert int(slot.updates) > 0 and int(slot.replay.lost) == 0
+    assert int(slot.replay.added) > 203
+    assert_trees_equal(stored.agent, slot.agent)
+    assert_trees_equal(stored.replay.tree, slot.replay.tree)
+    assert_trees_equal(out_s, out_n)
+
+
+def test_next_slot_run_resumes_exactly_and_reports_its_bytes(tmp_path):
+    cfg = tiny_config(**{"replay.next_obs": "next_slot"})
+    full = train(cfg, run_dir=tmp_path / "full", progress=False)
+    part = train(cfg, run_dir=tmp_path / "split", progress=False, stop_at_env_steps=768)
+    assert part["interrupted"]
+    train(cfg, run_dir=tmp_path / "split", resume=True, progress=False)
+    like = initial_state(build(cfg))
+    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
+                       restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like))
+    stored = train(tiny_config(), run_dir=tmp_path / "stored", progress=False)
+    assert full["recent_return"] == stored["recent_return"]
+    assert full["replay_next_obs"] == "next_slot" and full["replay_next_obs_lost"] == 0
+    obs_bytes = 4 * 4  # CartPole: 4 float32
+    assert stored["replay_bytes_per_transition"] - full["replay_bytes_per_transition"] == \
+        obs_bytes - 4 - 0.25 * obs_bytes

@@ -1,0 +1,296 @@
+"""`next_obs` stored once: a transition's next observation read from the slot written after it.
+
+`PrioritizedReplay` stores each transition {'obs', 'next_obs', ...} as one row, so every
+observation is stored twice (as one item's `next_obs` and the next item's `obs`). The actors
+insert their transitions in a fixed order, M envs per env step, so the item that starts
+`stride` = n_step * M inserts after item i (at slot (i + stride) % N) is, unless an episode
+ended inside item i's n-step window, the one whose `obs` is item i's `next_obs`
+(`hrl.replay.nstep`: `next_obs` of a window with no episode end is the obs of step t + n).
+`NextSlotReplay` keeps the rows without `next_obs` and rebuilds it at sample time from
+
+* the tail: the `next_obs` of the newest `stride` items, whose successors are not written yet
+  (so these items are sampled as soon as they are added, as `PrioritizedReplay` samples them,
+  and no priority is held back);
+* the successor's row, when the successor's `obs` has the same bits as the item's `next_obs`
+  (checked when the successor is written, bit for bit, so the rule never guesses: any insert
+  order is exact, the actors' order only makes the side store small);
+* the side store: a ring of S observations for the items whose `next_obs` differs from their
+  successor's `obs`: an episode end in the window (the final observation of a terminated or
+  truncated episode, where the next slot holds the auto-reset one), or an insert order that
+  breaks the stride.
+
+Guarantee: while no side entry is overwritten whose item is still in the buffer (`lost` = 0),
+`init / add / sample / update` give the numbers `PrioritizedReplay` gives on the same calls,
+bit for bit: the same trees, indices, weights and items, `next_obs` included (tests/replay/
+test_next_slot.py compares them through wrap-around and n-step windows). The side store is a
+ring of S = `side_fraction` * N entries; when more than S items in the buffer need one, the
+oldest such item is dropped: its priority becomes 0 (+inf in the min tree), later updates of
+it are ignored, so it is never sampled again, and `lost` counts it. Then the sampling
+distribution differs from `PrioritizedReplay`'s; a run's summary reports `lost`.
+
+Memory per item: the row without `next_obs` + 4 bytes (`link`) + `side_fraction` of one
+observation. Costs over `PrioritizedReplay`: `add` O(M obs) more (the bit comparison and the
+side writes) plus, only when an item is dropped, one tree update of M leaves; `sample` one
+more gather of B rows (the successors') and of B side and tail entries; `update` one gather
+of B links.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from jax import lax
+
+from hrl.replay.buffer import (
+    PrioritizedReplay,
+    ReplayState,
+    Sample,
+    _is_concrete,
+    check_indices_filled,
+    check_td_finite,
+)
+from hrl.replay.rows import RowLayout
+
+LOST = -2  # `link` of an item whose side entry was overwritten: never sampled again
+SUCCESSOR = -1  # `link` of an item whose next_obs is the obs of slot (i + stride) % N
+
+
+@struct.dataclass
+class NextSlotState:
+    inner: ReplayState  # rows without next_obs, the trees and the ring's bookkeeping
+    tail: jax.Array  # (stride, *obs): next_obs of the newest `stride` items, oldest first
+    side: jax.Array  # (S, *obs): next_obs of items whose successor's obs differs
+    link: jax.Array  # int32 (N,): SUCCESSOR, a side entry, or LOST (read when not in the tail)
+    side_owner: jax.Array  # int32 (S,): the slot whose item an entry holds (-1: none yet)
+    side_pos: jax.Array  # int32: next side entry to write
+    lost: jax.Array  # int32: items dropped because the side store overflowed
+    layout: RowLayout = struct.field(pytree_node=False)  # the whole transition's layout
+
+    # What the executors read of a replay state, as `ReplayState` has it.
+    @property
+    def size(self):
+        return self.inner.size
+
+    @property
+    def tree(self):
+        return self.inner.tree
+
+    @property
+    def min_tree(self):
+        return self.inner.min_tree
+
+    @property
+    def insert_pos(self):
+        return self.inner.insert_pos
+
+    @property
+    def added(self):
+        return self.inner.added
+
+    @property
+    def max_priority(self):
+        return self.inner.max_priority
+
+
+def _same_bits(a, b):
+    """(M,) bool: item k of `a` and `b` (leading axis M) hold the same bits. Floats compare
+    as their bit patterns (so -0 != 0 and a NaN equals itself), never as values."""
+    if jnp.issubdtype(a.dtype, jnp.floating):
+        width = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}[a.dtype.itemsize]
+        a, b = lax.bitcast_convert_type(a, width), lax.bitcast_convert_type(b, width)
+    eq = a == b
+    return jnp.all(eq.reshape(eq.shape[0], -1), axis=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class NextSlotReplay:
+    """`PrioritizedReplay` (`inner`) over rows without `next_obs`, plus the tail, the side
+    store and the links that rebuild it (see the module docstring). Items must be dicts with
+    'obs' and 'next_obs' of one shape and dtype."""
+
+    inner: PrioritizedReplay
+    stride: int  # inserts between an item and the one whose obs is its next_obs (n_step * M)
+    side_fraction: float = 0.25  # side store entries per buffer slot
+
+    def __post_init__(self):
+        if not isinstance(self.stride, int) or self.stride < 1:
+            raise ValueError(f"next_slot stride (n_step * num_envs) must be a positive int, "
+                             f"got {self.stride!r}")
+        if self.stride >= self.capacity:
+            raise ValueError(f"next_slot stride {self.stride} (n_step * num_envs) must be "
+                             f"below the replay capacity {self.capacity}")
+        if not 0.0 < self.side_fraction <= 1.0:
+            raise ValueError(f"next_slot side_fraction must be in (0, 1], got "
+                             f"{self.side_fraction!r}")
+
+    @property
+    def capacity(self) -> int:
+        return self.inner.capacity
+
+    @property
+    def side_slots(self) -> int:
+        """S, the side store's entries (at least one)."""
+        return max(1, int(self.side_fraction * self.capacity))
+
+    @property
+    def kernels(self):
+        return self.inner.kernels
+
+    def bytes_per_item(self, example_item) -> float:
+        """Replay memory one item costs: its row without next_obs, its link, and its share
+        of the side store (the tail, `stride` observations, is not counted)."""
+        obs = np.asarray(example_item["obs"])
+        rows = RowLayout.of(_without_next(example_item)).row_words * 4
+        return rows + 4 + self.side_slots / self.capacity * obs.nbytes
+
+    # ------------------------------------------------------------------ state
+    def init(self, example_item) -> NextSlotState:
+        """An empty buffer for items like `example_item` (a dict with 'obs' and 'next_obs' of
+        one shape and dtype; ValueError otherwise). O(N + S obs)."""
+        if not isinstance(example_item, dict) or not {"obs", "next_obs"} <= set(example_item):
+            raise ValueError("replay.next_obs 'next_slot' needs items that are dicts with "
+                             "'obs' and 'next_obs'")
+        obs = jnp.asarray(example_item["obs"])
+        nxt = jnp.asarray(example_item["next_obs"])
+        if obs.shape != nxt.shape or obs.dtype != nxt.dtype:
+            raise ValueError(f"replay.next_obs 'next_slot': obs {obs.shape} {obs.dtype} and "
+                             f"next_obs {nxt.shape} {nxt.dtype} must match")
+        return NextSlotState(
+            inner=self.inner.init(_without_next(example_item)),
+            tail=jnp.zeros((self.stride, *obs.shape), obs.dtype),
+            side=jnp.zeros((self.side_slots, *obs.shape), obs.dtype),
+            link=jnp.full((self.capacity,), SUCCESSOR, jnp.int32),
+            side_owner=jnp.full((self.side_slots,), -1, jnp.int32),
+            side_pos=jnp.int32(0),
+            lost=jnp.int32(0),
+            layout=RowLayout.of(example_item),
+        )
+
+    def size(self, state: NextSlotState):
+        """Filled slots (int32 scalar). O(1)."""
+        return state.inner.size
+
+    # ------------------------------------------------------------------ operations
+    def add(self, state: NextSlotState, items, priorities=None) -> NextSlotState:
+        """`PrioritizedReplay.add` of the same items: the rows without next_obs go to the
+        inner buffer; the items `stride` inserts older leave the tail, linked to their
+        successor or, when the bits differ, to a new side entry. Needs M + stride <= N and
+        M <= S (ValueError). O(M obs) plus the inner add."""
+        m = self.inner.check_items(state.layout, items)
+        if m == 0:
+            return state.replace(inner=self.inner.add(state.inner, _without_next(items),
+                                                       priorities))
+        if m + self.stride > self.capacity or m > self.side_slots:
+            raise ValueError(f"replay.next_obs 'next_slot': adding {m} items at once needs "
+                             f"replay.capacity >= {m + self.stride} and a side store of >= {m} "
+                             f"entries (replay.next_obs_side * capacity); have "
+                             f"{self.capacity} and {self.side_slots}")
+        big_n, t, s = self.capacity, self.stride, self.side_slots
+        obs = jnp.asarray(items["obs"])
+        nxt = jnp.asarray(items["next_obs"], obs.dtype)
+        inner, k = state.inner, jnp.arange(m, dtype=jnp.int32)
+        # Item k's predecessor: the item inserted `stride` before it (it may be in this batch).
+        everything = jnp.concatenate([state.tail, nxt], axis=0)
+        pred_next, tail = everything[:m], everything[m:]
+        pred_exists = inner.added - t + k >= 0
+        pred_slot = (inner.insert_pos - t + k) % big_n
+        cut = pred_exists & ~_same_bits(pred_next, obs)
+        entry = (state.side_pos + jnp.cumsum(cut.astype(jnp.int32)) - 1) % s
+        # An entry reused while the item holding it is still in the buffer (not overwritten
+        # now): that item is dropped.
+        owner = state.side_owner[entry]
+        overwritten = (owner - inner.insert_pos) % big_n < m
+        dropped = cut & (owner >= 0) & (jnp.take(state.link, owner, mode="clip") == entry) \
+            & ~overwritten
+        dropped_slot = jnp.where(dropped, owner, big_n)
+        link = state.link.at[dropped_slot].set(LOST, mode="drop")
+        link = link.at[(inner.insert_pos + k) % big_n].set(SUCCESSOR, unique_indices=True)
+        link = link.at[jnp.where(pred_exists, pred_slot, big_n)].set(
+            jnp.where(cut, entry, SUCCESSOR), mode="drop")
+        write = jnp.where(cut, entry, s)
+        side = state.side.at[write].set(pred_next, mode="drop")
+        side_owner = state.side_owner.at[write].set(pred_slot, mode="drop")
+        inner = self.inner.add(inner, _without_next(items), priorities)
+        inner = lax.cond(jnp.any(dropped), self._drop, lambda st, _: st, inner, dropped_slot)
+        return state.replace(
+            inner=inner, tail=tail, side=side, link=link, side_owner=side_owner,
+            side_pos=(state.side_pos + jnp.sum(cut, dtype=jnp.int32)) % s,
+            lost=state.lost + jnp.sum(dropped, dtype=jnp.int32),
+        )
+
+    def _drop(self, inner: ReplayState, slots) -> ReplayState:
+        """Priority 0 in the sum tree and +inf (empty) in the min tree at `slots` (N: none)."""
+        kernels = self.inner.kernels
+        tree = kernels.update(inner.tree, slots, jnp.zeros(slots.shape, jnp.float32))
+        min_tree = inner.min_tree
+        if min_tree is not None:
+            min_tree = kernels.update(min_tree, slots, jnp.full(slots.shape, jnp.inf))
+        return inner.replace(tree=tree, min_tree=min_tree)
+
+    def next_obs_at(self, state: NextSlotState, indices):
+        """The next_obs of the items at `indices` (filled slots): from the tail, the side
+        store or the successor's row. O(B) gathers."""
+        big_n, t = self.capacity, self.stride
+        age = (state.inner.insert_pos - 1 - indices) % big_n  # 0: the newest item
+        in_tail = age < t
+        link = state.link[indices]
+        succ = state.inner.layout.unpack(
+            jnp.take(state.inner.rows, (indices + t) % big_n, axis=0))["obs"]
+        from_side = state.side[jnp.clip(link, 0, self.side_slots - 1)]
+        from_tail = state.tail[jnp.clip(t - 1 - age, 0, t - 1)]
+
+        def pick(mask, a, b):
+            return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+        return pick(in_tail, from_tail, pick(link >= 0, from_side, succ))
+
+    def items(self, state: NextSlotState):
+        """Every slot's transition, next_obs rebuilt (leading dimension N). O(N): for
+        inspection and tests."""
+        rest = state.inner.items
+        return {**rest, "next_obs": self.next_obs_at(state, jnp.arange(self.capacity))}
+
+    def sample(self, state: NextSlotState, key, batch_size: int, beta: float = 0.4) -> Sample:
+        """`PrioritizedReplay.sample` on the inner buffer, next_obs rebuilt (`next_obs_at`)."""
+        got = self.inner.sample(state.inner, key, batch_size, beta)
+        items = {**got.items, "next_obs": self.next_obs_at(state, got.indices)}
+        return got._replace(items=items)
+
+    def update(self, state: NextSlotState, indices, td_errors) -> NextSlotState:
+        """`PrioritizedReplay.update`, except that dropped items (link LOST) keep priority 0.
+        O(B) more than the inner update (the links' gather)."""
+        indices = jnp.asarray(indices)
+        lost = jnp.take(state.link, indices, mode="fill", fill_value=SUCCESSOR) == LOST
+        if _is_concrete(indices, state.link) and bool(jnp.any(lost)):
+            check_indices_filled(np.asarray(indices), int(state.inner.size))
+            check_td_finite(np.asarray(td_errors, np.float32))
+            inner = self._update_jit(state.inner, jnp.where(lost, self.capacity, indices),
+                                     td_errors)
+            return state.replace(inner=inner)
+        indices = jnp.where(lost, self.capacity, indices)
+        return state.replace(inner=self.inner.update(state.inner, indices, td_errors))
+
+    @functools.cached_property
+    def _update_jit(self):
+        return jax.jit(self.inner.update)
+
+
+def _without_next(items) -> Any:
+    return {k: v for k, v in items.items() if k != "next_obs"}
+
+
+def make_next_slot_replay(inner: PrioritizedReplay, stride: int,
+                          side_fraction: float = 0.25) -> NextSlotReplay:
+    """`inner`'s buffer with next_obs stored once (see the module docstring): `stride` =
+    n_step * num_envs, the inserts between an item and its successor in the actors' order.
+    Validates (ValueError naming the setting); O(1)."""
+    return NextSlotReplay(inner=inner, stride=int(stride), side_fraction=float(side_fraction))
+
+
+__all__ = ["LOST", "SUCCESSOR", "NextSlotReplay", "NextSlotState", "make_next_slot_replay"]

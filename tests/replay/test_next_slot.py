@@ -1,0 +1,262 @@
+"""`replay.next_obs: next_slot` (hrl.replay.next_slot): next_obs read from the slot the same
+env wrote n steps later, compared bit for bit with the twice-stored layout (`PrioritizedReplay`)
+through episode ends (terminated and truncated, auto-reset), ring wrap-around and n-step
+windows; the newest items, the side store's overflow, the config key and the refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hrl.config import ConfigError, ReplayConfig
+from hrl.replay import make_prioritized_replay, make_replay, native
+from hrl.replay.factory import next_obs_lost, replay_bytes_per_item
+from hrl.replay.next_slot import LOST, NextSlotReplay, make_next_slot_replay
+from hrl.replay.nstep import nstep_init, nstep_push
+
+OBS = (4, 3, 2)
+GAMMA = 0.9
+
+
+def actor_stream(m: int, n: int, steps: int, seed: int, p_end=(0.08, 0.05), float_obs=False):
+    """`steps` env steps of M fake actors through the n-step window, as the runtime inserts
+    them: (steps, M) transitions, the first n-1 pushes (filler) dropped. Episodes end by
+    termination or truncation with probabilities `p_end`; the env auto-resets, so the next
+    observation the actor sees is a fresh one while next_obs keeps the final one."""
+    rng = np.random.default_rng(seed)
+
+    def fresh():
+        if float_obs:
+            return rng.normal(size=(m, *OBS)).astype(np.float32)
+        return rng.random((m, *OBS)) < 0.4
+
+    obs = fresh()
+    example = {"obs": obs[0], "action": np.int32(0), "reward": np.float32(0),
+               "next_obs": obs[0], "discount": np.float32(0)}
+    acc = nstep_init(example, n, m)
+    out = []
+    for t in range(steps + n - 1):
+        action = rng.integers(0, 3, m).astype(np.int32)
+        reward = rng.normal(size=m).astype(np.float32)
+        final = fresh()
+        u = rng.random(m)
+        term = u < p_end[0]
+        trunc = (u >= p_end[0]) & (u < p_end[0] + p_end[1])
+        done = term | trunc
+        acc, tr = nstep_push(acc, obs, action, reward, final, term, done, GAMMA)
+        if t >= n - 1:
+            out.append(jax.tree.map(np.asarray, tr))
+        reset = fresh()
+        obs = np.where(done.reshape(m, 1, 1, 1), reset, final)
+    stacked = jax.tree.map(lambda *x: np.stack(x), *out)
+    return stacked, jax.tree.map(lambda x: x[0, 0], stacked)
+
+
+def batches(stream, per_add: int):
+    """The (steps, M) stream flattened in the runtime's order and cut into adds."""
+    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), stream)
+    total = flat["reward"].shape[0]
+    for lo in range(0, total, per_add):
+        yield jax.tree.map(lambda x, lo=lo: x[lo:lo + per_add], flat)
+
+
+def assert_same(a, b, what=""):
+    for (path, x), y in zip(jax.tree_util.tree_leaves_with_path(a), jax.tree.leaves(b),
+                            strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype, what + jax.tree_util.keystr(path)
+        np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8),
+                                      err_msg=what + jax.tree_util.keystr(path))
+
+
+def fake_td(items):
+    """TD errors that depend on every sampled field, next_obs included."""
+    nxt = jnp.asarray(items["next_obs"], jnp.float32).reshape(items["reward"].shape[0], -1)
+    return items["reward"] + 0.1 * jnp.sum(nxt, axis=1) * items["discount"]
+
+
+def run_both(stored, slot, stream, example, per_add, batch, seed):
+    """The same adds, samples and updates on both buffers; every sample compared."""
+    a, b = stored.init(example), slot.init(example)
+    add_a, add_b = jax.jit(stored.add), jax.jit(slot.add)
+    sample_a = jax.jit(stored.sample, static_argnums=2)
+    sample_b = jax.jit(slot.sample, static_argnums=2)
+    upd_a, upd_b = jax.jit(stored.update), jax.jit(slot.update)
+    key = jax.random.PRNGKey(seed)
+    sampled = 0
+    for items in batches(stream, per_add):
+        a, b = add_a(a, items), add_b(b, items)
+        if int(a.size) < batch:
+            continue
+        key, k = jax.random.split(key)
+        sa, sb = sample_a(a, k, batch, 0.5), sample_b(b, k, batch, 0.5)
+        assert_same(sa, sb, "sample ")
+        a, b = upd_a(a, sa.indices, fake_td(sa.items)), upd_b(b, sb.indices, fake_td(sb.items))
+        sampled += 1
+    assert sampled > 5
+    return a, b
+
+
+IMPLS = ["xla", pytest.param("native", marks=pytest.mark.skipif(
+    not native.available(), reason="native kernels do not build"))]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize(("m", "n", "rollout", "cap"), [
+    (3, 1, 2, 61),   # one-step returns, a capacity no multiple of the stride
+    (2, 3, 4, 50),   # n-step windows cut by episode ends, the ring wrapping many times
+    (1, 2, 8, 37),   # an add longer than the stride (successors inside the same add)
+])
+def test_samples_equal_the_twice_stored_layout_bit_for_bit(impl, m, n, rollout, cap):
+    stream, example = actor_stream(m, n, steps=150, seed=cap)
+    stored = make_prioritized_replay(cap, fanout=4, impl=impl)
+    slot = make_next_slot_replay(make_prioritized_replay(cap, fanout=4, impl=impl), n * m,
+                                 side_fraction=1.0)
+    a, b = run_both(stored, slot, stream, example, rollout * m, 8, seed=m)
+    assert int(b.lost) == 0
+    assert_same(a.tree, b.tree, "tree ")
+    assert_same(a.min_tree, b.min_tree, "min tree ")
+    assert_same(a.items, slot.items(b), "items ")  # every slot rebuilt, next_obs included
+    assert slot.side_slots == cap
+
+
+def test_fixed_point_trees_and_batch_weights_match_too():
+    """The tree format and the weights' normalisation are the inner buffer's business: the
+    same bits with fixed-point priorities and per-batch IS weights (no min tree)."""
+    stream, example = actor_stream(2, 2, steps=80, seed=7)
+    kw = dict(fanout=4, impl="xla", fmt="fixed", weights="batch")
+    stored = make_prioritized_replay(45, **kw)
+    slot = make_next_slot_replay(make_prioritized_replay(45, **kw), 4, 1.0)
+    a, b = run_both(stored, slot, stream, example, 6, 8, seed=3)
+    assert_same(a.tree, b.tree)
+    assert b.min_tree is None
+
+
+def test_float_observations_compare_as_bits():
+    """Floats are compared by their bits when a successor is linked (-0.0 and 0.0 differ,
+    NaN matches itself), so rebuilt float next_obs are the stored bits too."""
+    stream, example = actor_stream(2, 1, steps=60, seed=5, float_obs=True)
+    obs = stream["obs"]
+    obs[3, 0, 0, 0, 0], stream["next_obs"][2, 0, 0, 0, 0] = -0.0, 0.0  # step 2 -> 3, env 0
+    obs[10, 1, 0, 0, 0] = stream["next_obs"][9, 1, 0, 0, 0] = np.nan
+    stored = make_prioritized_replay(64, fanout=4, impl="xla")
+    slot = make_next_slot_replay(make_prioritized_replay(64, fanout=4, impl="xla"), 2)
+    a, b = run_both(stored, slot, stream, example, 4, 8, seed=1)
+    assert_same(a.items, slot.items(b))
+
+
+def test_truncated_step_keeps_its_final_obs_not_the_reset_one():
+    """One actor: a time-limit truncation at step 1. Its item's next_obs is the episode's
+    final observation (which the next slot does not hold: that is the reset one), read from
+    the side store; bootstrapping is kept (discount > 0)."""
+    stream, example = actor_stream(1, 1, steps=4, seed=0, p_end=(0.0, 0.0))
+    final, reset = np.ones(OBS, bool), np.zeros(OBS, bool)
+    stream["next_obs"][1, 0], stream["obs"][2, 0] = final, reset  # truncated at step 1
+    slot = make_next_slot_replay(make_prioritized_replay(8, fanout=4, impl="xla"), 1, 1.0)
+    state = slot.add(slot.init(example), jax.tree.map(lambda x: x[:, 0], stream))
+    rebuilt = slot.items(state)["next_obs"]
+    np.testing.assert_array_equal(rebuilt[1], final)
+    assert int(state.link[1]) >= 0 and int(state.link[0]) == -1  # side entry vs successor
+    np.testing.assert_array_equal(rebuilt[:3], stream["next_obs"][:3, 0])
+    assert float(stream["discount"][1, 0]) > 0
+
+
+def test_newest_items_are_sampled_with_their_true_next_obs():
+    """The newest item of each env has no successor yet; it is sampled like any other
+    (priorities as `PrioritizedReplay` gives them), its next_obs from the tail."""
+    m = 3
+    stream, example = actor_stream(m, 1, steps=10, seed=2)
+    stored = make_prioritized_replay(64, fanout=4, impl="xla")
+    slot = make_next_slot_replay(make_prioritized_replay(64, fanout=4, impl="xla"), m)
+    a, b = stored.init(example), slot.init(example)
+    for items in batches(stream, 2 * m):
+        a, b = stored.add(a, items), slot.add(b, items)
+    newest = np.arange(27, 30)
+    low = np.arange(27)
+    a = stored.update(a, low, np.zeros(27, np.float32))  # the newest M hold the mass
+    b = slot.update(b, low, np.zeros(27, np.float32))
+    sa = stored.sample(a, jax.random.PRNGKey(0), 16, 0.4)
+    sb = slot.sample(b, jax.random.PRNGKey(0), 16, 0.4)
+    assert set(np.asarray(sb.indices).tolist()) <= set(newest.tolist())
+    assert_same(sa, sb)
+    flat_next = stream["next_obs"].reshape(-1, *OBS)
+    np.testing.assert_array_equal(np.asarray(sb.items["next_obs"]),
+                                  flat_next[np.asarray(sb.indices)])
+
+
+@pytest.mark.parametrize(("fmt", "weights"), [("float32", "global"), ("fixed", "batch")])
+def test_side_store_overflow_drops_the_oldest_and_never_samples_it(fmt, weights):
+    """Every step ends an episode, so every item needs a side entry; with a side store of a
+    quarter of the buffer, older items are dropped: counted, priority 0, ignored by updates,
+    never sampled; what is sampled is still the stored transition."""
+    cap, m = 32, 2
+    stream, example = actor_stream(m, 1, steps=40, seed=3, p_end=(0.5, 0.5))
+    kw = dict(fanout=4, impl="xla", fmt=fmt, weights=weights)
+    stored = make_prioritized_replay(cap, **kw)
+    slot = make_next_slot_replay(make_prioritized_replay(cap, **kw), m, 0.25)
+    a, b = stored.init(example), slot.init(example)
+    for items in batches(stream, 4):
+        a, b = stored.add(a, items), slot.add(b, items)
+    lost = np.asarray(b.link) == LOST
+    assert lost.any() and int(b.lost) >= int(lost.sum())
+    assert next_obs_lost(b) == int(b.lost) and next_obs_lost(a) is None
+    b = slot.update(b, np.arange(cap), np.ones(cap, np.float32))  # dropped ones stay 0
+    s = slot.sample(b, jax.random.PRNGKey(1), 32, 0.4)
+    idx = np.asarray(s.indices)
+    assert not lost[idx].any()
+    assert np.all(np.asarray(s.weights) > 0)  # a dropped item does not zero the min tree
+    assert_same(s.items, jax.tree.map(lambda x: np.asarray(x)[idx], a.items))
+
+
+def test_config_key_is_validated_and_other_buffers_refuse_next_slot():
+    with pytest.raises(ConfigError, match=r"'replay.next_obs'.*'twice'"):
+        ReplayConfig(next_obs="twice").validate("replay")
+    with pytest.raises(ConfigError, match=r"'replay.next_obs'.*backend 'rtl'.*'stored'"):
+        ReplayConfig(backend="rtl", fmt="fixed", next_obs="next_slot").validate("replay")
+    with pytest.raises(ConfigError, match=r"'replay.next_obs_side'"):
+        ReplayConfig(next_obs="next_slot", next_obs_side=0.0).validate("replay")
+    cfg = ReplayConfig(capacity=64, next_obs="next_slot")
+    with pytest.raises(ValueError, match=r"'replay.next_obs'.*train.devices > 1"):
+        make_replay(cfg, devices=2, num_envs=4)
+    with pytest.raises(ValueError, match=r"'replay.next_obs'.*backend 'jax_host'"):
+        make_replay(dataclasses.replace(cfg, backend="jax_host"), num_envs=4)
+    with pytest.raises(ValueError, match=r"'env.num_envs'"):
+        make_replay(cfg)
+    assert isinstance(make_replay(cfg, num_envs=4), NextSlotReplay)
+
+
+def test_bytes_per_transition_drop_by_about_the_observation():
+    """MinAtar-like bool observations (10x10x4 = 400 B): the row loses next_obs."""
+    obs = np.zeros((10, 10, 4), bool)
+    example = {"obs": obs, "action": np.int32(0), "reward": np.float32(0), "next_obs": obs,
+               "discount": np.float32(0)}
+    stored = replay_bytes_per_item(make_prioritized_replay(1000), example)
+    slot = replay_bytes_per_item(
+        make_next_slot_replay(make_prioritized_replay(1000), 4, 0.25), example)
+    assert stored == 812 and slot == 412 + 4 + 100
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_jitted_sample_update_step_copies_neither_trees_nor_rows(impl):
+    """As for `PrioritizedReplay` (tests/replay/test_buffer.py): a donated state's trees, rows
+    and links are read and written in place, no O(N) copy per step, with next_obs read."""
+    import re
+
+    obs = np.zeros((4,), np.float32)
+    example = {"obs": obs, "action": np.int32(0), "reward": np.float32(0), "next_obs": obs,
+               "discount": np.float32(0)}
+    slot = make_next_slot_replay(make_prioritized_replay(4096, fanout=16, impl=impl), 8)
+    state = slot.init(example)
+
+    def step(state, key):
+        sample = slot.sample(state, key, 64)
+        td = sample.items["next_obs"][:, 0] * 0.01  # TD errors that do not read the tree
+        return slot.update(state, sample.indices, td), sample.weights
+
+    hlo = jax.jit(step, donate_argnums=0).lower(state, jax.random.key(0)).compile().as_text()
+    copies = re.findall(r"= (?:f32\[256,16\]|u32\[4096,\d+\]|s32\[4096\])\{[^}]*\} copy\(", hlo)
+    assert not copies, f"{len(copies)} O(N) copies per step: {copies}"
