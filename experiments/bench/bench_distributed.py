@@ -6,14 +6,16 @@ rate while actors stream in, and learning with 4 actors.
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learner [--actors 1 2 4 8]
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learning [--seeds 0 1 2]
 
-throughput: DQN + PER with N Ray actor workers in the free schedule (each worker one request
+throughput: DQN + PER with N Ray actor workers in the free schedule (each worker two requests
 in flight, as fast as it goes), each stepping one env for 32 steps a request, the learner
 training at train_ratio 0.25 (batch 32). Two host envs: `latency`, CartPole whose step first
 waits 5 ms (`latency_env.py`: a remote simulator; the step holds no core) and `cpu`, gymnasium's
 CartPole (the step computes). Per N the run starts its workers, warms up for 2N iterations,
 then times max(48, 8N) iterations: env steps/s, the speed-up over N = 1, and the learner's
 seconds per SGD step (its sample + train + update calls, per update) as a measure of the
-learner's SGD rate while the actors stream in. Writes
+learner's SGD rate while the actors stream in, the CPU milliseconds per env step the workers
+(all together) and the learner's process spent in the window (the ceiling on this machine is
+cores / their sum), and the 1-minute load average before the window (other jobs). Writes
 experiments/results/distributed/throughput.{csv,png}.
 
 learner: the learner's SGD rate while N workers stream in, against one worker. The learner is
@@ -68,21 +70,31 @@ def measure(env: str, actors: int) -> dict:
         loop.calls.timings.update(dict.fromkeys(loop.calls.timings, 0.0))
         updates = int(state.updates)
         iters = max(48, 8 * actors)
+        load = os.getloadavg()[0]
+        workers_cpu, learner_cpu = sum(loop.actor_cpu_seconds()), time.process_time()
         start = time.perf_counter()
         state, _ = loop.run(state, iters)
         jax.block_until_ready(state)
         wall = time.perf_counter() - start
+        learner_cpu = time.process_time() - learner_cpu
+        workers_cpu = sum(loop.actor_cpu_seconds()) - workers_cpu
     finally:
         loop.close()
     t, done = loop.calls.timings, int(state.updates) - updates
+    steps = iters * cfg.env_steps_per_iter
     return {"env": env, "actors": actors,
-            "env_steps_per_s": round(iters * cfg.env_steps_per_iter / wall, 1),
+            "env_steps_per_s": round(steps / wall, 1),
             "updates_per_s": round(done / wall, 1),
             "sgd_ms_per_update": round(1e3 * (t["sample"] + t["train"] + t["update"])
                                        / max(done, 1), 3),
-            "wall_s": round(wall, 2), "restarts": loop.restarts}
+            "wall_s": round(wall, 2), "restarts": loop.restarts,
+            "worker_cpu_ms_per_step": round(1e3 * workers_cpu / steps, 3),
+            "learner_cpu_ms_per_step": round(1e3 * learner_cpu / steps, 3),
+            "load_1min_before": round(load, 1)}
 
 
+MEASURED = ("env", "actors", "env_steps_per_s", "updates_per_s", "sgd_ms_per_update", "wall_s",
+            "restarts", "worker_cpu_ms_per_step", "learner_cpu_ms_per_step", "load_1min_before")
 LEARNER = ["env.name=gymnasium:CartPole-v1", "env.num_envs=1", "train.rollout_length=32",
            "train.executor=distributed", "train.actor_schedule=fixed",
            "train.learning_starts=64", "train.batch_size=32", "train.train_ratio=8",
@@ -161,8 +173,7 @@ def throughput(args) -> None:
     if path.exists():
         with path.open() as f:
             rows = [{k: (v if k == "env" else float(v)) for k, v in r.items()
-                     if k in ("env", "actors", "env_steps_per_s", "updates_per_s",
-                              "sgd_ms_per_update", "wall_s", "restarts")}
+                     if k in MEASURED}
                     for r in csv.DictReader(f) if r["env"] not in args.envs]
         for r in rows:
             r["actors"], r["restarts"] = int(r["actors"]), int(r["restarts"])
@@ -202,7 +213,7 @@ def learning(args) -> None:
 def write(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         writer.writeheader()
         writer.writerows(rows)
 
