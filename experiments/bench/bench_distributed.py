@@ -249,13 +249,14 @@ def priorities(args) -> None:
             row["steps_to_475_or_budget"] = row["steps_to_475"] or row["env_steps"]
             print(row, flush=True)
             rows.append(row)
-    write(OUT / "priorities.csv", rows)
+        write(OUT / "priorities.csv", rows)  # after every seed: a cut-short call keeps them
+        if len(rows) >= 4:
+            plot_priorities(rows, OUT / "priorities.png")
     for key in ("steps_to_475_or_budget", "mean_return"):
         arm = {on: [r[key] for r in rows if r["actor_priorities"] == on] for on in (True, False)}
         mean, low, high = paired(arm[True], arm[False])
         print(f"{key}: on - off = {mean:.1f} (95% t interval {low:.1f} to {high:.1f}), "
               f"{len(arm[True])} seeds", flush=True)
-    plot_priorities(rows, OUT / "priorities.png")
 
 
 def write(path: Path, rows: list[dict]) -> None:
