@@ -6,14 +6,16 @@ rate while actors stream in, and learning with 4 actors.
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learner [--actors 1 2 4 8]
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learning [--seeds 0 1 2]
 
-throughput: DQN + PER with N Ray actor workers in the free schedule (each worker one request
+throughput: DQN + PER with N Ray actor workers in the free schedule (each worker two requests
 in flight, as fast as it goes), each stepping one env for 32 steps a request, the learner
 training at train_ratio 0.25 (batch 32). Two host envs: `latency`, CartPole whose step first
 waits 5 ms (`latency_env.py`: a remote simulator; the step holds no core) and `cpu`, gymnasium's
 CartPole (the step computes). Per N the run starts its workers, warms up for 2N iterations,
 then times max(48, 8N) iterations: env steps/s, the speed-up over N = 1, and the learner's
 seconds per SGD step (its sample + train + update calls, per update) as a measure of the
-learner's SGD rate while the actors stream in. Writes
+learner's SGD rate while the actors stream in, the CPU milliseconds per env step the workers
+(all together) and the learner's process spent in the window (the ceiling on this machine is
+cores / their sum), and the 1-minute load average before the window (other jobs). Writes
 experiments/results/distributed/throughput.{csv,png}.
 
 learner: the learner's SGD rate while N workers stream in, against one worker. The learner is
@@ -28,10 +30,20 @@ rate is the learner's) and the share it spent on neither (taking batches from Ra
 iteration's bookkeeping, publishing weights). Writes
 experiments/results/distributed/learner_rate.{csv,png}.
 
+    nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py priorities
+        [--seeds 0 1 2 3 4]
+
 learning: DQN CartPole (experiments/configs/dqn_cartpole_gymnasium.yaml) with 4 actor workers
 of 4 envs each in the fixed schedule (pipeline depth 3: each worker one request in flight), per
 seed: env steps until the mean of the last 10 episodes (log.return_window) reaches 475. Writes
 experiments/results/distributed/learning.{csv,png}.
+
+priorities: the same runs with Ape-X's initial priorities computed on the workers
+(train.actor_priorities true) and without (the learner's largest priority), over the same
+seeds: per seed and arm the env steps to a mean return of 475 (the budget when not reached)
+and the mean return of all the run's episodes (the area under its learning curve, per
+episode). The paired differences (on - off) by seed, their mean and a 95% t interval, are
+printed and written with the rows to experiments/results/distributed/priorities.{csv,png}.
 """
 
 from __future__ import annotations
@@ -43,9 +55,11 @@ import time
 from pathlib import Path
 
 import jax
+import numpy as np
 
 from hrl.config import load_config
 from hrl.runtime import build, initial_state, train
+from hrl.runtime.metrics import read_episodes
 
 ROOT = Path(__file__).resolve().parents[1]  # experiments/
 OUT = ROOT / "results" / "distributed"
@@ -68,21 +82,31 @@ def measure(env: str, actors: int) -> dict:
         loop.calls.timings.update(dict.fromkeys(loop.calls.timings, 0.0))
         updates = int(state.updates)
         iters = max(48, 8 * actors)
+        load = os.getloadavg()[0]
+        workers_cpu, learner_cpu = sum(loop.actor_cpu_seconds()), time.process_time()
         start = time.perf_counter()
         state, _ = loop.run(state, iters)
         jax.block_until_ready(state)
         wall = time.perf_counter() - start
+        learner_cpu = time.process_time() - learner_cpu
+        workers_cpu = sum(loop.actor_cpu_seconds()) - workers_cpu
     finally:
         loop.close()
     t, done = loop.calls.timings, int(state.updates) - updates
+    steps = iters * cfg.env_steps_per_iter
     return {"env": env, "actors": actors,
-            "env_steps_per_s": round(iters * cfg.env_steps_per_iter / wall, 1),
+            "env_steps_per_s": round(steps / wall, 1),
             "updates_per_s": round(done / wall, 1),
             "sgd_ms_per_update": round(1e3 * (t["sample"] + t["train"] + t["update"])
                                        / max(done, 1), 3),
-            "wall_s": round(wall, 2), "restarts": loop.restarts}
+            "wall_s": round(wall, 2), "restarts": loop.restarts,
+            "worker_cpu_ms_per_step": round(1e3 * workers_cpu / steps, 3),
+            "learner_cpu_ms_per_step": round(1e3 * learner_cpu / steps, 3),
+            "load_1min_before": round(load, 1)}
 
 
+MEASURED = ("env", "actors", "env_steps_per_s", "updates_per_s", "sgd_ms_per_update", "wall_s",
+            "restarts", "worker_cpu_ms_per_step", "learner_cpu_ms_per_step", "load_1min_before")
 LEARNER = ["env.name=gymnasium:CartPole-v1", "env.num_envs=1", "train.rollout_length=32",
            "train.executor=distributed", "train.actor_schedule=fixed",
            "train.learning_starts=64", "train.batch_size=32", "train.train_ratio=8",
@@ -161,8 +185,7 @@ def throughput(args) -> None:
     if path.exists():
         with path.open() as f:
             rows = [{k: (v if k == "env" else float(v)) for k, v in r.items()
-                     if k in ("env", "actors", "env_steps_per_s", "updates_per_s",
-                              "sgd_ms_per_update", "wall_s", "restarts")}
+                     if k in MEASURED}
                     for r in csv.DictReader(f) if r["env"] not in args.envs]
         for r in rows:
             r["actors"], r["restarts"] = int(r["actors"]), int(r["restarts"])
@@ -182,27 +205,64 @@ def throughput(args) -> None:
     plot_throughput(rows, OUT / "throughput.png")
 
 
+def learn(seed: int, extra: list[str] = ()) -> dict:
+    """One DQN CartPole run with 4 workers (fixed schedule): its summary row."""
+    cfg = load_config(CONFIG, ["train.executor=distributed", "train.num_actors=4",
+                               "train.pipeline_depth=3", f"seed={seed}", "log.progress=false",
+                               *extra])
+    run_dir = Path("runs") / f"bench-distributed-seed{seed}-{int(time.time())}"
+    s = train(cfg, run_dir, checkpoint_every=0)
+    _, returns = read_episodes(run_dir)
+    return {"seed": seed, "actors": 4, "env_steps": s["env_steps"],
+            "steps_to_475": s["per_seed"][0]["steps_to_solved"],
+            "final_return": s["recent_return"], "mean_return": round(float(returns.mean()), 2),
+            "wall_s": s["wall_s_this_session"]}
+
+
 def learning(args) -> None:
     rows = []
     for seed in args.seeds:
-        cfg = load_config(CONFIG, ["train.executor=distributed", "train.num_actors=4",
-                                   "train.pipeline_depth=3", f"seed={seed}",
-                                   "log.progress=false"])
-        run_dir = Path("runs") / f"bench-distributed-seed{seed}-{int(time.time())}"
-        s = train(cfg, run_dir, checkpoint_every=0)
-        row = {"seed": seed, "actors": 4, "env_steps": s["env_steps"],
-               "steps_to_475": s["per_seed"][0]["steps_to_solved"],
-               "final_return": s["recent_return"], "wall_s": s["wall_s_this_session"]}
+        row = learn(seed)
         print(row, flush=True)
         rows.append(row)
     write(OUT / "learning.csv", rows)
     plot_learning(rows, OUT / "learning.png")
 
 
+def paired(on: list[float], off: list[float]) -> tuple[float, float, float]:
+    """Mean of the paired differences on - off and its 95% t interval (low, high)."""
+    from scipy import stats
+
+    d = np.asarray(on, float) - np.asarray(off, float)
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)
+
+
+def priorities(args) -> None:
+    if len(args.seeds) < 2:
+        raise SystemExit(f"priorities: --seeds needs at least 2 seeds, got {args.seeds}")
+    rows = []
+    for seed in args.seeds:
+        for on in (False, True):
+            row = {"actor_priorities": on,
+                   **learn(seed, [f"train.actor_priorities={str(on).lower()}"])}
+            row["steps_to_475_or_budget"] = row["steps_to_475"] or row["env_steps"]
+            print(row, flush=True)
+            rows.append(row)
+        write(OUT / "priorities.csv", rows)  # after every seed: a cut-short call keeps them
+        if len(rows) >= 4:
+            plot_priorities(rows, OUT / "priorities.png")
+    for key in ("steps_to_475_or_budget", "mean_return"):
+        arm = {on: [r[key] for r in rows if r["actor_priorities"] == on] for on in (True, False)}
+        mean, low, high = paired(arm[True], arm[False])
+        print(f"{key}: on - off = {mean:.1f} (95% t interval {low:.1f} to {high:.1f}), "
+              f"{len(arm[True])} seeds", flush=True)
+
+
 def write(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         writer.writeheader()
         writer.writerows(rows)
 
@@ -289,6 +349,29 @@ def plot_learning(rows, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def plot_priorities(rows, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    seeds = sorted({r["seed"] for r in rows})
+    for ax, key, label in ((axes[0], "steps_to_475_or_budget", "env steps to 475 (budget: not)"),
+                           (axes[1], "mean_return", "mean return of all episodes")):
+        for seed in seeds:
+            pair = [next(r[key] for r in rows if r["seed"] == seed and r["actor_priorities"] == on)
+                    for on in (False, True)]
+            ax.plot([0, 1], pair, "o-", color="tab:blue", alpha=0.7)
+            ax.annotate(str(seed), (1.03, pair[1]), fontsize=7)
+        ax.set_xticks([0, 1], ["learner's max priority", "actors' |td| (Ape-X)"])
+        ax.set(ylabel=label, xlim=(-0.3, 1.3))
+    fig.suptitle("DQN CartPole, 4 actor workers: initial priorities, paired by seed",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="part", required=True)
@@ -299,8 +382,11 @@ def main() -> None:
     le.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4, 8])
     lr = sub.add_parser("learning")
     lr.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    pr = sub.add_parser("priorities")
+    pr.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     args = parser.parse_args()
-    {"throughput": throughput, "learner": learner, "learning": learning}[args.part](args)
+    {"throughput": throughput, "learner": learner, "learning": learning,
+     "priorities": priorities}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -130,9 +130,11 @@ class GymnasiumVecEnv:
         if "_final_obs" in info:
             for i in np.flatnonzero(info["_final_obs"]):
                 next_obs_true[i] = info["final_obs"][i]
+        # The bookkeeping may come back as jax arrays (a state that went through a jitted call
+        # or `jax.device_put`); on numpy it costs microseconds, eagerly on jax a dispatch per op.
         ret, length, fields = book_step(
-            env_state.episode_return,
-            env_state.episode_length,
+            np.asarray(env_state.episode_return),
+            np.asarray(env_state.episode_length),
             np.asarray(reward, np.float32),
             terminated,
             truncated,

@@ -202,6 +202,26 @@ def test_gymnasium_cartpole_adapter():
     env.close()
 
 
+def test_gymnasium_bookkeeping_stays_on_the_host():
+    """A state whose bookkeeping went through jax (a jitted call, `device_put`) steps to the
+    same numbers, as numpy: the host env never runs eager jax ops per step."""
+    env, twin = make_env("gymnasium:CartPole-v1", 3), make_env("gymnasium:CartPole-v1", 3)
+    key = jax.random.PRNGKey(3)
+    state, _ = env.reset(key)
+    twin_state, _ = twin.reset(key)
+    actions = np.array([0, 1, 1])
+    for _ in range(30):
+        state, out = env.step(state, actions)
+        twin_state, twin_out = twin.step(jax.device_put(twin_state), actions)
+        for x in (*jax.tree.leaves(twin_state), *jax.tree.leaves(twin_out)):
+            assert isinstance(x, np.ndarray), type(x)
+        for a, b in zip(jax.tree.leaves((state, out)), jax.tree.leaves((twin_state, twin_out)),
+                        strict=True):
+            np.testing.assert_array_equal(a, b)
+    env.close()
+    twin.close()
+
+
 def test_gymnasium_continuous_spec():
     env = make_env("gymnasium:Pendulum-v1", 2)
     assert env.spec.action == ContinuousActions((1,), (-2.0,), (2.0,))

@@ -1,7 +1,8 @@
 """The distributed-actors executor (Ape-X on Ray): with one worker it is the pipelined executor
 with process actors bit for bit; with several, the fixed schedule reproduces a run exactly even
 when a worker is killed mid-run (Ray restarts it, the learner puts its state back) and when the
-run is stopped at a checkpoint and resumed; the workers' initial priorities are the ones the
+run is stopped at a checkpoint and resumed (a host env's too), and a free-schedule run resumes
+with the same counters and a valid replay; the workers' initial priorities are the ones the
 learner computes from the same weights, and the ones inserted; workers never outlive their
 learner. Ray starts once for the module's tests that use it."""
 
@@ -16,6 +17,7 @@ import jax
 import numpy as np
 import pytest
 from test_runtime import assert_trees_equal, tiny_config
+from tree_checks import sequential_float_model, words
 
 from hrl.config import ConfigError
 from hrl.envs import make_env
@@ -218,6 +220,68 @@ def test_a_run_stopped_at_a_checkpoint_and_resumed_is_the_uninterrupted_run(loca
     assert "holds no state of the 2 actor workers" in capfd.readouterr().err
     assert (tmp_path / "full" / "episodes.csv").read_text() != \
         (tmp_path / "lost" / "episodes.csv").read_text()
+
+
+def _stop_and_resume(cfg, tmp_path):
+    """The run uninterrupted, and stopped after its checkpoint at 512 env steps then resumed:
+    (summary, end state) of each, and the resumed run's stderr."""
+    full = train(cfg, run_dir=tmp_path / "full", progress=False)
+    part = train(cfg, run_dir=tmp_path / "split", progress=False, stop_at_env_steps=512)
+    assert part["interrupted"] and part["env_steps"] == 512
+    assert actors_state_file(latest_checkpoint(tmp_path / "split")[0]).is_file()
+    resumed = train(cfg, run_dir=tmp_path / "split", resume=True, progress=False)
+    like = initial_state(build(cfg))
+    ends = [restore_checkpoint(latest_checkpoint(tmp_path / d)[0], like)
+            for d in ("full", "split")]
+    return (full, ends[0]), (resumed, ends[1])
+
+
+def test_a_gymnasium_run_stopped_and_resumed_is_the_uninterrupted_run(local_ray, tmp_path,
+                                                                      capfd):
+    """N = 2, fixed schedule, a host env: each worker's simulators are saved beside the
+    checkpoint with its actors' state, so the resumed run is the uninterrupted one bit for
+    bit (state, episodes, metrics)."""
+    cfg = tiny_config(**{"env.name": "gymnasium:CartPole-v1", "train.executor": "distributed",
+                         "train.pipeline_depth": 2, "train.num_actors": 2,
+                         "train.total_env_steps": 1024})
+    (full, end_full), (resumed, end_split) = _stop_and_resume(cfg, tmp_path)
+    assert "holds no state" not in capfd.readouterr().err
+    assert resumed["env_steps"] == full["env_steps"] == 1024
+    assert resumed["updates"] == full["updates"] > 0
+    assert_trees_equal(end_full, end_split)
+    episodes = (tmp_path / "full" / "episodes.csv").read_text()
+    assert episodes == (tmp_path / "split" / "episodes.csv").read_text()
+    assert episodes.count("\n") > 5
+    assert _metrics(tmp_path / "full") == _metrics(tmp_path / "split")
+
+
+def test_a_free_schedule_run_stopped_and_resumed_finishes_with_a_valid_replay(local_ray,
+                                                                               tmp_path, capfd):
+    """N = 2, free schedule. What may differ from the uninterrupted run: which worker's batch
+    filled each iteration, so the transitions, the replay's contents and the weights. What must
+    hold: every worker resumes from its own saved state, the run finishes with the same
+    counters (env steps, iterations, SGD steps, transitions ever inserted) and the same key
+    chain, and the replay is valid (filled as many slots as inserted, every filled slot a
+    positive finite priority, every empty one zero, the tree's sums its leaves')."""
+    cfg = tiny_config(**{"train.executor": "distributed", "train.actor_schedule": "free",
+                         "train.num_actors": 2, "train.total_env_steps": 1024})
+    (full, end_full), (resumed, end) = _stop_and_resume(cfg, tmp_path)
+    assert "holds no state" not in capfd.readouterr().err
+    assert not resumed["interrupted"]
+    assert resumed["env_steps"] == full["env_steps"] == 1024
+    assert resumed["updates"] == full["updates"] > 0
+    for name in ("iteration", "env_steps", "updates", "key"):
+        np.testing.assert_array_equal(getattr(end, name), getattr(end_full, name))
+    replay = end.replay
+    assert int(replay.added) == int(end_full.replay.added) > 0
+    assert int(replay.size) == min(int(replay.added), 1000)
+    leaves = np.asarray(replay.tree.levels[-1]).reshape(-1)
+    size = int(replay.size)
+    assert np.isfinite(leaves).all() and (leaves[:size] > 0).all()
+    assert (leaves[size:] == 0).all()
+    assert [w.tolist() for w in words(replay.tree)] == \
+        [w.tolist() for w in sequential_float_model(replay.tree)]
+    assert np.isfinite(float(replay.max_priority))
 
 
 def _metrics(run_dir) -> list[dict]:

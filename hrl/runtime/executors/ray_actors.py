@@ -20,8 +20,11 @@ Two schedules (`train.actor_schedule`):
   bit for bit every time, and with N = 1 those of the pipelined executor with process actors
   (same depth and period). `train.pipeline_depth` bounds how far the requests run ahead of the
   learner: at depth >= N - 1 every worker has one in flight.
-* **free**: as fast as the workers go. Each worker has one request in flight, acting with the
-  newest weights published; the learner takes whichever batch arrives first. What may vary
+* **free**: as fast as the workers go. Each worker has `FREE_QUEUED` (2) requests in flight,
+  each acting with the newest weights published when it was sent, so a worker starts its next
+  iteration as soon as it returns one instead of idling through the learner's round trip; the
+  learner takes whichever worker's batch arrives first (a worker's own in the order it ran
+  them). What may vary
   from run to run: which worker's batch fills iteration t, and so which env states and
   exploration keys produced it, and which weights (any sync point published before its
   request) acted. What does not: the keys of the learner's SGD steps and of each request
@@ -98,6 +101,9 @@ except ImportError:  # the optional extra is not installed: `start_ray` says so
     ray, RayActorError = None, None
 
 SCHEDULES = ("fixed", "free")
+# Free schedule: requests queued on each worker. One leaves the worker idle from the moment it
+# returns a batch until the learner has taken it and sent the next; two keep it stepping.
+FREE_QUEUED = 2
 MAX_RESTARTS = 3  # per worker
 RESTART_WAIT_S = 120.0
 
@@ -187,6 +193,10 @@ class ActorWorker:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def cpu_seconds(self) -> float:
+        """The CPU seconds this worker's process has run so far (all its threads)."""
+        return time.process_time()
 
     def _agent(self, j: int, weights: list):
         if j not in self.agents:
@@ -342,7 +352,7 @@ class DistributedLoop(PipelinedLoop):
         key, u = state.key, first  # the key chain before iteration u, the next one to send
         chain: dict[int, Any] = {}  # iteration -> its inputs (the learner's keys)
         in_flight: list[_Request] = []
-        idle = deque(range(n))
+        idle = deque(list(range(n)) * FREE_QUEUED)  # free: a worker per request it may take
         agent, replay, pending = state.agent, c.own(state.replay), state.pending
         rows, low, high = [], float("inf"), None
 
@@ -370,7 +380,9 @@ class DistributedLoop(PipelinedLoop):
             for t in range(first, end):
                 if free:
                     ready, _ = ray.wait([r.ref for r in in_flight], num_returns=1)
-                    request = next(r for r in in_flight if r.ref == ready[0])
+                    w = next(r.worker for r in in_flight if r.ref == ready[0])
+                    # that worker's oldest request: it ran first (a worker runs them in order)
+                    request = next(r for r in in_flight if r.worker == w)
                 else:
                     request = next(r for r in in_flight if r.t == t)
                 result = self._take(request, in_flight)
@@ -443,6 +455,10 @@ class DistributedLoop(PipelinedLoop):
     def actor_pids(self) -> list[int]:
         """The workers' process ids (for tests and tools)."""
         return ray.get([w.pid.remote() for w in self._workers])
+
+    def actor_cpu_seconds(self) -> list[float]:
+        """Each worker's CPU seconds so far (for benchmarks and tools)."""
+        return ray.get([w.cpu_seconds.remote() for w in self._workers])
 
     def close(self) -> None:
         super().close()
