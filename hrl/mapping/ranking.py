@@ -181,9 +181,9 @@ def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: s
     result = plan(workload, profile, devices, staleness=staleness, metric=metric,
                   scaling="strong")
     e = result.exploration
-    ranked = [RankedMapping(m.label, m.mapping, _executor(m), m.overrides,
+    ranked = [RankedMapping(m.label, m.mapping, m.executor, m.overrides,
                             float(e.times(mode, m.executor)[e.row_of(m.mapping)]), True,
-                            uncertainty=uncertainty_of(result, _executor(m), m.mapping))
+                            uncertainty=uncertainty_of(result, m.executor, m.mapping))
               for m in candidates]
     if kind is not None:
         ranked += _data_parallel(cfg, result, mode, kind, max_devices, available_devices,
@@ -217,14 +217,6 @@ def config_label(cfg) -> str | None:
     if executor != "pipelined":
         return label
     return f"{label} pipelined" if cfg.train.actors == "process" else f"{label} pipelined-thread"
-
-
-def _executor(m) -> str:
-    """The executor a catalogue entry runs, as the exploration prices it (`dse.EXECUTORS`:
-    the pipelined executor's thread actors are their own)."""
-    if m.executor in ("pipelined", "pipelined-thread"):
-        return m.executor
-    return dict(o.split("=", 1) for o in m.overrides)["train.executor"]
 
 
 def _data_parallel_kind(cfg, workload, measured) -> tuple[str | None, str]:

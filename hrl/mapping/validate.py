@@ -47,7 +47,9 @@ class RunnableMapping:
     label: str
     mapping: dict  # primitive -> placement name (as in the exploration)
     overrides: tuple[str, ...]  # config overrides that make the runtime run it
-    executor: str = "auto"  # the exploration's executor for it (`dse.Exploration.times`)
+    # The executor that runs it, as the exploration prices it (`dse.EXECUTORS`: fused,
+    # sequential, pipelined, or pipelined-thread for the pipelined executor's thread actors).
+    executor: str
 
 
 def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
@@ -59,21 +61,21 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
     native = ("replay.backend=jax", "replay.impl=auto")
     out = [
         RunnableMapping("cpu-fused", {p: "cpu-fused" for p in PRIMITIVES},
-                        ("train.executor=fused", *native)),
+                        ("train.executor=fused", *native), "fused"),
         RunnableMapping("cpu", {p: "cpu" for p in PRIMITIVES},
-                        ("train.executor=sequential", *native)),
+                        ("train.executor=sequential", *native), "sequential"),
     ]
     if "xla" in backends:
         m = {p: "cpu" for p in PRIMITIVES}
         m.update(sample=XLA_TREE, update=XLA_TREE)
         out.append(RunnableMapping(f"replay-on-{XLA_TREE}", m, (
-            "train.executor=sequential", "replay.backend=jax", "replay.impl=xla")))
+            "train.executor=sequential", "replay.backend=jax", "replay.impl=xla"), "sequential"))
     if SECOND_CPU_BACKEND in backends:
         m = {p: "cpu" for p in PRIMITIVES}
         m.update(sample=SECOND_CPU, update=SECOND_CPU)
         out.append(RunnableMapping(f"replay-on-{SECOND_CPU_BACKEND}", m, (
             "train.executor=sequential", *native,
-            *(f"placement.{p}={d}" for p, d in SECOND_CPU_PLACEMENT.items()))))
+            *(f"placement.{p}={d}" for p, d in SECOND_CPU_PLACEMENT.items())), "sequential"))
     host_replay = importlib.util.find_spec("hrl.replay.host_buffer") is not None
     for backend, place in (("opencl", "pocl"), ("rtl", "rtl")):
         if backend in backends and host_replay:
@@ -84,7 +86,7 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
             fmt = ("replay.fmt=fixed",) if backend in FIXED_POINT_ONLY else ()
             out.append(RunnableMapping(f"replay-on-{place}", m,
                                        ("train.executor=sequential",
-                                        f"replay.backend={backend}", *fmt)))
+                                        f"replay.backend={backend}", *fmt), "sequential"))
     host_loops = [m for m in out if m.label != "cpu-fused"]
     for actors, executor, suffix in (("process", "pipelined", "pipelined"),
                                      ("thread", "pipelined-thread", "pipelined-thread")):
