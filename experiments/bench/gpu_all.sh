@@ -14,6 +14,9 @@
 #   profile   hrl profile (jax backend) of the DQN and DDPG configs: cpu and gpu placements
 #             (PROFILE_GRID=quick|full, default full; PROFILE_LIMIT seconds per config;
 #             PROFILE_CONFIGS, default "dqn_cartpole ddpg_pendulum")
+#   mixed     validate_gpu measure: a profile with GPU placements, then the mixed CPU+GPU mappings
+#             run end to end (MIXED_OUT, default experiments/results/mapping/gpu; MIXED_BUDGET
+#             seconds, default 420); `validate_gpu.py report` predicts them anywhere afterwards
 #   scaling   bench_scaling on the machine's CPU cores (no GPU): 1-16 virtual CPU devices in one
 #             process and split over 2 processes, into experiments/results/scaling-<cores>core
 #
@@ -34,7 +37,7 @@ else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(env tests replay large grid train brax profile scaling)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(env tests replay large grid train brax profile mixed scaling)
 configs=experiments/configs
 
 run() {  # run NAME SECONDS CMD...: a stage's step, time-limited, logged; failures do not stop
@@ -76,6 +79,9 @@ print(jax.devices())'" ;;
           --backends jax --grid "${PROFILE_GRID:-full}" \
           --no-progress --run-dir experiments/results/mapping/profile_gpu_$c
       done ;;
+    mixed)
+      run mixed $(( ${MIXED_BUDGET:-420} + 120 )) $PY experiments/mapping/validate_gpu.py measure \
+        --out "${MIXED_OUT:-experiments/results/mapping/gpu}" --budget ${MIXED_BUDGET:-420} ;;
     scaling)
       cores=$(nproc)
       run scaling ${SCALING_LIMIT:-300} env JAX_PLATFORMS=cpu $PY experiments/bench/bench_scaling.py \

@@ -1,7 +1,7 @@
 """`hrl profile CONFIG.yaml [--set k=v ...] [--grid quick|full] [--run-dir DIR]`: time every
 primitive on every placement present and write profile.csv / profile.json.
 
-`--only host,process,cpu-collective,thread,cpu-device` measures just those link rows; into an
+`--only host,process,cpu-collective,thread,cpu-device,gpu` measures just those link rows; into an
 existing profile (`--run-dir` holding one) they replace its rows of those links, e.g. to add the
 collective between virtual CPU devices to a profile measured before it existed:
 `hrl profile CONFIG --grid full --only cpu-collective --run-dir DIR`. `--only rtl-tables` re-reads
@@ -51,9 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--only", metavar="LINKS",
                         help="measure only these link rows, comma separated, of host, process, "
-                             "cpu-collective, thread, cpu-device (a few seconds), of the loops' "
-                             "rows loop-fused, loop-host, loop-pipelined (minutes), and/or re-read "
-                             "rtl-tables "
+                             "cpu-collective, thread, cpu-device, gpu (a few seconds), of the "
+                             "loops' rows loop-fused, loop-host, loop-pipelined (minutes), "
+                             "and/or re-read rtl-tables "
                              "(the RTL's cycle, kernel-cycle and resource CSVs); with a --run-dir "
                              "that holds a profile, its rows of those are replaced and the rest "
                              "kept")

@@ -66,7 +66,7 @@ from hrl.mapping.platform import (
     gpu_spec_placement,
     measured_placement,
 )
-from hrl.mapping.profile.grids import HANDOFF_CALL, LEGACY_OVERLAP_CALL, OVERLAP_CALL
+from hrl.mapping.profile.grids import GPU_CALL, HANDOFF_CALL, LEGACY_OVERLAP_CALL, OVERLAP_CALL
 from hrl.mapping.profile.rows import ProfileRow, profile_rows
 from hrl.mapping.rtl_tables import logic_from_profile, rmm_timing_from_profile
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
@@ -133,6 +133,15 @@ def models_from_profile(profile: dict, metric: str = "wall") -> dict[tuple, Line
     return fit_models(rows, metric=metric)
 
 
+_LINK_WHAT = {"link:host": "host memory copy",
+              "link:process": "process link (queues, pickle)",
+              "link:cpu-device": "move between two XLA CPU devices (a host view the call "
+                                 "copies in)",
+              GPU_CALL: "move of a batch from the CPU into a call on the GPU",
+              "link:cpu-collective": "ring step of a psum between 2 virtual CPU devices, "
+                                     "rendezvous included"}
+
+
 def host_link_from_profile(profile: dict, metric: str = "wall",
                            call: str = "link:host") -> Link | None:
     """The host memory copy (`link:host`), the process link of the pipelined executor
@@ -144,32 +153,27 @@ def host_link_from_profile(profile: dict, metric: str = "wall",
     m = fit_models(rows, metric=metric)[(call, "host")]
     if m.slope <= 0:
         return None
-    what = {"link:host": "host memory copy",
-            "link:process": "process link (queues, pickle)",
-            "link:cpu-device": "move between two XLA CPU devices (a host view the call copies "
-                               "in)",
-            "link:cpu-collective": "ring step of a psum between 2 virtual CPU devices, "
-                                   "rendezvous included"}.get(call, call)
+    what = _LINK_WHAT.get(call, call)
     return Link(call.removeprefix("link:"), 1.0 / m.slope, m.intercept,
                 f"measured {what} ({m.n_points} sizes, median rel. error "
                 f"{m.rel_err_median:.0%})")
 
 
-def cpu_device_link_from_profile(profile: dict | None, metric: str = "wall") -> Link | None:
-    """The move of a batch between two XLA CPU devices (`link:cpu-device`): fitted on its rows
-    like the host link, or, where a jitted call aliases the host memory it is given (the time
-    does not grow with the bytes), their median per transfer at unbounded bandwidth; None when
-    the profile has no such rows."""
-    fitted = host_link_from_profile(profile, metric, "link:cpu-device") if profile else None
+def cpu_device_link_from_profile(profile: dict | None, metric: str = "wall",
+                                call: str = "link:cpu-device") -> Link | None:
+    """The move of a batch between two XLA CPU devices (`link:cpu-device`), or from the CPU
+    to the GPU (`call` `link:gpu`): fitted on its rows like the host link, or, where the time
+    does not grow with the bytes (a jitted call aliases the host memory it is given), their
+    median per transfer at unbounded bandwidth; None when the profile has no such rows."""
+    fitted = host_link_from_profile(profile, metric, call) if profile else None
     if fitted is not None:
         return fitted
-    times = [getattr(r, METRICS[metric]) for r in profile_rows(profile)
-             if r.call == "link:cpu-device"]
+    times = [getattr(r, METRICS[metric]) for r in profile_rows(profile) if r.call == call]
     if not times:
         return None
-    return Link("cpu-device", float("inf"), statistics.median(times),
-                f"measured move between two XLA CPU devices ({len(times)} batch sizes; the "
-                "call aliases the host memory: the median per transfer, no per-byte cost)")
+    return Link(call.removeprefix("link:"), float("inf"), statistics.median(times),
+                f"measured {_LINK_WHAT.get(call, call)} ({len(times)} batch sizes; no growth "
+                "with the bytes: the median per transfer, no per-byte cost)")
 
 
 def thread_handoff_from_profile(profile: dict | None, metric: str = "wall") -> float | None:
@@ -463,6 +467,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     between = cpu_device_link_from_profile(profile, metric)
     if between is not None:
         links["cpu-device"] = between
+    to_gpu = cpu_device_link_from_profile(profile, metric, GPU_CALL)
+    if to_gpu is not None:  # the measured move replaces the bus's data-sheet figures
+        links[MEASURED_KINDS["gpu"]["link"]] = to_gpu
     # A host loop pays per call, differently in each CPU dispatch: its bookkeeping is priced
     # with the rows in the dispatch `train.cpu_dispatch: auto` gives it in each mode.
     # (Fitted once per dispatch: both modes run sync today.)

@@ -27,7 +27,12 @@ from hrl.mapping.devices import SECOND_CPU, XLA_TREE
 from hrl.mapping.plan import Plan, plan
 from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.uncertainty import UNKNOWN_UNCERTAINTY, uncertainty_of
-from hrl.mapping.validate import SECOND_CPU_BACKEND, runnable_mappings
+from hrl.mapping.validate import (
+    SECOND_CPU_BACKEND,
+    gpu_mappings,
+    runnable_mappings,
+    uses_gpu,
+)
 from hrl.mapping.workload import PRIMITIVES, workload_from_config
 from hrl.runtime.executor_choice import choose_executor
 
@@ -156,12 +161,12 @@ def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: s
     measured = {r.placement.removesuffix("-fused") for r in profile_rows(profile)
                 if r.placement not in _NOT_PLACEMENTS}
     candidates, notes, unranked = [], [], []
-    for m in runnable_mappings(backends):
+    for m in runnable_mappings(backends, gpu="gpu" in measured):
         used = {p.removesuffix("-fused") for p in m.mapping.values()}
         if not used <= measured:
             unranked.append(f"{m.label}: not ranked, the profile does not measure "
                          f"{', '.join(sorted(used - measured))}")
-        elif m.label == "cpu-fused" and workload.env_kind not in ("gymnax", "brax"):
+        elif m.executor == "fused" and workload.env_kind not in ("gymnax", "brax"):
             unranked.append(f"{m.label}: not ranked, the env ({workload.env_kind}) cannot run "
                          "in the fused loop")
         else:
@@ -182,7 +187,8 @@ def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: s
                   scaling="strong")
     e = result.exploration
     ranked = [RankedMapping(m.label, m.mapping, m.executor, m.overrides,
-                            float(e.times(mode, m.executor)[e.row_of(m.mapping)]), True,
+                            float(e.times(mode, m.executor)[e.row_of(m.mapping)]),
+                            not _why_not_here(m), _why_not_here(m),
                             uncertainty=uncertainty_of(result, m.executor, m.mapping))
               for m in candidates]
     if kind is not None:
@@ -193,10 +199,41 @@ def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: s
                    workload.sgd_steps, notes, unranked, config_label(cfg))
 
 
+def _why_not_here(m) -> str:
+    """Why this process cannot run catalogue mapping `m` ("" where it can): a GPU mapping
+    needs JAX's default backend to be a GPU, and where it is one the CPU mappings' unplaced
+    primitives would run on it."""
+    gpu_here = jax.default_backend() == "gpu"
+    if uses_gpu(m.mapping) and not gpu_here:
+        return "JAX sees no GPU in this process"
+    if gpu_here and not uses_gpu(m.mapping):
+        return ("JAX's default device here is a GPU, where its unplaced primitives would run; "
+                "run it in a CPU-only process (JAX_PLATFORMS=cpu)")
+    return ""
+
+
+def _gpu_label(cfg) -> str | None:
+    """The GPU catalogue entry (`validate.gpu_mappings`) `cfg` runs in a process whose default
+    backend is a GPU, or None: its primitives' devices (an unplaced one runs on the GPU)
+    compared with each entry's."""
+    if choose_executor(cfg) == "fused":
+        return "gpu-fused"
+    where = {p: cfg.placement.get(p, "gpu").partition(":")[0] for p in PRIMITIVES}
+    return next((m.label for m in gpu_mappings() if m.mapping == where), None)
+
+
 def config_label(cfg) -> str | None:
     """The catalogue label of the mapping `cfg` runs as it stands (no --mapping), or None
     when the catalogue has no entry for it (data parallel, a placement it does not list)."""
     executor = choose_executor(cfg)
+    if executor in ("sequential", "pipelined", "fused") and (
+            jax.default_backend() == "gpu"
+            or any(v.startswith("gpu") for v in cfg.placement.values())):
+        label = _gpu_label(cfg)
+        if label is None or executor != "pipelined":
+            return label
+        return f"{label} pipelined" if cfg.train.actors == "process" else \
+            f"{label} pipelined-thread"
     if executor == "fused":
         return "cpu-fused"
     if executor == "data-parallel":

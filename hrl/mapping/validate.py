@@ -20,6 +20,10 @@ Runnable here (what the runtime can instantiate on a CPU-only machine):
   in a process of their own (train.executor=pipelined, train.actors=process, depth 1);
 * `... pipelined-thread`: the same with the actors in a thread of the learner's process
   (train.actors=thread).
+
+Runnable where JAX's default backend is a GPU (`gpu_mappings`), instead of the above, whose
+unplaced primitives would run on that GPU: `gpu-fused`, `gpu`, and the mixed `train-on-gpu`
+and `train+replay-on-gpu` (env and inference on the CPU), each host loop also pipelined.
 """
 
 from __future__ import annotations
@@ -52,10 +56,41 @@ class RunnableMapping:
     executor: str
 
 
-def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
+def gpu_mappings() -> list[RunnableMapping]:
+    """The GPU's mappings (a process whose JAX default backend is a GPU runs them): everything
+    on the GPU, in the fused loop (`gpu-fused`) and in the host loop (`gpu`), and the paper's
+    mixed mappings, the env and inference on the CPU with the learner on the GPU and the tree
+    on the CPU (`train-on-gpu`) or on the GPU beside it (`train+replay-on-gpu`). Every
+    primitive of a host-loop entry is placed, so that none runs on the default device by
+    accident. The tree kernels are `replay.impl: auto`'s: Pallas on the GPU, the native C++
+    ones on the CPU."""
+    auto = ("replay.backend=jax", "replay.impl=auto")
+
+    def host_loop(label: str, **where) -> RunnableMapping:
+        placed = tuple(f"placement.{p}={d}" for p, d in where.items())
+        return RunnableMapping(label, dict(where), ("train.executor=sequential", *auto, *placed),
+                               "sequential")
+
+    cpu_actors = dict(env="cpu", infer="cpu")
+    return [
+        RunnableMapping("gpu-fused", {p: "gpu-fused" for p in PRIMITIVES},
+                        ("train.executor=fused", *auto), "fused"),
+        host_loop("gpu", **{p: "gpu" for p in PRIMITIVES}),
+        host_loop("train-on-gpu", **cpu_actors, sample="cpu", update="cpu", train="gpu"),
+        host_loop("train+replay-on-gpu", **cpu_actors, sample="gpu", update="gpu", train="gpu"),
+    ]
+
+
+def uses_gpu(mapping: dict) -> bool:
+    """Whether a catalogue mapping places any primitive on a GPU."""
+    return any(p.removesuffix("-fused") == "gpu" for p in mapping.values())
+
+
+def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl"), gpu: bool = False
                       ) -> list[RunnableMapping]:
     """The mappings above whose trees `backends` names (`xla`: the JAX tree in plain XLA ops
-    on the learner's device; `cpu1`: the JAX tree on cpu:1)."""
+    on the learner's device; `cpu1`: the JAX tree on cpu:1), and with `gpu` the GPU's
+    (`gpu_mappings`); each host loop also in the pipelined executor."""
     # The tree kernels the profile timed at these placements (`replay.impl: auto`, native on a
     # CPU), whatever a config asks for.
     native = ("replay.backend=jax", "replay.impl=auto")
@@ -87,7 +122,9 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl")
             out.append(RunnableMapping(f"replay-on-{place}", m,
                                        ("train.executor=sequential",
                                         f"replay.backend={backend}", *fmt), "sequential"))
-    host_loops = [m for m in out if m.label != "cpu-fused"]
+    if gpu:
+        out += gpu_mappings()
+    host_loops = [m for m in out if m.executor != "fused"]
     for actors, executor, suffix in (("process", "pipelined", "pipelined"),
                                      ("thread", "pipelined-thread", "pipelined-thread")):
         pipelined = ("train.executor=pipelined", f"train.actors={actors}",

@@ -189,7 +189,7 @@ class PrioritizedReplay:
         if self.impl == "pallas":
             return pallas_kernels
         if self.impl == "auto" and jax.default_backend() == "gpu":
-            return pallas_kernels.GpuOrReference  # Pallas on the GPU, jnp where placed on a CPU
+            return pallas_kernels.PerDeviceKernels  # Pallas on the GPU, native on a CPU
         return native if native.available() else sumtree
 
     _kernels = kernels  # the former name, still read by tests and callers

@@ -438,29 +438,41 @@ def update(tree: SumTree, indices, priorities) -> SumTree:
     return update_words(tree, indices, tree.fmt.encode(priorities))
 
 
-class GpuOrReference:
+def _cpu_kernels():
+    """The kernels of a computation placed on a CPU: the native C++ ones where they build
+    (what `impl="auto"` runs on a CPU-only machine), else the jnp reference. Both agree bit
+    for bit."""
+    from hrl.replay import native  # its library builds on first use, not at this import
+
+    return native if native.available() else sumtree
+
+
+class PerDeviceKernels:
     """The kernel set `impl="auto"` uses where JAX's default backend is a GPU: the Pallas
-    kernels in computations placed on the GPU, the jnp reference in those placed on a CPU
-    (`lax.platform_dependent` lowers only the branch of the device a computation runs on)."""
+    kernels in computations placed on the GPU, the CPU's kernels (`_cpu_kernels`: native, or
+    the jnp reference) in those placed on a CPU (`lax.platform_dependent` lowers only the
+    branch of the device a computation runs on). So a tree placed on the CPU of a GPU machine
+    runs the kernels it would run on a CPU-only one."""
 
     @staticmethod
     def sample_from_bits(tree: SumTree, bits, stratified: bool = True) -> jax.Array:
         return jax.lax.platform_dependent(
             tree, bits,
             cuda=functools.partial(sample_from_bits, stratified=stratified),
-            default=functools.partial(sumtree.sample_from_bits, stratified=stratified),
+            default=functools.partial(_cpu_kernels().sample_from_bits, stratified=stratified),
         )
 
     @staticmethod
     def update(tree: SumTree, indices, priorities) -> SumTree:
         return jax.lax.platform_dependent(tree, indices, priorities, cuda=update,
-                                          default=sumtree.update)
+                                          default=_cpu_kernels().update)
 
     @staticmethod
     def update_trees_words(trees, indices, words):
-        def reference(trees, indices, words):
-            return tuple(sumtree.update_words(t, indices, w)
+        def on_cpu(trees, indices, words):
+            cpu = _cpu_kernels()
+            return tuple(cpu.update_words(t, indices, w)
                          for t, w in zip(trees, words, strict=True))
 
         return jax.lax.platform_dependent(trees, indices, words, cuda=update_trees_words,
-                                          default=reference)
+                                          default=on_cpu)

@@ -601,7 +601,7 @@ def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_pa
 
     asked, sized = [], []
 
-    def fake(base, loop, dispatch, repeats, settings=None, sizes=None, timeout=900.0):
+    def fake(base, loop, dispatch, repeats, settings=None, sizes=None, timeout=900.0, builds=2):
         asked.append((loop, dispatch, list(settings)))
         sized.append(sizes)
         return [{"wall_s": 1e-4 * (i + 1), "cpu_s": 1e-4, "async": True}

@@ -185,19 +185,26 @@ def test_config_accepts_pallas_and_names_bad_impl():
 def test_compiled_on_gpu():
     """On a GPU the tests above ran the compiled Triton kernels, not the interpreter."""
     assert not pk.interpret_mode()
-    assert make_prioritized_replay(1024)._kernels is pk.GpuOrReference
+    assert make_prioritized_replay(1024)._kernels is pk.PerDeviceKernels
 
 
-def test_gpu_or_reference_runs_the_reference_on_a_cpu():
-    """`impl="auto"` on a GPU machine uses `GpuOrReference`: a computation placed on a CPU gets
-    the jnp reference (no Pallas lowering for the CPU), with the reference's results."""
+def test_per_device_kernels_run_the_cpu_kernels_on_a_cpu():
+    """`impl="auto"` on a GPU machine uses `PerDeviceKernels`: a computation placed on a CPU
+    gets the CPU's kernels (native where they build; no Pallas lowering for the CPU), with the
+    reference's results bit for bit, and the native kernels are what it lowers to."""
     tree = filled(300, 4, "fixed")
     bits = np.arange(64, dtype=np.uint32) * np.uint32(0x9E3779B9)
     idx, pri = update_batch(300, 9, batch=64)
     cpu = jax.devices("cpu")[0]
     with jax.default_device(cpu):
-        got_idx = jax.jit(pk.GpuOrReference.sample_from_bits)(tree, bits)
-        got_tree = jax.jit(pk.GpuOrReference.update)(tree, idx, pri)
+        got_idx = jax.jit(pk.PerDeviceKernels.sample_from_bits)(tree, bits)
+        got_tree = jax.jit(pk.PerDeviceKernels.update)(tree, idx, pri)
     np.testing.assert_array_equal(got_idx, ref.sample_from_bits(tree, bits))
     for g, w in zip(words(got_tree), words(ref.update(tree, idx, pri)), strict=True):
         np.testing.assert_array_equal(g, w)
+    from hrl.replay import native
+
+    if native.available():
+        with jax.default_device(cpu):
+            hlo = jax.jit(pk.PerDeviceKernels.update).lower(tree, idx, pri).as_text()
+        assert "hrl_sumtree_update" in hlo

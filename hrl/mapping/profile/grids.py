@@ -9,7 +9,10 @@ import dataclasses
 # "rounds": how many times every row is measured, the rounds one after another over the whole
 # grid (default 1), and "merge": which round's row is kept, the one with the lowest latency
 # ("min", the default) or the median one ("median"; `merge.merge_rounds`). Every round's rows
-# are kept in profile.json ("rounds"), so a profile can be merged the other way later.
+# are kept in profile.json ("rounds"), so a profile can be merged the other way later. A grid
+# may set "loop_dispatch": "auto" to time each loop's rows in the one CPU dispatch runs use
+# (`loops.loop_dispatches`), and "loop_builds": how many builds of each loop row's config are
+# timed, the fastest kept (default 2).
 GRIDS = {
     "quick": {"num_envs": (1, 16), "width": (32, 64), "batch": (16, 64),
               "capacity": (1 << 10, 1 << 13), "fanout": (16,), "repeats": 5, "scan": 20},
@@ -62,9 +65,10 @@ LOOP_LONG_CALL = 8
 LOOP_KINDS = ("fused", "host", "pipelined")
 # The loops' rows by the name `hrl profile --only` takes (call `loop:<kind>`).
 LOOP_ONLY = {f"loop-{kind}": kind for kind in LOOP_KINDS}
-# The CPU dispatch each loop's rows are measured in: the fused loop always runs async; a host
-# loop runs sync under `train.cpu_dispatch: auto` (`cpu_backend.HOST_LOOP_DISPATCH`), async
-# when a run pins it (its rows also show what async dispatch costs a host loop).
+# The CPU dispatch each loop's rows are measured in, the one `train.cpu_dispatch: auto` gives it
+# first: the fused loop always runs async; a host loop runs sync under auto
+# (`cpu_backend.HOST_LOOP_DISPATCH`), async when a run pins it (its rows also show what async
+# dispatch costs a host loop).
 LOOP_DISPATCH = {"fused": ("async",), "host": ("sync", "async"), "pipelined": ("sync", "async")}
 # The CPU dispatch a profiling process starts JAX in (each row records it): the host loops'
 # (`cpu_backend.HOST_LOOP_DISPATCH`), whose calls the `dispatched` rows price. Async dispatch
@@ -75,7 +79,7 @@ LOOP_DISPATCH = {"fused": ("async",), "host": ("sync", "async"), "pipelined": ("
 PROFILE_DISPATCH = "sync"
 
 # The link rows, by the name `hrl profile --only` takes: call `link:<name>`.
-LINK_ROWS = ("host", "process", "cpu-collective", "thread", "cpu-device")
+LINK_ROWS = ("host", "process", "cpu-collective", "thread", "cpu-device", "gpu")
 # profile.csv's columns (the timed rows; profile.json keeps every key).
 ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "batch",
               "capacity", "fanout", "depth", "work", "latency_s", "p10_s", "p90_s", "cpu_s",
@@ -84,6 +88,7 @@ ROW_FIELDS = ("call", "placement", "mode", "env", "algo", "num_envs", "width", "
 COLLECTIVE_CALL = "link:cpu-collective"
 HANDOFF_CALL = "link:thread"
 CPU_DEVICE_CALL = "link:cpu-device"
+GPU_CALL = "link:gpu"  # a batch from the CPU into a call on the GPU
 HANDOFF_BATCH = 200  # round trips per timed call of the thread hand-off
 # What relaxed dependency saves in the runtime's own loops, with the tree off the learner's
 # device (`loops.overlap_rows_main`). Older profiles timed the replay thread beside train

@@ -74,11 +74,12 @@ def cpu_name() -> str:
 
 
 def machine_info() -> dict:
-    """Python, machine, CPU count and model, JAX version and devices: what a profile was
-    taken on (starts JAX's backends if they have not started)."""
+    """Python, machine, CPU count and model, JAX version and devices (and each accelerator's
+    model): what a profile was taken on (starts JAX's backends if they have not started)."""
     return {"python": py_platform.python_version(), "machine": py_platform.machine(),
             "processor": py_platform.processor(), "cpus": os.cpu_count(),
             "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()],
+            "accelerators": [d.device_kind for d in jax.devices() if d.platform != "cpu"],
             "cpu_model": cpu_name()}
 
 

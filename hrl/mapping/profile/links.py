@@ -1,7 +1,8 @@
 """Link rows: what moving data costs between the places a mapping puts its calls.
 
 `link:host` (a host-memory copy), `link:cpu-device` (a batch from the second XLA CPU device
-into a call on the first), `link:process` (one way through the pipelined executor's queues),
+into a call on the first), `link:gpu` (a batch from the CPU into a call on the GPU),
+`link:process` (one way through the pipelined executor's queues),
 `link:thread` (a hand-off to a second thread and back) and `link:cpu-collective` (a ring step
 of a psum between virtual CPU devices, in a child process that has them). Each probe takes
 the `Profiler` it records into and appends one row per size (`link_row`: no primitive, env
@@ -24,6 +25,7 @@ from hrl.mapping.profile.grids import (
     COLLECTIVE_MIN_SCAN,
     COLLECTIVE_SIZES,
     CPU_DEVICE_CALL,
+    GPU_CALL,
     HANDOFF_CALL,
 )
 from hrl.mapping.profile.rows import ProfileRow
@@ -81,6 +83,36 @@ def profile_cpu_device_link(prof, repeats: int) -> None:
              "local": lambda here=here: call(*to_learner(anchor, *here))},
             repeats, paired=("cross", "local"))
         prof.rows.append(link_row(CPU_DEVICE_CALL, sum(x.nbytes for x in leaves), {
+            "latency_s": max(saved["latency_s"], 0.0), "cpu_s": max(saved["cpu_s"], 0.0),
+            "p10_s": max(t["cross"]["p10_s"] - t["local"]["p10_s"], 0.0),
+            "p90_s": max(t["cross"]["p90_s"] - t["local"]["p90_s"], 0.0)}, repeats))
+
+
+def profile_gpu_link(prof, repeats: int) -> None:
+    """A batch of transitions from the CPU device into a call on the GPU, moved by the host
+    loop's own `put_for_call` (one `device_put` of the batch's arrays): the call with the
+    batch on the CPU minus the same call with it on the GPU already, interleaved, at batch sizes
+    32 .. 16384. What the mixed mappings pay each time an array crosses between the CPU's
+    primitives and the GPU's. Skipped, with why, where JAX sees no GPU."""
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        prof.skipped.append(f"{GPU_CALL}: JAX sees no GPU")
+        return
+    call = jax.jit(lambda anchor, *xs: anchor + sum(x.reshape(-1)[0].astype(jnp.float32)
+                                                    for x in xs))
+    anchor = jax.device_put(jnp.zeros((), jnp.float32), gpu)
+    to_gpu = placed_call(gpu)
+    for batch in (32, 256, 2048, 16384):
+        leaves = [np.zeros((batch, *v.shape), v.dtype) for v in prof.target.example.values()]
+        leaves.append(np.ones((batch,), np.float32))  # the IS weights
+        there = jax.device_put(leaves, jax.devices("cpu")[0])
+        here = jax.device_put(leaves, gpu)
+        t, saved = interleaved_times(
+            {"cross": lambda there=there: call(*to_gpu(anchor, *there)),
+             "local": lambda here=here: call(*to_gpu(anchor, *here))},
+            repeats, paired=("cross", "local"))
+        prof.rows.append(link_row(GPU_CALL, sum(x.nbytes for x in leaves), {
             "latency_s": max(saved["latency_s"], 0.0), "cpu_s": max(saved["cpu_s"], 0.0),
             "p10_s": max(t["cross"]["p10_s"] - t["local"]["p10_s"], 0.0),
             "p90_s": max(t["cross"]["p90_s"] - t["local"]["p90_s"], 0.0)}, repeats))

@@ -70,9 +70,9 @@ def loop_iterations(repeats: int) -> int:
 
 def loop_rows(args: dict) -> list[dict]:
     """The child's side of `spawn.loop_rows_subprocess` (`args`: {"base", "loop",
-    "dispatch", "repeats", "settings", "sizes"}): starts this process's CPU backend as a run
-    of the loop starts it, then per setting {"wall_s", "cpu_s", "async"}. Must run in a
-    process whose JAX has not started."""
+    "dispatch", "repeats", "settings", "sizes", "builds"}): starts this process's CPU backend
+    as a run of the loop starts it, then per setting {"wall_s", "cpu_s", "async"}. Must run
+    in a process whose JAX has not started."""
     sizes = Setting(**args["sizes"])
     configs = [loop_row_config(args["base"], args["loop"], steps, sgd, args["dispatch"], sizes)
                for steps, sgd, _ in args["settings"]]
@@ -82,10 +82,18 @@ def loop_rows(args: dict) -> list[dict]:
         # Two builds, the faster kept: repeats within a build agree, builds of one config
         # can differ (interference at build time), and the loop's own cost is the lower.
         m = min((measure_iteration(cfg, iterations=iterations, repeats=3)
-                 for _ in range(2)), key=lambda m: m["wall_s"])
+                 for _ in range(args.get("builds", 2))), key=lambda m: m["wall_s"])
         out.append({"wall_s": m["wall_s"], "cpu_s": m["cpu_s"],
                     "async": bool(jax.config.read("jax_cpu_enable_async_dispatch"))})
     return out
+
+
+def loop_dispatches(grid: dict, loop: str) -> tuple[str, ...]:
+    """The CPU dispatches `loop`'s rows are measured in: `LOOP_DISPATCH[loop]`, or where the
+    grid sets "loop_dispatch": "auto" only its first, the one `train.cpu_dispatch: auto` runs
+    the loop in (half the host loops' rows, for a profile with little time)."""
+    every = LOOP_DISPATCH[loop]
+    return every[:1] if grid.get("loop_dispatch") == "auto" else every
 
 
 def profile_loops(prof, repeats: int, loops=None) -> None:
@@ -106,14 +114,15 @@ def profile_loops(prof, repeats: int, loops=None) -> None:
     for loop in loops:
         s = loop_sizes(prof.grid, loop)
         depth = target.workload(s).depth
-        for dispatch in LOOP_DISPATCH[loop]:
+        for dispatch in loop_dispatches(prof.grid, loop):
             settings = [(steps, sgd, n) for steps, sgd in LOOP_SETTINGS]
             if loop == "fused":
                 settings += [(steps, sgd, n * LOOP_LONG_CALL)
                              for steps, sgd in FUSED_CALL_SETTINGS]
             try:
                 got = spawn.loop_rows_subprocess(to_dict(target.cfg), loop, dispatch, repeats,
-                                                 settings, s)
+                                                 settings, s,
+                                                 builds=prof.grid.get("loop_builds", 2))
             except RuntimeError as err:
                 prof.skipped.append(f"loop:{loop} ({dispatch}): {err}")
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
 from collections.abc import Callable
 
 import jax
@@ -20,7 +21,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from hrl.mapping.devices import SECOND_CPU, XLA_TREE
 from hrl.mapping.profile import links, loops, merge, overlap, primitives
 from hrl.mapping.profile.context import LoopContext, build_context
-from hrl.mapping.profile.grids import GRIDS, LINK_ROWS, LOOP_ONLY, PROFILE_DISPATCH, Setting
+from hrl.mapping.profile.grids import (
+    GRIDS,
+    LINK_ROWS,
+    LOOP_KINDS,
+    LOOP_ONLY,
+    PROFILE_DISPATCH,
+    Setting,
+)
 from hrl.mapping.profile.io import rtl_cycle_rows
 from hrl.mapping.profile.rows import ProfileRow
 from hrl.mapping.profile.target import Target
@@ -122,7 +130,9 @@ class Profiler:
                                     lambda: links.profile_collective_link(self, rep, scan)),
                  "thread": ("thread hand-off", lambda: self._profile_thread_handoff(rep)),
                  "cpu-device": ("between two CPU devices",
-                                lambda: self._profile_cpu_device_link(rep))}
+                                lambda: self._profile_cpu_device_link(rep)),
+                 "gpu": ("between the CPU and the GPU",
+                         lambda: links.profile_gpu_link(self, rep))}
         return [every[n] for n in LINK_ROWS if n in names]
 
     def tasks(self) -> list[tuple[str, Callable[[], None]]]:
@@ -186,22 +196,29 @@ class Profiler:
                 out.append((f"relaxed overlap on {name}",
                             lambda name=name, b=backend, reps=reps: overlap.profile_overlap(
                                 self, name, b, reps)))
-        # Between CPU devices only where the tree has a second one to sit on.
+        # Between CPU devices only where the tree has a second one to sit on; to the GPU only
+        # where there is one.
         second_cpu = any(p == SECOND_CPU for p, _, _ in self.tree_placements)
-        out += self.link_tasks([n for n in LINK_ROWS if n != "cpu-device" or second_cpu])
-        if self.loops:
-            out.append(("the runtime's loops (bookkeeping)",
-                        lambda: loops.profile_loops(self, rep)))
+        gpu = any(p == "gpu" for p, _ in self.jax_placements)
+        out += self.link_tasks([n for n in LINK_ROWS if (n != "cpu-device" or second_cpu)
+                                and (n != "gpu" or gpu)])
+        if self.loops:  # one task per loop, so that a time limit can fall between them;
+            # the host loop's first: every mapping but the fused loop's pays it
+            out += [(f"the {kind} loop (bookkeeping)",
+                     lambda k=kind: loops.profile_loops(self, rep, [k]))
+                    for kind in sorted(LOOP_KINDS, key=lambda k: k != "host")]
         return out
 
     def _time_reference(self, round_: int) -> None:
         if self.only is None:  # a profile's rows, not a refresh of a few links
             self.speed.append({**reference_time(), "round": round_})
 
-    def run(self) -> list[ProfileRow]:
+    def run(self, deadline: float | None = None) -> list[ProfileRow]:
         """Every task once per round (a later round only the tasks whose rows merge over
         rounds), the rounds merged by the grid's rule, then the RTL's tables (a whole
-        profile only). ValueError for rounds < 1."""
+        profile only). `deadline` (a `time.monotonic()` instant): a task not started by then
+        is left out, and `skipped` says which (a profile in the minutes a lent machine
+        gives). ValueError for rounds < 1."""
         tasks = self.tasks()
         rounds = int(self.grid.get("rounds", 1))
         if rounds < 1:
@@ -217,6 +234,10 @@ class Profiler:
                 for label, fn in tasks:
                     bar.update(job, description=f"round {r + 1}: {label}" if rounds > 1
                                else label)
+                    if deadline is not None and time.monotonic() > deadline:
+                        self.skipped.append(f"{label}: not measured, past the time limit")
+                        bar.advance(job)
+                        continue
                     before = len(self.rows)
                     fn()
                     bar.advance(job)

@@ -50,12 +50,13 @@ def collective_link_subprocess(repeats: int = 5, scan: int = 100,
 
 
 def loop_rows_subprocess(base: dict, loop: str, dispatch: str, repeats: int,
-                         settings, sizes, timeout: float = 900.0) -> list[dict]:
+                         settings, sizes, timeout: float = 900.0, builds: int = 2) -> list[dict]:
     """`loops.loop_rows` in a fresh Python started in CPU `dispatch` (see
     `loops.profile_loops`): per (L, U, N) of `settings` (N iterations per call), at `sizes`
-    (a `grids.Setting`), {"wall_s", "cpu_s", "async"}."""
+    (a `grids.Setting`), the fastest of `builds` builds, {"wall_s", "cpu_s", "async"}."""
     args = {"base": base, "loop": loop, "dispatch": dispatch, "repeats": repeats,
-            "settings": [list(x) for x in settings], "sizes": dataclasses.asdict(sizes)}
+            "settings": [list(x) for x in settings], "sizes": dataclasses.asdict(sizes),
+            "builds": builds}
     return run_probe("loop", args, "the loop probe", timeout)
 
 

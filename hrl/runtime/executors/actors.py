@@ -39,12 +39,14 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+from jax._src import xla_bridge  # the one way to ask whether the backends have started
 from jax.extend.core import Var
 
 from hrl.config import config_from_dict, to_dict
 from hrl.runtime import rate_limit as rl
 from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
+from hrl.runtime.executor_choice import env_is_jax
 from hrl.runtime.executors.host_calls import HostCalls
 from hrl.runtime.iteration import Schedule, actor_of
 from hrl.runtime.lifetime import exit_with_parent
@@ -301,12 +303,29 @@ def actor_calls_of(cfg_dict: dict) -> tuple[HostCalls, Any, Any]:
     thread and back per call."""
     cfg = config_from_dict({**cfg_dict, "placement": {
         k: v for k, v in cfg_dict.get("placement", {}).items() if k in ("env", "infer")}})
+    _share_the_gpu(cfg)
     start_cpu_backend(cfg, dispatch="sync")
     env, agent = make_env_agent(cfg)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, None, schedule.batch_size)
     placement = resolve_placement(cfg, env.spec.is_jax, replay_is_jax=True)
     return HostCalls(prims, schedule, env.spec.is_jax, True, placement), env, agent
+
+
+def _share_the_gpu(cfg) -> None:
+    """Before this process starts JAX: keep it off the GPU the learner's process holds. Where
+    inference and the env run on the CPU (placed there, or a host env) it starts the CPU
+    backend alone; otherwise it takes GPU memory as it needs it instead of XLA's default
+    share of the card, most of which the learner's process has taken already. No effect on
+    a machine without a GPU."""
+    if xla_bridge.backends_are_initialized():
+        return
+    on_cpu = lambda name: cfg.placement.get(name, "").startswith("cpu")  # noqa: E731
+    env_on_host = not env_is_jax(cfg) or cfg.placement.get("env", "").startswith("host")
+    if on_cpu("infer") and (env_on_host or on_cpu("env")):
+        jax.config.update("jax_platforms", "cpu")
+    else:
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 class _Stopped(Exception):
