@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plt
 
-from hrl.replay import sumtree
+from hrl.replay import native, sumtree
 from hrl.replay.formats import (
     FixedPoint,
     Float32,
