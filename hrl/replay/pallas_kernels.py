@@ -441,9 +441,7 @@ def update(tree: SumTree, indices, priorities) -> SumTree:
 def _cpu_kernels():
     """The kernels of a computation placed on a CPU: the native C++ ones where they build
     (what `impl="auto"` runs on a CPU-only machine), else the jnp reference. Both agree bit
-    for bit."""
-    from hrl.replay import native  # its library builds on first use, not at this import
-
+    for bit. The native library builds on the first call, not at import."""
     return native if native.available() else sumtree
 
 
