@@ -92,10 +92,11 @@ def run_overrides(setting: str, label: str, mode: str) -> list[str]:
             *mode_overrides(mode, 0 if mode == "strict" else 1)]
 
 
-def measure(out: Path, budget: float, env: dict) -> None:
-    """The runs of JOBS and the profile, within `budget` seconds: the first FIRST_RUNS jobs,
+def measure(out: Path, budget: float, env: dict, jobs=JOBS, profile_tasks: str = "") -> None:
+    """The runs of `jobs` and the profile, within `budget` seconds: the first FIRST_RUNS jobs,
     then the profile (tasks not started by PROFILE_RESERVE seconds before the budget's end are
-    left out, and its `skipped` says which), then the other jobs while the budget lasts."""
+    left out, and its `skipped` says which), then the other jobs while the budget lasts.
+    `profile_tasks`: only the profile's tasks whose label holds it ("none": no profile)."""
     start = time.monotonic()
     from hrl.config import load_config, to_dict
     from hrl.mapping.profile import Profiler, start_profiling_backend, write_profile
@@ -113,8 +114,11 @@ def measure(out: Path, budget: float, env: dict) -> None:
     with open(path, "w", newline="") as f:
         csv.DictWriter(f, MEASURED_FIELDS).writeheader()
     deadline = start + budget
-    _run_jobs(JOBS[:FIRST_RUNS], path, deadline, env)
+    _run_jobs(jobs[:FIRST_RUNS], path, deadline, env)
     prof = Profiler(cfg, grid=GPU_GRID, backends=("jax",), progress=False)
+    if profile_tasks:
+        every = prof.tasks
+        prof.tasks = lambda: [t for t in every() if profile_tasks in t[0]]
     try:
         rows = prof.run(deadline=deadline - PROFILE_RESERVE)
         write_profile(rows, out / "profile", to_dict(cfg), prof.skipped, prof.speed,
@@ -124,7 +128,7 @@ def measure(out: Path, budget: float, env: dict) -> None:
     except Exception:  # the runs are worth having without it: they do not read it
         traceback.print_exc()
         print("profile FAILED; the runs go on", flush=True)
-    _run_jobs(JOBS[FIRST_RUNS:], path, deadline, env)
+    _run_jobs(jobs[FIRST_RUNS:], path, deadline, env)
 
 
 def _run_jobs(jobs, path: Path, deadline: float, env: dict) -> None:
@@ -283,6 +287,14 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=420.0,
                     help="measure: seconds for the profile and the runs together; the jobs "
                          "not started by then are left out (default 420)")
+    ap.add_argument("--jobs", default="",
+                    help="measure: only the jobs of these mappings, comma separated labels "
+                         "(default: every job)")
+    ap.add_argument("--profile-tasks", default="",
+                    help="measure: only the profile's tasks whose label holds this text, e.g. "
+                         "'on cpu' ('none': no profile)")
+    ap.add_argument("--skip", help="measure: a measured.csv whose runs (those without an "
+                                   "error) are not run again")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -293,7 +305,15 @@ def main(argv=None) -> int:
     # This process profiles the GPU and then only waits for its children: it takes GPU memory
     # as it needs it, not XLA's default share of the card.
     os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-    measure(out, args.budget, env)
+    wanted = set(filter(None, args.jobs.split(",")))
+    done = set()
+    if args.skip:
+        with open(args.skip, newline="") as f:
+            done = {(r["setting"], r["mapping"], r["mode"]) for r in csv.DictReader(f)
+                    if not r["error"]}
+    measure(out, args.budget, env,
+            [j for j in JOBS if (not wanted or j[1] in wanted) and j not in done],
+            args.profile_tasks)
     return 0
 
 

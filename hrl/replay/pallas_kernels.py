@@ -442,7 +442,7 @@ def _cpu_kernels():
     """The kernels of a computation placed on a CPU: the native C++ ones where they build
     (what `impl="auto"` runs on a CPU-only machine), else the jnp reference. Both agree bit
     for bit. The native library builds on the first call, not at import."""
-    return native if native.available() else sumtree
+    return native if native.available(placed_on_cpu=True) else sumtree
 
 
 class PerDeviceKernels:

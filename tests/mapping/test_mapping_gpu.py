@@ -138,3 +138,53 @@ def test_a_grid_may_time_each_loop_in_the_dispatch_runs_use():
         assert loop_dispatches(GRIDS["quick"], loop) == every
         assert loop_dispatches({**GRIDS["quick"], "loop_dispatch": "auto"}, loop) == every[:1]
     assert loop_dispatches({"loop_dispatch": "auto"}, "host") == ("sync",)
+
+
+def test_a_profile_with_a_time_limit_leaves_out_what_it_did_not_start():
+    """`Profiler.run(deadline=...)`: the tasks not started by then are left out and named in
+    `skipped`; the ones before it ran."""
+    import time
+
+    from hrl.config import load_config
+    from hrl.mapping.profile import Profiler
+
+    prof = Profiler(load_config(CONFIG), grid="quick", backends=("jax",), progress=False)
+    ran = []
+
+    def task(name, wait=0.0):
+        def run():
+            ran.append(name)
+            time.sleep(wait)
+        return name, run
+
+    prof.tasks = lambda: [task("first", 0.3), task("second")]
+    prof._time_reference = lambda round_: None  # the reference workload is not under test
+    prof.run(deadline=time.monotonic() + 0.1)
+    assert ran == ["first"]
+    assert "second: not measured, past the time limit" in prof.skipped
+
+
+def test_the_gpu_report_is_regenerated_from_its_committed_runs(tmp_path):
+    """`validate_gpu.py report` rebuilds the committed results page from the committed profile
+    and runs: a row per run, each with the ranking's prediction, and the contests."""
+    import csv
+    import shutil
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path("experiments/mapping").resolve()))
+    import validate_gpu
+
+    committed = Path("experiments/results/mapping/gpu")
+    shutil.copytree(committed / "profile", tmp_path / "profile")
+    shutil.copy(committed / "measured.csv", tmp_path / "measured.csv")
+    text = validate_gpu.report(tmp_path)
+    with open(committed / "measured.csv", newline="") as f:
+        runs = list(csv.DictReader(f))
+    for r in runs:
+        assert f"| {r['setting']} | {r['mapping']} | {r['mode']} |" in text
+    with open(tmp_path / "validation.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(runs) and all(float(r["predicted_s"]) > 0 for r in rows)
+    assert (tmp_path / "validation.png").stat().st_size > 0
+    assert text.count("| strict |") + text.count("| relaxed |") >= len(runs)

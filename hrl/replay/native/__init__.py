@@ -59,9 +59,12 @@ __all__ = [
 
 
 @functools.cache
-def unavailable_reason() -> str | None:
-    """None if the native kernels can be used in this process, else why not."""
-    if jax.default_backend() != "cpu":
+def unavailable_reason(placed_on_cpu: bool = False) -> str | None:
+    """None if the native kernels can be used in this process, else why not. They run on a
+    CPU device only: a computation left on the default device needs the default backend to
+    be the CPU, one placed on a CPU device (`placed_on_cpu`, as `pallas_kernels`'
+    `PerDeviceKernels` places them on a GPU machine) does not."""
+    if not placed_on_cpu and jax.default_backend() != "cpu":
         return f"the native kernels are CPU-only and the default backend is {jax.default_backend()}"
     try:
         ensure_registered()
@@ -70,6 +73,7 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def available() -> bool:
-    """True if the kernels are built (building them now if needed) and jax runs on the CPU."""
-    return unavailable_reason() is None
+def available(placed_on_cpu: bool = False) -> bool:
+    """True if the kernels are built (building them now if needed) and can run where the
+    computation does (`unavailable_reason`)."""
+    return unavailable_reason(placed_on_cpu) is None
