@@ -1,8 +1,12 @@
 """Checks shared by the tests of every sum-tree kernel set (native C++, Pallas) against the
-JAX reference: raw words, a sequential float32 model of the parents, and the float32 bound."""
+JAX reference: raw words, a sequential float32 model of the parents, and the float32 bound;
+and by the replay buffers' tests: the O(N) copies a compiled sample+update step makes."""
 
 from __future__ import annotations
 
+import re
+
+import jax
 import numpy as np
 
 
@@ -58,3 +62,19 @@ def assert_float_within_bound(got_tree, ref_tree):
             f"level {level}: node {int(np.argmax(bad))} got {a[bad][0]!r} "
             f"reference {b[bad][0]!r} bound {bound[bad][0]!r}"
         )
+
+
+def copies_per_step(replay, state, td_field: str, shapes: tuple[str, ...]) -> list[str]:
+    r"""The copies of O(N) arrays in the compiled program of one sample (batch 64) + update
+    step of `replay` on a donated `state`, TD errors taken from the sampled `td_field` (not
+    from the tree, so nothing forces a copy): each `copy(` whose result is one of `shapes`
+    (HLO type patterns, regular expressions: r"f32\[256,16\]"). A buffer that works in place
+    yields none."""
+
+    def step(state, key):
+        sample = replay.sample(state, key, 64)
+        td = sample.items[td_field][:, 0] * 0.01
+        return replay.update(state, sample.indices, td), sample.weights
+
+    hlo = jax.jit(step, donate_argnums=0).lower(state, jax.random.key(0)).compile().as_text()
+    return re.findall(rf"= (?:{'|'.join(shapes)})\{{[^}}]*\}} copy\(", hlo)

@@ -114,7 +114,9 @@ class Problem:
     sgd_steps: float
     host_resource: int  # index of the host CPU among resources (drives both loops)
     overhead_host: float  # seconds per iteration of the host loop's own bookkeeping
-    overhead_fused: float  # the same for the fused loop (exclusive placements)
+    # (P,) the same for the fused loop on each exclusive placement (where its own loop rows
+    # were not measured, the CPU's fused loop's)
+    overhead_fused: np.ndarray
     tree_shared: bool = True
     overhead_actor: float = 0.0  # the host loop's bookkeeping that belongs to the actors
     ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
@@ -212,7 +214,8 @@ def build_problem(placements: list[Placement], workload: Workload,
         exclusive=np.array([p.exclusive for p in placements], bool),
         sgd_steps=float(workload.sgd_steps), host_resource=host,
         overhead_host=float(overhead.get("host", 0.0)),
-        overhead_fused=float(overhead.get("fused", 0.0)), tree_shared=tree_shared,
+        overhead_fused=np.array([overhead.get("fused_by_placement", {}).get(
+            n, overhead.get("fused", 0.0)) for n in names], float), tree_shared=tree_shared,
         overhead_actor=float(overhead.get("host_actor", 0.0)),
         ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
         pipelined_wait=float(overhead.get("pipelined_wait", 0.0)),
@@ -285,8 +288,9 @@ def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_c
 
     # The loop that drives the mapping: the fused scan when an exclusive placement holds
     # everything, else the host loop; its bookkeeping runs on the host CPU.
-    overhead = jnp.where(uses_exclusive, overhead_fused, overhead_host)
-    overhead_r = jnp.where(uses_exclusive, overhead_fused, host_r)
+    fused = overhead_fused[assign[:, 0]]  # an exclusive placement holds every primitive
+    overhead = jnp.where(uses_exclusive, fused, overhead_host)
+    overhead_r = jnp.where(uses_exclusive, fused, host_r)
     strict = call_time.sum(1) + edge_time.sum(1) + overhead
 
     # Busy time per resource: calls on their compute resource, hops on theirs.

@@ -66,7 +66,13 @@ from hrl.mapping.platform import (
     gpu_spec_placement,
     measured_placement,
 )
-from hrl.mapping.profile.grids import GPU_CALL, HANDOFF_CALL, LEGACY_OVERLAP_CALL, OVERLAP_CALL
+from hrl.mapping.profile.grids import (
+    GPU_CALL,
+    GPU_LOOP,
+    HANDOFF_CALL,
+    LEGACY_OVERLAP_CALL,
+    OVERLAP_CALL,
+)
 from hrl.mapping.profile.rows import ProfileRow, profile_rows
 from hrl.mapping.rtl_tables import logic_from_profile, rmm_timing_from_profile
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
@@ -268,11 +274,14 @@ class LoopOverhead:
         return self.c_step * workload.rollout_length
 
 
-def _loop_rows(profile: dict, kind: str, dispatch: str) -> list[ProfileRow]:
-    """The profile's rows of loop `kind` measured in CPU `dispatch`. Rows without the field
-    come from profiles taken before there was a choice, all in JAX's default (async)."""
+def _loop_rows(profile: dict, kind: str, dispatch: str,
+               placement: str = "loop") -> list[ProfileRow]:
+    """The profile's rows of loop `kind` measured in CPU `dispatch`, on the CPU (placement
+    "loop", or none in a hand-built row) or on the GPU (`GPU_LOOP`). Rows without the
+    dispatch field come from profiles taken before there was a choice, all in JAX's default
+    (async)."""
     return [r for r in profile_rows(profile) if r.call == f"loop:{kind}"
-            and (r.dispatch or "async") == dispatch]
+            and (r.placement or "loop") == placement and (r.dispatch or "async") == dispatch]
 
 
 def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
@@ -291,9 +300,14 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
         return out
     if not _loop_rows(profile, "host", dispatch):
         dispatch = "async"
-    for kind, place in (("host", "cpu"), ("fused", "cpu-fused")):
+    # The GPU's fused loop from its own rows where the profile has them (`GPU_LOOP`); else
+    # it is charged the CPU's (`dse.build_problem`).
+    gpu = [("gpu-fused", "gpu-fused", GPU_LOOP)] if "gpu-fused" in {p for _, p in models} \
+        else []
+    for name, place, where in (("host", "cpu", "loop"), ("fused", "cpu-fused", "loop"), *gpu):
+        kind = "host" if name == "host" else "fused"
         mode = dispatch if kind == "host" else "async"
-        rows = _loop_rows(profile, kind, mode)
+        rows = _loop_rows(profile, kind, mode, where)
         if len(rows) < 3:
             continue
         placement = measured_placement(place, models, **MEASURED_KINDS[place])
@@ -319,9 +333,9 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
             continue
         loo = _leave_one_out(np.array(a), np.array(y), np.array(total), free)
         c0, c_step, c_sgd, *c_call = map(float, coef)
-        out[kind] = LoopOverhead(c0, c_step, c_sgd, c_call=c_call[0] if c_call else 0.0, source=(
-            f"{kind} loop at {len(rows)} small settings ({mode} dispatch) minus its profiled "
-            "primitives"
+        out[name] = LoopOverhead(c0, c_step, c_sgd, c_call=c_call[0] if c_call else 0.0, source=(
+            f"{kind} loop{' on the GPU' if where == GPU_LOOP else ''} at {len(rows)} small "
+            f"settings ({mode} dispatch) minus its profiled primitives"
             + (f", {c_call[0] * 1e6:.0f} us per call" if c_call else "")
             + (f"; leave-one-out error of the iteration {loo:.0%} median" if loo is not None
                else "")), loo_error=loo)
@@ -479,7 +493,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     relaxed = by_dispatch[HOST_LOOP_DISPATCH["relaxed"]]
     process = host_link_from_profile(profile, metric, "link:process") if profile else None
     cores = host_cores(profile)
-    loop_overhead = {k: v(workload) for k, v in overheads.items()}
+    loop_overhead = {k: v(workload) for k, v in overheads.items() if k in ("host", "fused")}
+    loop_overhead["fused_by_placement"] = {k: v(workload) for k, v in overheads.items()
+                                           if k not in ("host", "fused")}
     loop_overhead["host_actor"] = overheads["host"].actor_part(workload)  # pipelined: per side
     loop_overhead.update({"host_relaxed": relaxed["host"](workload),
                           "host_actor_relaxed": relaxed["host"].actor_part(workload)})
@@ -517,7 +533,8 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
                      "the two sides slow each other down more than they overlap)")
     unit = "CPU seconds of this process" if metric == "cpu" else "wall-clock seconds"
     notes.append(f"metric: {metric} time ({unit})")
-    what = {"host": "host-loop bookkeeping", "fused": "fused-loop bookkeeping"}
+    what = {"host": "host-loop bookkeeping", "fused": "fused-loop bookkeeping",
+            "gpu-fused": "the GPU's fused-loop bookkeeping"}
     for k, v in overheads.items():
         notes.append(f"{what[k]}: {v(workload) * 1e6:.1f} us per iteration ({v.source})")
     for k in ("host",):

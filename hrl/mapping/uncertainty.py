@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from hrl.mapping.profile.grids import GPU_LOOP
 from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.workload import CALLS, Workload
 
@@ -31,7 +32,7 @@ BOX_KEYS = {"num_envs": ("env", "infer"), "batch": ("sample", "train", "update")
 def profiled_box(profile: dict | None) -> dict[str, tuple[float, float]]:
     """Per key of BOX_KEYS, the lowest and highest value among the profile's rows of the
     calls that vary it (where the per-call models were fitted)."""
-    rows = [r for r in profile_rows(profile) if r.placement not in ("loop", "host")]
+    rows = [r for r in profile_rows(profile) if r.placement not in ("loop", GPU_LOOP, "host")]
     out = {}
     for key, calls in BOX_KEYS.items():
         values = [float(getattr(r, key)) for r in rows

@@ -188,3 +188,32 @@ def test_the_gpu_report_is_regenerated_from_its_committed_runs(tmp_path):
     assert len(rows) == len(runs) and all(float(r["predicted_s"]) > 0 for r in rows)
     assert (tmp_path / "validation.png").stat().st_size > 0
     assert text.count("| strict |") + text.count("| relaxed |") >= len(runs)
+
+
+def test_the_gpu_fused_loop_is_priced_from_its_own_rows():
+    """Loop rows timed on the GPU (placement `GPU_LOOP`) give the GPU's fused loop its own
+    bookkeeping; without them it is charged the CPU's. The CPU's fits never read them."""
+    from hrl.config import load_config
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.profile.grids import GPU_LOOP
+    from hrl.mapping.profile.rows import profile_rows
+    from hrl.mapping.ranking import rank_mappings
+
+    cfg = load_config(CONFIG, ["env.num_envs=64", "train.batch_size=256",
+                               "train.rollout_length=1", "train.train_ratio=0.0625",
+                               "agent.hidden_sizes=[256,256]"])
+    base = load_profile("experiments/results/mapping/gpu/profile")
+    rows = profile_rows(base)
+    assert not any(r.placement == GPU_LOOP for r in rows)
+    cpu_fused = [r for r in rows if r.call == "loop:fused" and r.placement == "loop"]
+    # The GPU's loop: its rows each 10% of the CPU's at the same setting.
+    gpu_rows = [r.replace(placement=GPU_LOOP, latency_s=r.latency_s / 10, cpu_s=r.cpu_s / 10,
+                          p10_s=r.p10_s / 10, p90_s=r.p90_s / 10) for r in cpu_fused]
+    with_gpu = {**base, "rows": [*base["rows"], *(r.to_dict() for r in gpu_rows)]}
+    before = rank_mappings(cfg, base, backends=("jax",))
+    after = rank_mappings(cfg, with_gpu, backends=("jax",))
+    assert "on the GPU" in after.plan.overheads["gpu-fused"].source
+    assert "gpu-fused" not in before.plan.overheads
+    assert after.get("gpu-fused").seconds < before.get("gpu-fused").seconds
+    for label in ("cpu-fused", "cpu", "train-on-gpu", "train+replay-on-gpu"):
+        assert after.get(label).seconds == pytest.approx(before.get(label).seconds)

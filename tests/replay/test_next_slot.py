@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tree_checks import copies_per_step
 
 from hrl.config import ConfigError, ReplayConfig
 from hrl.replay import make_prioritized_replay, make_replay, native
@@ -244,19 +245,11 @@ def test_bytes_per_transition_drop_by_about_the_observation():
 def test_a_jitted_sample_update_step_copies_neither_trees_nor_rows(impl):
     """As for `PrioritizedReplay` (tests/replay/test_buffer.py): a donated state's trees, rows
     and links are read and written in place, no O(N) copy per step, with next_obs read."""
-    import re
-
     obs = np.zeros((4,), np.float32)
     example = {"obs": obs, "action": np.int32(0), "reward": np.float32(0), "next_obs": obs,
                "discount": np.float32(0)}
     slot = make_next_slot_replay(make_prioritized_replay(4096, fanout=16, impl=impl), 8)
     state = slot.init(example)
-
-    def step(state, key):
-        sample = slot.sample(state, key, 64)
-        td = sample.items["next_obs"][:, 0] * 0.01  # TD errors that do not read the tree
-        return slot.update(state, sample.indices, td), sample.weights
-
-    hlo = jax.jit(step, donate_argnums=0).lower(state, jax.random.key(0)).compile().as_text()
-    copies = re.findall(r"= (?:f32\[256,16\]|u32\[4096,\d+\]|s32\[4096\])\{[^}]*\} copy\(", hlo)
+    copies = copies_per_step(slot, state, "next_obs",
+                             (r"f32\[256,16\]", r"u32\[4096,\d+\]", r"s32\[4096\]"))
     assert not copies, f"{len(copies)} O(N) copies per step: {copies}"

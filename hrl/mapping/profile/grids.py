@@ -63,6 +63,9 @@ def loop_sizes(grid: dict, loop: str) -> Setting:
 FUSED_CALL_SETTINGS = ((1, 1), (16, 32))
 LOOP_LONG_CALL = 8
 LOOP_KINDS = ("fused", "host", "pipelined")
+# The placement of the fused loop's rows timed on the GPU (`loops.profile_gpu_fused_loop`; the
+# CPU's loop rows are placement "loop").
+GPU_LOOP = "loop-gpu"
 # The loops' rows by the name `hrl profile --only` takes (call `loop:<kind>`).
 LOOP_ONLY = {f"loop-{kind}": kind for kind in LOOP_KINDS}
 # The CPU dispatch each loop's rows are measured in, the one `train.cpu_dispatch: auto` gives it

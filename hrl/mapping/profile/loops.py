@@ -6,7 +6,9 @@ key splits, host transfers of returns, and for the host loops the cost of each c
 loop's cost per call apart), and as a constant per iteration beyond its two sides for the
 pipelined executor. `profile_loops` runs in the profiler's process and starts one child per
 loop and CPU dispatch (`spawn.loop_rows_subprocess`); `loop_rows` is what the child runs.
-Cost: per setting, two builds of the loop and 3 x (warm-up + timed) runs.
+Those children see no GPU: on a GPU machine `profile_gpu_fused_loop` times the GPU's fused loop
+in the profiler's own process (placement `GPU_LOOP`). Cost: per setting, two builds of the
+loop (the grid's "loop_builds") and 3 x (warm-up + timed) runs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hrl.config import config_from_dict, to_dict
 from hrl.mapping.profile import spawn
 from hrl.mapping.profile.grids import (
     FUSED_CALL_SETTINGS,
+    GPU_LOOP,
     LOOP_DISPATCH,
     LOOP_KINDS,
     LOOP_LONG_CALL,
@@ -115,10 +118,7 @@ def profile_loops(prof, repeats: int, loops=None) -> None:
         s = loop_sizes(prof.grid, loop)
         depth = target.workload(s).depth
         for dispatch in loop_dispatches(prof.grid, loop):
-            settings = [(steps, sgd, n) for steps, sgd in LOOP_SETTINGS]
-            if loop == "fused":
-                settings += [(steps, sgd, n * LOOP_LONG_CALL)
-                             for steps, sgd in FUSED_CALL_SETTINGS]
+            settings = loop_settings(loop, n)
             try:
                 got = spawn.loop_rows_subprocess(to_dict(target.cfg), loop, dispatch, repeats,
                                                  settings, s,
@@ -126,11 +126,50 @@ def profile_loops(prof, repeats: int, loops=None) -> None:
             except RuntimeError as err:
                 prof.skipped.append(f"loop:{loop} ({dispatch}): {err}")
                 continue
-            for (steps, sgd, iterations), m in zip(settings, got, strict=True):
-                prof.rows.append(ProfileRow(
-                    call=f"loop:{loop}", placement="loop", mode="loop", env=target.env_name,
-                    algo=target.algo, num_envs=s.num_envs, width=s.width,
-                    batch=s.batch, capacity=s.capacity, fanout=s.fanout, depth=depth,
-                    rollout=steps, sgd=sgd, dispatch=dispatch, work=0.0,
-                    iterations=iterations, latency_s=m["wall_s"], cpu_s=m["cpu_s"],
-                    p10_s=m["wall_s"], p90_s=m["wall_s"], repeats=3))
+            for setting, m in zip(settings, got, strict=True):
+                prof.rows.append(_loop_row(target, loop, "loop", s, depth, setting, dispatch, m))
+
+
+def loop_settings(loop: str, iterations: int) -> list[tuple[int, int, int]]:
+    """(L, U, iterations per call) of `loop`'s rows: LOOP_SETTINGS, and for the fused loop
+    FUSED_CALL_SETTINGS again in LOOP_LONG_CALL times longer calls."""
+    out = [(steps, sgd, iterations) for steps, sgd in LOOP_SETTINGS]
+    if loop == "fused":
+        out += [(steps, sgd, iterations * LOOP_LONG_CALL) for steps, sgd in FUSED_CALL_SETTINGS]
+    return out
+
+
+def _loop_row(target, loop: str, placement: str, s: Setting, depth: int, setting,
+              dispatch: str, m: dict) -> ProfileRow:
+    steps, sgd, iterations = setting
+    return ProfileRow(
+        call=f"loop:{loop}", placement=placement, mode="loop", env=target.env_name,
+        algo=target.algo, num_envs=s.num_envs, width=s.width, batch=s.batch,
+        capacity=s.capacity, fanout=s.fanout, depth=depth, rollout=steps, sgd=sgd,
+        dispatch=dispatch, work=0.0, iterations=iterations, latency_s=m["wall_s"],
+        cpu_s=m["cpu_s"], p10_s=m["wall_s"], p90_s=m["wall_s"], repeats=3)
+
+
+def profile_gpu_fused_loop(prof, repeats: int) -> None:
+    """The fused loop's rows on the GPU (placement `GPU_LOOP`): the CPU's fused loop rows'
+    settings, sizes and call lengths, timed in this process, whose default device is the GPU
+    (a child sees no GPU: `spawn.child_env`), each the fastest of the grid's "loop_builds"
+    builds. `plan` fits the GPU's fused loop's own bookkeeping on them. Skipped, with why,
+    where JAX's default backend is not a GPU; nothing for a host env, which cannot run fused.
+    Cost: per setting, the builds and 3 x (warm-up + timed) runs on the GPU."""
+    target = prof.target
+    if not target.spec.is_jax:
+        return
+    if jax.default_backend() != "gpu":
+        prof.skipped.append(f"loop:fused on {GPU_LOOP}: JAX's default backend is "
+                            f"{jax.default_backend()}, not a GPU")
+        return
+    s = loop_sizes(prof.grid, "fused")
+    depth = target.workload(s).depth
+    base = to_dict(target.cfg)
+    for setting in loop_settings("fused", loop_iterations(repeats)):
+        steps, sgd, iterations = setting
+        cfg = loop_row_config(base, "fused", steps, sgd, "async", s)
+        m = min((measure_iteration(cfg, iterations=iterations, repeats=3)
+                 for _ in range(prof.grid.get("loop_builds", 2))), key=lambda m: m["wall_s"])
+        prof.rows.append(_loop_row(target, "fused", GPU_LOOP, s, depth, setting, "async", m))

@@ -207,6 +207,9 @@ class Profiler:
             out += [(f"the {kind} loop (bookkeeping)",
                      lambda k=kind: loops.profile_loops(self, rep, [k]))
                     for kind in sorted(LOOP_KINDS, key=lambda k: k != "host")]
+            if any(p == "gpu" for p, _ in self.jax_placements):
+                out.append(("the fused loop on the GPU (bookkeeping)",
+                            lambda: loops.profile_gpu_fused_loop(self, rep)))
         return out
 
     def _time_reference(self, round_: int) -> None:
