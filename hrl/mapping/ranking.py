@@ -35,7 +35,7 @@ from hrl.mapping.validate import (
     uses_gpu,
 )
 from hrl.mapping.workload import PRIMITIVES, workload_from_config
-from hrl.runtime.executor_choice import choose_executor
+from hrl.runtime.executor_choice import choose_executor, env_is_jax
 
 # Profile rows whose placement names a loop, a link or an RTL table, not where a call ran.
 _NOT_PLACEMENTS = ("loop", GPU_LOOP, "host", "rtl-cycles", "rtl-resources")
@@ -215,11 +215,14 @@ def _why_not_here(m) -> str:
 
 def _gpu_label(cfg) -> str | None:
     """The GPU catalogue entry (`validate.gpu_mappings`) `cfg` runs in a process whose default
-    backend is a GPU, or None: its primitives' devices (an unplaced one runs on the GPU)
-    compared with each entry's."""
+    backend is a GPU, or None: its primitives' devices (an unplaced one runs on the GPU, a
+    host env on the CPU) compared with each entry's."""
     if choose_executor(cfg) == "fused":
         return "gpu-fused"
     where = {p: cfg.placement.get(p, "gpu").partition(":")[0] for p in PRIMITIVES}
+    where = {p: "cpu" if d == "host" else d for p, d in where.items()}
+    if not env_is_jax(cfg):
+        where["env"] = "cpu"
     return next((m.label for m in gpu_mappings() if m.mapping == where), None)
 
 

@@ -54,6 +54,12 @@ def test_a_config_is_recognised_as_its_gpu_entry():
             assert config_label(load_config(CONFIG, list(m.overrides))) == m.label, m.label
     gpu_fused = next(m for m in runnable_mappings(gpu=True) if m.label == "gpu-fused")
     assert config_label(load_config(CONFIG, list(gpu_fused.overrides))) == "cpu-fused"
+    # A host env (gymnasium) runs on the CPU whether placed there or not.
+    gym = "experiments/configs/dqn_cartpole_gymnasium.yaml"
+    mixed = next(m for m in runnable_mappings(gpu=True) if m.label == "train-on-gpu")
+    assert config_label(load_config(gym, list(mixed.overrides))) == "train-on-gpu"
+    unplaced_env = [o for o in mixed.overrides if not o.startswith("placement.env")]
+    assert config_label(load_config(gym, unplaced_env)) == "train-on-gpu"
     # A placement the catalogue does not list is no entry of it.
     odd = ["train.executor=sequential", "placement.env=gpu", "placement.infer=cpu",
            "placement.sample=cpu", "placement.update=cpu", "placement.train=cpu"]
