@@ -36,7 +36,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validate_mapping import CONFIGS, ROOT, overrides_for  # noqa: E402  (beside this script)
+from validate_mapping import (  # noqa: E402  (beside this script)
+    CONFIGS,
+    ROOT,
+    overrides_for,
+    plot_predicted_vs_measured,
+)
 
 CONFIG = CONFIGS["gymnax"]
 OUT = ROOT / "experiments" / "results" / "mapping" / "gpu"
@@ -199,7 +204,10 @@ def report(out: Path) -> str:
         w.writerows(results)
     text = _markdown(results, profile)
     (out / "validation.md").write_text(text)
-    _plot([r for r in results if r["measured_s"]], out / "validation.png")
+    measured = [r for r in results if r["measured_s"]]
+    if measured:
+        plot_predicted_vs_measured(measured, out / "validation.png", band=0.20,
+                                   title="CPU+GPU mappings")
     return text
 
 
@@ -246,38 +254,6 @@ def _markdown(results: list[dict], profile: dict) -> str:
                 lines.append(f"| {setting} | {mode} | {pick['mapping']} | {best['mapping']} | "
                              f"{pick['measured_s'] / best['measured_s']:.2f}x |")
     return "\n".join(lines) + "\n"
-
-
-def _plot(results: list[dict], path: Path) -> None:
-    if not results:
-        return
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 5))
-    labels = sorted({r["mapping"] for r in results})
-    for i, label in enumerate(labels):
-        for mode, marker in (("strict", "o"), ("relaxed", "^")):
-            rs = [r for r in results if r["mapping"] == label and r["mode"] == mode]
-            if rs:
-                ax.scatter([r["measured_s"] * 1e3 for r in rs],
-                           [r["predicted_s"] * 1e3 for r in rs], color=f"C{i % 10}",
-                           marker=marker, label=f"{label} {mode}")
-    lo = min(min(r["measured_s"], r["predicted_s"]) for r in results) * 1e3 * 0.8
-    hi = max(max(r["measured_s"], r["predicted_s"]) for r in results) * 1e3 * 1.25
-    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-    ax.fill_between([lo, hi], [lo * 0.8, hi * 0.8], [lo * 1.2, hi * 1.2], color="0.9")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("measured [ms / iteration]")
-    ax.set_ylabel("predicted [ms / iteration]")
-    ax.legend(fontsize=6)
-    ax.set_title("CPU+GPU mappings: predicted vs measured (band: +-20%)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv=None) -> int:

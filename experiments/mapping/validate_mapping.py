@@ -361,7 +361,7 @@ def main(argv=None) -> int:
     (out / "validation.md").write_text(
         "# Mapping model validation\n\nMachine: " + cpu_name() + f", {os.cpu_count()} cores. "
         + how + "\n\n" + text)
-    _plot(results, out / "validation.png")
+    plot_predicted_vs_measured(results, out / "validation.png")
     console.print(text)
     console.print(f"-> {out / 'validation.csv'}, {out / 'validation.md'}, "
                   f"{out / 'validation.png'}")
@@ -429,7 +429,10 @@ def _measured_from_csv(path: Path, jobs) -> list[list[dict]]:
     return out
 
 
-def _plot(results, path: Path) -> None:
+def plot_predicted_vs_measured(results, path: Path, band: float = 0.10,
+          title: str = "mapping model: predicted vs measured") -> None:
+    """Predicted against measured ms per iteration, a colour per mapping, a marker per mode,
+    the +-`band` around the diagonal shaded (also for experiments/mapping/validate_gpu.py)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -441,18 +444,19 @@ def _plot(results, path: Path) -> None:
             rs = [r for r in results if r["mapping"] == m and r["mode"] == mode]
             if rs:
                 ax.scatter([r["measured_s"] * 1e3 for r in rs],
-                           [r["predicted_s"] * 1e3 for r in rs], color=f"C{i}", marker=marker,
-                           label=f"{m} {mode}")
+                           [r["predicted_s"] * 1e3 for r in rs], color=f"C{i % 10}",
+                           marker=marker, label=f"{m} {mode}")
     lo = min(min(r["measured_s"], r["predicted_s"]) for r in results) * 1e3 * 0.8
     hi = max(max(r["measured_s"], r["predicted_s"]) for r in results) * 1e3 * 1.25
     ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.9")
+    ax.fill_between([lo, hi], [lo * (1 - band), hi * (1 - band)],
+                    [lo * (1 + band), hi * (1 + band)], color="0.9")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("measured [ms / iteration]")
     ax.set_ylabel("predicted [ms / iteration]")
     ax.legend(fontsize=7)
-    ax.set_title("mapping model: predicted vs measured (band: +-10%)")
+    ax.set_title(f"{title} (band: +-{band:.0%})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -62,57 +62,47 @@ def placed_call(device):
 def profile_cpu_device_link(prof, repeats: int) -> None:
     """A batch of transitions from the second CPU device into a call on the first, moved by
     the host loop's own `put_for_call` (each array a view of its host memory, which the
-    jitted call copies in or aliases): the call with the batch on cpu:1 minus the same call
-    with it on cpu:0, interleaved, at batch sizes 32 .. 16384. Only in a process with two
-    CPU devices (`hrl profile` makes them); skipped, with why, otherwise."""
+    jitted call copies in or aliases): `batch_move_rows`. Only in a process with two CPU
+    devices (`hrl profile` makes them); skipped, with why, otherwise."""
     cpus = jax.devices("cpu")
     if len(cpus) < 2:
         prof.skipped.append(f"{CPU_DEVICE_CALL}: this process has one CPU device")
         return
-    call = jax.jit(lambda anchor, *xs: anchor + sum(x.reshape(-1)[0].astype(jnp.float32)
-                                                    for x in xs))
-    anchor = jax.device_put(jnp.zeros((), jnp.float32), cpus[0])
-    to_learner = placed_call(cpus[0])
-    for batch in (32, 256, 2048, 16384):
-        leaves = [np.zeros((batch, *v.shape), v.dtype) for v in prof.target.example.values()]
-        leaves.append(np.ones((batch,), np.float32))  # the IS weights
-        there = jax.device_put(leaves, cpus[1])
-        here = jax.device_put(leaves, cpus[0])
-        t, saved = interleaved_times(
-            {"cross": lambda there=there: call(*to_learner(anchor, *there)),
-             "local": lambda here=here: call(*to_learner(anchor, *here))},
-            repeats, paired=("cross", "local"))
-        prof.rows.append(link_row(CPU_DEVICE_CALL, sum(x.nbytes for x in leaves), {
-            "latency_s": max(saved["latency_s"], 0.0), "cpu_s": max(saved["cpu_s"], 0.0),
-            "p10_s": max(t["cross"]["p10_s"] - t["local"]["p10_s"], 0.0),
-            "p90_s": max(t["cross"]["p90_s"] - t["local"]["p90_s"], 0.0)}, repeats))
+    batch_move_rows(prof, CPU_DEVICE_CALL, source=cpus[1], target=cpus[0], repeats=repeats)
 
 
 def profile_gpu_link(prof, repeats: int) -> None:
     """A batch of transitions from the CPU device into a call on the GPU, moved by the host
-    loop's own `put_for_call` (one `device_put` of the batch's arrays): the call with the
-    batch on the CPU minus the same call with it on the GPU already, interleaved, at batch sizes
-    32 .. 16384. What the mixed mappings pay each time an array crosses between the CPU's
-    primitives and the GPU's. Skipped, with why, where JAX sees no GPU."""
+    loop's own `put_for_call` (one `device_put` of the batch's arrays): `batch_move_rows`.
+    What the mixed mappings pay each time an array crosses between the CPU's primitives and
+    the GPU's. Skipped, with why, where JAX sees no GPU."""
     try:
         gpu = jax.devices("gpu")[0]
     except RuntimeError:
         prof.skipped.append(f"{GPU_CALL}: JAX sees no GPU")
         return
+    batch_move_rows(prof, GPU_CALL, source=jax.devices("cpu")[0], target=gpu, repeats=repeats)
+
+
+def batch_move_rows(prof, call_name: str, source, target, repeats: int) -> None:
+    """Rows `call_name` of moving a batch of transitions (and its IS weights) from device
+    `source` into a jitted call on `target`, as the host loop moves it (`put_for_call`): the
+    call with the batch on `source` minus the same call with it on `target` already,
+    interleaved, at batch sizes 32 .. 16384 (the differences floored at 0)."""
     call = jax.jit(lambda anchor, *xs: anchor + sum(x.reshape(-1)[0].astype(jnp.float32)
                                                     for x in xs))
-    anchor = jax.device_put(jnp.zeros((), jnp.float32), gpu)
-    to_gpu = placed_call(gpu)
+    anchor = jax.device_put(jnp.zeros((), jnp.float32), target)
+    to_target = placed_call(target)
     for batch in (32, 256, 2048, 16384):
         leaves = [np.zeros((batch, *v.shape), v.dtype) for v in prof.target.example.values()]
         leaves.append(np.ones((batch,), np.float32))  # the IS weights
-        there = jax.device_put(leaves, jax.devices("cpu")[0])
-        here = jax.device_put(leaves, gpu)
+        there = jax.device_put(leaves, source)
+        here = jax.device_put(leaves, target)
         t, saved = interleaved_times(
-            {"cross": lambda there=there: call(*to_gpu(anchor, *there)),
-             "local": lambda here=here: call(*to_gpu(anchor, *here))},
+            {"cross": lambda there=there: call(*to_target(anchor, *there)),
+             "local": lambda here=here: call(*to_target(anchor, *here))},
             repeats, paired=("cross", "local"))
-        prof.rows.append(link_row(GPU_CALL, sum(x.nbytes for x in leaves), {
+        prof.rows.append(link_row(call_name, sum(x.nbytes for x in leaves), {
             "latency_s": max(saved["latency_s"], 0.0), "cpu_s": max(saved["cpu_s"], 0.0),
             "p10_s": max(t["cross"]["p10_s"] - t["local"]["p10_s"], 0.0),
             "p90_s": max(t["cross"]["p90_s"] - t["local"]["p90_s"], 0.0)}, repeats))

@@ -71,6 +71,14 @@ def loop_iterations(repeats: int) -> int:
     return max(10, repeats)
 
 
+def fastest_build(cfg, iterations: int, builds: int) -> dict:
+    """`measure_iteration` of `builds` fresh builds of `cfg`, the fastest kept: repeats within
+    a build agree, builds of one config can differ (interference at build time), and the
+    loop's own cost is the lower."""
+    return min((measure_iteration(cfg, iterations=iterations, repeats=3)
+                for _ in range(builds)), key=lambda m: m["wall_s"])
+
+
 def loop_rows(args: dict) -> list[dict]:
     """The child's side of `spawn.loop_rows_subprocess` (`args`: {"base", "loop",
     "dispatch", "repeats", "settings", "sizes", "builds"}): starts this process's CPU backend
@@ -82,10 +90,7 @@ def loop_rows(args: dict) -> list[dict]:
     start_cpu_backend(configs[0])  # as a run of this loop starts: its dispatch and threads
     out = []
     for cfg, (_, _, iterations) in zip(configs, args["settings"], strict=True):
-        # Two builds, the faster kept: repeats within a build agree, builds of one config
-        # can differ (interference at build time), and the loop's own cost is the lower.
-        m = min((measure_iteration(cfg, iterations=iterations, repeats=3)
-                 for _ in range(args.get("builds", 2))), key=lambda m: m["wall_s"])
+        m = fastest_build(cfg, iterations, args.get("builds", 2))
         out.append({"wall_s": m["wall_s"], "cpu_s": m["cpu_s"],
                     "async": bool(jax.config.read("jax_cpu_enable_async_dispatch"))})
     return out
@@ -170,6 +175,5 @@ def profile_gpu_fused_loop(prof, repeats: int) -> None:
     for setting in loop_settings("fused", loop_iterations(repeats)):
         steps, sgd, iterations = setting
         cfg = loop_row_config(base, "fused", steps, sgd, "async", s)
-        m = min((measure_iteration(cfg, iterations=iterations, repeats=3)
-                 for _ in range(prof.grid.get("loop_builds", 2))), key=lambda m: m["wall_s"])
+        m = fastest_build(cfg, iterations, prof.grid.get("loop_builds", 2))
         prof.rows.append(_loop_row(target, "fused", GPU_LOOP, s, depth, setting, "async", m))
