@@ -18,7 +18,11 @@ learning_starts, then times `--chunks` chunks and reports env steps/s per chunk.
 * the sequential host loop on gymnasium CartPole, M=8, 16 steps per iteration, batch 32, 64x64,
   one SGD step per 4 env steps (strict: synchronous dispatch);
 * the pipelined executor on gymnasium CartPole, actors in their own process (which gets the
-  same thread count), M=16, 4 steps per iteration, batch 64, one SGD step per 8 env steps.
+  same thread count), M=16, 4 steps per iteration, batch 64, one SGD step per 8 env steps;
+* both host loops again at M=32, 16 steps per iteration, batch 32, 256x256, one SGD step per
+  16 env steps (a held-out mapping setting where two threads collapsed).
+Each round's median is kept (`per_round_median`): with two threads a process may land in a
+slow mode for its whole life, so the rounds, not the chunks, show it.
 Writes experiments/results/cpu_threads/cpu_threads.{csv,md,png}: the median, 10th and 90th
 percentile over all chunks of all rounds, and the ratio of medians (one thread / per core).
 """
@@ -37,6 +41,11 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "experiments" / "results" / "cpu_threads"
 CARTPOLE = "experiments/configs/dqn_cartpole.yaml"
 GYMNASIUM = "experiments/configs/dqn_cartpole_gymnasium.yaml"
+# A held-out mapping setting (experiments/mapping/heldout.py, seed 6) where the host loops ran
+# many times slower than predicted: 256-wide layers, native tree, one SGD step per 16 env steps.
+_WIDE_HOST_LOOP = ["env.num_envs=32", "train.rollout_length=16", "train.batch_size=32",
+                   "train.train_ratio=0.0625", "agent.hidden_sizes=[256,256]",
+                   "replay.capacity=8192", "train.learning_starts=512", "replay.backend=jax"]
 # (label, config, overrides, iterations per chunk)
 SETTINGS = [
     ("fused M=1 B=32 64x64", CARTPOLE,
@@ -63,6 +72,10 @@ SETTINGS = [
      ["env.num_envs=16", "train.rollout_length=4", "train.batch_size=64",
       "train.train_ratio=0.125", "agent.hidden_sizes=[64,64]", "train.executor=pipelined",
       "train.actors=process", "train.pipeline_depth=2"], 25),
+    ("sequential gymnasium M=32x16 B=32 256x256", GYMNASIUM, _WIDE_HOST_LOOP
+     + ["train.executor=sequential"], 4),
+    ("pipelined gymnasium M=32x16 B=32 256x256", GYMNASIUM, _WIDE_HOST_LOOP
+     + ["train.executor=pipelined", "train.actors=process", "train.pipeline_depth=1"], 4),
 ]
 COMMON = ["train.rollout_length=1", "agent.hidden_sizes=[64,64]", "replay.capacity=50000",
           "train.learning_starts=1000", "train.total_env_steps=1000000000", "log.progress=false"]

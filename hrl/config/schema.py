@@ -182,9 +182,10 @@ class TrainConfig:
     # process. Results are the same bit for bit either way.
     cpu_dispatch: Literal["auto", "async", "sync"] = "auto"
     # XLA:CPU's intra-op threads (how many cores one jitted call may split its work over): a
-    # number, or "auto" (1 for the fused loop on one device of a machine of at most 2
-    # cores: there splitting its small programs costs more than it gains; else
-    # XLA's default, one per core; hrl/runtime/cpu_backend.py has the measurements). Fixed
+    # number, or "auto" (1 for any run on one device of a machine of at most 2 cores: there
+    # two threads compete with the process's Python thread, and a process may run many times
+    # slower for it; else XLA's default, one per core; hrl/runtime/cpu_backend.py says why,
+    # experiments/results/cpu_threads has the measurements). Fixed
     # when JAX's CPU backend starts, as cpu_dispatch. Results may differ in float rounding (a
     # matrix product split differently), never in anything else.
     cpu_threads: Literal["auto"] | int = "auto"

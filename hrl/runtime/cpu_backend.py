@@ -5,11 +5,14 @@ the first use of JAX in the process (`hrl.runtime.build_run.build` calls it firs
 nothing. Neither changes what a run computes beyond float rounding (sync and async give the
 same bits; a different thread count may split a matrix product differently).
 
-Why the thread count: on a machine of at most 2 cores the fused loop's programs are small (an
-MLP of a few hundred units, batches of tens to hundreds), and XLA:CPU splitting them over two
-threads costs more than it gains; at larger sizes two threads also made the chunk time flip
-between two modes from chunk to chunk. The host loops are dominated by per-call dispatch,
-where the thread count does not matter, so `auto` leaves them at XLA's default.
+Why the thread count: on a machine of at most 2 cores, XLA:CPU splitting a program over two
+threads competes with the process's own Python thread (the host loops' dispatch, a host env,
+the pipelined executor's other side) for the same two cores. At small sizes the split costs
+more than it gains; at larger ones (a 256-wide MLP, a conv net) a process with two threads
+runs in one of two modes, fixed for its life: as fast as one thread, or many times slower, each
+kernel waiting on a thread the scheduler has not run. Which mode a process lands in is chance,
+so `auto` gives every single-device run one thread there: the fused loop, the host loops and
+the pipelined executor's actors' process alike.
 `experiments/bench/bench_cpu_threads.py` measures both (results in
 experiments/results/cpu_threads/).
 """
@@ -54,14 +57,14 @@ def usable_cores() -> int:
 
 def cpu_threads_of(cfg: RunConfig) -> int | None:
     """`train.cpu_threads` resolved: XLA:CPU's intra-op threads, or None for XLA's default
-    (one per usable core). `auto` is 1 for the fused loop on one device of a machine of at
-    most 2 cores. Elsewhere it keeps the default: the host loops gained nothing from one
-    thread (module docstring), and larger machines have not been measured."""
+    (one per usable core). `auto` is 1 for any single-device run on a machine of at most 2
+    cores (module docstring: two threads there are a lottery between full speed and a
+    collapse). Elsewhere it keeps the default: larger machines, and the data-parallel loop
+    over virtual devices, have not been measured."""
     n = cfg.train.cpu_threads
     if n != "auto":
         return n
-    fused_on_one_device = cfg.train.devices == 1 and not runs_host_loop(cfg)
-    return 1 if fused_on_one_device and usable_cores() <= 2 else None
+    return 1 if cfg.train.devices == 1 and usable_cores() <= 2 else None
 
 
 def cpu_devices_of(cfg: RunConfig) -> int:

@@ -79,8 +79,9 @@ def test_set_at_build_in_a_fresh_process_and_results_equal_bit_for_bit():
     (["env.num_envs=64", "train.devices=2"], 2, None),  # data-parallel: not measured
     ([], 16, None),  # elsewhere XLA's default, one per core
     (["train.cpu_threads=3"], 2, 3),
-    (["train.executor=sequential"], 2, None),  # host loops keep the default
-    (["train.executor=pipelined", "train.actors=process"], 2, None),
+    (["train.executor=sequential"], 2, 1),  # the host loops too
+    (["train.executor=pipelined", "train.actors=process"], 2, 1),
+    (["train.executor=sequential"], 16, None),
 ])
 def test_cpu_threads_auto_resolves_by_cores_and_devices(monkeypatch, overrides, cores, expected):
     from hrl.runtime import cpu_backend
