@@ -92,16 +92,17 @@ class Ranking:
         return next((m for m in self.runnable() if m.label == self.default_label), None)
 
     def pick(self) -> tuple[RankedMapping, bool, str]:
-        """What `hrl train --mapping auto` runs: (mapping, kept_default, why). The fastest
-        prediction among the mappings whose gain over the config's own mapping clears the
-        two predictions' uncertainties,
+        """What `hrl train --mapping auto` runs: (mapping, kept_default, why). Among the
+        mappings whose gain over the config's own mapping clears the two predictions'
+        uncertainties,
 
             t_default / t_m - 1 > u_m + u_default,
 
-        and the config's own mapping when none does. Each mapping is weighed on its own, so
-        an uncertain prediction at the top (an executor no profile row checks) does not hold
-        back a sure gain below it. Where the default is not ranked, the fastest. ValueError
-        when nothing is runnable."""
+        the one with the highest throughput its uncertainty still vouches for, the smallest
+        t_m * (1 + u_m); the config's own mapping when none clears. Each mapping is weighed on
+        its own, so an uncertain prediction at the top (an executor no profile row checks)
+        neither holds back a sure gain below it nor wins against it on its optimism alone.
+        Where the default is not ranked, the fastest. ValueError when nothing is runnable."""
         best, default = self.best(), self.default()
         if default is None:
             own = self.default_label or "not in the catalogue"
@@ -121,10 +122,9 @@ class Ranking:
                 f"{gain(best):.0%} faster, within the predictions' uncertainty "
                 f"({best.uncertainty:.0%} + {default.uncertainty:.0%}), and no other mapping "
                 "clears its own")
-        pick = clears[0]  # runnable() is fastest first
+        pick = min(clears, key=lambda m: m.seconds * (1.0 + m.uncertainty))  # stable: ties
         passed = "" if pick is best else (
-            f"; {best.label}, predicted faster still, is within its uncertainty "
-            f"({best.uncertainty:.0%})")
+            f"; {best.label}, predicted faster still, is less certain ({best.uncertainty:.0%})")
         return pick, False, (
             f"{pick.label} is predicted {gain(pick):.0%} faster than the config's own mapping "
             f"({default.label}), beyond the uncertainty ({pick.uncertainty:.0%} + "

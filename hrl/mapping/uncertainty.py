@@ -2,8 +2,9 @@
 
 A prediction is trusted as far as its executor's formula has matched whole iterations the
 profiler measured (the loop rows, out of sample), and less the further the setting lies
-outside the sizes the profile measured. `--mapping auto` leaves the config's own mapping only
-for a predicted gain beyond the two uncertainties (`ranking.Ranking.pick`).
+outside the sizes the profile measured, past a margin the held-out runs vouch for.
+`--mapping auto` leaves the config's own mapping only for a predicted gain beyond the two
+uncertainties (`ranking.Ranking.pick`).
 """
 
 from __future__ import annotations
@@ -54,20 +55,28 @@ def doublings_outside(workload: Workload, box: dict) -> float:
     return far
 
 
+# How far outside the profiled box a prediction is trusted as inside it, in doublings. The
+# held-out draws of experiments/mapping/heldout.py (seeds 3-6) reach one doubling past the
+# profiled M on either side, and their errors there were no larger than inside
+# (experiments/mapping/heldout_distance.py); further out nothing has been measured.
+TRUSTED_DOUBLINGS = 1.0
+
+
 def uncertainty_of(result, executor: str, mapping: dict) -> float:
     """Relative uncertainty of a mapping's predicted iteration on `result` (a `plan.Plan`):
-    (executor error + tree error) * (1 + doublings outside the profiled box), where the
+    (executor error + tree error) * (1 + doublings beyond TRUSTED_DOUBLINGS), where the
     executor error is its formula's out-of-sample error on the profile's loop rows
     (`plan.executor_errors`; UNKNOWN_UNCERTAINTY without rows), the tree error the largest
     leave-one-out error of the models of calls placed away from where those rows ran, and the
     doublings how far the workload's M, batch or width lies outside the profiled range
-    (`doublings_outside`): an error measured inside the box is taken to grow in
-    proportion to the distance beyond it, one more time its size per doubling."""
+    (`doublings_outside`). Within TRUSTED_DOUBLINGS of the range the error measured inside
+    it stands (held-out runs showed no more there); beyond, it is taken to grow in proportion
+    to the distance, one more time its size per further doubling."""
     err = result.executor_errors.get(executor)
     base = UNKNOWN_UNCERTAINTY if err is None else err
     home = _LOOP_PLACEMENT.get(executor)
     away = [m.loo_err_median for (call, place), m in result.models.items()
             if place != home and place in set(mapping.values()) and call.split(":")[0] in CALLS
             and m.loo_err_median == m.loo_err_median]  # NaN: too few points to tell
-    far = doublings_outside(result.workload, result.box)
-    return (base + max(away, default=0.0)) * (1.0 + far)
+    beyond = max(0.0, doublings_outside(result.workload, result.box) - TRUSTED_DOUBLINGS)
+    return (base + max(away, default=0.0)) * (1.0 + beyond)

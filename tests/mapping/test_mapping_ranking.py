@@ -98,9 +98,9 @@ def _ranking(default_label, *entries):
 
 
 def test_mapping_auto_leaves_the_default_only_for_a_gain_beyond_the_uncertainty():
-    """The pick rule: the config's own mapping stays unless the fastest prediction beats it by
-    more than the two uncertainties together; a default that is not ranked never holds the
-    pick back."""
+    """The pick rule: the config's own mapping stays unless a prediction beats it by more than
+    the two uncertainties together; among those that do, the best throughput their
+    uncertainty vouches for; a default that is not ranked never holds the pick back."""
     ms = 1e-3
     # 11% faster, uncertainties 10% + 10%: kept, and said why.
     m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 9 * ms, 0.1)).pick()
@@ -115,6 +115,14 @@ def test_mapping_auto_leaves_the_default_only_for_a_gain_beyond_the_uncertainty(
     m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 4 * ms, 1.5),
                             ("y", 5 * ms, 0.1)).pick()
     assert (m.label, kept) == ("y", False) and "x, predicted faster still" in why
+    # Both clear: the one whose throughput its uncertainty still vouches for is higher runs
+    # (x: 2.5 ms * 2.17 = 5.4 ms against y: 3 ms * 1.14 = 3.4 ms), not the more optimistic.
+    m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.2), ("x", 2.5 * ms, 1.17),
+                            ("y", 3 * ms, 0.14)).pick()
+    assert (m.label, kept) == ("y", False) and "x, predicted faster still, is less certain" in why
+    # ... and where the faster is as sure, the faster.
+    assert _ranking("cpu", ("cpu", 10 * ms, 0.2), ("x", 2.5 * ms, 0.14),
+                    ("y", 3 * ms, 0.14)).pick()[0].label == "x"
     # None clears: kept.
     assert _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 4 * ms, 1.5),
                     ("y", 9 * ms, 0.1)).pick()[:2][1]
@@ -141,7 +149,8 @@ def test_every_catalogue_mapping_is_recognised_as_a_config_s_own():
 
 def test_uncertainty_grows_outside_the_profiled_sizes():
     """A setting past the profiled range in M is less certain than one inside it, by the
-    number of doublings beyond (`uncertainty.doublings_outside`)."""
+    number of doublings beyond the trusted margin (`uncertainty.doublings_outside`,
+    `TRUSTED_DOUBLINGS`); within the margin it is as certain as inside."""
     from hrl.config import load_config
     from hrl.mapping.profile import load_profile
     from hrl.mapping.ranking import rank_mappings
@@ -156,6 +165,10 @@ def test_uncertainty_grows_outside_the_profiled_sizes():
         __import__("pytest").approx(__import__("math").log2(256 / hi))
     for m in inside.mappings:
         assert far.get(m.label).uncertainty > m.uncertainty > 0
+    near = rank_mappings(load_config(CONFIG, [f"env.num_envs={int(2 * hi)}"]), profile)
+    assert doublings_outside(near.plan.workload, near.plan.box) == 1.0
+    for m in inside.mappings:
+        assert near.get(m.label).uncertainty == m.uncertainty
 
 
 def test_mapping_auto_sets_the_prediction_beside_the_steady_state():
