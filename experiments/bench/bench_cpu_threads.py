@@ -2,6 +2,7 @@
 against one per core, chunk by chunk.
 
     .venv/bin/python experiments/bench/bench_cpu_threads.py [--rounds 3] [--chunks 8]
+        [--only TEXT ...] [--name NAME]
 
 The settings use experiments/configs/dqn_cartpole.yaml (3-step returns) unless said.
 Every (setting, threads) pair runs in a fresh process (the thread count is fixed when JAX's
@@ -23,7 +24,8 @@ learning_starts, then times `--chunks` chunks and reports env steps/s per chunk.
   16 env steps (a held-out mapping setting where two threads collapsed).
 Each round's median is kept (`per_round_median`): with two threads a process may land in a
 slow mode for its whole life, so the rounds, not the chunks, show it.
-Writes experiments/results/cpu_threads/cpu_threads.{csv,md,png}: the median, 10th and 90th
+Writes experiments/results/cpu_threads/NAME.{csv,md,png} (NAME default cpu_threads; with
+--only, name the subset's files apart so the full table stays): the median, 10th and 90th
 percentile over all chunks of all rounds, and the ratio of medians (one thread / per core).
 """
 
@@ -126,6 +128,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chunks", type=int, default=8)
     ap.add_argument("--only", nargs="+", metavar="TEXT",
                     help="only the settings whose label contains one of these")
+    ap.add_argument("--name", default="cpu_threads",
+                    help="the results' file name under experiments/results/cpu_threads/")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -170,25 +174,31 @@ def main(argv=None) -> int:
         rows[-2]["ratio_one_thread_vs_per_core"] = rows[-1]["ratio_one_thread_vs_per_core"] = (
             round(med[1] / med[cores], 3))
     fields = list(rows[0])
-    with open(OUT / "cpu_threads.csv", "w", newline="") as f:
+    with open(OUT / f"{args.name}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
     from hrl.mapping.profile import cpu_name  # the children are done: jax may load now
 
+    subset = (" --only " + " ".join(f"'{t}'" for t in args.only) if args.only else "") + (
+        f" --name {args.name}" if args.name != "cpu_threads" else "")
+
     lines = ["# XLA:CPU intra-op threads: one against one per core", "",
              f"Regenerate: `.venv/bin/python experiments/bench/bench_cpu_threads.py --rounds "
-             f"{args.rounds} --chunks {args.chunks}`", "",
+             f"{args.rounds} --chunks {args.chunks}{subset}`", "",
              f"Machine: {cpu_name()}, {cores} usable cores; "
              "env steps/s per chunk, over all chunks of all rounds (fresh process each).", "",
-             "| setting | cpu_threads | median | p10 | p90 | one thread / per core |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| setting | cpu_threads | median | p10 | p90 | one thread / per core "
+             "| per-round medians |",
+             "|---|---:|---:|---:|---:|---:|---|"]
     for row in rows:
+        per_round = ", ".join(f"{x:,.0f}" for x in row["per_round_median"])
         lines.append(f"| {row['setting']} | {row['cpu_threads']} | "
                      f"{row['median_env_steps_per_s']:,.0f} | {row['p10']:,.0f} | "
-                     f"{row['p90']:,.0f} | {row['ratio_one_thread_vs_per_core']:.2f}x |")
-    (OUT / "cpu_threads.md").write_text("\n".join(lines) + "\n")
-    plot(results, settings, threads, OUT / "cpu_threads.png")
+                     f"{row['p90']:,.0f} | {row['ratio_one_thread_vs_per_core']:.2f}x "
+                     f"| {per_round} |")
+    (OUT / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    plot(results, settings, threads, OUT / f"{args.name}.png")
     print("\n".join(lines))
     return 0
 

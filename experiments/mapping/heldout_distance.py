@@ -9,7 +9,8 @@ the profile's box (`hrl.mapping.uncertainty.doublings_outside`: M, batch and wid
 sizes the per-call models were fitted on), and tabulates the median absolute error of the
 predicted throughput inside the box and outside it, per executor. It is the evidence behind
 `uncertainty.TRUSTED_DOUBLINGS`; the draws it reads were made before that constant was set, so
-it is judged on a later seed, not on these. Writes heldout/error_by_distance.{md,csv}.
+it is judged on a later seed, not on these. Writes
+heldout/error_by_distance-seeds<S1>-<S2>...{md,csv}.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def main(argv=None) -> int:
     table = [{"executor": e, "where": w, "runs": len(groups[e, w]),
               "median_abs_error": round(statistics.median(groups[e, w]), 4)}
              for e in executors for w in places if (e, w) in groups]
-    with open(HELDOUT / "error_by_distance.csv", "w", newline="") as f:
+    name = "error_by_distance-seeds" + "-".join(map(str, args.seeds))
+    with open(HELDOUT / f"{name}.csv", "w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=list(table[0]))
         out.writeheader()
         out.writerows(table)
@@ -65,7 +67,7 @@ def main(argv=None) -> int:
              "| executor | where | runs | median abs. error |", "|---|---|---|---|"]
     lines += [f"| {r['executor']} | {r['where']} | {r['runs']} | {r['median_abs_error']:.1%} |"
               for r in table]
-    (HELDOUT / "error_by_distance.md").write_text("\n".join(lines) + "\n")
+    (HELDOUT / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
