@@ -4,7 +4,8 @@
 executors (`sequential.py`, `pipelined.py`, the actors in `actors.py`) everything they call:
 
 * `inputs` / `inputs_from`: an iteration's keys and beta, one jitted call and one transfer;
-* `act`: the actors' program, L x `iteration.actor_step` with timed, placed calls;
+* `act`: the actors' program, L x `iteration.actor_step` with timed, placed calls (with
+  `window_per_iteration`, a host env's n-step windows in one call per iteration);
 * `learner_calls`: the `iteration.LearnerCalls` of one learning round (strict or relaxed);
 * `finish`: the state after an iteration and its log row, one transfer each way;
 * `stack`, `settle`: a chunk's report and its state at the chunk's end.
@@ -29,6 +30,7 @@ from hrl.runtime.iteration import (
     ActorCalls,
     ActorState,
     ChunkOut,
+    EnvSteps,
     IterationInputs,
     LearnerCalls,
     Schedule,
@@ -37,6 +39,7 @@ from hrl.runtime.iteration import (
     after_env,
     iteration_inputs,
     next_state,
+    windows_after,
 )
 from hrl.runtime.packing import TreePacking
 from hrl.runtime.pending import HostPendingQueue
@@ -126,10 +129,18 @@ class HostCalls:
     framework costs). Unplaced primitives run where their inputs are. Host primitives
     (gymnasium envs, host replay backends) are called as they are. `timings` adds up the
     seconds spent in each primitive's calls. `prims` may lack the replay's primitives (the
-    actors' process): then only the actors' calls are usable."""
+    actors' process): then only the actors' calls are usable.
+
+    `window_per_iteration` (host envs; ignored for a JAX env): `act` steps infer and the env L
+    times, then runs the L n-step window updates in one call (`iteration.windows_after`)
+    instead of one call per step: the same values, so the same results bit for bit, with
+    L - 1 device calls fewer per iteration. For the actors' processes, whose CPU per env step
+    bounds how fast they act. Off, `act` makes the calls one by one, as the mapping model's
+    loop (`hrl profile`) times them."""
 
     def __init__(self, prims: Primitives, schedule: Schedule, env_is_jax: bool,
-                 replay_is_jax: bool = True, placement: dict[str, Any] | None = None):
+                 replay_is_jax: bool = True, placement: dict[str, Any] | None = None,
+                 window_per_iteration: bool = False):
         placement = dict(placement or {})
         unknown = set(placement) - set(PRIMITIVES)
         if unknown:
@@ -163,6 +174,10 @@ class HostCalls:
         sch = schedule
         self._iteration_inputs = jax.jit(lambda key, steps: iteration_inputs(sch, key, steps))
         self._after_env = jax.jit(lambda *a: after_env(sch.gamma, *a))
+        self.window_per_iteration = window_per_iteration and not env_is_jax
+        # (window, L*M transitions, the episode starts after the last step)
+        self._windows = jax.jit(lambda acc, steps: (
+            *windows_after(sch.gamma, acc, steps), jnp.asarray(steps.done[-1], bool)))
         self._concat = jax.jit(
             lambda steps: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *steps))
         self.train: HostTrain | None = None  # built for the agent's structure at the first round
@@ -216,7 +231,9 @@ class HostCalls:
     def act(self, agent, actor: ActorState, act_env, env_steps: int):
         """The actors' program: L x `actor_step` with `agent`'s weights. Returns the actors'
         new state, the L*M transitions as one batch, the episode ends, their returns, and the
-        env steps after it."""
+        env steps after it. With `window_per_iteration`, L + 1 device calls instead of 2L + 1."""
+        if self.window_per_iteration:
+            return self._act_window_per_iteration(agent, actor, act_env, env_steps)
         calls = self.actor_calls()
         transitions, completed, returns = [], [], []
         for k_act, k_env in act_env:
@@ -226,6 +243,27 @@ class HostCalls:
             completed.append(out.completed)
             returns.append(out.completed_return)
         return actor, self._concat(transitions), completed, returns, env_steps
+
+    def _act_window_per_iteration(self, agent, actor: ActorState, act_env, env_steps: int):
+        """`act` for a host env: L x (infer, env step), each step's inputs to the window kept
+        on the host, then `windows_after` over the L steps in one call."""
+        calls, m = self.actor_calls(), self.schedule.num_envs
+        env_state, obs, start, carry = actor.env, actor.obs, actor.episode_start, actor.actor_carry
+        steps, completed, returns = [], [], []
+        for k_act, k_env in act_env:
+            carry, actions = calls.infer(agent, carry, obs, k_act, env_steps, start)
+            actions = np.asarray(actions)  # what the env takes, and the window stores
+            env_state, out = calls.env_step(env_state, actions, k_env)
+            steps.append(EnvSteps(obs, actions, out.reward, out.next_obs_true, out.terminated,
+                                  out.done))
+            obs, start = out.obs, out.done
+            env_steps += m
+            completed.append(out.completed)
+            returns.append(out.completed_return)
+        stacked = EnvSteps(*(np.stack([np.asarray(x) for x in field])
+                             for field in zip(*steps, strict=True)))
+        acc, batch, start = self._windows(actor.nstep, stacked)
+        return ActorState(env_state, obs, start, carry, acc), batch, completed, returns, env_steps
 
     # --- the learner's calls -------------------------------------------------------------------
     def learner_calls(self, queue: HostPendingQueue | None, wait_train: bool) -> LearnerCalls:
