@@ -222,9 +222,11 @@ class HostCalls:
                               start)
 
         def env_step(env_state, actions, key):
-            if not self.env_is_jax:
-                actions = np.asarray(actions)
-            return self.timed("env", self._env_step, env_state, actions, key)
+            if self.env_is_jax:
+                return self.timed("env", self._env_step, env_state, actions, key)
+            # a host env returns host arrays, complete when it returns: nothing to wait for
+            return self.timed("env", self._env_step, env_state, np.asarray(actions), key,
+                              wait=False)
 
         return ActorCalls(infer, env_step, self._after_env)
 

@@ -211,18 +211,21 @@ class ActorWorker:
 
     def act(self, t: int, j: int, weights: list, key, env_steps: int):
         """Iteration t with the weights of sync point j (`weights`: [its object ref]), from
-        the key before it: (inputs, actors' state, transitions, ends, returns, the
-        transitions' priorities or None, env steps, host env state), as numpy."""
+        the key before it: (actors' state, transitions, episode ends (L, M), their returns
+        (L, M), the transitions' priorities or None, env steps, host env state), as numpy: few
+        arrays, since Ray pickles each one on this side and the learner unpickles it."""
         agent = self._agent(j, weights)
         out = []
         act_chunk(self.calls, self.actor, key, env_steps, t, 1, 0, 1, lambda: True,
                   lambda _: agent, out.append)
-        inputs, actor, batch, completed, returns, steps = out[0]
+        _, actor, batch, completed, returns, steps = out[0]
         self.actor = actor
         # Ape-X's initial priorities: the weights that acted, on the transitions they made.
         priorities = None if self.priorities is None else self.priorities(agent, batch)
         host_state = None if self.env.spec.is_jax else self.env.save_state()
-        return (*jax.device_get((inputs, actor, batch, completed, returns, priorities)), steps,
+        actor, batch, completed, returns, priorities = jax.device_get(
+            (actor, batch, completed, returns, priorities))
+        return (actor, batch, np.stack(completed), np.stack(returns), priorities, steps,
                 host_state)
 
 
@@ -387,7 +390,7 @@ class DistributedLoop(PipelinedLoop):
                     request = next(r for r in in_flight if r.t == t)
                 result = self._take(request, in_flight)
                 in_flight.remove(request)
-                _, actor, batch, completed, returns, priorities, _, host_state = result
+                actor, batch, completed, returns, priorities, _, host_state = result
                 self._last[request.worker] = (actor, host_state)
                 if free:
                     idle.append(request.worker)
