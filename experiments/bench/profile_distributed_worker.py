@@ -6,14 +6,15 @@
 
 The `throughput` benchmark's setting (bench_distributed.py: free schedule, one env and 32 steps
 a request, DQN learner at train_ratio 0.25). Per env and N: start the workers, warm up for 2N
-iterations, then wrap each worker's calls in thread-CPU counters (`time.thread_time`, a few
-microseconds per call added) and run `--iters` iterations. Per env step, summed over the
-workers: `infer` (the inference calls), `env` (the host env's steps), `window` (the n-step
-window call, once per iteration), `act_rest` (the rest of the actors' program: the Python
-between those calls, stacking the steps), `outside_act` (the worker's main thread outside the
-program: the iteration's keys, the env's saved state, Ray's task handling and pickling), and
-`learner` (the learner's whole process). Their sum, with the learner's, bounds the env steps
-per second this machine's cores carry. Writes experiments/results/distributed/worker_cpu.csv.
+iterations, then wrap each worker's calls in thread-CPU counters (`time.thread_time`; the few
+microseconds a counter adds per call count in the call's part) and run `--iters` iterations.
+Per env step, summed over the workers: `infer` (the inference calls), `env` (the host env's
+steps), `window` (the n-step window call, once per iteration), `act_rest` (the rest of the
+actors' program: the Python between those calls, stacking the steps), `outside_act` (the
+worker's main thread outside the program: the iteration's keys, the env's saved state, Ray's
+task handling and pickling), and `learner` (the learner's whole process). Their sum bounds the
+env steps per second this machine's cores carry.
+Writes experiments/results/distributed/worker_cpu.csv.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ def _count(worker) -> None:
                     worker._cpu[name] += time.thread_time() - start
             return call
 
-        calls._infer = counted("infer", calls._infer)
-        calls._env_step = counted("env", calls._env_step)
+        timed = calls.timed
+
+        def timed_counted(name, *args, **kwargs):  # infer's and the env's calls
+            return counted(name, timed)(name, *args, **kwargs)
+
+        calls.timed = timed_counted
         calls._windows = counted("window", calls._windows)
         calls.act = counted("act", calls.act)
     worker._cpu.update(dict.fromkeys(("infer", "env", "window", "act"), 0.0))

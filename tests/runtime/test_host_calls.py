@@ -1,6 +1,7 @@
-"""`HostCalls.act` with a host env's n-step windows once per iteration (`window_per_iteration`,
-the actors' processes) against the call-by-call program: the same actors' state, transitions,
-episode ends and returns, bit for bit, across iterations and episode ends."""
+"""`HostCalls.act` with `lean_act` (the actors' processes: a host env's n-step windows once per
+iteration, inference on the leaves it reads, the keys moved at once) against the call-by-call
+program: the same actors' state, transitions, episode ends and returns, bit for bit, across
+iterations and episode ends."""
 
 from __future__ import annotations
 
@@ -27,17 +28,17 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_windows_per_iteration_equal_windows_per_step(case):
+def test_lean_act_equals_the_calls_one_by_one(case):
     config, overrides = CASES[case]
     cfg = load_config(CONFIGS / f"{config}.yaml", [*overrides, "train.executor=sequential"])
     built = build(cfg)
     calls = built.loop.calls
-    assert not calls.window_per_iteration and not calls.env_is_jax
-    fused = HostCalls(calls.prims, calls.schedule, False, window_per_iteration=True)
+    assert not calls.lean_act and not calls.env_is_jax
+    lean = HostCalls(calls.prims, calls.schedule, False, lean_act=True)
     state = initial_state(built)
     simulators = built.env.save_state()
     runs = []
-    for host_calls in (calls, fused):
+    for host_calls in (calls, lean):
         built.env.load_state(simulators)
         actor, key, steps, outs = actor_of(state), state.key, 0, []
         for t in range(5):
@@ -47,7 +48,7 @@ def test_windows_per_iteration_equal_windows_per_step(case):
             key = inputs.key
             outs.append(jax.device_get((actor, batch, completed, returns, steps)))
         runs.append(outs)
-    per_step, per_iteration = runs
-    ends = sum(int(np.sum(completed)) for _, _, completed, _, _ in per_step)
+    one_by_one, lean_runs = runs
+    ends = sum(int(np.sum(completed)) for _, _, completed, _, _ in one_by_one)
     assert ends > 0  # the windows crossed episode ends
-    assert_trees_equal(per_step, per_iteration)
+    assert_trees_equal(one_by_one, lean_runs)
