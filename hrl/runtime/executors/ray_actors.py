@@ -372,7 +372,8 @@ class DistributedLoop(PipelinedLoop):
                                                         self.weight_sync_period)
                 w = idle.popleft() if free else u % n
                 steps = steps0 + (u - first) * sch.env_steps_per_iter
-                request = _Request(u, w, (u, j, [published[j]], key, steps))
+                # the key as numpy: Ray pickles a jax.Array through a device transfer
+                request = _Request(u, w, (u, j, [published[j]], np.asarray(key), steps))
                 self._send(request)
                 in_flight.append(request)
                 chain[u] = c.inputs_from(key, steps, u)
