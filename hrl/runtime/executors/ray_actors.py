@@ -82,6 +82,7 @@ import numpy as np
 from hrl.config import config_from_dict, to_dict
 from hrl.replay.buffer import raw_priorities
 from hrl.runtime import rate_limit as rl
+from hrl.runtime.cpu_backend import running_cpu_dispatch
 from hrl.runtime.executors.actors import (
     act_chunk,
     actor_calls_of,
@@ -193,6 +194,11 @@ class ActorWorker:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def cpu_dispatch(self) -> str:
+        """The dispatch this worker's JAX CPU backend runs in: "sync" when `actor_calls_of`
+        started it (JAX's default is "async")."""
+        return running_cpu_dispatch()
 
     def cpu_seconds(self) -> float:
         """The CPU seconds this worker's process has run so far (all its threads)."""
