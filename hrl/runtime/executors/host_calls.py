@@ -146,11 +146,10 @@ class HostCalls:
     actors' processes, whose CPU per env step bounds how fast they act. It steps infer and the
     env L times, then runs the L n-step window updates in one call (`iteration.windows_after`)
     instead of one per step; each infer call is sent only the agent's leaves inference reads
-    (`leaves_read`, found once per agent structure; a call costs per argument), and the
-    iteration's keys and step counts cross to the device in one transfer, not one per call.
-    The same values, so the same results bit for bit, with L - 1 device calls fewer per
-    iteration. Off, `act` makes the calls one by one, as the mapping model's loop
-    (`hrl profile`) times them."""
+    (`leaves_read`, found once per agent structure; a call costs per argument). The same
+    values, so the same results bit for bit, with L - 1 device calls fewer per iteration.
+    Off, `act` makes the calls one by one, as the mapping model's loop (`hrl profile`) times
+    them."""
 
     def __init__(self, prims: Primitives, schedule: Schedule, env_is_jax: bool,
                  replay_is_jax: bool = True, placement: dict[str, Any] | None = None,
@@ -266,15 +265,12 @@ class HostCalls:
         window kept on the host, then `windows_after` over the L steps in one call."""
         m, length = self.schedule.num_envs, len(act_env)
         infer, read = self._infer_reading(agent, actor, act_env[0][0], env_steps)
-        # the iteration's keys and counters on infer's device, in one transfer
-        keys_steps = jax.device_put(
-            [(act_env[i][0], np.int32(env_steps + i * m)) for i in range(length)],
-            self._shardings.get("infer"))
         env_step = self.actor_calls().env_step
         env_state, obs, start, carry = actor.env, actor.obs, actor.episode_start, actor.actor_carry
         steps, completed, returns = [], [], []
-        for (_, k_env), (k_act, count) in zip(act_env, keys_steps, strict=True):
-            carry, actions = self.timed("infer", infer, read, carry, obs, k_act, count, start)
+        for i, (k_act, k_env) in enumerate(act_env):
+            carry, actions = self.timed("infer", infer, read, carry, obs, k_act,
+                                        np.int32(env_steps + i * m), start)
             actions = np.asarray(actions)  # what the env takes, and the window stores
             env_state, out = env_step(env_state, actions, k_env)
             steps.append(EnvSteps(obs, actions, out.reward, out.next_obs_true, out.terminated,
