@@ -114,7 +114,9 @@ class GymnasiumVecEnv:
                 raise ValueError(
                     f"{self.spec.name}: actions must have shape ({m},), got {actions.shape}"
                 )
-            env_actions = actions.astype(np.int64) + self._action_offset
+            env_actions = actions.astype(np.int64)
+            if self._action_offset:
+                env_actions += self._action_offset
         else:
             if actions.shape != (m, *a.shape):
                 raise ValueError(
@@ -124,6 +126,7 @@ class GymnasiumVecEnv:
             env_actions = np.clip(actions.astype(np.float32), a.low_array(), a.high_array())
         obs, reward, terminated, truncated, info = self._vec.step(env_actions)
         obs = np.asarray(obs, np.float32)
+        reward = np.asarray(reward, np.float32)
         terminated = np.asarray(terminated, bool)
         truncated = np.asarray(truncated, bool) & ~terminated
         next_obs_true = obs.copy()
@@ -135,13 +138,13 @@ class GymnasiumVecEnv:
         ret, length, fields = book_step(
             np.asarray(env_state.episode_return),
             np.asarray(env_state.episode_length),
-            np.asarray(reward, np.float32),
+            reward,
             terminated,
             truncated,
         )
         out = StepOut(
             obs=obs,
-            reward=np.asarray(reward, np.float32),
+            reward=reward,
             next_obs_true=next_obs_true,
             **fields,
         )

@@ -215,6 +215,43 @@ def after_env(gamma: float, acc, obs, actions, out):
     return acc, transition, jnp.asarray(out.done, bool)
 
 
+class EnvSteps(NamedTuple):
+    """L env steps of M actors as `windows_after` reads them, each field (L, M, ...): the
+    observations acted on, the actions, and the env's outputs the n-step window takes."""
+
+    obs: Any
+    actions: Any
+    reward: Any
+    next_obs_true: Any
+    terminated: Any
+    done: Any
+
+
+def windows_after(gamma: float, acc, steps: EnvSteps):
+    """`after_env` of L consecutive actor steps in one program (a `lax.scan` over them): the
+    window after the last and the L*M transitions leaving it, step-major as `actor_step`'s
+    emit them. Nothing of the window feeds the next inference (the episode starts are the
+    env's `done`), so a host executor may step the env L times first and call this once per
+    iteration instead of once per step. O(L M n)."""
+
+    def one(acc, step: EnvSteps):
+        out = StepWindow(step.reward, step.next_obs_true, step.terminated, step.done)
+        acc, transition, _ = after_env(gamma, acc, step.obs, step.actions, out)
+        return acc, transition
+
+    acc, transitions = jax.lax.scan(one, acc, steps)
+    return acc, jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), transitions)
+
+
+class StepWindow(NamedTuple):
+    """The fields of an env step's output that `after_env` reads."""
+
+    reward: Any
+    next_obs_true: Any
+    terminated: Any
+    done: Any
+
+
 def traced_actor_calls(prims: Primitives, sch: Schedule) -> ActorCalls:
     """The actors' calls of a program traced as a whole (the fused executors)."""
     return ActorCalls(prims.infer, prims.env_step, lambda *a: after_env(sch.gamma, *a))

@@ -74,7 +74,8 @@ def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
     replay_side = replay is not None
     return Primitives(
         env_reset=env.reset,
-        env_step=_scoped("env", env.step),
+        # a host env's step emits no HLO: unscoped, it costs no context manager per step
+        env_step=_scoped("env", env.step) if env.spec.is_jax else env.step,
         infer=_scoped("infer", infer),
         sample=_scoped("sample", sample) if replay_side else None,
         update=_scoped("update", update) if replay_side else None,

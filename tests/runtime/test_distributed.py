@@ -102,6 +102,19 @@ def test_one_worker_is_the_pipelined_executor_with_process_actors(local_ray):
     np.testing.assert_array_equal(_returns(outs), _returns(got))
 
 
+def test_workers_start_their_cpu_backend_with_synchronous_dispatch(local_ray):
+    """Each worker's first use of JAX is `actor_calls_of`, which sets its CPU backend as the
+    actors' process's (synchronous dispatch; JAX's default is asynchronous)."""
+    built = build(tiny_config(**{"env.name": "gymnasium:CartPole-v1",
+                                 "train.executor": "distributed", "train.num_actors": 2}))
+    loop = built.loop
+    try:
+        loop.run(initial_state(built), 2)
+        assert ray.get([w.cpu_dispatch.remote() for w in loop._workers]) == ["sync", "sync"]
+    finally:
+        loop.close()
+
+
 def test_a_killed_worker_is_restarted_and_the_fixed_schedule_gives_the_same_run(local_ray,
                                                                                capfd):
     whole, whole_out, _ = _run({"train.num_actors": 2})

@@ -35,19 +35,19 @@ import queue
 import signal
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import jax
 from jax._src import xla_bridge  # the one way to ask whether the backends have started
-from jax.extend.core import Var
 
 from hrl.config import config_from_dict, to_dict
 from hrl.runtime import rate_limit as rl
 from hrl.runtime.components import make_env_agent, resolve_placement
-from hrl.runtime.cpu_backend import start_cpu_backend
+from hrl.runtime.cpu_backend import running_cpu_dispatch, start_cpu_backend
 from hrl.runtime.executor_choice import env_is_jax
-from hrl.runtime.executors.host_calls import HostCalls
+from hrl.runtime.executors.host_calls import HostCalls, leaves_read
 from hrl.runtime.iteration import Schedule, actor_of
 from hrl.runtime.lifetime import exit_with_parent
 from hrl.runtime.primitives import make_primitives
@@ -158,16 +158,6 @@ class ThreadActors:
         return {}
 
     abandon = finish
-
-
-def leaves_read(fn, agent, *args) -> list[bool]:
-    """For each leaf of `agent`: does `fn(agent, *args)` read it? Found on fn's jaxpr (a leaf
-    no equation uses cannot change its result)."""
-    jaxpr = jax.make_jaxpr(fn)(agent, *args).jaxpr
-    used = {v for eqn in jaxpr.eqns for v in eqn.invars if isinstance(v, Var)}
-    used |= {v for v in jaxpr.outvars if isinstance(v, Var)}
-    n_agent = len(jax.tree.leaves(agent))
-    return [v in used for v in jaxpr.invars[:n_agent]]
 
 
 def policy_leaves(infer, state) -> list[bool]:
@@ -300,16 +290,22 @@ def actor_calls_of(cfg_dict: dict) -> tuple[HostCalls, Any, Any]:
     and its agent.
     This process waits for every call it makes (infer, then the env on the host), so its CPU
     dispatch is synchronous: asynchronous dispatch would only add a hand-off to XLA's worker
-    thread and back per call."""
+    thread and back per call. Its CPU per env step bounds how fast it acts, so a host env's
+    steps are lean (`HostCalls` with `lean_act`: the n-step windows once per iteration). Meant as
+    the process's first use of JAX (`start_cpu_backend`); after it, a warning, and the backend
+    stays as it started (the same results, at its dispatch and XLA threads)."""
     cfg = config_from_dict({**cfg_dict, "placement": {
         k: v for k, v in cfg_dict.get("placement", {}).items() if k in ("env", "infer")}})
     _share_the_gpu(cfg)
-    start_cpu_backend(cfg, dispatch="sync")
+    if not start_cpu_backend(cfg, dispatch="sync"):
+        warnings.warn("the actors' process started JAX before its CPU backend was set; it keeps "
+                      f"{running_cpu_dispatch()} dispatch and its XLA threads", stacklevel=2)
     env, agent = make_env_agent(cfg)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, None, schedule.batch_size)
     placement = resolve_placement(cfg, env.spec.is_jax, replay_is_jax=True)
-    return HostCalls(prims, schedule, env.spec.is_jax, True, placement), env, agent
+    return (HostCalls(prims, schedule, env.spec.is_jax, True, placement,
+                      lean_act=True), env, agent)
 
 
 def _share_the_gpu(cfg) -> None:

@@ -4,7 +4,8 @@
 executors (`sequential.py`, `pipelined.py`, the actors in `actors.py`) everything they call:
 
 * `inputs` / `inputs_from`: an iteration's keys and beta, one jitted call and one transfer;
-* `act`: the actors' program, L x `iteration.actor_step` with timed, placed calls;
+* `act`: the actors' program, L x `iteration.actor_step` with timed, placed calls (with
+  `lean_act`, fewer and smaller calls per env step for a host env);
 * `learner_calls`: the `iteration.LearnerCalls` of one learning round (strict or relaxed);
 * `finish`: the state after an iteration and its log row, one transfer each way;
 * `stack`, `settle`: a chunk's report and its state at the chunk's end.
@@ -23,12 +24,14 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Var
 from jax.sharding import SingleDeviceSharding
 
 from hrl.runtime.iteration import (
     ActorCalls,
     ActorState,
     ChunkOut,
+    EnvSteps,
     IterationInputs,
     LearnerCalls,
     Schedule,
@@ -37,6 +40,7 @@ from hrl.runtime.iteration import (
     after_env,
     iteration_inputs,
     next_state,
+    windows_after,
 )
 from hrl.runtime.packing import TreePacking
 from hrl.runtime.pending import HostPendingQueue
@@ -77,6 +81,16 @@ def put_for_call(tree, sharding):
                            strict=True):
             leaves[i] = leaf
     return jax.tree.unflatten(treedef, leaves)
+
+
+def leaves_read(fn, agent, *args) -> list[bool]:
+    """For each leaf of `agent`: does `fn(agent, *args)` read it? Found on fn's jaxpr (a leaf
+    no equation uses cannot change its result)."""
+    jaxpr = jax.make_jaxpr(fn)(agent, *args).jaxpr
+    used = {v for eqn in jaxpr.eqns for v in eqn.invars if isinstance(v, Var)}
+    used |= {v for v in jaxpr.outvars if isinstance(v, Var)}
+    n_agent = len(jax.tree.leaves(agent))
+    return [v in used for v in jaxpr.invars[:n_agent]]
 
 
 class HostTrain(NamedTuple):
@@ -126,10 +140,20 @@ class HostCalls:
     framework costs). Unplaced primitives run where their inputs are. Host primitives
     (gymnasium envs, host replay backends) are called as they are. `timings` adds up the
     seconds spent in each primitive's calls. `prims` may lack the replay's primitives (the
-    actors' process): then only the actors' calls are usable."""
+    actors' process): then only the actors' calls are usable.
+
+    `lean_act` (host envs; ignored for a JAX env): `act` spends less CPU per env step, for the
+    actors' processes, whose CPU per env step bounds how fast they act. It steps infer and the
+    env L times, then runs the L n-step window updates in one call (`iteration.windows_after`)
+    instead of one per step; each infer call is sent only the agent's leaves inference reads
+    (`leaves_read`, found once per agent structure; a call costs per argument). The same
+    values, so the same results bit for bit, with L - 1 device calls fewer per iteration.
+    Off, `act` makes the calls one by one, as the mapping model's loop (`hrl profile`) times
+    them."""
 
     def __init__(self, prims: Primitives, schedule: Schedule, env_is_jax: bool,
-                 replay_is_jax: bool = True, placement: dict[str, Any] | None = None):
+                 replay_is_jax: bool = True, placement: dict[str, Any] | None = None,
+                 lean_act: bool = False):
         placement = dict(placement or {})
         unknown = set(placement) - set(PRIMITIVES)
         if unknown:
@@ -163,6 +187,11 @@ class HostCalls:
         sch = schedule
         self._iteration_inputs = jax.jit(lambda key, steps: iteration_inputs(sch, key, steps))
         self._after_env = jax.jit(lambda *a: after_env(sch.gamma, *a))
+        self.lean_act = lean_act and not env_is_jax
+        self._lean_infer = None  # (agent treedef, leaves read, jitted infer on them)
+        # (window, L*M transitions, the episode starts after the last step)
+        self._windows = jax.jit(lambda acc, steps: (
+            *windows_after(sch.gamma, acc, steps), jnp.asarray(steps.done[-1], bool)))
         self._concat = jax.jit(
             lambda steps: jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=0), *steps))
         self.train: HostTrain | None = None  # built for the agent's structure at the first round
@@ -207,16 +236,20 @@ class HostCalls:
                               start)
 
         def env_step(env_state, actions, key):
-            if not self.env_is_jax:
-                actions = np.asarray(actions)
-            return self.timed("env", self._env_step, env_state, actions, key)
+            if self.env_is_jax:
+                return self.timed("env", self._env_step, env_state, actions, key)
+            # a host env returns host arrays, complete when it returns: nothing to wait for
+            return self.timed("env", self._env_step, env_state, np.asarray(actions), key,
+                              wait=False)
 
         return ActorCalls(infer, env_step, self._after_env)
 
     def act(self, agent, actor: ActorState, act_env, env_steps: int):
         """The actors' program: L x `actor_step` with `agent`'s weights. Returns the actors'
         new state, the L*M transitions as one batch, the episode ends, their returns, and the
-        env steps after it."""
+        env steps after it. With `lean_act`, L + 1 device calls instead of 2L + 1."""
+        if self.lean_act:
+            return self._act_lean(agent, actor, act_env, env_steps)
         calls = self.actor_calls()
         transitions, completed, returns = [], [], []
         for k_act, k_env in act_env:
@@ -226,6 +259,50 @@ class HostCalls:
             completed.append(out.completed)
             returns.append(out.completed_return)
         return actor, self._concat(transitions), completed, returns, env_steps
+
+    def _act_lean(self, agent, actor: ActorState, act_env, env_steps: int):
+        """`act` for a host env (`lean_act`): L x (infer, env step), each step's inputs to the
+        window kept on the host, then `windows_after` over the L steps in one call."""
+        m, length = self.schedule.num_envs, len(act_env)
+        infer, read = self._infer_reading(agent, actor, act_env[0][0], env_steps)
+        env_step = self.actor_calls().env_step
+        env_state, obs, start, carry = actor.env, actor.obs, actor.episode_start, actor.actor_carry
+        steps, completed, returns = [], [], []
+        for i, (k_act, k_env) in enumerate(act_env):
+            carry, actions = self.timed("infer", infer, read, carry, obs, k_act,
+                                        np.int32(env_steps + i * m), start)
+            actions = np.asarray(actions)  # what the env takes, and the window stores
+            env_state, out = env_step(env_state, actions, k_env)
+            steps.append(EnvSteps(obs, actions, out.reward, out.next_obs_true, out.terminated,
+                                  out.done))
+            obs, start = out.obs, out.done
+            completed.append(out.completed)
+            returns.append(out.completed_return)
+        stacked = EnvSteps(*(np.stack([np.asarray(x) for x in field])
+                             for field in zip(*steps, strict=True)))
+        acc, batch, start = self._windows(actor.nstep, stacked)
+        return (ActorState(env_state, obs, start, carry, acc), batch, completed, returns,
+                env_steps + length * m)
+
+    def _infer_reading(self, agent, actor: ActorState, key, env_steps: int):
+        """(infer jitted on the leaves of `agent` it reads, those leaves). Which leaves it reads
+        is found on its jaxpr once per agent structure; the others (target networks,
+        optimizer moments) enter the traced call as zeros, which it never reads."""
+        leaves, treedef = jax.tree.flatten(agent)
+        if self._lean_infer is None or self._lean_infer[0] != treedef:
+            read = leaves_read(self.prims.infer, agent, actor.actor_carry, actor.obs, key,
+                               np.int32(env_steps), actor.episode_start)
+            shapes = [jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves]
+
+            def infer(read_leaves, *args):
+                given = iter(read_leaves)
+                full = [next(given) if r else jnp.zeros(s.shape, s.dtype)
+                        for r, s in zip(read, shapes, strict=True)]
+                return self.prims.infer(jax.tree.unflatten(treedef, full), *args)
+
+            self._lean_infer = (treedef, read, jax.jit(infer))
+        _, read, infer = self._lean_infer
+        return infer, [x for x, r in zip(leaves, read, strict=True) if r]
 
     # --- the learner's calls -------------------------------------------------------------------
     def learner_calls(self, queue: HostPendingQueue | None, wait_train: bool) -> LearnerCalls:

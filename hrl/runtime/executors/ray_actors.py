@@ -82,6 +82,7 @@ import numpy as np
 from hrl.config import config_from_dict, to_dict
 from hrl.replay.buffer import raw_priorities
 from hrl.runtime import rate_limit as rl
+from hrl.runtime.cpu_backend import running_cpu_dispatch
 from hrl.runtime.executors.actors import (
     act_chunk,
     actor_calls_of,
@@ -194,6 +195,11 @@ class ActorWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def cpu_dispatch(self) -> str:
+        """The dispatch this worker's JAX CPU backend runs in: "sync" when `actor_calls_of`
+        started it (JAX's default is "async")."""
+        return running_cpu_dispatch()
+
     def cpu_seconds(self) -> float:
         """The CPU seconds this worker's process has run so far (all its threads)."""
         return time.process_time()
@@ -211,18 +217,21 @@ class ActorWorker:
 
     def act(self, t: int, j: int, weights: list, key, env_steps: int):
         """Iteration t with the weights of sync point j (`weights`: [its object ref]), from
-        the key before it: (inputs, actors' state, transitions, ends, returns, the
-        transitions' priorities or None, env steps, host env state), as numpy."""
+        the key before it: (actors' state, transitions, episode ends (L, M), their returns
+        (L, M), the transitions' priorities or None, env steps, host env state), as numpy: few
+        arrays, since Ray pickles each one on this side and the learner unpickles it."""
         agent = self._agent(j, weights)
         out = []
         act_chunk(self.calls, self.actor, key, env_steps, t, 1, 0, 1, lambda: True,
                   lambda _: agent, out.append)
-        inputs, actor, batch, completed, returns, steps = out[0]
+        _, actor, batch, completed, returns, steps = out[0]
         self.actor = actor
         # Ape-X's initial priorities: the weights that acted, on the transitions they made.
         priorities = None if self.priorities is None else self.priorities(agent, batch)
         host_state = None if self.env.spec.is_jax else self.env.save_state()
-        return (*jax.device_get((inputs, actor, batch, completed, returns, priorities)), steps,
+        actor, batch, completed, returns, priorities = jax.device_get(
+            (actor, batch, completed, returns, priorities))
+        return (actor, batch, np.stack(completed), np.stack(returns), priorities, steps,
                 host_state)
 
 
@@ -369,7 +378,8 @@ class DistributedLoop(PipelinedLoop):
                                                         self.weight_sync_period)
                 w = idle.popleft() if free else u % n
                 steps = steps0 + (u - first) * sch.env_steps_per_iter
-                request = _Request(u, w, (u, j, [published[j]], key, steps))
+                # the key as numpy: Ray pickles a jax.Array through a device transfer
+                request = _Request(u, w, (u, j, [published[j]], np.asarray(key), steps))
                 self._send(request)
                 in_flight.append(request)
                 chain[u] = c.inputs_from(key, steps, u)
@@ -387,7 +397,7 @@ class DistributedLoop(PipelinedLoop):
                     request = next(r for r in in_flight if r.t == t)
                 result = self._take(request, in_flight)
                 in_flight.remove(request)
-                _, actor, batch, completed, returns, priorities, _, host_state = result
+                actor, batch, completed, returns, priorities, _, host_state = result
                 self._last[request.worker] = (actor, host_state)
                 if free:
                     idle.append(request.worker)
