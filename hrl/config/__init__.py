@@ -12,11 +12,20 @@ from hrl.config.loading import (
     config_from_dict,
     dump_config,
     load_config,
+    load_run_config,
     parse_yaml,
     to_dict,
 )
-from hrl.config.rules import check_limit, check_tolerance, round_samples, updates_schedule
+from hrl.config.rules import (
+    IN_ORDER_EXECUTORS,
+    check_limit,
+    check_tolerance,
+    resolve_next_obs,
+    round_samples,
+    updates_schedule,
+)
 from hrl.config.schema import (
+    OLD_DEFAULTS,
     PLACEMENT_VALUE,
     PRIMITIVES,
     REMOVED_KEYS,
@@ -30,6 +39,8 @@ from hrl.config.schema import (
 )
 
 __all__ = [
+    "IN_ORDER_EXECUTORS",
+    "OLD_DEFAULTS",
     "PLACEMENT_VALUE",
     "PRIMITIVES",
     "REMOVED_KEYS",
@@ -46,7 +57,9 @@ __all__ = [
     "config_from_dict",
     "dump_config",
     "load_config",
+    "load_run_config",
     "parse_yaml",
+    "resolve_next_obs",
     "round_samples",
     "to_dict",
     "updates_schedule",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from hrl.config.rules import resolve_next_obs
 from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.host_buffer import make_host_replay
 from hrl.replay.host_native import make_host_native_replay
@@ -25,7 +26,8 @@ VARIANTS = {
 
 
 def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
-                axis: str | None = None, num_envs: int | None = None) -> Replay:
+                axis: str | None = None, num_envs: int | None = None,
+                executor: str | None = None) -> Replay:
     """The replay buffer a `ReplayConfig` (`hrl.config`) asks for, chosen by this table (the
     code below is the same table, row for row):
 
@@ -46,9 +48,12 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     samples as replay.sampling says. native_host needs `batch_size` (its output block is laid
     out once) and the C++ kernels (auto where they build). The host tree backends
     (`make_host_replay`, `host_buffer.HOST_BACKENDS`) read replay.opencl_device for opencl;
-    rtl takes fixed point only. `replay.next_obs: next_slot` (`hrl.replay.next_slot`) needs
-    `num_envs`, the actors inserting per env step (its stride is n_step * num_envs); every
-    other buffer keeps next_obs in its rows, so it names the key for them.
+    rtl takes fixed point only. "next_slot" is `replay.next_obs` as `resolve_next_obs`
+    (`hrl.config.rules`) resolves it from the buffer's settings, `devices`, `num_envs` and
+    `executor` (the name of the executor that will insert, `choose_executor`'s; None: not an
+    hrl executor, so `auto` keeps next_obs in the rows). `NextSlotReplay`
+    (`hrl.replay.next_slot`) needs `num_envs`, the actors inserting per env step (its stride
+    is n_step * num_envs); an explicit next_slot any other buffer is asked for names the key.
 
     Placement (`cfg.placement`) does not choose the buffer: a JAX buffer's `sample`/`update`
     run on whichever device the runtime places them; a host buffer's run on the host thread
@@ -68,9 +73,10 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     if not isinstance(devices, int) or devices < 1:
         raise ValueError(f"config key 'train.devices': must be a positive int, got {devices!r}")
     r = replay_cfg
-    if r.next_obs != "stored" and (backend != "jax" or devices > 1):
+    next_obs = resolve_next_obs(r, devices=devices, num_envs=num_envs, executor=executor)
+    if next_obs != "stored" and (backend != "jax" or devices > 1):
         where = f"replay.backend {backend!r}" if backend != "jax" else "train.devices > 1"
-        raise ValueError(f"config key 'replay.next_obs': {r.next_obs!r} is taken by "
+        raise ValueError(f"config key 'replay.next_obs': {next_obs!r} is taken by "
                          f"replay.backend jax on one device only; {where} keeps next_obs in "
                          f"each row (use 'stored')")
     if devices > 1:
@@ -82,7 +88,7 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
             alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
             impl=r.impl,
         )
-    if backend == "jax" and r.next_obs == "next_slot":
+    if backend == "jax" and next_obs == "next_slot":
         inner = make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
                                         fmt=r.fmt, weights=r.weights, impl=r.impl)
         if not isinstance(num_envs, int) or num_envs < 1:
@@ -117,6 +123,12 @@ def replay_bytes_per_item(replay, example_item) -> float:
     return float(RowLayout.of(example_item).row_words * 4)
 
 
+def next_obs_layout(replay) -> str:
+    """Where the built buffer `replay` keeps next_obs: "next_slot" or "stored" (what
+    `resolve_next_obs` chose for it). O(1)."""
+    return "next_slot" if isinstance(replay, NextSlotReplay) else "stored"
+
+
 def next_obs_lost(replay_state) -> int | None:
     """Items a `NextSlotReplay` dropped because its side store overflowed (summed over
     stacked seeds), None for a buffer that stores next_obs in its rows. One device read."""
@@ -125,4 +137,17 @@ def next_obs_lost(replay_state) -> int | None:
     return int(np.sum(jax.device_get(replay_state.lost)))
 
 
-__all__ = ["VARIANTS", "make_replay", "next_obs_lost", "replay_bytes_per_item"]
+def next_obs_lost_warning(lost: int | None, before: int | None, env_steps: int) -> str | None:
+    """The one-line warning a run prints at a chunk's end when its `NextSlotReplay` dropped
+    items since the last check (`lost` and `before`: `next_obs_lost` now and then), else
+    None."""
+    if lost is None or lost <= (before or 0):
+        return None
+    return (f"warning: replay.next_obs next_slot dropped {lost - (before or 0):,} items whose "
+            f"next_obs overflowed the side store ({lost:,} in all by env step {env_steps:,}; "
+            f"they are never sampled, so sampling differs from the stored layout's): raise "
+            f"replay.next_obs_side or set replay.next_obs: stored")
+
+
+__all__ = ["VARIANTS", "make_replay", "next_obs_layout", "next_obs_lost", "next_obs_lost_warning",
+           "replay_bytes_per_item"]
