@@ -72,7 +72,8 @@ def check_tolerance(tolerance: float, batch_size: int, updates_per_round: int) -
                    "learner and the limited actors wait on each other)", tolerance)
 
 
-def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: str | None) -> str:
+def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: str | None,
+                     rollout_length: int | None = None) -> str:
     """Where a run's replay keeps next_obs: "stored" (in each row) or "next_slot" (rebuilt
     from the row inserted n_step * num_envs later, `hrl.replay.next_slot`). `replay`: the
     config's `ReplayConfig` (read: next_obs, backend, capacity, n_step). The one place
@@ -92,15 +93,20 @@ def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: st
       need a side entry; the result would stay exact only while the side store held them
       all. Not data-parallel (devices > 1). None (a buffer built outside an hrl executor,
       whose insert order is unknown): stored.
-    * `num_envs` given and `replay.capacity` > n_step * num_envs (the stride fits in the ring).
+    * `num_envs` and `rollout_length` given (an add inserts M = num_envs * rollout_length
+      items) and the buffer takes such an add: capacity >= M + n_step * num_envs (the stride
+      fits in the ring beside the add) and M <= the side store's entries (next_obs_side *
+      capacity), as `NextSlotReplay.add` needs.
 
     `next_slot` then samples what `stored` samples, bit for bit, while its side store
     (`replay.next_obs_side`) holds every episode end in the buffer; an overflow drops items
     and the run says so. O(1)."""
     if replay.next_obs != "auto":
         return replay.next_obs
-    fits = (isinstance(num_envs, int) and num_envs >= 1
-            and replay.capacity > replay.n_step * num_envs)
+    known = all(isinstance(x, int) and x >= 1 for x in (num_envs, rollout_length))
+    per_add = num_envs * rollout_length if known else 0
+    fits = (known and replay.capacity >= per_add + replay.n_step * num_envs
+            and per_add <= max(1, int(replay.next_obs_side * replay.capacity)))
     ok = (replay.backend == "jax" and devices == 1 and executor in IN_ORDER_EXECUTORS
           and fits)
     return "next_slot" if ok else "stored"

@@ -93,8 +93,10 @@ class ReplayConfig:
     # for episode ends (hrl.replay.next_slot: the same samples bit for bit while the side store
     # holds them all, about half the row for image observations; backend jax on one device);
     # "auto", next_slot where the run inserts the actors' transitions in their order (backend
-    # jax, train.devices 1, executor fused, sequential or pipelined, capacity > n_step x
-    # num_envs), else stored (hrl.config.rules.resolve_next_obs; the summary's replay_next_obs)
+    # jax, train.devices 1, executor fused, sequential or pipelined) and the buffer takes an
+    # iteration's num_envs x rollout_length inserts (beside the n_step x num_envs stride, and
+    # in the side store), else stored (hrl.config.rules.resolve_next_obs; the summary's
+    # replay_next_obs says which)
     next_obs: Literal["auto", "stored", "next_slot"] = "auto"
     # next_obs next_slot: side-store entries (episode ends' final observations) per replay
     # slot; when more rows than that need one, the oldest are dropped (never sampled again),

@@ -27,7 +27,7 @@ VARIANTS = {
 
 def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
                 axis: str | None = None, num_envs: int | None = None,
-                executor: str | None = None) -> Replay:
+                rollout_length: int | None = None, executor: str | None = None) -> Replay:
     """The replay buffer a `ReplayConfig` (`hrl.config`) asks for, chosen by this table (the
     code below is the same table, row for row):
 
@@ -49,9 +49,10 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     out once) and the C++ kernels (auto where they build). The host tree backends
     (`make_host_replay`, `host_buffer.HOST_BACKENDS`) read replay.opencl_device for opencl;
     rtl takes fixed point only. "next_slot" is `replay.next_obs` as `resolve_next_obs`
-    (`hrl.config.rules`) resolves it from the buffer's settings, `devices`, `num_envs` and
-    `executor` (the name of the executor that will insert, `choose_executor`'s; None: not an
-    hrl executor, so `auto` keeps next_obs in the rows). `NextSlotReplay`
+    (`hrl.config.rules`) resolves it from the buffer's settings, `devices`, `num_envs`,
+    `rollout_length` (an add inserts num_envs * rollout_length items) and `executor` (the
+    name of the executor that will insert, `choose_executor`'s; None: not an hrl executor,
+    so `auto` keeps next_obs in the rows). `NextSlotReplay`
     (`hrl.replay.next_slot`) needs `num_envs`, the actors inserting per env step (its stride
     is n_step * num_envs); an explicit next_slot any other buffer is asked for names the key.
 
@@ -73,7 +74,8 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     if not isinstance(devices, int) or devices < 1:
         raise ValueError(f"config key 'train.devices': must be a positive int, got {devices!r}")
     r = replay_cfg
-    next_obs = resolve_next_obs(r, devices=devices, num_envs=num_envs, executor=executor)
+    next_obs = resolve_next_obs(r, devices=devices, num_envs=num_envs, executor=executor,
+                                rollout_length=rollout_length)
     if next_obs != "stored" and (backend != "jax" or devices > 1):
         where = f"replay.backend {backend!r}" if backend != "jax" else "train.devices > 1"
         raise ValueError(f"config key 'replay.next_obs': {next_obs!r} is taken by "

@@ -76,7 +76,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     # which it inserts (`hrl.config.rules.resolve_next_obs`).
     replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
                          axis=AXIS if mesh is not None else None, num_envs=cfg.env.num_envs,
-                         executor=kind)
+                         rollout_length=cfg.train.rollout_length, executor=kind)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size)
     if kind == "data-parallel":
