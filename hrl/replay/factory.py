@@ -33,7 +33,7 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
 
     | replay.backend | devices | replay.impl    | buffer (thin factory)                      |
     |----------------|---------|----------------|--------------------------------------------|
-    | jax            | 1       | any            | PrioritizedReplay (make_prioritized_replay)|
+    | jax, stored    | 1       | any            | PrioritizedReplay (make_prioritized_replay)|
     | jax, next_slot | 1       | any            | NextSlotReplay over PrioritizedReplay      |
     | jax            | D > 1   | any            | ShardedReplay (make_sharded_replay)        |
     | native_host    | 1       | native or auto | HostNativeReplay (make_host_native_replay) |
@@ -42,6 +42,8 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     | rtl            | 1       | not read       | HostPrioritizedReplay, `rtl` backend       |
     | other than jax | D > 1   |                | ValueError naming replay.backend           |
     | next_slot      | D > 1   |                | ValueError naming replay.next_obs          |
+
+    stored / next_slot: `replay.next_obs` as resolved (auto: `resolve_next_obs`, below).
 
     "any" impl: auto, xla, native or pallas, as `PrioritizedReplay` takes them. The sharded
     buffer holds D shards of capacity / D over the mesh axis `axis` ("devices" when None) and
