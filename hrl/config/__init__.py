@@ -16,14 +16,7 @@ from hrl.config.loading import (
     parse_yaml,
     to_dict,
 )
-from hrl.config.rules import (
-    IN_ORDER_EXECUTORS,
-    check_limit,
-    check_tolerance,
-    resolve_next_obs,
-    round_samples,
-    updates_schedule,
-)
+from hrl.config.rules import check_limit, check_tolerance, round_samples, updates_schedule
 from hrl.config.schema import (
     OLD_DEFAULTS,
     PLACEMENT_VALUE,
@@ -39,7 +32,6 @@ from hrl.config.schema import (
 )
 
 __all__ = [
-    "IN_ORDER_EXECUTORS",
     "OLD_DEFAULTS",
     "PLACEMENT_VALUE",
     "PRIMITIVES",
@@ -59,7 +51,6 @@ __all__ = [
     "load_config",
     "load_run_config",
     "parse_yaml",
-    "resolve_next_obs",
     "round_samples",
     "to_dict",
     "updates_schedule",

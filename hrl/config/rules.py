@@ -1,16 +1,11 @@
 """Rules that tie several config keys together, shared by the schema (which checks them at
 load time) and the runtime (which runs by them): the learning schedule a train ratio implies,
-what makes a samples-per-insert limit workable, and where the replay keeps next_obs. Pure
-functions of numbers and names; O(1).
+and what makes a samples-per-insert limit workable. Pure functions of numbers; O(1).
 """
 
 from __future__ import annotations
 
 import math
-
-# Executors whose actors' transitions reach the replay in the actors' own order, M per env
-# step (`replay.next_obs: auto` stores next_obs once under them; see `resolve_next_obs`).
-IN_ORDER_EXECUTORS = ("fused", "sequential", "pipelined")
 
 
 def updates_schedule(train_ratio: float, env_steps_per_iter: int) -> tuple[int, int]:
@@ -71,42 +66,3 @@ def check_tolerance(tolerance: float, batch_size: int, updates_per_round: int) -
                    f"round = {batch_size} x {updates_per_round} = {need} (below that the "
                    "learner and the limited actors wait on each other)", tolerance)
 
-
-def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: str | None,
-                     rollout_length: int | None = None) -> str:
-    """Where a run's replay keeps next_obs: "stored" (in each row) or "next_slot" (rebuilt
-    from the row inserted n_step * num_envs later, `hrl.replay.next_slot`). `replay`: the
-    config's `ReplayConfig` (read: next_obs, backend, capacity, n_step). The one place
-    `replay.next_obs` is resolved; `make_replay` builds what it says, the summary reports it.
-
-    An explicit "stored" or "next_slot" is returned as it is (`make_replay` refuses a
-    next_slot it cannot build, naming the key). "auto" is "next_slot" when all of these hold,
-    else "stored":
-
-    * `replay.backend` jax: the host, OpenCL and RTL buffers keep next_obs in their rows.
-    * `devices` (train.devices) 1: the sharded replay keeps it in its rows.
-    * `executor` one of IN_ORDER_EXECUTORS (fused, sequential, pipelined): each inserts the
-      actors' M transitions per env step in the actors' order (the pipelined learner takes
-      the actors' iterations in order), so an item's successor is `stride` = n_step * M
-      inserts later and only episode ends need a side entry. Not the distributed executor:
-      its Ray workers' batches interleave, so nearly every item's successor would differ and
-      need a side entry; the result would stay exact only while the side store held them
-      all. Not data-parallel (devices > 1). None (a buffer built outside an hrl executor,
-      whose insert order is unknown): stored.
-    * `num_envs` and `rollout_length` given (an add inserts M = num_envs * rollout_length
-      items) and the buffer takes such an add: capacity >= M + n_step * num_envs (the stride
-      fits in the ring beside the add) and M <= the side store's entries (next_obs_side *
-      capacity), as `NextSlotReplay.add` needs.
-
-    `next_slot` then samples what `stored` samples, bit for bit, while its side store
-    (`replay.next_obs_side`) holds every episode end in the buffer; an overflow drops items
-    and the run says so. O(1)."""
-    if replay.next_obs != "auto":
-        return replay.next_obs
-    known = all(isinstance(x, int) and x >= 1 for x in (num_envs, rollout_length))
-    per_add = num_envs * rollout_length if known else 0
-    fits = (known and replay.capacity >= per_add + replay.n_step * num_envs
-            and per_add <= max(1, int(replay.next_obs_side * replay.capacity)))
-    ok = (replay.backend == "jax" and devices == 1 and executor in IN_ORDER_EXECUTORS
-          and fits)
-    return "next_slot" if ok else "stored"

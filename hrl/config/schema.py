@@ -95,7 +95,7 @@ class ReplayConfig:
     # "auto", next_slot where the run inserts the actors' transitions in their order (backend
     # jax, train.devices 1, executor fused, sequential or pipelined) and the buffer takes an
     # iteration's num_envs x rollout_length inserts (beside the n_step x num_envs stride, and
-    # in the side store), else stored (hrl.config.rules.resolve_next_obs; the summary's
+    # in the side store), else stored (hrl.replay.factory.resolve_next_obs; the summary's
     # replay_next_obs says which)
     next_obs: Literal["auto", "stored", "next_slot"] = "auto"
     # next_obs next_slot: side-store entries (episode ends' final observations) per replay

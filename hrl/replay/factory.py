@@ -1,11 +1,11 @@
-"""`make_replay`: the one place that turns a `ReplayConfig` into a buffer."""
+"""`make_replay`: the one place that turns a `ReplayConfig` into a buffer; `resolve_next_obs`:
+the one place that decides where that buffer keeps next_obs."""
 
 from __future__ import annotations
 
 import jax
 import numpy as np
 
-from hrl.config.rules import resolve_next_obs
 from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.host_buffer import make_host_replay
 from hrl.replay.host_native import make_host_native_replay
@@ -13,6 +13,11 @@ from hrl.replay.interface import Replay
 from hrl.replay.next_slot import NextSlotReplay, NextSlotState, make_next_slot_replay
 from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import make_sharded_replay
+
+# Executors (`hrl.runtime.executor_choice.EXECUTORS`) whose actors' transitions reach the
+# replay in the actors' own order, M per env step: `replay.next_obs: auto` stores next_obs once
+# under them (`resolve_next_obs`).
+IN_ORDER_EXECUTORS = ("fused", "sequential", "pipelined")
 
 # replay.backend -> the variant built for one device (more devices: only "jax", sharded).
 # The host tree backends' names in hrl.replay.backends are host_buffer.HOST_BACKENDS.
@@ -23,6 +28,46 @@ VARIANTS = {
     "opencl": "HostPrioritizedReplay",
     "rtl": "HostPrioritizedReplay",
 }
+
+
+def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: str | None,
+                     rollout_length: int | None = None) -> str:
+    """Where a run's replay keeps next_obs: "stored" (in each row) or "next_slot" (rebuilt
+    from the row inserted n_step * num_envs later, `hrl.replay.next_slot`). `replay`: the
+    config's `ReplayConfig` (read: next_obs, backend, capacity, n_step). The one place
+    `replay.next_obs` is resolved; `make_replay` builds what it says, the summary reports it.
+
+    An explicit "stored" or "next_slot" is returned as it is (`make_replay` refuses a
+    next_slot it cannot build, naming the key). "auto" is "next_slot" when all of these hold,
+    else "stored":
+
+    * `replay.backend` jax: the host, OpenCL and RTL buffers keep next_obs in their rows.
+    * `devices` (train.devices) 1: the sharded replay keeps it in its rows.
+    * `executor` one of IN_ORDER_EXECUTORS (fused, sequential, pipelined): each inserts the
+      actors' M transitions per env step in the actors' order (the pipelined learner takes
+      the actors' iterations in order), so an item's successor is `stride` = n_step * M
+      inserts later and only episode ends need a side entry. Not the distributed executor:
+      its Ray workers' batches interleave, so nearly every item's successor would differ and
+      need a side entry; the result would stay exact only while the side store held them
+      all. Not data-parallel (devices > 1). None (a buffer built outside an hrl executor,
+      whose insert order is unknown): stored.
+    * `num_envs` and `rollout_length` given (an add inserts M = num_envs * rollout_length
+      items) and the buffer takes such an add: capacity >= M + n_step * num_envs (the stride
+      fits in the ring beside the add) and M <= the side store's entries (next_obs_side *
+      capacity), as `NextSlotReplay.add` needs.
+
+    `next_slot` then samples what `stored` samples, bit for bit, while its side store
+    (`replay.next_obs_side`) holds every episode end in the buffer; an overflow drops items
+    and the run says so. O(1)."""
+    if replay.next_obs != "auto":
+        return replay.next_obs
+    known = all(isinstance(x, int) and x >= 1 for x in (num_envs, rollout_length))
+    per_add = num_envs * rollout_length if known else 0
+    fits = (known and replay.capacity >= per_add + replay.n_step * num_envs
+            and per_add <= max(1, int(replay.next_obs_side * replay.capacity)))
+    ok = (replay.backend == "jax" and devices == 1 and executor in IN_ORDER_EXECUTORS
+          and fits)
+    return "next_slot" if ok else "stored"
 
 
 def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
@@ -51,7 +96,7 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     out once) and the C++ kernels (auto where they build). The host tree backends
     (`make_host_replay`, `host_buffer.HOST_BACKENDS`) read replay.opencl_device for opencl;
     rtl takes fixed point only. "next_slot" is `replay.next_obs` as `resolve_next_obs`
-    (`hrl.config.rules`) resolves it from the buffer's settings, `devices`, `num_envs`,
+    resolves it from the buffer's settings, `devices`, `num_envs`,
     `rollout_length` (an add inserts num_envs * rollout_length items) and `executor` (the
     name of the executor that will insert, `choose_executor`'s; None: not an hrl executor,
     so `auto` keeps next_obs in the rows). `NextSlotReplay`
@@ -153,5 +198,13 @@ def next_obs_lost_warning(lost: int | None, before: int | None, env_steps: int) 
             f"replay.next_obs_side or set replay.next_obs: stored")
 
 
-__all__ = ["VARIANTS", "make_replay", "next_obs_layout", "next_obs_lost", "next_obs_lost_warning",
-           "replay_bytes_per_item"]
+__all__ = [
+    "IN_ORDER_EXECUTORS",
+    "VARIANTS",
+    "make_replay",
+    "next_obs_layout",
+    "next_obs_lost",
+    "next_obs_lost_warning",
+    "replay_bytes_per_item",
+    "resolve_next_obs",
+]

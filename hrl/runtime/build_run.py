@@ -73,7 +73,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
     kind = choose_executor(cfg, placed=bool(placement))
     # The executor is chosen first: where the replay keeps next_obs follows from the order in
-    # which it inserts (`hrl.config.rules.resolve_next_obs`).
+    # which it inserts (`hrl.replay.factory.resolve_next_obs`).
     replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
                          axis=AXIS if mesh is not None else None, num_envs=cfg.env.num_envs,
                          rollout_length=cfg.train.rollout_length, executor=kind)

@@ -14,9 +14,14 @@ import numpy as np
 import pytest
 from tree_checks import copies_per_step
 
-from hrl.config import ConfigError, ReplayConfig, config_from_dict, resolve_next_obs
+from hrl.config import ConfigError, ReplayConfig, config_from_dict
 from hrl.replay import PrioritizedReplay, make_prioritized_replay, make_replay, native
-from hrl.replay.factory import next_obs_lost, next_obs_lost_warning, replay_bytes_per_item
+from hrl.replay.factory import (
+    next_obs_lost,
+    next_obs_lost_warning,
+    replay_bytes_per_item,
+    resolve_next_obs,
+)
 from hrl.replay.next_slot import LOST, NextSlotReplay, make_next_slot_replay
 from hrl.replay.nstep import nstep_init, nstep_push
 from hrl.runtime.executor_choice import choose_executor
