@@ -625,7 +625,18 @@ def test_next_obs_from_the_next_slot_trains_exactly_as_stored(n_step):
     assert_trees_equal(out_s, out_n)
 
 
-def test_next_slot_run_resumes_exactly_and_reports_its_bytes(tmp_path):
+def _metrics_but_timing(run_dir):
+    """metrics.csv's rows without the wall-clock columns (what two runs share bit for bit)."""
+    with (run_dir / "metrics.csv").open() as f:
+        rows = [{k: v for k, v in r.items() if k not in ("wall_s", "chunk_env_steps_per_s")}
+                for r in csv.DictReader(f)]
+    assert len(rows) > 1 and "td_abs" in rows[0]
+    return rows
+
+
+def test_a_default_run_stores_next_obs_once_resumes_exactly_and_equals_stored(tmp_path):
+    """`replay.next_obs: auto` (next_slot here): interrupted and resumed == uninterrupted; the
+    episodes and metrics of the explicit stored run, bit for bit, in fewer bytes."""
     cfg = tiny_config()  # replay.next_obs auto: next_slot
     full = train(cfg, run_dir=tmp_path / "full", progress=False)
     part = train(cfg, run_dir=tmp_path / "split", progress=False, stop_at_env_steps=768)
@@ -638,6 +649,7 @@ def test_next_slot_run_resumes_exactly_and_reports_its_bytes(tmp_path):
     assert full["recent_return"] == stored["recent_return"]
     episodes = (tmp_path / "stored" / "episodes.csv").read_text()
     assert episodes == (tmp_path / "full" / "episodes.csv").read_text()
+    assert _metrics_but_timing(tmp_path / "stored") == _metrics_but_timing(tmp_path / "full")
     assert full["replay_next_obs"] == "next_slot" and full["replay_next_obs_lost"] == 0
     assert stored["replay_next_obs"] == "stored" and stored["replay_next_obs_lost"] is None
     obs_bytes = 4 * 4  # CartPole: 4 float32
