@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from hrl.compile_cache import enable_compile_cache
-from hrl.config import ConfigError, load_config
+from hrl.config import ConfigError, load_run_config
 from hrl.runtime.build_run import build, initial_state, seed_list
 from hrl.runtime.checkpoint import restore_newest
 from hrl.runtime.evaluation import make_evaluator
@@ -42,7 +42,7 @@ def evaluate_run(run_dir: str | Path, best: bool = False, episodes: int | None =
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found (not a run directory?)")
-    cfg = load_config(path)
+    cfg = load_run_config(path)
     if episodes is not None and episodes < 1:
         raise ConfigError(f"--episodes must be >= 1, got {episodes}")
     built = build(dataclasses.replace(cfg, seeds=1))

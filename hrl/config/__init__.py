@@ -12,11 +12,13 @@ from hrl.config.loading import (
     config_from_dict,
     dump_config,
     load_config,
+    load_run_config,
     parse_yaml,
     to_dict,
 )
 from hrl.config.rules import check_limit, check_tolerance, round_samples, updates_schedule
 from hrl.config.schema import (
+    OLD_DEFAULTS,
     PLACEMENT_VALUE,
     PRIMITIVES,
     REMOVED_KEYS,
@@ -30,6 +32,7 @@ from hrl.config.schema import (
 )
 
 __all__ = [
+    "OLD_DEFAULTS",
     "PLACEMENT_VALUE",
     "PRIMITIVES",
     "REMOVED_KEYS",
@@ -46,6 +49,7 @@ __all__ = [
     "config_from_dict",
     "dump_config",
     "load_config",
+    "load_run_config",
     "parse_yaml",
     "round_samples",
     "to_dict",

@@ -25,7 +25,13 @@ from typing import Any, Literal
 
 import yaml
 
-from hrl.config.schema import REMOVED_KEYS, ConfigError, RunConfig, agent_config_class
+from hrl.config.schema import (
+    OLD_DEFAULTS,
+    REMOVED_KEYS,
+    ConfigError,
+    RunConfig,
+    agent_config_class,
+)
 
 
 def _type_name(tp) -> str:
@@ -239,9 +245,8 @@ def _refuse_removed_keys(data: dict) -> None:
             data[section] = {k: v for k, v in values.items() if k != key}
 
 
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """Read a YAML config, apply `--set` overrides, type-check and validate it."""
-    path = Path(path)
+def _read_mapping(path: Path) -> dict:
+    """The top-level mapping of the YAML file `path`; `ConfigError` naming the file."""
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
@@ -252,9 +257,32 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r}: expected a mapping at the top")
     data.setdefault("name", path.stem)
+    return data
+
+
+def _loaded(data: dict, overrides) -> RunConfig:
     for assignment in overrides:
         apply_override(data, assignment)
     return config_from_dict(data)
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Read a YAML config, apply `--set` overrides, type-check and validate it."""
+    return _loaded(_read_mapping(Path(path)), overrides)
+
+
+def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """The config a run directory saved (RUN_DIR/config.yaml, every key written out by
+    `dump_config`), read as `load_config` reads it except that a key of `OLD_DEFAULTS` the
+    file lacks takes the value it had when the file was written, not today's default: a run
+    written by an older version resumes (and is evaluated) with the state it checkpointed."""
+    data = _read_mapping(Path(path))
+    for dotted, value in OLD_DEFAULTS.items():
+        section, _, key = dotted.partition(".")
+        values = data.get(section)
+        if values is None or isinstance(values, dict) and key not in values:
+            data[section] = {**(values or {}), key: value}
+    return _loaded(data, overrides)
 
 
 def dump_config(cfg: RunConfig) -> str:

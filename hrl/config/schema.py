@@ -22,6 +22,13 @@ from hrl.replay.formats import parse_format
 REMOVED_KEYS = {
     "train.fused": "removed; set train.executor: auto | fused | sequential | pipelined",
 }
+# Keys whose default changed, with the value a run directory's config.yaml that lacks the key
+# was written under (`loading.load_run_config`): such a run resumes as it was started.
+# replay.next_obs: the key came in with "stored" as its default, now "auto"; a config.yaml
+# written before the key existed has no line for it and kept next_obs in every row.
+OLD_DEFAULTS = {
+    "replay.next_obs": "stored",
+}
 
 
 class ConfigError(ValueError):
@@ -84,20 +91,25 @@ class ReplayConfig:
     # observation stored twice; every backend); "next_slot", read at sample time from the row
     # the same env wrote n_step steps later, a small tail for the newest rows and a side store
     # for episode ends (hrl.replay.next_slot: the same samples bit for bit while the side store
-    # holds them all, about half the row for image observations; backend jax on one device)
-    next_obs: Literal["stored", "next_slot"] = "stored"
+    # holds them all, about half the row for image observations; backend jax on one device);
+    # "auto", next_slot where the run inserts the actors' transitions in their order (backend
+    # jax, train.devices 1, executor fused, sequential or pipelined) and the buffer takes an
+    # iteration's num_envs x rollout_length inserts (beside the n_step x num_envs stride, and
+    # in the side store), else stored (hrl.replay.factory.resolve_next_obs; the summary's
+    # replay_next_obs says which)
+    next_obs: Literal["auto", "stored", "next_slot"] = "auto"
     # next_obs next_slot: side-store entries (episode ends' final observations) per replay
-    # slot; when more rows than that need one, the oldest are dropped and counted in the
-    # summary's replay_next_obs_lost
+    # slot; when more rows than that need one, the oldest are dropped (never sampled again),
+    # counted in the summary's replay_next_obs_lost and warned of at the chunk's end
     next_obs_side: float = 0.25
 
     def validate(self, path: str) -> None:
         backends = ("jax", "jax_host", "native_host", "opencl", "rtl")
         _require(self.backend in backends, f"{path}.backend", f"must be one of {backends}",
                  self.backend)
-        _require(self.next_obs in ("stored", "next_slot"), f"{path}.next_obs",
-                 "must be 'stored' or 'next_slot'", self.next_obs)
-        _require(self.next_obs == "stored" or self.backend == "jax", f"{path}.next_obs",
+        _require(self.next_obs in ("auto", "stored", "next_slot"), f"{path}.next_obs",
+                 "must be 'auto', 'stored' or 'next_slot'", self.next_obs)
+        _require(self.next_obs != "next_slot" or self.backend == "jax", f"{path}.next_obs",
                  f"'next_slot' is taken by {path}.backend jax only; backend "
                  f"{self.backend!r} keeps next_obs in each row (use 'stored')", self.next_obs)
         _require(0.0 < self.next_obs_side <= 1.0, f"{path}.next_obs_side", "must be in (0, 1]",

@@ -13,13 +13,14 @@ config asks for (its docstring has the table):
   `replay.backend: jax_host`, `opencl` or `rtl`;
 * `ReplayHandle`: `PrioritizedReplay` bound to its state, one call per operation;
 * `NextSlotReplay` (`make_next_slot_replay`): `PrioritizedReplay` with next_obs stored once,
-  read from the next slot (`replay.next_obs: next_slot`).
+  read from the next slot (`replay.next_obs: next_slot`, and where `auto` resolves to it:
+  `resolve_next_obs`).
 """
 
 from hrl import threefry_cpu
 from hrl.replay import formats, sumtree
 from hrl.replay.buffer import PrioritizedReplay, ReplayState, Sample, make_prioritized_replay
-from hrl.replay.factory import make_replay
+from hrl.replay.factory import make_replay, resolve_next_obs
 from hrl.replay.formats import FixedPoint, Float32, MinFloat32, parse_format
 from hrl.replay.host_buffer import (
     HOST_BACKENDS,
@@ -69,5 +70,6 @@ __all__ = [
     "make_replay",
     "make_sharded_replay",
     "parse_format",
+    "resolve_next_obs",
     "sumtree",
 ]

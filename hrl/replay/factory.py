@@ -1,4 +1,5 @@
-"""`make_replay`: the one place that turns a `ReplayConfig` into a buffer."""
+"""`make_replay`: the one place that turns a `ReplayConfig` into a buffer; `resolve_next_obs`:
+the one place that decides where that buffer keeps next_obs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from hrl.replay.next_slot import NextSlotReplay, NextSlotState, make_next_slot_r
 from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import make_sharded_replay
 
+# Executors (`hrl.runtime.executor_choice.EXECUTORS`) whose actors' transitions reach the
+# replay in the actors' own order, M per env step: `replay.next_obs: auto` stores next_obs once
+# under them (`resolve_next_obs`).
+IN_ORDER_EXECUTORS = ("fused", "sequential", "pipelined")
+
 # replay.backend -> the variant built for one device (more devices: only "jax", sharded).
 # The host tree backends' names in hrl.replay.backends are host_buffer.HOST_BACKENDS.
 VARIANTS = {
@@ -24,14 +30,55 @@ VARIANTS = {
 }
 
 
+def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: str | None,
+                     rollout_length: int | None = None) -> str:
+    """Where a run's replay keeps next_obs: "stored" (in each row) or "next_slot" (rebuilt
+    from the row inserted n_step * num_envs later, `hrl.replay.next_slot`). `replay`: the
+    config's `ReplayConfig` (read: next_obs, backend, capacity, n_step). The one place
+    `replay.next_obs` is resolved; `make_replay` builds what it says, the summary reports it.
+
+    An explicit "stored" or "next_slot" is returned as it is (`make_replay` refuses a
+    next_slot it cannot build, naming the key). "auto" is "next_slot" when all of these hold,
+    else "stored":
+
+    * `replay.backend` jax: the host, OpenCL and RTL buffers keep next_obs in their rows.
+    * `devices` (train.devices) 1: the sharded replay keeps it in its rows.
+    * `executor` one of IN_ORDER_EXECUTORS (fused, sequential, pipelined): each inserts the
+      actors' M transitions per env step in the actors' order (the pipelined learner takes
+      the actors' iterations in order), so an item's successor is `stride` = n_step * M
+      inserts later and only episode ends need a side entry. Not the distributed executor:
+      its Ray workers' batches interleave, so nearly every item's successor would differ and
+      need a side entry; the result would stay exact only while the side store held them
+      all. Not data-parallel (devices > 1). None (a buffer built outside an hrl executor,
+      whose insert order is unknown): stored.
+    * `num_envs` and `rollout_length` given (an add inserts M = num_envs * rollout_length
+      items) and the buffer takes such an add: capacity >= M + n_step * num_envs (the stride
+      fits in the ring beside the add) and M <= the side store's entries (next_obs_side *
+      capacity), as `NextSlotReplay.add` needs.
+
+    `next_slot` then samples what `stored` samples, bit for bit, while its side store
+    (`replay.next_obs_side`) holds every episode end in the buffer; an overflow drops items
+    and the run says so. O(1)."""
+    if replay.next_obs != "auto":
+        return replay.next_obs
+    known = all(isinstance(x, int) and x >= 1 for x in (num_envs, rollout_length))
+    per_add = num_envs * rollout_length if known else 0
+    fits = (known and replay.capacity >= per_add + replay.n_step * num_envs
+            and per_add <= max(1, int(replay.next_obs_side * replay.capacity)))
+    ok = (replay.backend == "jax" and devices == 1 and executor in IN_ORDER_EXECUTORS
+          and fits)
+    return "next_slot" if ok else "stored"
+
+
 def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
-                axis: str | None = None, num_envs: int | None = None) -> Replay:
+                axis: str | None = None, num_envs: int | None = None,
+                rollout_length: int | None = None, executor: str | None = None) -> Replay:
     """The replay buffer a `ReplayConfig` (`hrl.config`) asks for, chosen by this table (the
     code below is the same table, row for row):
 
     | replay.backend | devices | replay.impl    | buffer (thin factory)                      |
     |----------------|---------|----------------|--------------------------------------------|
-    | jax            | 1       | any            | PrioritizedReplay (make_prioritized_replay)|
+    | jax, stored    | 1       | any            | PrioritizedReplay (make_prioritized_replay)|
     | jax, next_slot | 1       | any            | NextSlotReplay over PrioritizedReplay      |
     | jax            | D > 1   | any            | ShardedReplay (make_sharded_replay)        |
     | native_host    | 1       | native or auto | HostNativeReplay (make_host_native_replay) |
@@ -41,14 +88,20 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     | other than jax | D > 1   |                | ValueError naming replay.backend           |
     | next_slot      | D > 1   |                | ValueError naming replay.next_obs          |
 
+    stored / next_slot: `replay.next_obs` as resolved (auto: `resolve_next_obs`, below).
+
     "any" impl: auto, xla, native or pallas, as `PrioritizedReplay` takes them. The sharded
     buffer holds D shards of capacity / D over the mesh axis `axis` ("devices" when None) and
     samples as replay.sampling says. native_host needs `batch_size` (its output block is laid
     out once) and the C++ kernels (auto where they build). The host tree backends
     (`make_host_replay`, `host_buffer.HOST_BACKENDS`) read replay.opencl_device for opencl;
-    rtl takes fixed point only. `replay.next_obs: next_slot` (`hrl.replay.next_slot`) needs
-    `num_envs`, the actors inserting per env step (its stride is n_step * num_envs); every
-    other buffer keeps next_obs in its rows, so it names the key for them.
+    rtl takes fixed point only. "next_slot" is `replay.next_obs` as `resolve_next_obs`
+    resolves it from the buffer's settings, `devices`, `num_envs`,
+    `rollout_length` (an add inserts num_envs * rollout_length items) and `executor` (the
+    name of the executor that will insert, `choose_executor`'s; None: not an hrl executor,
+    so `auto` keeps next_obs in the rows). `NextSlotReplay`
+    (`hrl.replay.next_slot`) needs `num_envs`, the actors inserting per env step (its stride
+    is n_step * num_envs); an explicit next_slot any other buffer is asked for names the key.
 
     Placement (`cfg.placement`) does not choose the buffer: a JAX buffer's `sample`/`update`
     run on whichever device the runtime places them; a host buffer's run on the host thread
@@ -68,9 +121,11 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     if not isinstance(devices, int) or devices < 1:
         raise ValueError(f"config key 'train.devices': must be a positive int, got {devices!r}")
     r = replay_cfg
-    if r.next_obs != "stored" and (backend != "jax" or devices > 1):
+    next_obs = resolve_next_obs(r, devices=devices, num_envs=num_envs, executor=executor,
+                                rollout_length=rollout_length)
+    if next_obs != "stored" and (backend != "jax" or devices > 1):
         where = f"replay.backend {backend!r}" if backend != "jax" else "train.devices > 1"
-        raise ValueError(f"config key 'replay.next_obs': {r.next_obs!r} is taken by "
+        raise ValueError(f"config key 'replay.next_obs': {next_obs!r} is taken by "
                          f"replay.backend jax on one device only; {where} keeps next_obs in "
                          f"each row (use 'stored')")
     if devices > 1:
@@ -82,7 +137,7 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
             alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
             impl=r.impl,
         )
-    if backend == "jax" and r.next_obs == "next_slot":
+    if backend == "jax" and next_obs == "next_slot":
         inner = make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
                                         fmt=r.fmt, weights=r.weights, impl=r.impl)
         if not isinstance(num_envs, int) or num_envs < 1:
@@ -117,6 +172,12 @@ def replay_bytes_per_item(replay, example_item) -> float:
     return float(RowLayout.of(example_item).row_words * 4)
 
 
+def next_obs_layout(replay) -> str:
+    """Where the built buffer `replay` keeps next_obs: "next_slot" or "stored" (what
+    `resolve_next_obs` chose for it). O(1)."""
+    return "next_slot" if isinstance(replay, NextSlotReplay) else "stored"
+
+
 def next_obs_lost(replay_state) -> int | None:
     """Items a `NextSlotReplay` dropped because its side store overflowed (summed over
     stacked seeds), None for a buffer that stores next_obs in its rows. One device read."""
@@ -125,4 +186,25 @@ def next_obs_lost(replay_state) -> int | None:
     return int(np.sum(jax.device_get(replay_state.lost)))
 
 
-__all__ = ["VARIANTS", "make_replay", "next_obs_lost", "replay_bytes_per_item"]
+def next_obs_lost_warning(lost: int | None, before: int | None, env_steps: int) -> str | None:
+    """The one-line warning a run prints at a chunk's end when its `NextSlotReplay` dropped
+    items since the last check (`lost` and `before`: `next_obs_lost` now and then), else
+    None."""
+    if lost is None or lost <= (before or 0):
+        return None
+    return (f"warning: replay.next_obs next_slot dropped {lost - (before or 0):,} items whose "
+            f"next_obs overflowed the side store ({lost:,} in all by env step {env_steps:,}; "
+            f"they are never sampled, so sampling differs from the stored layout's): raise "
+            f"replay.next_obs_side or set replay.next_obs: stored")
+
+
+__all__ = [
+    "IN_ORDER_EXECUTORS",
+    "VARIANTS",
+    "make_replay",
+    "next_obs_layout",
+    "next_obs_lost",
+    "next_obs_lost_warning",
+    "replay_bytes_per_item",
+    "resolve_next_obs",
+]

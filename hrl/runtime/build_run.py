@@ -70,12 +70,15 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     replay_is_jax = r.backend == "jax"
     if mesh is not None:
         agent = dataclasses.replace(agent, grad_axis=AXIS)
-    replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
-                         axis=AXIS if mesh is not None else None, num_envs=cfg.env.num_envs)
-    schedule = Schedule.from_config(cfg)
-    prims = make_primitives(env, agent, replay, schedule.batch_size)
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
     kind = choose_executor(cfg, placed=bool(placement))
+    # The executor is chosen first: where the replay keeps next_obs follows from the order in
+    # which it inserts (`hrl.replay.factory.resolve_next_obs`).
+    replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
+                         axis=AXIS if mesh is not None else None, num_envs=cfg.env.num_envs,
+                         rollout_length=cfg.train.rollout_length, executor=kind)
+    schedule = Schedule.from_config(cfg)
+    prims = make_primitives(env, agent, replay, schedule.batch_size)
     if kind == "data-parallel":
         loop = DataParallelLoop(prims, schedule, replay, mesh)
     elif kind == "fused":

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hrl.config import ConfigError, RunConfig, dump_config, load_config, to_dict
+from hrl.config import ConfigError, RunConfig, dump_config, load_run_config, to_dict
 from hrl.runtime.checkpoint import latest_checkpoint
 
 # What may change when a run is resumed: how long it goes on, what is reported, and how often
@@ -80,7 +80,8 @@ def check_resume_changes(run_dir: Path, cfg: RunConfig, checkpoint_every: int) -
     path = run_dir / "config.yaml"
     if not path.is_file():
         return {}
-    return resume_changes(load_config(path), with_checkpoint_every(cfg, checkpoint_every))
+    return resume_changes(load_run_config(path),
+                          with_checkpoint_every(cfg, checkpoint_every))
 
 
 def record_resume(run_dir: Path, cfg: RunConfig, checkpoint_every: int, changed: dict,
@@ -110,15 +111,16 @@ def _has_checkpoint(run_dir: Path) -> bool:
 
 
 def resume_config(run_dir: str | Path, overrides=()) -> RunConfig:
-    """The config a run was started with (RUN_DIR/config.yaml), plus `--set` overrides of the
+    """The config a run was started with (RUN_DIR/config.yaml, `load_run_config`: a key
+    added since with a new default keeps the old one), plus `--set` overrides of the
     keys that may change at resume (`ConfigError` for any other, and when RUN_DIR holds no
     checkpoint: both found before anything compiles)."""
     run_dir = Path(run_dir)
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"--resume {run_dir}: {path} not found (not a run directory?)")
-    saved = load_config(path)
-    cfg = load_config(path, overrides)
+    saved = load_run_config(path)
+    cfg = load_run_config(path, overrides)
     resume_changes(saved, cfg)
     if not _has_checkpoint(run_dir):
         raise ConfigError(

@@ -24,7 +24,12 @@ from jax.experimental import multihost_utils
 
 from hrl.config import ConfigError, RunConfig, dump_config, to_dict
 from hrl.envs.gymnasium_env import HostEnvStateError
-from hrl.replay.factory import next_obs_lost, replay_bytes_per_item
+from hrl.replay.factory import (
+    next_obs_layout,
+    next_obs_lost,
+    next_obs_lost_warning,
+    replay_bytes_per_item,
+)
 from hrl.replay.interface import HostReplay
 from hrl.runtime.aggregate import SolvedWatch
 from hrl.runtime.build_run import Built, build, initial_state, seed_list
@@ -194,6 +199,7 @@ def train(
     # updates), the steady state a mapping's prediction is compared with.
     steady = []
     last_saved = start_steps if resume else None
+    lost = next_obs_lost(state.replay)  # a next_slot side store's overflow, warned of as it grows
 
     def wall_now():
         return wall_before + time.perf_counter() - t_start
@@ -243,6 +249,10 @@ def train(
                 dt = time.perf_counter() - t0
                 state = new_state
                 counters = (_count(state.env_steps), _count(state.updates))
+                lost_before, lost = lost, next_obs_lost(state.replay)
+                warning = next_obs_lost_warning(lost, lost_before, counters[0])
+                if warning and primary:
+                    print(warning, file=sys.stderr, flush=True)
                 if first_chunk_s is None:
                     first_chunk_s = dt
                 elif steps_now >= sch.learning_starts:
@@ -321,7 +331,7 @@ def train(
         # with replay.next_obs next_slot, without next_obs plus its share of the side store).
         "replay_bytes_per_transition": round(
             replay_bytes_per_item(built.replay, built.example_transition), 2),
-        "replay_next_obs": cfg.replay.next_obs,
+        "replay_next_obs": next_obs_layout(built.replay),  # replay.next_obs as resolved
         "replay_next_obs_lost": next_obs_lost(state.replay),
         "obs_dtype": str(built.env.spec.obs_dtype),
         "fused": built.loop.name in ("fused", "data-parallel"),

@@ -72,10 +72,12 @@ def test_a_users_flax_module_trains_through_the_config(tmp_path):
 
 def test_minatar_run_stores_bools_and_reports_bytes_per_transition(tmp_path):
     """10x10x4 bool obs and next_obs: 2 x 400 bytes + action, reward, discount = 812 bytes a
-    row, against 3212 as float32."""
+    row, against 3212 as float32 (next_obs in the row: `replay.next_obs: stored`; the default
+    stores it once, tests/replay/test_next_slot.py)."""
     cfg = tiny_config(**{"env.name": "gymnax:Breakout-MinAtar", "env.num_envs": 2,
                          "agent.network": "minatar", "train.total_env_steps": 256,
-                         "train.learning_starts": 64, "train.chunk_env_steps": 128})
+                         "train.learning_starts": 64, "train.chunk_env_steps": 128,
+                         "replay.next_obs": "stored"})
     summary = train(cfg, run_dir=tmp_path, progress=False)
     assert summary["obs_dtype"] == "bool" and summary["replay_bytes_per_transition"] == 812
     float_spec = envs.make_env("gymnax:Breakout-MinAtar", 1, obs_dtype="float32").spec

@@ -20,10 +20,11 @@ pytestmark = pytest.mark.skipif(not native.available(), reason="native kernels d
 
 
 # tiny_config's run with a buffer small enough to wrap, two SGD steps per round, the native
-# kernels and the host loop.
+# kernels and the host loop; next_obs in every row, the layout the host buffer keeps (the jax
+# buffer's whole state is compared with it).
 HOST_RUN = {"seed": 5, "replay.capacity": 300, "replay.impl": "native",
             "train.total_env_steps": 4096, "train.train_ratio": 0.5,
-            "train.executor": "sequential"}
+            "train.executor": "sequential", "replay.next_obs": "stored"}
 
 
 def _cfg(**overrides):

@@ -1,7 +1,8 @@
 """`replay.next_obs: next_slot` (hrl.replay.next_slot): next_obs read from the slot the same
 env wrote n steps later, compared bit for bit with the twice-stored layout (`PrioritizedReplay`)
 through episode ends (terminated and truncated, auto-reset), ring wrap-around and n-step
-windows; the newest items, the side store's overflow, the config key and the refusals."""
+windows; the newest items, the side store's overflow, the config key and the refusals, and
+where `replay.next_obs: auto` (the default) resolves to it."""
 
 from __future__ import annotations
 
@@ -13,11 +14,17 @@ import numpy as np
 import pytest
 from tree_checks import copies_per_step
 
-from hrl.config import ConfigError, ReplayConfig
-from hrl.replay import make_prioritized_replay, make_replay, native
-from hrl.replay.factory import next_obs_lost, replay_bytes_per_item
+from hrl.config import ConfigError, ReplayConfig, config_from_dict
+from hrl.replay import PrioritizedReplay, make_prioritized_replay, make_replay, native
+from hrl.replay.factory import (
+    next_obs_lost,
+    next_obs_lost_warning,
+    replay_bytes_per_item,
+    resolve_next_obs,
+)
 from hrl.replay.next_slot import LOST, NextSlotReplay, make_next_slot_replay
 from hrl.replay.nstep import nstep_init, nstep_push
+from hrl.runtime.executor_choice import choose_executor
 
 OBS = (4, 3, 2)
 GAMMA = 0.9
@@ -228,6 +235,65 @@ def test_config_key_is_validated_and_other_buffers_refuse_next_slot():
     with pytest.raises(ValueError, match=r"'env.num_envs'"):
         make_replay(cfg)
     assert isinstance(make_replay(cfg, num_envs=4), NextSlotReplay)
+
+
+def _resolved(replay=None, env=None, train=None):
+    """`replay.next_obs` as a run of this config resolves it (from the config alone)."""
+    cfg = config_from_dict({"env": {"name": "gymnax:CartPole-v1", "num_envs": 4, **(env or {})},
+                            "replay": {"capacity": 1000, **(replay or {})},
+                            "train": {"batch_size": 8, "learning_starts": 8, **(train or {})}})
+    return resolve_next_obs(cfg.replay, devices=cfg.train.devices, num_envs=cfg.env.num_envs,
+                            executor=choose_executor(cfg),
+                            rollout_length=cfg.train.rollout_length)
+
+
+@pytest.mark.parametrize(("replay", "env", "train", "expected"), [
+    ({}, {}, {}, "next_slot"),  # the default: a JAX env runs fused
+    ({}, {}, {"executor": "sequential"}, "next_slot"),
+    ({}, {}, {"executor": "pipelined"}, "next_slot"),
+    ({}, {"name": "gymnasium:CartPole-v1"}, {}, "next_slot"),  # auto -> sequential
+    ({"n_step": 3}, {}, {}, "next_slot"),
+    # An add of 4 envs x rollout 2 = 8 items beside the stride of 3 x 4: 20 slots, and a side
+    # store of 8 entries (0.4 x 20), or fewer slots, or a smaller side store.
+    ({"capacity": 20, "n_step": 3, "next_obs_side": 0.4}, {}, {"rollout_length": 2},
+     "next_slot"),
+    ({"capacity": 19, "n_step": 3, "next_obs_side": 0.5}, {}, {"rollout_length": 2}, "stored"),
+    ({"capacity": 20, "n_step": 3, "next_obs_side": 0.35}, {}, {"rollout_length": 2}, "stored"),
+    ({}, {}, {"executor": "distributed"}, "stored"),  # Ray workers' batches interleave
+    ({}, {"num_envs": 8}, {"devices": 2}, "stored"),  # the sharded replay
+    ({"backend": "jax_host"}, {}, {}, "stored"),
+    ({"backend": "native_host"}, {}, {}, "stored"),
+    ({"backend": "opencl"}, {}, {}, "stored"),
+    ({"backend": "rtl", "fmt": "fixed"}, {}, {}, "stored"),
+    ({"next_obs": "stored"}, {}, {}, "stored"),  # explicit values stand
+    ({"next_obs": "next_slot"}, {}, {"executor": "distributed"}, "next_slot"),
+])
+def test_auto_resolves_to_next_slot_only_where_the_actors_insert_in_order(
+        replay, env, train, expected):
+    assert _resolved(replay, env, train) == expected
+
+
+def test_make_replay_builds_what_auto_resolves_to():
+    """`auto` (the default) in `make_replay`: next_slot for an in-order executor, the rows
+    with next_obs for a buffer no hrl executor fills (its insert order is unknown)."""
+    cfg = ReplayConfig(capacity=64)
+    assert cfg.next_obs == "auto"
+    known = dict(num_envs=4, rollout_length=2)
+    assert isinstance(make_replay(cfg, **known, executor="fused"), NextSlotReplay)
+    for call in (known, dict(known, executor="distributed"), dict(num_envs=4, executor="fused"),
+                 dict(num_envs=64, rollout_length=1, executor="fused"),
+                 dict(rollout_length=1, executor="sequential")):
+        assert isinstance(make_replay(cfg, **call), PrioritizedReplay), call
+    assert resolve_next_obs(cfg, devices=1, num_envs=4, rollout_length=1,
+                            executor=None) == "stored"
+
+
+def test_the_overflow_warning_names_the_remedies_and_only_when_lost_grows():
+    assert next_obs_lost_warning(None, None, 256) is None  # a buffer with next_obs in its rows
+    assert next_obs_lost_warning(3, 3, 512) is None
+    line = next_obs_lost_warning(5, 3, 768)
+    assert "\n" not in line and "dropped 2 items" in line and "5 in all by env step 768" in line
+    assert "replay.next_obs_side" in line and "replay.next_obs: stored" in line
 
 
 def test_bytes_per_transition_drop_by_about_the_observation():

@@ -74,8 +74,9 @@ def _one_device_data_parallel(built):
 def test_one_device_reproduces_the_fused_loop_bit_for_bit():
     # The sharded replay with one shard, the pmean over one device and device 0's keys are the
     # single-device run; the whole state (replay, networks, optimizer, actors) must agree.
+    # next_obs in every row: the sharded replay's layout (the fused default is next_slot).
     built = build(tiny_config(**{"replay.impl": "xla", "train.dependency": "relaxed",
-                                 "train.staleness": 1}))
+                                 "train.staleness": 1, "replay.next_obs": "stored"}))
     ref, ref_out = built.loop.run(initial_state(built), 40)
     loop, state = _one_device_data_parallel(built)
     got, out = loop.run(state, 40)

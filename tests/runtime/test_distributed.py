@@ -86,8 +86,10 @@ def _returns(outs):
 
 
 def test_one_worker_is_the_pipelined_executor_with_process_actors(local_ray):
+    # The whole state, replay layout included: the distributed executor keeps next_obs in each
+    # row (`replay.next_obs: auto` is stored there), so the pipelined run is asked for stored.
     piped = tiny_config(**{"train.executor": "pipelined", "train.actors": "process",
-                           "train.pipeline_depth": 2})
+                           "train.pipeline_depth": 2, "replay.next_obs": "stored"})
     built = build(piped)
     loop, ref = built.loop, initial_state(built)
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -421,6 +422,31 @@ def test_pipelined_depth_0_equals_sequential_bit_for_bit(config):
     np.testing.assert_array_equal(seq_out.completed_return, pip_out.completed_return)
 
 
+@pytest.mark.parametrize(("config", "executor"), [("dqn_cartpole", "sequential"),
+                                                ("dqn_cartpole_gymnasium", "pipelined")])
+def test_host_executors_store_next_obs_once_by_default_and_train_as_stored(config, executor):
+    """The default `replay.next_obs: auto` is next_slot under the host loop and the pipelined
+    executor (a JAX env; a gymnasium env, whose final observations come from its auto-reset
+    info, with the actors a step ahead): fewer bytes per transition, and the stored layout's
+    run bit for bit. (dqn_cartpole adds 4 x 64 items at once: 1024 slots give the side store
+    room for them, 512 would resolve to stored. One-step returns: with n_step 3 each episode
+    end needs 3 side entries, more than the default quarter of the items while episodes are
+    under 12 steps, as an untrained policy's often are.)"""
+    from hrl.replay.factory import replay_bytes_per_item
+
+    sets = [f"train.executor={executor}", "replay.capacity=1024", "replay.n_step=1"]
+    built, slot, out = _small_run(config, sets)
+    stored_built, stored, out_s = _small_run(config, [*sets, "replay.next_obs=stored"])
+    assert type(built.replay).__name__ == "NextSlotReplay"
+    assert type(stored_built.replay).__name__ == "PrioritizedReplay"
+    assert int(slot.updates) > 0 and int(slot.replay.lost) == 0
+    assert_trees_equal(stored.agent, slot.agent)
+    assert_trees_equal(stored.replay.tree, slot.replay.tree)
+    assert_trees_equal(out_s, out)
+    assert replay_bytes_per_item(built.replay, built.example_transition) < \
+        replay_bytes_per_item(stored_built.replay, stored_built.example_transition)
+
+
 def test_pipelined_with_lagging_weights_is_reproducible():
     """depth 2, weights every 3 iterations, relaxed s=2: two runs give the same state (the
     weights each actor iteration uses follow from the schedule, not from thread timing), and
@@ -578,15 +604,20 @@ def test_summary_reports_the_steady_state_apart_from_the_start_up(tmp_path):
     assert short["steady_chunks"] == 0 and short["steady_env_steps_per_s"] is None
 
 
+STORED = {"replay.next_obs": "stored"}  # next_obs in every row, as before `auto`
+
+
 @pytest.mark.parametrize("n_step", [1, 3])
 def test_next_obs_from_the_next_slot_trains_exactly_as_stored(n_step):
-    """`replay.next_obs: next_slot` (next_obs rebuilt from the next slot, the tail and the
-    side store) gives the stored layout's training run: the same networks, priorities and
-    episodes, bit for bit, through the ring's wrap-around (203 slots < 30 iterations x 16)."""
+    """The default `replay.next_obs: auto` is next_slot in a fused run (next_obs rebuilt from
+    the next slot, the tail and the side store) and gives the stored layout's training run:
+    the same networks, priorities and episodes, bit for bit, through the ring's wrap-around
+    (203 slots < 30 iterations x 16)."""
     base = {"replay.n_step": n_step, "replay.capacity": 203}  # wraps; no multiple of M
-    stored, out_s = run_iterations(tiny_config(**base), ITERATIONS)
-    slot, out_n = run_iterations(tiny_config(**base, **{"replay.next_obs": "next_slot"}),
-                                 ITERATIONS)
+    stored, out_s = run_iterations(tiny_config(**base, **STORED), ITERATIONS)
+    default = tiny_config(**base)
+    assert type(build(default).replay).__name__ == "NextSlotReplay"
+    slot, out_n = run_iterations(default, ITERATIONS)
     assert int(slot.updates) > 0 and int(slot.replay.lost) == 0
     assert int(slot.replay.added) > 203
     assert_trees_equal(stored.agent, slot.agent)
@@ -594,8 +625,19 @@ def test_next_obs_from_the_next_slot_trains_exactly_as_stored(n_step):
     assert_trees_equal(out_s, out_n)
 
 
-def test_next_slot_run_resumes_exactly_and_reports_its_bytes(tmp_path):
-    cfg = tiny_config(**{"replay.next_obs": "next_slot"})
+def _metrics_but_timing(run_dir):
+    """metrics.csv's rows without the wall-clock columns (what two runs share bit for bit)."""
+    with (run_dir / "metrics.csv").open() as f:
+        rows = [{k: v for k, v in r.items() if k not in ("wall_s", "chunk_env_steps_per_s")}
+                for r in csv.DictReader(f)]
+    assert len(rows) > 1 and "td_abs" in rows[0]
+    return rows
+
+
+def test_a_default_run_stores_next_obs_once_resumes_exactly_and_equals_stored(tmp_path):
+    """`replay.next_obs: auto` (next_slot here): interrupted and resumed == uninterrupted; the
+    episodes and metrics of the explicit stored run, bit for bit, in fewer bytes."""
+    cfg = tiny_config()  # replay.next_obs auto: next_slot
     full = train(cfg, run_dir=tmp_path / "full", progress=False)
     part = train(cfg, run_dir=tmp_path / "split", progress=False, stop_at_env_steps=768)
     assert part["interrupted"]
@@ -603,9 +645,53 @@ def test_next_slot_run_resumes_exactly_and_reports_its_bytes(tmp_path):
     like = initial_state(build(cfg))
     assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
                        restore_checkpoint(latest_checkpoint(tmp_path / "split")[0], like))
-    stored = train(tiny_config(), run_dir=tmp_path / "stored", progress=False)
+    stored = train(tiny_config(**STORED), run_dir=tmp_path / "stored", progress=False)
     assert full["recent_return"] == stored["recent_return"]
+    episodes = (tmp_path / "stored" / "episodes.csv").read_text()
+    assert episodes == (tmp_path / "full" / "episodes.csv").read_text()
+    assert _metrics_but_timing(tmp_path / "stored") == _metrics_but_timing(tmp_path / "full")
     assert full["replay_next_obs"] == "next_slot" and full["replay_next_obs_lost"] == 0
+    assert stored["replay_next_obs"] == "stored" and stored["replay_next_obs_lost"] is None
     obs_bytes = 4 * 4  # CartPole: 4 float32
     assert stored["replay_bytes_per_transition"] - full["replay_bytes_per_transition"] == \
         obs_bytes - 4 - 0.25 * obs_bytes
+
+
+def test_a_run_directory_older_than_the_key_resumes_with_next_obs_stored(tmp_path):
+    """A config.yaml written before `replay.next_obs` existed has no line for it; its run kept
+    next_obs in every row, so `--resume` (`resume_config`) reads it as stored, not as today's
+    default, and continues exactly as the uninterrupted stored run."""
+    from hrl.config import load_config
+    from hrl.runtime import resume_config
+
+    cfg = tiny_config(**STORED)
+    full = train(cfg, run_dir=tmp_path / "full", progress=False)
+    train(cfg, run_dir=tmp_path / "old", progress=False, stop_at_env_steps=768)
+    saved = tmp_path / "old" / "config.yaml"
+    text = saved.read_text()
+    saved.write_text(text.replace("  next_obs: stored\n", ""))
+    assert "next_obs:" not in saved.read_text()
+    assert load_config(saved).replay.next_obs == "auto"  # what plain loading would give
+    resumed_cfg = resume_config(tmp_path / "old")
+    assert resumed_cfg.replay.next_obs == "stored"
+    resumed = train(resumed_cfg, run_dir=tmp_path / "old", resume=True, progress=False)
+    assert resumed["replay_next_obs"] == "stored" and resumed["env_steps"] == full["env_steps"]
+    like = initial_state(build(cfg))
+    assert_trees_equal(restore_checkpoint(latest_checkpoint(tmp_path / "full")[0], like),
+                       restore_checkpoint(latest_checkpoint(tmp_path / "old")[0], like))
+    assert (tmp_path / "full" / "episodes.csv").read_text() == \
+        (tmp_path / "old" / "episodes.csv").read_text()
+
+
+def test_a_side_store_overflow_is_warned_of_while_the_run_runs(tmp_path, capsys):
+    """A side store of 16 entries (the least an add of 16 items takes) for 1000 slots:
+    CartPole's episode ends overflow it within three chunks; the run says so at that chunk's
+    end (one line naming the remedies), and the summary counts the dropped items."""
+    cfg = tiny_config(**{"replay.next_obs_side": 0.016, "train.total_env_steps": 768})
+    summary = train(cfg, run_dir=tmp_path, progress=False)
+    assert summary["replay_next_obs"] == "next_slot"
+    lines = [line for line in capsys.readouterr().err.splitlines()
+             if "replay.next_obs next_slot dropped" in line]
+    assert len(lines) >= 1 and re.search(r"by env step (256|512|768);", lines[0])
+    assert "replay.next_obs_side" in lines[0] and "replay.next_obs: stored" in lines[0]
+    assert summary["replay_next_obs_lost"] > 0
