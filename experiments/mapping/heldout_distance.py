@@ -18,14 +18,14 @@ from __future__ import annotations
 import argparse
 import csv
 import statistics
-from pathlib import Path
+
+from validate_mapping import OUT, PROFILE_DIRS  # beside this script
 
 from hrl.mapping.profile import load_profile
 from hrl.mapping.uncertainty import doublings_outside, profiled_box
 from hrl.mapping.workload import Workload
 
-HELDOUT = Path(__file__).resolve().parents[2] / "experiments" / "results" / "mapping" / "heldout"
-PROFILES = {"gymnax": "profile", "gymnasium": "profile-gymnasium"}
+HELDOUT = OUT / "heldout"
 
 
 def distance_of(row: dict, boxes: dict) -> float:
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5, 6])
     args = ap.parse_args(argv)
-    boxes = {env: profiled_box(load_profile(HELDOUT / d)) for env, d in PROFILES.items()}
+    boxes = {env: profiled_box(load_profile(HELDOUT / d)) for env, d in PROFILE_DIRS.items()}
     groups: dict[tuple[str, str], list[float]] = {}
     for seed in args.seeds:
         with open(HELDOUT / f"heldout-seed{seed}.csv") as f:

@@ -65,4 +65,3 @@ def check_tolerance(tolerance: float, batch_size: int, updates_per_round: int) -
                    f"must be >= one learning round's samples, train.batch_size x SGD steps per "
                    f"round = {batch_size} x {updates_per_round} = {need} (below that the "
                    "learner and the limited actors wait on each other)", tolerance)
-

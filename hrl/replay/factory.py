@@ -10,7 +10,12 @@ from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.host_buffer import make_host_replay
 from hrl.replay.host_native import make_host_native_replay
 from hrl.replay.interface import Replay
-from hrl.replay.next_slot import NextSlotReplay, NextSlotState, make_next_slot_replay
+from hrl.replay.next_slot import (
+    NextSlotReplay,
+    NextSlotState,
+    make_next_slot_replay,
+    takes_add,
+)
 from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import make_sharded_replay
 
@@ -54,7 +59,7 @@ def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: st
     * `num_envs` and `rollout_length` given (an add inserts M = num_envs * rollout_length
       items) and the buffer takes such an add: capacity >= M + n_step * num_envs (the stride
       fits in the ring beside the add) and M <= the side store's entries (next_obs_side *
-      capacity), as `NextSlotReplay.add` needs.
+      capacity): `next_slot.takes_add`, the check `NextSlotReplay.add` makes.
 
     `next_slot` then samples what `stored` samples, bit for bit, while its side store
     (`replay.next_obs_side`) holds every episode end in the buffer; an overflow drops items
@@ -62,9 +67,8 @@ def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: st
     if replay.next_obs != "auto":
         return replay.next_obs
     known = all(isinstance(x, int) and x >= 1 for x in (num_envs, rollout_length))
-    per_add = num_envs * rollout_length if known else 0
-    fits = (known and replay.capacity >= per_add + replay.n_step * num_envs
-            and per_add <= max(1, int(replay.next_obs_side * replay.capacity)))
+    fits = known and takes_add(replay.capacity, replay.n_step * num_envs,
+                               replay.next_obs_side, num_envs * rollout_length)
     ok = (replay.backend == "jax" and devices == 1 and executor in IN_ORDER_EXECUTORS
           and fits)
     return "next_slot" if ok else "stored"

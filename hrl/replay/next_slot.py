@@ -108,6 +108,18 @@ def _same_bits(a, b):
     return jnp.all(eq.reshape(eq.shape[0], -1), axis=1)
 
 
+def side_entries(capacity: int, side_fraction: float) -> int:
+    """S, the side store's entries for a buffer of `capacity` slots (at least one)."""
+    return max(1, int(side_fraction * capacity))
+
+
+def takes_add(capacity: int, stride: int, side_fraction: float, m: int) -> bool:
+    """Whether a `NextSlotReplay` of these settings takes `m` items in one add: the add and
+    the stride fit in the ring (m + stride <= capacity) and the side store could hold every
+    one of them (m <= S). O(1)."""
+    return m + stride <= capacity and m <= side_entries(capacity, side_fraction)
+
+
 @dataclasses.dataclass(frozen=True)
 class NextSlotReplay:
     """`PrioritizedReplay` (`inner`) over rows without `next_obs`, plus the tail, the side
@@ -136,7 +148,7 @@ class NextSlotReplay:
     @property
     def side_slots(self) -> int:
         """S, the side store's entries (at least one)."""
-        return max(1, int(self.side_fraction * self.capacity))
+        return side_entries(self.capacity, self.side_fraction)
 
     @property
     def kernels(self):
@@ -186,7 +198,7 @@ class NextSlotReplay:
         if m == 0:
             return state.replace(inner=self.inner.add(state.inner, _without_next(items),
                                                        priorities))
-        if m + self.stride > self.capacity or m > self.side_slots:
+        if not takes_add(self.capacity, self.stride, self.side_fraction, m):
             raise ValueError(f"replay.next_obs 'next_slot': adding {m} items at once needs "
                              f"replay.capacity >= {m + self.stride} and a side store of >= {m} "
                              f"entries (replay.next_obs_side * capacity); have "
