@@ -115,26 +115,31 @@ def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
     ensure_cpu_devices(cpu_devices_of(cfg))
     jax.config.update("jax_cpu_enable_async_dispatch", dispatch == "async")
     threads = cpu_threads_of(cfg)
-    if threads is not None and threads < usable_cores() and hasattr(os, "sched_setaffinity"):
+    if threads is not None:
         _start_with_threads(threads)
     return True
 
 
+# XLA:CPU reads this variable once, when its client starts, to size the intra-op pool
+# (`DefaultThreadPoolSize` in XLA's CPU client; without it, one thread per core of the
+# affinity mask).
+POOL_SIZE_VARIABLE = "NPROC"
+
+
 def _start_with_threads(threads: int) -> None:
-    """XLA sizes its intra-op pool from the affinity mask it sees when the backend starts: start
-    it under a mask of `threads` cores, then give every thread of the process (the pool's
-    included) the whole mask back, so the threads are fewer but free to run on any core."""
-    cores = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, sorted(cores)[:threads])
+    """Start the backend with an intra-op pool of `threads` threads. The variable is set only
+    while the client starts and then restored, so child processes and later code see the
+    environment they had. (An earlier version narrowed the affinity mask while the backend
+    started; XLA then sometimes still saw every core, so the pool's size was chance.)"""
+    before = os.environ.get(POOL_SIZE_VARIABLE)
+    os.environ[POOL_SIZE_VARIABLE] = str(threads)
     try:
         jax.devices()
     finally:
-        for tid in os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ():
-            try:
-                os.sched_setaffinity(int(tid), cores)
-            except (ProcessLookupError, PermissionError):  # a thread that has just ended
-                pass
-        os.sched_setaffinity(0, cores)
+        if before is None:
+            del os.environ[POOL_SIZE_VARIABLE]
+        else:
+            os.environ[POOL_SIZE_VARIABLE] = before
 
 
 def run_json_child(args: list[str], what: str, timeout: float, cwd=None, env=None,
