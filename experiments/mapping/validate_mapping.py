@@ -117,6 +117,9 @@ def main(argv=None) -> int:
                          "median, as the runs are measured); a profile that kept its rounds "
                          "(profile.json \"rounds\") can be read either way by --repredict")
     ap.add_argument("--profile-only", action="store_true", help="step 1 only")
+    ap.add_argument("--kinds", nargs="+", choices=sorted(CONFIGS), default=sorted(CONFIGS),
+                    help="with --profile-only: profile only these envs' configs (default all; "
+                         "the others' profiles in --out are left as they are)")
     ap.add_argument("--refresh-loops", action="store_true",
                     help="with --profile: measure the loop rows of its profiles again (at "
                          "the grid's smallest sizes, `grids.loop_sizes`) and keep every other "
@@ -160,6 +163,8 @@ def main(argv=None) -> int:
     if args.refresh_loops and not args.profile:
         ap.error("--refresh-loops needs --profile DIR (the profiles whose loop rows it "
                  "measures again)")
+    if sorted(args.kinds) != sorted(CONFIGS) and not args.profile_only:
+        ap.error("--kinds picks the profiles --profile-only takes; a validation needs them all")
     if args.held_out and not args.profile:
         ap.error("--held-out needs --profile DIR (a profile of this machine taken beforehand; "
                  "`--profile-only --out DIR` takes one)")
@@ -195,6 +200,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = QUICK_SETTINGS if args.quick else SETTINGS
     kinds = sorted({kind for _, kind, _ in settings})
+    if args.profile_only:
+        kinds = [k for k in kinds if k in args.kinds]
     profiles = {}
     for kind in kinds:
         where = [Path(d) / PROFILE_DIRS[kind] for d in (args.profile or [out])]

@@ -98,9 +98,10 @@ class ReplayConfig:
     # in the side store), else stored (hrl.replay.factory.resolve_next_obs; the summary's
     # replay_next_obs says which)
     next_obs: Literal["auto", "stored", "next_slot"] = "auto"
-    # next_obs next_slot: side-store entries (episode ends' final observations) per replay
-    # slot; when more rows than that need one, the oldest are dropped (never sampled again),
-    # counted in the summary's replay_next_obs_lost and warned of at the chunk's end
+    # next_obs next_slot: side-store entries (episode ends' final observations, one per end:
+    # the n-step windows it cuts share it) per replay slot; when more rows than that need one,
+    # the oldest are dropped (never sampled again), counted in the summary's
+    # replay_next_obs_lost and warned of at the chunk's end
     next_obs_side: float = 0.25
 
     def validate(self, path: str) -> None:

@@ -151,7 +151,7 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
         if stride + 1 > r.capacity:
             raise ValueError(f"config key 'replay.capacity': replay.next_obs 'next_slot' needs "
                              f"more than n_step * num_envs = {stride} slots, got {r.capacity}")
-        return make_next_slot_replay(inner, stride, r.next_obs_side)
+        return make_next_slot_replay(inner, stride, r.next_obs_side, group=num_envs)
     if backend == "jax":
         return make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
                                        fmt=r.fmt, weights=r.weights, impl=r.impl)

@@ -17,7 +17,13 @@ ended inside item i's n-step window, the one whose `obs` is item i's `next_obs`
 * the side store: a ring of S observations for the items whose `next_obs` differs from their
   successor's `obs`: an episode end in the window (the final observation of a terminated or
   truncated episode, where the next slot holds the auto-reset one), or an insert order that
-  breaks the stride.
+  breaks the stride;
+* another item's: with n-step windows, one episode end cuts the windows of up to n items of
+  its env (`group` = M inserts apart), and all of them end on the same final observation. An
+  item whose `next_obs` has the same bits as that of the item j * group inserts newer (j < n,
+  the newest such) links to it (`link` = AHEAD - j + 1, "ahead by j") instead of taking a side
+  entry, so an episode end costs one side entry, not n. One hop only: an item another links to
+  never links on itself (`target`), so it keeps a side entry or its successor.
 
 Guarantee: while no side entry is overwritten whose item is still in the buffer (`lost` = 0),
 `init / add / sample / update` give the numbers `PrioritizedReplay` gives on the same calls,
@@ -28,11 +34,13 @@ oldest such item is dropped: its priority becomes 0 (+inf in the min tree), late
 it are ignored, so it is never sampled again, and `lost` counts it. Then the sampling
 distribution differs from `PrioritizedReplay`'s; a run's summary reports `lost`.
 
-Memory per item: the row without `next_obs` + 4 bytes (`link`) + `side_fraction` of one
-observation. Costs over `PrioritizedReplay`: `add` O(M obs) more (the bit comparison and the
-side writes) plus, only when an item is dropped, one tree update of M leaves; `sample` one
-more gather of B rows (the successors') and of B side and tail entries; `update` one gather
-of B links.
+When an item is dropped, so are the items that link ahead to it.
+
+Memory per item: the row without `next_obs` + 5 bytes (`link`, `target`) + `side_fraction` of
+one observation. Costs over `PrioritizedReplay`: `add` O(n M obs) more (the bit comparisons
+with the successor and the n - 1 newer items of the env, the side writes) plus, only when an
+item is dropped, one tree update of n M leaves; `sample` one more gather of B rows (the
+successors'), of 2 B links and of B side and tail entries; `update` one gather of B links.
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ from hrl.replay.rows import RowLayout
 
 LOST = -2  # `link` of an item whose side entry was overwritten: never sampled again
 SUCCESSOR = -1  # `link` of an item whose next_obs is the obs of slot (i + stride) % N
+AHEAD = -3  # `link` AHEAD - (j - 1): next_obs is that of slot (i + j * group) % N, j >= 1
 
 
 @struct.dataclass
@@ -66,7 +75,8 @@ class NextSlotState:
     inner: ReplayState  # rows without next_obs, the trees and the ring's bookkeeping
     tail: jax.Array  # (stride, *obs): next_obs of the newest `stride` items, oldest first
     side: jax.Array  # (S, *obs): next_obs of items whose successor's obs differs
-    link: jax.Array  # int32 (N,): SUCCESSOR, a side entry, or LOST (read when not in the tail)
+    link: jax.Array  # int32 (N,): SUCCESSOR, a side entry, AHEAD - (j - 1), or LOST
+    target: jax.Array  # bool (N,): an older item links ahead to this one (it must not link on)
     side_owner: jax.Array  # int32 (S,): the slot whose item an entry holds (-1: none yet)
     side_pos: jax.Array  # int32: next side entry to write
     lost: jax.Array  # int32: items dropped because the side store overflowed
@@ -129,11 +139,17 @@ class NextSlotReplay:
     inner: PrioritizedReplay
     stride: int  # inserts between an item and the one whose obs is its next_obs (n_step * M)
     side_fraction: float = 0.25  # side store entries per buffer slot
+    # Inserts between an item and the next one of its env (M), for the links ahead; None: none
+    # (each item whose next_obs is not its successor's obs takes a side entry).
+    group: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.stride, int) or self.stride < 1:
             raise ValueError(f"next_slot stride (n_step * num_envs) must be a positive int, "
                              f"got {self.stride!r}")
+        if self.group is not None and (not isinstance(self.group, int) or self.group < 1):
+            raise ValueError(f"next_slot group (num_envs) must be a positive int or None, "
+                             f"got {self.group!r}")
         if self.stride >= self.capacity:
             raise ValueError(f"next_slot stride {self.stride} (n_step * num_envs) must be "
                              f"below the replay capacity {self.capacity}")
@@ -151,6 +167,12 @@ class NextSlotReplay:
         return side_entries(self.capacity, self.side_fraction)
 
     @property
+    def reach(self) -> int:
+        """J, the most env steps an item links ahead: the newer items of its env whose next_obs
+        is still in the tail when it leaves it ((stride - 1) // group; 0 without a group)."""
+        return 0 if self.group is None else (self.stride - 1) // self.group
+
+    @property
     def kernels(self):
         return self.inner.kernels
 
@@ -159,7 +181,7 @@ class NextSlotReplay:
         of the side store (the tail, `stride` observations, is not counted)."""
         obs = np.asarray(example_item["obs"])
         rows = RowLayout.of(_without_next(example_item)).row_words * 4
-        return rows + 4 + self.side_slots / self.capacity * obs.nbytes
+        return rows + 5 + self.side_slots / self.capacity * obs.nbytes
 
     # ------------------------------------------------------------------ state
     def init(self, example_item) -> NextSlotState:
@@ -178,6 +200,7 @@ class NextSlotReplay:
             tail=jnp.zeros((self.stride, *obs.shape), obs.dtype),
             side=jnp.zeros((self.side_slots, *obs.shape), obs.dtype),
             link=jnp.full((self.capacity,), SUCCESSOR, jnp.int32),
+            target=jnp.zeros((self.capacity,), bool),
             side_owner=jnp.full((self.side_slots,), -1, jnp.int32),
             side_pos=jnp.int32(0),
             lost=jnp.int32(0),
@@ -203,37 +226,65 @@ class NextSlotReplay:
                              f"replay.capacity >= {m + self.stride} and a side store of >= {m} "
                              f"entries (replay.next_obs_side * capacity); have "
                              f"{self.capacity} and {self.side_slots}")
-        big_n, t, s = self.capacity, self.stride, self.side_slots
+        big_n, t, s, g = self.capacity, self.stride, self.side_slots, self.group
         obs = jnp.asarray(items["obs"])
         nxt = jnp.asarray(items["next_obs"], obs.dtype)
         inner, k = state.inner, jnp.arange(m, dtype=jnp.int32)
         # Item k's predecessor: the item inserted `stride` before it (it may be in this batch).
+        # `everything` holds the next_obs of every item not yet resolved, oldest first: the
+        # predecessors leave it now, the newer items of their envs are still in it.
         everything = jnp.concatenate([state.tail, nxt], axis=0)
         pred_next, tail = everything[:m], everything[m:]
         pred_exists = inner.added - t + k >= 0
         pred_slot = (inner.insert_pos - t + k) % big_n
         cut = pred_exists & ~_same_bits(pred_next, obs)
-        entry = (state.side_pos + jnp.cumsum(cut.astype(jnp.int32)) - 1) % s
-        # An entry reused while the item holding it is still in the buffer (not overwritten
-        # now): that item is dropped.
+        # A cut item links ahead to the newest of its env's next `reach` items with the same
+        # next_obs bits, unless an older item links to it: any link of an older add (`target`)
+        # or any candidate link of this one (a superset of those kept: fewer links, one hop).
+        ahead = jnp.zeros(m, jnp.int32)
+        for j in range(1, self.reach + 1):
+            ahead = jnp.where(cut & _same_bits(pred_next, everything[j * g:j * g + m]), j, ahead)
+        if self.reach:
+            marks = jnp.zeros(t + m, bool).at[jnp.where(ahead > 0, k + ahead * g, t + m)].set(
+                True, mode="drop")
+            ahead = jnp.where(state.target[pred_slot] | marks[:m], 0, ahead)
+        need = cut & (ahead == 0)  # a side entry
+        entry = (state.side_pos + jnp.cumsum(need.astype(jnp.int32)) - 1) % s
+
+        def written_now(slot):  # slots this add overwrites: their items leave anyway
+            return (slot - inner.insert_pos) % big_n < m
+
+        # An entry reused while the item holding it is still in the buffer: that item is
+        # dropped, and so are the items that link ahead to it.
         owner = state.side_owner[entry]
-        overwritten = (owner - inner.insert_pos) % big_n < m
-        dropped = cut & (owner >= 0) & (jnp.take(state.link, owner, mode="clip") == entry) \
-            & ~overwritten
-        dropped_slot = jnp.where(dropped, owner, big_n)
+        dropped = need & (owner >= 0) & (jnp.take(state.link, owner, mode="clip") == entry) \
+            & ~written_now(owner)
+        drops = [jnp.where(dropped, owner, big_n)]
+        for j in range(1, self.reach + 1):
+            back = (owner - j * g) % big_n
+            linked = jnp.take(state.link, back, mode="clip") == AHEAD - (j - 1)
+            drops.append(jnp.where(dropped & linked & ~written_now(back), back, big_n))
+        dropped_slot = jnp.concatenate(drops)
         link = state.link.at[dropped_slot].set(LOST, mode="drop")
-        link = link.at[(inner.insert_pos + k) % big_n].set(SUCCESSOR, unique_indices=True)
+        inserted = (inner.insert_pos + k) % big_n
+        link = link.at[inserted].set(SUCCESSOR, unique_indices=True)
         link = link.at[jnp.where(pred_exists, pred_slot, big_n)].set(
-            jnp.where(cut, entry, SUCCESSOR), mode="drop")
-        write = jnp.where(cut, entry, s)
+            jnp.where(need, entry, jnp.where(ahead > 0, AHEAD - (ahead - 1), SUCCESSOR)),
+            mode="drop")
+        target = state.target.at[inserted].set(False, unique_indices=True)
+        target = target.at[jnp.where(ahead > 0, (pred_slot + ahead * (g or 0)) % big_n, big_n)
+                           ].set(True, mode="drop")
+        write = jnp.where(need, entry, s)
         side = state.side.at[write].set(pred_next, mode="drop")
         side_owner = state.side_owner.at[write].set(pred_slot, mode="drop")
         inner = self.inner.add(inner, _without_next(items), priorities)
-        inner = lax.cond(jnp.any(dropped), self._drop, lambda st, _: st, inner, dropped_slot)
+        any_dropped = jnp.any(dropped_slot < big_n)
+        inner = lax.cond(any_dropped, self._drop, lambda st, _: st, inner, dropped_slot)
         return state.replace(
-            inner=inner, tail=tail, side=side, link=link, side_owner=side_owner,
-            side_pos=(state.side_pos + jnp.sum(cut, dtype=jnp.int32)) % s,
-            lost=state.lost + jnp.sum(dropped, dtype=jnp.int32),
+            inner=inner, tail=tail, side=side, link=link, target=target,
+            side_owner=side_owner,
+            side_pos=(state.side_pos + jnp.sum(need, dtype=jnp.int32)) % s,
+            lost=state.lost + jnp.sum(dropped_slot < big_n, dtype=jnp.int32),
         )
 
     def _drop(self, inner: ReplayState, slots) -> ReplayState:
@@ -247,8 +298,14 @@ class NextSlotReplay:
 
     def next_obs_at(self, state: NextSlotState, indices):
         """The next_obs of the items at `indices` (filled slots): from the tail, the side
-        store or the successor's row. O(B) gathers."""
+        store or the successor's row, of the item itself or of the one it links ahead to.
+        O(B) gathers."""
         big_n, t = self.capacity, self.stride
+        if self.reach:  # an item linked ahead reads the next_obs of the item it links to
+            age = (state.inner.insert_pos - 1 - indices) % big_n
+            link = state.link[indices]
+            j = jnp.where((age >= t) & (link <= AHEAD), AHEAD + 1 - link, 0)
+            indices = (indices + j * self.group) % big_n
         age = (state.inner.insert_pos - 1 - indices) % big_n  # 0: the newest item
         in_tail = age < t
         link = state.link[indices]
@@ -298,11 +355,15 @@ def _without_next(items) -> Any:
 
 
 def make_next_slot_replay(inner: PrioritizedReplay, stride: int,
-                          side_fraction: float = 0.25) -> NextSlotReplay:
+                          side_fraction: float = 0.25, group: int | None = None
+                          ) -> NextSlotReplay:
     """`inner`'s buffer with next_obs stored once (see the module docstring): `stride` =
-    n_step * num_envs, the inserts between an item and its successor in the actors' order.
-    Validates (ValueError naming the setting); O(1)."""
-    return NextSlotReplay(inner=inner, stride=int(stride), side_fraction=float(side_fraction))
+    n_step * num_envs, the inserts between an item and its successor in the actors' order;
+    `group` = num_envs, the inserts between an env's consecutive items, lets the items one
+    episode end cuts share its side entry (None: each takes its own). Validates (ValueError
+    naming the setting); O(1)."""
+    return NextSlotReplay(inner=inner, stride=int(stride), side_fraction=float(side_fraction),
+                          group=None if group is None else int(group))
 
 
-__all__ = ["LOST", "SUCCESSOR", "NextSlotReplay", "NextSlotState", "make_next_slot_replay"]
+__all__ = ["AHEAD", "LOST", "SUCCESSOR", "NextSlotReplay", "NextSlotState", "make_next_slot_replay"]

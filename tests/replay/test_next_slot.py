@@ -22,7 +22,7 @@ from hrl.replay.factory import (
     replay_bytes_per_item,
     resolve_next_obs,
 )
-from hrl.replay.next_slot import LOST, NextSlotReplay, make_next_slot_replay
+from hrl.replay.next_slot import AHEAD, LOST, NextSlotReplay, make_next_slot_replay
 from hrl.replay.nstep import nstep_init, nstep_push
 from hrl.runtime.executor_choice import choose_executor
 
@@ -114,22 +114,81 @@ IMPLS = ["xla", pytest.param("native", marks=pytest.mark.skipif(
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("share", [False, True])
 @pytest.mark.parametrize(("m", "n", "rollout", "cap"), [
     (3, 1, 2, 61),   # one-step returns, a capacity no multiple of the stride
     (2, 3, 4, 50),   # n-step windows cut by episode ends, the ring wrapping many times
     (1, 2, 8, 37),   # an add longer than the stride (successors inside the same add)
+    (3, 4, 1, 40),   # adds shorter than the stride: links ahead into later adds
 ])
-def test_samples_equal_the_twice_stored_layout_bit_for_bit(impl, m, n, rollout, cap):
+def test_samples_equal_the_twice_stored_layout_bit_for_bit(impl, share, m, n, rollout, cap):
     stream, example = actor_stream(m, n, steps=150, seed=cap)
     stored = make_prioritized_replay(cap, fanout=4, impl=impl)
     slot = make_next_slot_replay(make_prioritized_replay(cap, fanout=4, impl=impl), n * m,
-                                 side_fraction=1.0)
+                                 side_fraction=1.0, group=m if share else None)
     a, b = run_both(stored, slot, stream, example, rollout * m, 8, seed=m)
     assert int(b.lost) == 0
     assert_same(a.tree, b.tree, "tree ")
     assert_same(a.min_tree, b.min_tree, "min tree ")
     assert_same(a.items, slot.items(b), "items ")  # every slot rebuilt, next_obs included
     assert slot.side_slots == cap
+    linked_ahead = int(np.sum(np.asarray(b.link) <= AHEAD))
+    assert (linked_ahead > 0) == (share and n > 1)
+
+
+def test_one_episode_end_takes_one_side_entry_where_n_steps_took_n():
+    """Short episodes with 3-step windows: each episode end cuts the windows of the 3 items of
+    its env before it. Linked ahead, they take one side entry between them, so a side store
+    that overflowed without the links holds every episode end, and the samples stay the
+    stored bits."""
+    m, n, cap = 4, 3, 96
+    stream, example = actor_stream(m, n, steps=200, seed=11, p_end=(0.1, 0.05))
+    stored = make_prioritized_replay(cap, fanout=4, impl="xla")
+
+    def slot(group):
+        return make_next_slot_replay(make_prioritized_replay(cap, fanout=4, impl="xla"),
+                                     n * m, side_fraction=0.25, group=group)
+
+    alone_slot = slot(None)
+    alone = alone_slot.init(example)
+    for items in batches(stream, 2 * m):
+        alone = alone_slot.add(alone, items)
+    shared_slot = slot(m)
+    a, shared = run_both(stored, shared_slot, stream, example, 2 * m, 8, seed=0)
+    assert int(alone.lost) > 0 and int(shared.lost) == 0
+    assert_same(a.items, shared_slot.items(shared), "items ")
+    link = np.asarray(shared.link)
+    assert np.sum(link <= AHEAD) > np.sum(link >= 0)  # more items linked ahead than entries
+
+
+def test_chains_of_equal_next_obs_stay_one_hop_and_exact():
+    """Every step ends every episode on the same final observation and resets to another:
+    every item's next_obs has the same bits as its env's newer items', the worst case for
+    links ahead. None links to an item that links on, and every slot rebuilds exactly, also
+    with a side store small enough to overflow (dropped items and their links never sampled)."""
+    m, n, steps = 2, 3, 60
+    stream, example = actor_stream(m, n, steps=steps, seed=4, p_end=(1.0, 0.0))
+    stream["next_obs"][:] = np.ones(OBS, bool)
+    stream["obs"][:] = np.zeros(OBS, bool)
+    for side_fraction in (1.0, 0.125):
+        stored = make_prioritized_replay(32, fanout=4, impl="xla")
+        slot = make_next_slot_replay(make_prioritized_replay(32, fanout=4, impl="xla"), n * m,
+                                     side_fraction=side_fraction, group=m)
+        a, b = stored.init(example), slot.init(example)
+        for items in batches(stream, m):
+            a, b = stored.add(a, items), slot.add(b, items)
+        link = np.asarray(b.link)
+        ahead = np.flatnonzero(link <= AHEAD)
+        assert len(ahead)
+        targets = (ahead + (AHEAD + 1 - link[ahead]) * m) % 32
+        assert not np.any(link[targets] <= AHEAD)  # one hop
+        kept = link != LOST
+        assert (int(b.lost) > 0) == (side_fraction < 1)
+        assert not np.any(link[targets[kept[ahead]]] == LOST)  # a dropped target takes its links
+        rebuilt = np.asarray(slot.items(b)["next_obs"])
+        np.testing.assert_array_equal(rebuilt[kept], np.asarray(a.items["next_obs"])[kept])
+        s = slot.sample(b, jax.random.PRNGKey(2), 32, 0.4)
+        assert kept[np.asarray(s.indices)].all()
 
 
 def test_fixed_point_trees_and_batch_weights_match_too():
@@ -304,7 +363,7 @@ def test_bytes_per_transition_drop_by_about_the_observation():
     stored = replay_bytes_per_item(make_prioritized_replay(1000), example)
     slot = replay_bytes_per_item(
         make_next_slot_replay(make_prioritized_replay(1000), 4, 0.25), example)
-    assert stored == 812 and slot == 412 + 4 + 100
+    assert stored == 812 and slot == 412 + 5 + 100
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -314,8 +373,9 @@ def test_a_jitted_sample_update_step_copies_neither_trees_nor_rows(impl):
     obs = np.zeros((4,), np.float32)
     example = {"obs": obs, "action": np.int32(0), "reward": np.float32(0), "next_obs": obs,
                "discount": np.float32(0)}
-    slot = make_next_slot_replay(make_prioritized_replay(4096, fanout=16, impl=impl), 8)
+    slot = make_next_slot_replay(make_prioritized_replay(4096, fanout=16, impl=impl), 8,
+                                 group=4)
     state = slot.init(example)
-    copies = copies_per_step(slot, state, "next_obs",
-                             (r"f32\[256,16\]", r"u32\[4096,\d+\]", r"s32\[4096\]"))
+    copies = copies_per_step(slot, state, "next_obs", (r"f32\[256,16\]", r"u32\[4096,\d+\]",
+                                                       r"s32\[4096\]", r"pred\[4096\]"))
     assert not copies, f"{len(copies)} O(N) copies per step: {copies}"

@@ -428,13 +428,13 @@ def test_host_executors_store_next_obs_once_by_default_and_train_as_stored(confi
     """The default `replay.next_obs: auto` is next_slot under the host loop and the pipelined
     executor (a JAX env; a gymnasium env, whose final observations come from its auto-reset
     info, with the actors a step ahead): fewer bytes per transition, and the stored layout's
-    run bit for bit. (dqn_cartpole adds 4 x 64 items at once: 1024 slots give the side store
-    room for them, 512 would resolve to stored. One-step returns: with n_step 3 each episode
-    end needs 3 side entries, more than the default quarter of the items while episodes are
-    under 12 steps, as an untrained policy's often are.)"""
+    run bit for bit, with the configs' 3-step windows: the items one episode end cuts share
+    its side entry, so an untrained policy's short episodes fit the default side store.
+    (dqn_cartpole adds 4 x 64 items at once: 1024 slots give the side store room for them,
+    512 would resolve to stored.)"""
     from hrl.replay.factory import replay_bytes_per_item
 
-    sets = [f"train.executor={executor}", "replay.capacity=1024", "replay.n_step=1"]
+    sets = [f"train.executor={executor}", "replay.capacity=1024"]
     built, slot, out = _small_run(config, sets)
     stored_built, stored, out_s = _small_run(config, [*sets, "replay.next_obs=stored"])
     assert type(built.replay).__name__ == "NextSlotReplay"
@@ -654,7 +654,7 @@ def test_a_default_run_stores_next_obs_once_resumes_exactly_and_equals_stored(tm
     assert stored["replay_next_obs"] == "stored" and stored["replay_next_obs_lost"] is None
     obs_bytes = 4 * 4  # CartPole: 4 float32
     assert stored["replay_bytes_per_transition"] - full["replay_bytes_per_transition"] == \
-        obs_bytes - 4 - 0.25 * obs_bytes
+        obs_bytes - 5 - 0.25 * obs_bytes  # the link (int32) and the target flag (bool)
 
 
 def test_a_run_directory_older_than_the_key_resumes_with_next_obs_stored(tmp_path):
