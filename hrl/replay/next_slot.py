@@ -215,8 +215,9 @@ class NextSlotReplay:
     def add(self, state: NextSlotState, items, priorities=None) -> NextSlotState:
         """`PrioritizedReplay.add` of the same items: the rows without next_obs go to the
         inner buffer; the items `stride` inserts older leave the tail, linked to their
-        successor or, when the bits differ, to a new side entry. Needs M + stride <= N and
-        M <= S (ValueError). O(M obs) plus the inner add."""
+        successor or, when the bits differ, ahead to a newer item of their env with the same
+        next_obs bits, else to a new side entry. Needs M + stride <= N and M <= S
+        (ValueError). O(n M obs) plus the inner add."""
         m = self.inner.check_items(state.layout, items)
         if m == 0:
             return state.replace(inner=self.inner.add(state.inner, _without_next(items),
