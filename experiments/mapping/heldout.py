@@ -97,11 +97,15 @@ def draw(n: int, seed: int) -> list[Setting]:
 
 
 def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out: Path,
-        backends: tuple[str, ...], console, progress, flags: str = "") -> dict:
+        backends: tuple[str, ...], console, progress, flags: str = "", rounds: int = 1) -> dict:
     """Draw, predict, measure and report (module docstring). `measure(config_path, overrides,
     iterations) -> {"wall_s", ...}` runs one mapping in a fresh process. Predictions are
     scaled as `hrl map` and `--mapping auto` scale them (`hrl.mapping.speed.speed_check`).
-    Writes heldout-seed<S>.csv/.md/.png into `out`; returns the summary."""
+    With `rounds` > 1 a setting's mappings are measured in that many interleaved rounds
+    (every mapping once per round, the setting's rounds one after the other, so the mappings
+    compared in a regret ran close in time) and each run's median is compared; the CSV keeps
+    every round's seconds. Writes heldout-seed<S>.csv/.md/.png into `out`; returns the
+    summary."""
     from hrl.config import load_config
     from hrl.mapping.instantiate import choose
     from hrl.mapping.ranking import config_label
@@ -114,39 +118,53 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
     for kind, (_, warning) in checks.items():
         if warning:
             console.print(f"{kind} profile: {warning}")
+    if rounds < 1:
+        raise ValueError(f"held-out rounds must be >= 1, got {rounds}")
     settings = draw(n, seed)
     jobs, picks = [], {}
     for s in settings:
         cfg = load_config(configs[s.env], [*s.overrides(), *mode_overrides(s.mode, 1)])
         choice = choose(cfg, profiles[s.env], backends=backends)
         picks[s.name] = (choice.mapping.label, config_label(cfg), choice.kept_default)
-        for m in choice.ranked:
-            jobs.append((s, m, scales[s.env]))
+        jobs.append((s, choice.ranked, scales[s.env]))
     rows = []
     with progress(console=console) as bar:
-        task = bar.add_task("held-out", total=len(jobs))
-        for s, m, scale in jobs:
-            bar.update(task, description=f"{s.name} {m.label}")
-            meas = measure(str(configs[s.env]),
-                           [*s.overrides(), *m.overrides, *mode_overrides(s.mode, 1)],
-                           s.iterations())
+        task = bar.add_task("held-out", total=sum(len(ms) for _, ms, _ in jobs) * rounds)
+        for s, ranked, scale in jobs:
+            seconds = {m.label: [] for m in ranked}
+            for r in range(rounds):
+                for m in ranked:
+                    bar.update(task, description=f"{s.name} {m.label} (round {r + 1})")
+                    meas = measure(str(configs[s.env]),
+                                   [*s.overrides(), *m.overrides, *mode_overrides(s.mode, 1)],
+                                   s.iterations())
+                    seconds[m.label].append(meas["wall_s"])
+                    bar.advance(task)
             pick, default, kept = picks[s.name]
             steps = s.num_envs * s.rollout
-            rows.append({
-                "setting": s.name, **{k: getattr(s, k) for k in SPACE},
-                "mapping": m.label, "executor": m.executor,
-                "predicted_s": m.seconds * scale, "measured_s": meas["wall_s"],
-                "predicted_env_steps_per_s": steps / (m.seconds * scale),
-                "measured_env_steps_per_s": steps / meas["wall_s"],
-                # predicted / measured throughput - 1
-                "error": meas["wall_s"] / (m.seconds * scale) - 1.0, "speed_scale": scale,
-                "uncertainty": m.uncertainty,
-                "pick": m.label == pick, "default": m.label == default,
-                "kept_default": kept})
-            bar.advance(task)
+            for m in ranked:
+                measured = statistics.median(seconds[m.label])
+                rows.append(_row(s, m, scale, measured, seconds[m.label], steps,
+                                 (pick, default, kept)))
     summary = summarize(rows)
     write(rows, summary, out, seed, n, flags)
     return summary
+
+
+def _row(s: Setting, m, scale: float, measured: float, rounds: list[float], steps: int,
+         picked: tuple[str, str, bool]) -> dict:
+    """One run's report row: its prediction, its measured (median) seconds and each round's."""
+    pick, default, kept = picked
+    return {
+        "setting": s.name, **{k: getattr(s, k) for k in SPACE},
+        "mapping": m.label, "executor": m.executor,
+        "predicted_s": m.seconds * scale, "measured_s": measured,
+        "predicted_env_steps_per_s": steps / (m.seconds * scale),
+        "measured_env_steps_per_s": steps / measured,
+        "error": measured / (m.seconds * scale) - 1.0,  # predicted / measured throughput - 1
+        "speed_scale": scale, "uncertainty": m.uncertainty,
+        "pick": m.label == pick, "default": m.label == default, "kept_default": kept,
+        "measured_s_rounds": " ".join(f"{x:.6g}" for x in rounds)}
 
 
 def summarize(rows: list[dict]) -> dict:

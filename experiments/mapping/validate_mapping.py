@@ -136,6 +136,10 @@ def main(argv=None) -> int:
                     help="interleaved rounds: every run is measured once per round, in a "
                          "fresh process, and its median over rounds compared (one measurement "
                          "on a shared 2-core VM strayed by 30%%)")
+    ap.add_argument("--held-out-rounds", type=int, default=1, metavar="R",
+                    help="with --held-out: measure each setting's mappings in R interleaved "
+                         "rounds and compare each run's median (default 1, as seeds 1-8 "
+                         "were drawn)")
     ap.add_argument("--held-out", type=int, default=0, metavar="N",
                     help="validate on N settings drawn at random from heldout.SPACE (needs "
                          "--profile: nothing is profiled); writes heldout-seed<S>.* into "
@@ -163,6 +167,8 @@ def main(argv=None) -> int:
     if args.refresh_loops and not args.profile:
         ap.error("--refresh-loops needs --profile DIR (the profiles whose loop rows it "
                  "measures again)")
+    if args.held_out_rounds < 1:
+        ap.error(f"--held-out-rounds must be >= 1, got {args.held_out_rounds}")
     if sorted(args.kinds) != sorted(CONFIGS) and not args.profile_only:
         ap.error("--kinds picks the profiles --profile-only takes; a validation needs them all")
     if args.held_out and not args.profile:
@@ -240,7 +246,10 @@ def main(argv=None) -> int:
 
         heldout.run(args.held_out, args.seed, CONFIGS, profiles, measure_in_fresh_process,
                     Path(args.out), tuple(args.backends), console, Progress,
-                    f"--profile {' '.join(args.profile)} --backends {' '.join(args.backends)}")
+                    f"--profile {' '.join(args.profile)} --backends {' '.join(args.backends)}"
+                    + (f" --held-out-rounds {args.held_out_rounds}"
+                       if args.held_out_rounds > 1 else ""),
+                    rounds=args.held_out_rounds)
         return 0
 
     modes = [("strict", 0), ("relaxed", args.staleness)]
