@@ -102,17 +102,20 @@ def running_cpu_dispatch() -> str:
     return "async" if jax.config.read("jax_cpu_enable_async_dispatch") else "sync"
 
 
-def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None) -> bool:
+def start_cpu_backend(cfg: RunConfig, dispatch: str | None = None,
+                      min_cpu_devices: int = 1) -> bool:
     """Start JAX's backends with the config's CPU dispatch (or `dispatch`, "sync" or "async"),
     intra-op threads and the CPU devices its placement names (`placement.sample: cpu:1` makes
-    two), unless they have started already (then nothing changes). True if the settings were
-    applied."""
+    two; at least `min_cpu_devices`), unless they have started already: then nothing changes,
+    this process's environment included (a device count written there now would reach only
+    its child processes). True if the settings were applied. XLA gives each CPU device a
+    thread at least, so with D devices the intra-op threads are max(D, train.cpu_threads)."""
     if xla_bridge.backends_are_initialized():
         return False
     dispatch = dispatch or cpu_dispatch_of(cfg)
     if dispatch not in ("sync", "async"):
         raise ValueError(f"dispatch must be 'sync' or 'async', got {dispatch!r}")
-    ensure_cpu_devices(cpu_devices_of(cfg))
+    ensure_cpu_devices(max(cpu_devices_of(cfg), min_cpu_devices))
     jax.config.update("jax_cpu_enable_async_dispatch", dispatch == "async")
     threads = cpu_threads_of(cfg)
     if threads is not None:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import jax
 import pytest
 
 from hrl.config import load_config
@@ -118,7 +119,8 @@ print(json.dumps([pool, sorted(masks), main_mask, names, os.environ.get("NPROC")
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_cpu_threads_sizes_xla_pool_and_leaves_the_environment_and_masks_as_they_were(threads):
-    env = {k: v for k, v in os.environ.items() if k != "NPROC"}
+    # One CPU device: XLA gives each device a thread at least (XLA_FLAGS could ask for more).
+    env = {k: v for k, v in os.environ.items() if k not in ("NPROC", "XLA_FLAGS")}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     out = subprocess.run([sys.executable, "-c", POOL, str(threads)], capture_output=True,
                          text=True, check=True, timeout=300, env=env)
@@ -127,6 +129,20 @@ def test_cpu_threads_sizes_xla_pool_and_leaves_the_environment_and_masks_as_they
     assert nproc is None  # the pool's size variable was set only while the backend started
     if cores is not None:
         assert masks == [cores] and main_mask == cores
+
+
+def test_a_started_backend_leaves_the_environment_alone(monkeypatch):
+    """Here JAX already runs: starting it for a placement on cpu:1 or for a profile on a second
+    CPU device changes nothing, and writes no device count that this process's children
+    (a pipelined run's actors, a measured run) would inherit."""
+    from hrl.mapping.profile import start_profiling_backend
+    from hrl.runtime.cpu_backend import start_cpu_backend
+
+    jax.numpy.zeros(1)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert not start_cpu_backend(load_config(CARTPOLE, ["placement.sample=cpu:1"]))
+    start_profiling_backend(load_config(CARTPOLE), second_cpu=True)
+    assert "XLA_FLAGS" not in os.environ and "NPROC" not in os.environ
 
 
 @pytest.mark.parametrize("placement, expected", [

@@ -33,7 +33,7 @@ from hrl.mapping.profile.io import rtl_cycle_rows
 from hrl.mapping.profile.rows import ProfileRow
 from hrl.mapping.profile.target import Target
 from hrl.mapping.speed import reference_time
-from hrl.runtime.cpu_backend import ensure_cpu_devices, running_cpu_dispatch, start_cpu_backend
+from hrl.runtime.cpu_backend import running_cpu_dispatch, start_cpu_backend
 
 
 def start_profiling_backend(cfg, second_cpu: bool) -> None:
@@ -42,9 +42,7 @@ def start_profiling_backend(cfg, second_cpu: bool) -> None:
     gets (train.cpu_threads), so that the profile prices what runs, and the host loops'
     dispatch (PROFILE_DISPATCH). `hrl profile`, the validation and `hrl map --calibrate`
     (whose reference workload must run as it ran in the profile) start it this way."""
-    if second_cpu:
-        ensure_cpu_devices(2)
-    start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH)
+    start_cpu_backend(cfg, dispatch=PROFILE_DISPATCH, min_cpu_devices=2 if second_cpu else 1)
 
 
 class Profiler:
