@@ -200,7 +200,8 @@ class TrainConfig:
     # slower for it; else XLA's default, one per core; hrl/runtime/cpu_backend.py says why,
     # experiments/results/cpu_threads has the measurements). Fixed
     # when JAX's CPU backend starts, as cpu_dispatch. Results may differ in float rounding (a
-    # matrix product split differently), never in anything else.
+    # matrix product split differently), never in anything else. XLA gives each CPU device
+    # a thread at least (a placement on cpu:1 makes two devices).
     cpu_threads: Literal["auto"] | int = "auto"
     chunk_env_steps: int = 5_000  # env steps per jitted chunk (progress, checkpoints between)
     # The task's bar (mean return of the last log.return_window episodes): the summary reports

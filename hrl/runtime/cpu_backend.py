@@ -130,10 +130,11 @@ POOL_SIZE_VARIABLE = "NPROC"
 
 
 def _start_with_threads(threads: int) -> None:
-    """Start the backend with an intra-op pool of `threads` threads. The variable is set only
-    while the client starts and then restored, so child processes and later code see the
-    environment they had. (An earlier version narrowed the affinity mask while the backend
-    started; XLA then sometimes still saw every core, so the pool's size was chance.)"""
+    """Start the backend with an intra-op pool of `threads` threads (at least one per CPU
+    device). The variable is set only while the client starts and then restored, so child
+    processes and later code see the environment they had. Unlike narrowing the affinity
+    mask while the backend starts, it touches no thread's mask and takes counts above the
+    core count."""
     before = os.environ.get(POOL_SIZE_VARIABLE)
     os.environ[POOL_SIZE_VARIABLE] = str(threads)
     try:
