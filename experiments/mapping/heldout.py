@@ -96,6 +96,16 @@ def draw(n: int, seed: int) -> list[Setting]:
     return out
 
 
+def run_overrides(s: Setting, mapping=None) -> list[str]:
+    """The config overrides of setting `s` in its dependency mode, run as `mapping` (a
+    `RankedMapping`) or, without one, as its config asks (`executor: auto`): what `run`
+    ranks and measures."""
+    from hrl.mapping.validate import mode_overrides
+
+    return [*s.overrides(), *(mapping.overrides if mapping else ()),
+            *mode_overrides(s.mode, 1)]
+
+
 def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out: Path,
         backends: tuple[str, ...], console, progress, flags: str = "", rounds: int = 1) -> dict:
     """Draw, predict, measure and report (module docstring). `measure(config_path, overrides,
@@ -110,7 +120,6 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
     from hrl.mapping.instantiate import choose
     from hrl.mapping.ranking import config_label
     from hrl.mapping.speed import speed_check
-    from hrl.mapping.validate import mode_overrides
 
     # As `hrl map` and `--mapping auto` scale (or do not scale) their predictions.
     checks = {kind: speed_check(p) for kind, p in profiles.items()}
@@ -123,7 +132,7 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
     settings = draw(n, seed)
     jobs, picks = [], {}
     for s in settings:
-        cfg = load_config(configs[s.env], [*s.overrides(), *mode_overrides(s.mode, 1)])
+        cfg = load_config(configs[s.env], run_overrides(s))
         choice = choose(cfg, profiles[s.env], backends=backends)
         picks[s.name] = (choice.mapping.label, config_label(cfg), choice.kept_default)
         jobs.append((s, choice.ranked, scales[s.env]))
@@ -135,9 +144,7 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
             for r in range(rounds):
                 for m in ranked:
                     bar.update(task, description=f"{s.name} {m.label} (round {r + 1})")
-                    meas = measure(str(configs[s.env]),
-                                   [*s.overrides(), *m.overrides, *mode_overrides(s.mode, 1)],
-                                   s.iterations())
+                    meas = measure(str(configs[s.env]), run_overrides(s, m), s.iterations())
                     seconds[m.label].append(meas["wall_s"])
                     bar.advance(task)
             pick, default, kept = picks[s.name]

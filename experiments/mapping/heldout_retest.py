@@ -25,7 +25,6 @@ import validate_mapping as vm  # beside this script
 from hrl.config import load_config
 from hrl.mapping.instantiate import choose
 from hrl.mapping.profile import load_profile
-from hrl.mapping.validate import mode_overrides
 
 
 def main(argv=None) -> int:
@@ -43,7 +42,7 @@ def main(argv=None) -> int:
         ap.error(f"--setting must be in 0..{len(settings) - 1}, got {args.setting}")
     s = settings[args.setting]
     config = str(vm.CONFIGS[s.env])
-    cfg = load_config(config, [*s.overrides(), *mode_overrides(s.mode, 1)])
+    cfg = load_config(config, heldout.run_overrides(s))
     profile = load_profile(Path(args.profile) / vm.PROFILE_DIRS[s.env])
     ranked = {m.label: m for m in choose(cfg, profile, backends=("jax", "opencl")).ranked}
     for label in args.mappings:
@@ -54,9 +53,8 @@ def main(argv=None) -> int:
     for r in range(args.rounds):
         row = {"round": r}
         for label in args.mappings:
-            got = vm.measure_in_fresh_process(
-                config, [*s.overrides(), *ranked[label].overrides, *mode_overrides(s.mode, 1)],
-                s.iterations())
+            got = vm.measure_in_fresh_process(config, heldout.run_overrides(s, ranked[label]),
+                                              s.iterations())
             row[label] = s.num_envs * s.rollout / got["wall_s"]
             print(f"round {r}: {label}: {row[label]:,.0f} env steps/s", flush=True)
         row["ratio"] = row[args.mappings[1]] / row[args.mappings[0]]

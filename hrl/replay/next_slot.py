@@ -272,9 +272,11 @@ class NextSlotReplay:
         link = link.at[jnp.where(pred_exists, pred_slot, big_n)].set(
             jnp.where(need, entry, jnp.where(ahead > 0, AHEAD - (ahead - 1), SUCCESSOR)),
             mode="drop")
-        target = state.target.at[inserted].set(False, unique_indices=True)
-        target = target.at[jnp.where(ahead > 0, (pred_slot + ahead * (g or 0)) % big_n, big_n)
-                           ].set(True, mode="drop")
+        target = state.target
+        if self.reach:  # without links ahead no item is ever a target
+            target = target.at[inserted].set(False, unique_indices=True)
+            target = target.at[jnp.where(ahead > 0, (pred_slot + ahead * g) % big_n, big_n)
+                               ].set(True, mode="drop")
         write = jnp.where(need, entry, s)
         side = state.side.at[write].set(pred_next, mode="drop")
         side_owner = state.side_owner.at[write].set(pred_slot, mode="drop")
