@@ -283,7 +283,9 @@ def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
     assert found is not None
     stopped_at = found[1]["env_steps"]
     logged = [int(r["env_steps"]) for r in csv.DictReader(metrics.read_text().splitlines())]
-    assert stopped_at == logged[-1] >= 1024  # at the end of a finished chunk
+    # At the end of a finished chunk: the one running when the signal came, or, when it came
+    # between two chunks (after a row was written), the one just finished.
+    assert stopped_at == logged[-1] >= logged[0] > 0
 
     resumed = subprocess.run(
         [sys.executable, "-m", "hrl.cli", "train", "--resume", str(run_dir), "--no-progress",
