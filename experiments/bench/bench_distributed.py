@@ -3,6 +3,8 @@ rate while actors stream in, and learning with 4 actors.
 
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py throughput
         [--actors 1 2 4 8 16] [--envs latency cpu]
+    nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py request-length
+        [--actors 16] [--lengths 32 128] [--rounds 3]
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learner [--actors 1 2 4 8]
     nice -n 19 .venv/bin/python experiments/bench/bench_distributed.py learning [--seeds 0 1 2]
 
@@ -17,6 +19,11 @@ learner's SGD rate while the actors stream in, the CPU milliseconds per env step
 (all together) and the learner's process spent in the window (the ceiling on this machine is
 cores / their sum), and the 1-minute load average before the window (other jobs). Writes
 experiments/results/distributed/throughput.{csv,png}.
+
+request-length: the latency env at N = 1 and N = 16 with requests of 32 and of 128 env steps,
+in interleaved rounds, each figure the median round: the speed-up at 16 for each length and the
+CPU per env step of the workers and the learner, from which the CPU a request costs whatever its
+length is read (printed). Writes experiments/results/distributed/request_length.{csv,png}.
 
 learner: the learner's SGD rate while N workers stream in, against one worker. The learner is
 made the bottleneck (train_ratio 8: 256 SGD steps of batch 32 per iteration of 32 env steps,
@@ -62,18 +69,19 @@ from hrl.runtime import build, initial_state, train
 from hrl.runtime.metrics import read_episodes
 
 ROOT = Path(__file__).resolve().parents[1]  # experiments/
-OUT = ROOT / "results" / "distributed"
+OUT = ROOT / "results" / "distributed"  # --out: elsewhere (a machine with more cores)
 CONFIG = ROOT / "configs" / "dqn_cartpole_gymnasium.yaml"
 ENVS = {"latency": "gymnasium:experiments.bench.latency_env:SlowCartPole-v0",
         "cpu": "gymnasium:CartPole-v1"}
-BASE = ["env.num_envs=1", "train.rollout_length=32", "train.executor=distributed",
+BASE = ["env.num_envs=1", "train.executor=distributed",
         "train.actor_schedule=free", "train.learning_starts=64", "train.batch_size=32",
         "train.train_ratio=0.25", "train.weight_sync_period=4", "agent.hidden_sizes=[64,64]",
         "train.total_env_steps=100000000", "log.progress=false"]
 
 
-def measure(env: str, actors: int) -> dict:
-    cfg = load_config(CONFIG, BASE + [f"env.name={ENVS[env]}", f"train.num_actors={actors}"])
+def measure(env: str, actors: int, rollout_length: int = 32) -> dict:
+    cfg = load_config(CONFIG, BASE + [f"env.name={ENVS[env]}", f"train.num_actors={actors}",
+                                      f"train.rollout_length={rollout_length}"])
     built = build(cfg)
     loop = built.loop
     try:
@@ -173,14 +181,14 @@ def learner(args) -> None:
     for row in rows:
         row["rate_vs_one_actor"] = round(row["updates_per_s"] / one["updates_per_s"], 3)
         row["cores"] = os.cpu_count()
-    write(OUT / "learner_rate.csv", rows)
-    plot_learner(rows, OUT / "learner_rate.png")
+    write(args.out / "learner_rate.csv", rows)
+    plot_learner(rows, args.out / "learner_rate.png")
 
 
 def throughput(args) -> None:
     """Measures the envs asked for; the CSV keeps the rows of the others (one env per call
     keeps each call short)."""
-    path = OUT / "throughput.csv"
+    path = args.out / "throughput.csv"
     rows = []
     if path.exists():
         with path.open() as f:
@@ -202,7 +210,52 @@ def throughput(args) -> None:
         row["sgd_vs_one_actor"] = round(one["sgd_ms_per_update"] / row["sgd_ms_per_update"], 3)
         row["cores"] = cores
     write(path, rows)
-    plot_throughput(rows, OUT / "throughput.png")
+    plot_throughput(rows, args.out / "throughput.png")
+
+
+def request_length(args) -> None:
+    """The latency env at N = 1 and N = max(args.actors) workers, each request `L` env steps for
+    each L asked for, in interleaved rounds (every setting once per round, so drift in the
+    machine's load lands on all of them alike); per setting the median round. What a request
+    costs whatever its length (Ray's call and its pickling, the iteration's keys and log row on
+    both sides, the learner's insert) is read off the CPU per env step at two lengths:
+    fixed = (cpu_a - cpu_b) / (1/a - 1/b)."""
+    lengths, top = args.lengths, max(args.actors)
+    runs = {}
+    for r in range(args.rounds):
+        for n in (1, top):
+            for length in lengths:
+                row = measure("latency", n, length)
+                print(f"round {r + 1}/{args.rounds}: L={length} N={n}", row, flush=True)
+                runs.setdefault((length, n), []).append(row)
+    rows = []
+    for (length, n), got in runs.items():
+        mid = sorted(got, key=lambda x: x["env_steps_per_s"])[len(got) // 2]
+        rows.append({"rollout_length": length, "actors": n, "rounds": len(got),
+                     "env_steps_per_s": mid["env_steps_per_s"],
+                     "env_steps_per_s_min": min(x["env_steps_per_s"] for x in got),
+                     "env_steps_per_s_max": max(x["env_steps_per_s"] for x in got),
+                     "worker_cpu_ms_per_step": mid["worker_cpu_ms_per_step"],
+                     "learner_cpu_ms_per_step": mid["learner_cpu_ms_per_step"],
+                     "load_1min_before": mid["load_1min_before"]})
+    for row in rows:
+        one = next(x for x in rows if x["rollout_length"] == row["rollout_length"]
+                   and x["actors"] == 1)
+        row["speedup"] = round(row["env_steps_per_s"] / one["env_steps_per_s"], 3)
+        row["speedup_per_actor"] = round(row["speedup"] / row["actors"], 3)
+        row["cores"] = os.cpu_count()
+    a, b = min(lengths), max(lengths)
+    for n in (1, top):
+        pa = next(x for x in rows if x["rollout_length"] == a and x["actors"] == n)
+        pb = next(x for x in rows if x["rollout_length"] == b and x["actors"] == n)
+        for side in ("worker", "learner"):
+            k = f"{side}_cpu_ms_per_step"
+            fixed = (pa[k] - pb[k]) / (1 / a - 1 / b)
+            print(f"N={n}: {side} CPU per request, whatever its length: {fixed:.2f} ms "
+                  f"(from L={a} and L={b})")
+    rows.sort(key=lambda x: (x["rollout_length"], x["actors"]))
+    write(args.out / "request_length.csv", rows)
+    plot_request_length(rows, args.out / "request_length.png")
 
 
 def learn(seed: int, extra: list[str] = ()) -> dict:
@@ -225,8 +278,8 @@ def learning(args) -> None:
         row = learn(seed)
         print(row, flush=True)
         rows.append(row)
-    write(OUT / "learning.csv", rows)
-    plot_learning(rows, OUT / "learning.png")
+    write(args.out / "learning.csv", rows)
+    plot_learning(rows, args.out / "learning.png")
 
 
 def paired(on: list[float], off: list[float]) -> tuple[float, float, float]:
@@ -249,9 +302,9 @@ def priorities(args) -> None:
             row["steps_to_475_or_budget"] = row["steps_to_475"] or row["env_steps"]
             print(row, flush=True)
             rows.append(row)
-        write(OUT / "priorities.csv", rows)  # after every seed: a cut-short call keeps them
+        write(args.out / "priorities.csv", rows)  # after every seed: a cut-short call keeps them
         if len(rows) >= 4:
-            plot_priorities(rows, OUT / "priorities.png")
+            plot_priorities(rows, args.out / "priorities.png")
     for key in ("steps_to_475_or_budget", "mean_return"):
         arm = {on: [r[key] for r in rows if r["actor_priorities"] == on] for on in (True, False)}
         mean, low, high = paired(arm[True], arm[False])
@@ -291,6 +344,41 @@ def plot_throughput(rows, path: Path) -> None:
         a.set_xticks(n_all, [str(n) for n in n_all])
         a.legend(fontsize=7)
     fig.suptitle(f"distributed actors on Ray, {rows[0]['cores']} cores", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def plot_request_length(rows, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
+    lengths = sorted({r["rollout_length"] for r in rows})
+    top = max(r["actors"] for r in rows)
+    x = np.arange(len(lengths))
+    tops = [next(r for r in rows if r["rollout_length"] == length and r["actors"] == top)
+            for length in lengths]
+    ax.bar(x, [r["speedup"] for r in tops], color="C0")
+    ax.axhline(0.8 * top, ls="--", color="grey", label=f"0.8 N = {0.8 * top:g}")
+    ax.set(xticks=x, xticklabels=[f"L = {length}" for length in lengths],
+           ylabel=f"env steps/s at N = {top} against N = 1",
+           title="latency env: speed-up by env steps per request")
+    ax.legend(fontsize=7)
+    for i, n in enumerate((1, top)):
+        mine = [next(r for r in rows if r["rollout_length"] == length and r["actors"] == n)
+                for length in lengths]
+        w = 0.2
+        bx.bar(x + (2 * i - 1) * w, [r["worker_cpu_ms_per_step"] for r in mine], w,
+               color=f"C{2 * i}", label=f"workers, N = {n}")
+        bx.bar(x + (2 * i) * w, [r["learner_cpu_ms_per_step"] for r in mine], w,
+               color=f"C{2 * i + 1}", label=f"learner, N = {n}")
+    bx.set(xticks=x, xticklabels=[f"L = {length}" for length in lengths],
+           ylabel="CPU ms per env step", title="where the CPU goes")
+    bx.legend(fontsize=7)
+    fig.suptitle(f"distributed actors on Ray, {rows[0]['cores']} cores, median of "
+                 f"{rows[0]['rounds']} interleaved rounds", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -374,10 +462,16 @@ def plot_priorities(rows, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT,
+                        help="folder for the CSV and PNG files (default: %(default)s)")
     sub = parser.add_subparsers(dest="part", required=True)
     t = sub.add_parser("throughput")
     t.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     t.add_argument("--envs", nargs="+", default=["latency", "cpu"], choices=list(ENVS))
+    rq = sub.add_parser("request-length")
+    rq.add_argument("--actors", type=int, nargs="+", default=[16])
+    rq.add_argument("--lengths", type=int, nargs="+", default=[32, 128])
+    rq.add_argument("--rounds", type=int, default=3)
     le = sub.add_parser("learner")
     le.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4, 8])
     lr = sub.add_parser("learning")
@@ -385,8 +479,8 @@ def main() -> None:
     pr = sub.add_parser("priorities")
     pr.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     args = parser.parse_args()
-    {"throughput": throughput, "learner": learner, "learning": learning,
-     "priorities": priorities}[args.part](args)
+    {"throughput": throughput, "request-length": request_length, "learner": learner,
+     "learning": learning, "priorities": priorities}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,16 @@
 #             seconds, default 420); `validate_gpu.py report` predicts them anywhere afterwards
 #   scaling   bench_scaling on the machine's CPU cores (no GPU): 1-16 virtual CPU devices in one
 #             process and split over 2 processes, into experiments/results/scaling-<cores>core
+#   distributed  bench_distributed throughput on the machine's CPU cores (no GPU): 1-16 Ray actor
+#             workers with the latency-bound and the CPU-bound env, into
+#             experiments/results/distributed-<cores>core; needs Ray and gymnasium, which the
+#             GPU machines' image lacks: `experiments/bench/device_wheels.sh` puts them in .whl/
 #
 # PY picks the interpreter (default python3; a machine set up with `make setup` has .venv/bin/python
 # with the CPU jaxlib, so install jax[cuda] there or point PY at a CUDA-enabled Python).
 # Wheels in .whl/ (missing packages for that Python) are installed to /tmp/site first, if any.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository root
 PY=${PY:-python3}
 LOGS=${LOGS:-experiments/results/gpu_logs}
 mkdir -p "$LOGS"
@@ -37,7 +41,7 @@ else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(env tests replay large grid train brax profile mixed scaling)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(env tests replay large grid train brax profile mixed scaling distributed)
 configs=experiments/configs
 
 run() {  # run NAME SECONDS CMD...: a stage's step, time-limited, logged; failures do not stop
@@ -87,6 +91,13 @@ print(jax.devices())'" ;;
       run scaling ${SCALING_LIMIT:-300} env JAX_PLATFORMS=cpu $PY experiments/bench/bench_scaling.py \
         --devices 1 2 4 8 16 --processes 1 2 --rounds ${SCALING_ROUNDS:-1} \
         --results experiments/results/scaling-${cores}core ;;
+    distributed)
+      cores=$(nproc)
+      for env in latency cpu; do
+        run "distributed_$env" ${DISTRIBUTED_LIMIT:-300} env JAX_PLATFORMS=cpu $PY \
+          experiments/bench/bench_distributed.py --out experiments/results/distributed-${cores}core \
+          throughput --envs $env
+      done ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
