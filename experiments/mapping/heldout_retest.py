@@ -3,7 +3,7 @@ held-out figure (a pick's regret: its measured time over the best's) moves betwe
 measurements of the same runs on this machine. Nothing is predicted or fitted here.
 
     .venv/bin/python experiments/mapping/heldout_retest.py --seed 8 --setting 5 \
-        --mappings "cpu" "cpu pipelined" [--rounds 3]
+        --mappings "cpu" "cpu pipelined" [--rounds 3] [--backends jax opencl]
 
 Each round measures every mapping once, in a fresh process, as the draw did
 (`validate_mapping.measure_in_fresh_process`, the setting's chunk). Writes
@@ -36,6 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--n", type=int, default=16, help="the draw's size (--held-out N)")
     ap.add_argument("--profile", default=str(vm.OUT / "heldout"))
+    ap.add_argument("--backends", nargs="+", default=["jax", "opencl"],
+                    help="the replay backends the draw ranked (its --backends)")
     args = ap.parse_args(argv)
     settings = heldout.draw(args.n, args.seed)
     if not 0 <= args.setting < len(settings):
@@ -44,7 +46,7 @@ def main(argv=None) -> int:
     config = str(vm.CONFIGS[s.env])
     cfg = load_config(config, heldout.run_overrides(s))
     profile = load_profile(Path(args.profile) / vm.PROFILE_DIRS[s.env])
-    ranked = {m.label: m for m in choose(cfg, profile, backends=("jax", "opencl")).ranked}
+    ranked = {m.label: m for m in choose(cfg, profile, backends=tuple(args.backends)).ranked}
     for label in args.mappings:
         if label not in ranked:
             ap.error(f"--mappings: {label!r} is not ranked for {s.name} (ranked: "
