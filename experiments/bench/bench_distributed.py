@@ -73,13 +73,14 @@ OUT = ROOT / "results" / "distributed"  # --out: elsewhere (a machine with more 
 CONFIG = ROOT / "configs" / "dqn_cartpole_gymnasium.yaml"
 ENVS = {"latency": "gymnasium:experiments.bench.latency_env:SlowCartPole-v0",
         "cpu": "gymnasium:CartPole-v1"}
-BASE = ["env.num_envs=1", "train.executor=distributed",
+BASE = ["env.num_envs=1", "train.rollout_length=32", "train.executor=distributed",
         "train.actor_schedule=free", "train.learning_starts=64", "train.batch_size=32",
         "train.train_ratio=0.25", "train.weight_sync_period=4", "agent.hidden_sizes=[64,64]",
         "train.total_env_steps=100000000", "log.progress=false"]
 
 
 def measure(env: str, actors: int, rollout_length: int = 32) -> dict:
+    """One throughput point; `rollout_length` overrides BASE's (the later --set wins)."""
     cfg = load_config(CONFIG, BASE + [f"env.name={ENVS[env]}", f"train.num_actors={actors}",
                                       f"train.rollout_length={rollout_length}"])
     built = build(cfg)
