@@ -2,7 +2,7 @@
 
 Same method names and outputs as `JaxVecEnv`, but:
 * everything runs on the host with numpy arrays (CPU actors), nothing here jits;
-* the simulator state lives inside this object (a gymnasium `SyncVectorEnv` of M copies), so
+* the simulator state lives inside this object (M copies made by `gymnasium.make`), so
   `EnvState.inner` is None and only the episode bookkeeping travels in the returned `EnvState`;
   calls must therefore be made in order on one object (`step` after `reset`, each state used
   once) -- the object is not a pure function and cannot be replayed from an old state;
@@ -11,7 +11,12 @@ Same method names and outputs as `JaxVecEnv`, but:
 
 Auto-reset is gymnasium's SAME_STEP mode, so the conventions match the JAX envs exactly:
 `out.obs` is the first observation of the next episode and `out.next_obs_true` the real final
-observation of the one that ended.
+observation of the one that ended. The copies are stepped here in a loop, as gymnasium's
+`SyncVectorEnv(autoreset_mode=SAME_STEP)` steps them (copy i reset with seed + i, reset again
+right after its episode ends, observations batched in the observation space's dtype), and the
+outputs are that vector env's bit for bit (tests/agents/test_envs.py); the loop skips what this
+adapter never reads (the vector env's info dicts, its copy of the batch), which is most of
+what the vector env costs per step when M is small.
 
 Checkpoints: `save_state()` pickles what the M simulators hold (every wrapper layer's own
 attributes: physics state, seeded generators, step counters), and `load_state()` puts it back,
@@ -61,15 +66,17 @@ class GymnasiumVecEnv:
     def __init__(self, env_id: str, num_envs: int, **make_kwargs: Any):
         # gymnasium: optional, loaded only when a gymnasium env is made
         import gymnasium as gym
-        from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
         self._env_id = env_id
-        self._vec = SyncVectorEnv(
-            [lambda: gym.make(env_id, **make_kwargs) for _ in range(num_envs)],
-            autoreset_mode=AutoresetMode.SAME_STEP,
-        )
-        obs_space = self._vec.single_observation_space
-        act_space = self._vec.single_action_space
+        self.envs = [gym.make(env_id, **make_kwargs) for _ in range(num_envs)]
+        obs_space = self.envs[0].observation_space
+        act_space = self.envs[0].action_space
+        for env in self.envs[1:]:
+            if env.observation_space != obs_space or env.action_space != act_space:
+                raise ValueError(f"gymnasium:{env_id}: its copies have different spaces")
+        self._obs_dtype = obs_space.dtype
+        # episodes that ended at the last step (SyncVectorEnv's flags; saved with the state)
+        self._ended = np.zeros(num_envs, bool)
         if not isinstance(obs_space, gym.spaces.Box):
             raise ValueError(
                 f"gymnasium:{env_id}: only Box observation spaces are supported, got {obs_space}"
@@ -101,9 +108,16 @@ class GymnasiumVecEnv:
 
     def reset(self, key) -> tuple[EnvState, np.ndarray]:
         seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-        obs, _ = self._vec.reset(seed=seed)
+        obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)]
+        self._ended[:] = False
         ret, length = init_bookkeeping(self.spec.num_envs, np)
-        return EnvState(None, ret, length), np.asarray(obs, np.float32)
+        return EnvState(None, ret, length), self._batch(obs)
+
+    def _batch(self, obs: list) -> np.ndarray:
+        """The copies' observations as one float32 array, stacked into the space's dtype first
+        as the vector env stacks them, so an observation of another dtype rounds the same."""
+        stacked = np.empty((len(obs), *self.spec.obs_shape), self._obs_dtype)
+        return np.asarray(np.stack(obs, axis=0, out=stacked), np.float32)
 
     def step(self, env_state: EnvState, actions, key=None) -> tuple[EnvState, StepOut]:
         del key  # gymnasium envs use their own generators, seeded in reset
@@ -124,15 +138,21 @@ class GymnasiumVecEnv:
                     f"got {actions.shape}"
                 )
             env_actions = np.clip(actions.astype(np.float32), a.low_array(), a.high_array())
-        obs, reward, terminated, truncated, info = self._vec.step(env_actions)
-        obs = np.asarray(obs, np.float32)
-        reward = np.asarray(reward, np.float32)
-        terminated = np.asarray(terminated, bool)
-        truncated = np.asarray(truncated, bool) & ~terminated
+        obs, final = [None] * m, {}
+        reward = np.zeros(m, np.float64)  # the vector env's reward dtype, then float32 below
+        terminated, truncated = np.zeros(m, bool), np.zeros(m, bool)
+        for i, env in enumerate(self.envs):
+            obs[i], reward[i], terminated[i], truncated[i], _ = env.step(env_actions[i])
+            if terminated[i] or truncated[i]:
+                final[i] = obs[i]
+                obs[i], _ = env.reset()
+        self._ended = terminated | truncated
+        obs = self._batch(obs)
+        reward = reward.astype(np.float32)
+        truncated &= ~terminated
         next_obs_true = obs.copy()
-        if "_final_obs" in info:
-            for i in np.flatnonzero(info["_final_obs"]):
-                next_obs_true[i] = info["final_obs"][i]
+        for i, last in final.items():
+            next_obs_true[i] = last
         # The bookkeeping may come back as jax arrays (a state that went through a jitted call
         # or `jax.device_put`); on numpy it costs microseconds, eagerly on jax a dispatch per op.
         ret, length, fields = book_step(
@@ -156,9 +176,9 @@ class GymnasiumVecEnv:
             "env_id": self._env_id,
             "layers": [
                 [(type(layer).__qualname__, _own_attributes(layer)) for layer in _layers(env)]
-                for env in self._vec.envs
+                for env in self.envs
             ],
-            "autoreset": self._vec._autoreset_envs,
+            "autoreset": self._ended.copy(),
         }
         try:
             return pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
@@ -178,12 +198,12 @@ class GymnasiumVecEnv:
             raise HostEnvStateError(f"{self.spec.name}: saved env state is not an env "
                                     f"snapshot ({type(snapshot).__name__})")
         saved_layers = snapshot.get("layers", [])
-        if snapshot.get("env_id") != self._env_id or len(saved_layers) != len(self._vec.envs):
+        if snapshot.get("env_id") != self._env_id or len(saved_layers) != len(self.envs):
             raise HostEnvStateError(
                 f"{self.spec.name} x{self.spec.num_envs}: saved env state is of "
                 f"{snapshot.get('env_id')} x{len(saved_layers)}"
             )
-        for env, saved in zip(self._vec.envs, saved_layers, strict=True):
+        for env, saved in zip(self.envs, saved_layers, strict=True):
             layers = _layers(env)
             kinds = [type(layer).__qualname__ for layer in layers]
             if kinds != [kind for kind, _ in saved]:
@@ -191,7 +211,8 @@ class GymnasiumVecEnv:
                                         f"{[k for k, _ in saved]} differs from {kinds}")
             for layer, (_, attributes) in zip(layers, saved, strict=True):
                 vars(layer).update(attributes)
-        self._vec._autoreset_envs = snapshot["autoreset"]
+        self._ended = np.array(snapshot["autoreset"], bool)
 
     def close(self) -> None:
-        self._vec.close()
+        for env in self.envs:
+            env.close()

@@ -222,6 +222,47 @@ def test_gymnasium_bookkeeping_stays_on_the_host():
     twin.close()
 
 
+@pytest.mark.parametrize("env_id,m,steps", [("CartPole-v1", 3, 300), ("Pendulum-v1", 2, 450),
+                                             ("Acrobot-v1", 2, 600)])
+def test_gymnasium_adapter_steps_as_gymnasiums_vector_env(env_id, m, steps):
+    """The adapter steps its copies itself; every output equals gymnasium's
+    SyncVectorEnv(autoreset_mode=SAME_STEP) on the same seeds and actions, bit for bit, across
+    terminations (CartPole), truncations (Pendulum at 200 steps) and both together."""
+    import gymnasium as gym
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    env = make_env(f"gymnasium:{env_id}", m)
+    key = jax.random.PRNGKey(11)
+    state, obs = env.reset(key)
+    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    vec = SyncVectorEnv([lambda: gym.make(env_id) for _ in range(m)],
+                        autoreset_mode=AutoresetMode.SAME_STEP)
+    ref_obs, _ = vec.reset(seed=seed)
+    np.testing.assert_array_equal(obs, np.asarray(ref_obs, np.float32))
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(steps):
+        if isinstance(env.spec.action, DiscreteActions):
+            actions = rng.integers(0, env.spec.action.n, m)
+        else:
+            actions = rng.uniform(-2.0, 2.0, (m, *env.spec.action.shape)).astype(np.float32)
+        state, out = env.step(state, actions)
+        o, r, term, trunc, info = vec.step(np.asarray(actions, vec.action_space.dtype))
+        final = np.asarray(o, np.float32).copy()
+        for i in np.flatnonzero(info.get("_final_obs", np.zeros(m, bool))):
+            final[i] = info["final_obs"][i]
+        np.testing.assert_array_equal(out.obs, np.asarray(o, np.float32))
+        np.testing.assert_array_equal(out.reward, np.asarray(r, np.float32))
+        np.testing.assert_array_equal(out.next_obs_true, final)
+        np.testing.assert_array_equal(np.asarray(out.terminated), term)
+        np.testing.assert_array_equal(np.asarray(out.truncated), trunc & ~term)
+        np.testing.assert_array_equal(np.asarray(out.done), term | trunc)
+        ends += int((term | trunc).sum())
+    assert ends >= m  # episode ends were crossed
+    env.close()
+    vec.close()
+
+
 def test_gymnasium_continuous_spec():
     env = make_env("gymnasium:Pendulum-v1", 2)
     assert env.spec.action == ContinuousActions((1,), (-2.0,), (2.0,))

@@ -407,6 +407,6 @@ def test_host_env_state_round_trips_and_refuses_another_env(env_id, draw):
     other = "Pendulum-v1" if env_id == "CartPole-v1" else "CartPole-v1"
     with pytest.raises(HostEnvStateError, match=f"saved env state is of {env_id}"):
         GymnasiumVecEnv(other, 3).load_state(blob)
-    env._vec.envs[0].unwrapped.window = lambda: None  # pickle cannot copy a lambda
+    env.envs[0].unwrapped.window = lambda: None  # pickle cannot copy a lambda
     with pytest.raises(HostEnvStateError, match=f"gymnasium:{env_id}: the env state cannot"):
         env.save_state()

@@ -486,7 +486,7 @@ def test_process_actors_equal_thread_actors_bit_for_bit():
             state, out = built.loop.run(state, 14)
         built.loop.close()
         sims = [(e.unwrapped.state.tolist(), e.unwrapped.np_random.bit_generator.state,
-                 e._elapsed_steps) for e in built.env._vec.envs]
+                 e._elapsed_steps) for e in built.env.envs]
         finals[actors] = (jax.device_get(state), out, sims)
     (thread, thread_out, thread_env), (process, process_out, process_env) = finals.values()
     assert int(thread.updates) > 0
