@@ -15,8 +15,7 @@ observation of the one that ended. The copies are stepped here in a loop, as gym
 `SyncVectorEnv(autoreset_mode=SAME_STEP)` steps them (copy i reset with seed + i, reset again
 right after its episode ends, observations batched in the observation space's dtype), and the
 outputs are that vector env's bit for bit (tests/agents/test_envs.py); the loop skips what this
-adapter never reads (the vector env's info dicts, its copy of the batch), which is most of
-what the vector env costs per step when M is small.
+adapter never reads: the vector env's info dicts and its copy of the batch.
 
 Checkpoints: `save_state()` pickles what the M simulators hold (every wrapper layer's own
 attributes: physics state, seeded generators, step counters), and `load_state()` puts it back,
@@ -75,8 +74,6 @@ class GymnasiumVecEnv:
             if env.observation_space != obs_space or env.action_space != act_space:
                 raise ValueError(f"gymnasium:{env_id}: its copies have different spaces")
         self._obs_dtype = obs_space.dtype
-        # episodes that ended at the last step (SyncVectorEnv's flags; saved with the state)
-        self._ended = np.zeros(num_envs, bool)
         if not isinstance(obs_space, gym.spaces.Box):
             raise ValueError(
                 f"gymnasium:{env_id}: only Box observation spaces are supported, got {obs_space}"
@@ -109,7 +106,6 @@ class GymnasiumVecEnv:
     def reset(self, key) -> tuple[EnvState, np.ndarray]:
         seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
         obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)]
-        self._ended[:] = False
         ret, length = init_bookkeeping(self.spec.num_envs, np)
         return EnvState(None, ret, length), self._batch(obs)
 
@@ -146,7 +142,6 @@ class GymnasiumVecEnv:
             if terminated[i] or truncated[i]:
                 final[i] = obs[i]
                 obs[i], _ = env.reset()
-        self._ended = terminated | truncated
         obs = self._batch(obs)
         reward = reward.astype(np.float32)
         truncated &= ~terminated
@@ -178,7 +173,6 @@ class GymnasiumVecEnv:
                 [(type(layer).__qualname__, _own_attributes(layer)) for layer in _layers(env)]
                 for env in self.envs
             ],
-            "autoreset": self._ended.copy(),
         }
         try:
             return pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
@@ -211,7 +205,8 @@ class GymnasiumVecEnv:
                                         f"{[k for k, _ in saved]} differs from {kinds}")
             for layer, (_, attributes) in zip(layers, saved, strict=True):
                 vars(layer).update(attributes)
-        self._ended = np.array(snapshot["autoreset"], bool)
+        # A snapshot written on SyncVectorEnv also holds its "autoreset" flags, which SAME_STEP
+        # stepping never reads: they are ignored.
 
     def close(self) -> None:
         for env in self.envs:
