@@ -58,6 +58,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -198,6 +199,10 @@ def throughput(args) -> None:
                     for r in csv.DictReader(f) if r["env"] not in args.envs]
         for r in rows:
             r["actors"], r["restarts"] = int(r["actors"]), int(r["restarts"])
+    if 1 not in args.actors and not all(any(r["env"] == e and r["actors"] == 1 for r in rows)
+                                        for e in args.envs):
+        sys.exit(f"throughput: --actors {' '.join(map(str, args.actors))} has no 1, and "
+                 f"{path} has no N = 1 row to compare against: add 1")
     for env in args.envs:
         for n in args.actors:
             row = measure(env, n)
