@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import time
 from pathlib import Path
 
 import gymnasium as gym
 import jax
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from probe_wait_cost import cpu_us_per_call  # beside this script
 
 from hrl.envs.gymnasium_env import GymnasiumVecEnv
 from hrl.envs.spec import EnvState, StepOut, book_step, init_bookkeeping
@@ -61,17 +61,15 @@ class SyncVectorReference:
 
 
 def cpu_us_per_step(make, m: int, wait_s: float, steps: int) -> float:
+    """Thread CPU per step of `make(m)` stepping CartPole (`probe_wait_cost.cpu_us_per_call`)."""
     env = make(m)
-    state, _ = env.reset(jax.random.PRNGKey(0))
+    carry = [env.reset(jax.random.PRNGKey(0))[0]]
     actions = np.zeros(m, np.int32)
-    total = 0.0
-    for _ in range(steps):
-        if wait_s:
-            time.sleep(wait_s)
-        start = time.thread_time()
-        state, _ = env.step(state, actions)
-        total += time.thread_time() - start
-    return 1e6 * total / steps
+
+    def step():
+        carry[0], _ = env.step(carry[0], actions)
+
+    return cpu_us_per_call(step, steps, wait_s)
 
 
 def main() -> None:

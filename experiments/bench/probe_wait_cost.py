@@ -53,6 +53,7 @@ def works():
 
 
 def cpu_us_per_call(work, calls: int, wait_s: float) -> float:
+    """Thread CPU microseconds per `work()` call, each after a `wait_s` sleep (0: none)."""
     total = 0.0
     for _ in range(calls):
         if wait_s:
@@ -69,14 +70,15 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    kinds = works()
     measured: dict[tuple[str, bool], list[float]] = {}
     for _ in range(args.rounds):
-        for name, work in works().items():
+        for name, work in kinds.items():
             for waited in (False, True):
                 us = cpu_us_per_call(work, args.calls, args.wait_ms / 1e3 if waited else 0.0)
                 measured.setdefault((name, waited), []).append(us)
     rows = []
-    for name in works():
+    for name in kinds:
         back, after = (float(np.median(measured[name, w])) for w in (False, True))
         rows.append({"work": name, "wait_ms": args.wait_ms, "calls": args.calls,
                      "rounds": args.rounds, "cpu_us_back_to_back": round(back, 1),
