@@ -10,7 +10,7 @@ STAMP_PY := $(VENV)/.stamp-python
 # Use every core the machine has for the test suite (2 on the reference machine).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup demo test test-py312 test-slow lint docs docs-check bench-replay peers peers-quick clean
+.PHONY: setup demo test test-py312 test-long test-slow lint docs docs-check bench-replay peers peers-quick clean
 
 setup: $(STAMP_SYS) $(STAMP_PY)
 
@@ -72,7 +72,12 @@ demo: setup
 	$(BIN)/python -m hrl.demo
 
 test: setup
-	CI=$${CI:-} $(BIN)/python -m pytest -n $(JOBS) -m "not slow" tests
+	CI=$${CI:-} $(BIN)/python -m pytest -n $(JOBS) -m "not slow and not long" tests
+
+# The long tier: end-to-end runs whose contract a quicker test in `make test` also checks
+# (see the `long` marker in pyproject.toml). CI runs it after `make test`.
+test-long: setup
+	CI=$${CI:-} $(BIN)/python -m pytest -n $(JOBS) -m "long and not slow" tests
 
 test-slow: setup
 	$(BIN)/python -m pytest -n $(JOBS) -m slow tests

@@ -460,7 +460,7 @@ def test_profiler_children_see_no_gpu_whatever_the_parent_runs_on(monkeypatch):
     assert (Path(env["PYTHONPATH"].split(os.pathsep)[0]) / "hrl" / "mapping").is_dir()
 
 
-@pytest.mark.parametrize("dispatch", ["sync", "async"])
+@pytest.mark.parametrize("dispatch", ["sync", pytest.param("async", marks=pytest.mark.long)])
 def test_loop_rows_are_measured_in_a_process_with_their_dispatch(dispatch):
     from hrl.config import load_config, to_dict
     from hrl.mapping.profile import GRIDS, loop_rows_subprocess, loop_sizes
@@ -676,8 +676,10 @@ def test_profile_only_rtl_tables_refreshes_the_rtl_rows(tiny_profile, tmp_path, 
     assert "existing profile" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("backend,executors", [("opencl", ("sequential",)),
-                                               ("jax", ("sequential", "pipelined"))])
+@pytest.mark.parametrize("backend,executors", [
+    ("opencl", ("sequential",)),
+    pytest.param("jax", ("sequential", "pipelined"), marks=pytest.mark.long),
+])
 def test_relaxed_overlap_probe_times_the_runtime_loops(backend, executors):
     """`overlap:loop`: the runtime's loops in strict and relaxed dependency with the tree on
     PoCL or (jax) on a second XLA CPU device the probe's process makes itself, measured in a
@@ -795,6 +797,7 @@ def test_plan_forms_the_overlap_from_the_loop_s_saving_with_the_profile_s_hand_o
         replay_overlap_from_profile({"rows": [row]}, w, executor="fused")
 
 
+@pytest.mark.long
 def test_the_profiler_times_the_rtl_tree_in_fixed_point_for_a_float_config():
     """A float32 config's profile once skipped the RTL ("fixed point only"); the profiler
     now runs the RTL tree in fixed point, as its runnable mapping does, and other trees in

@@ -263,6 +263,7 @@ def test_binary_of_another_fanout_is_refused():
                                     binary=rtl_sim.sim_binary(8, 2, 1, 32))
 
 
+@pytest.mark.long
 @pytest.mark.hw
 def test_dqn_run_through_rtl_sim_matches_jax_host_bit_for_bit(monkeypatch):
     """A short DQN run (384 env steps, 16 SGD steps) with the tree in the simulated RTL

@@ -46,6 +46,7 @@ def actor_stream(m: int, n: int, steps: int, seed: int, p_end=(0.08, 0.05), floa
     example = {"obs": obs[0], "action": np.int32(0), "reward": np.float32(0),
                "next_obs": obs[0], "discount": np.float32(0)}
     acc = nstep_init(example, n, m)
+    push = jax.jit(nstep_push)
     out = []
     for t in range(steps + n - 1):
         action = rng.integers(0, 3, m).astype(np.int32)
@@ -55,7 +56,7 @@ def actor_stream(m: int, n: int, steps: int, seed: int, p_end=(0.08, 0.05), floa
         term = u < p_end[0]
         trunc = (u >= p_end[0]) & (u < p_end[0] + p_end[1])
         done = term | trunc
-        acc, tr = nstep_push(acc, obs, action, reward, final, term, done, GAMMA)
+        acc, tr = push(acc, obs, action, reward, final, term, done, GAMMA)
         if t >= n - 1:
             out.append(jax.tree.map(np.asarray, tr))
         reset = fresh()
@@ -150,9 +151,9 @@ def test_one_episode_end_takes_one_side_entry_where_n_steps_took_n():
                                      n * m, side_fraction=0.25, group=group)
 
     alone_slot = slot(None)
-    alone = alone_slot.init(example)
+    alone, add_alone = alone_slot.init(example), jax.jit(alone_slot.add)
     for items in batches(stream, 2 * m):
-        alone = alone_slot.add(alone, items)
+        alone = add_alone(alone, items)
     shared_slot = slot(m)
     a, shared = run_both(stored, shared_slot, stream, example, 2 * m, 8, seed=0)
     assert int(alone.lost) > 0 and int(shared.lost) == 0
@@ -175,8 +176,9 @@ def test_chains_of_equal_next_obs_stay_one_hop_and_exact():
         slot = make_next_slot_replay(make_prioritized_replay(32, fanout=4, impl="xla"), n * m,
                                      side_fraction=side_fraction, group=m)
         a, b = stored.init(example), slot.init(example)
+        add_a, add_b = jax.jit(stored.add), jax.jit(slot.add)
         for items in batches(stream, m):
-            a, b = stored.add(a, items), slot.add(b, items)
+            a, b = add_a(a, items), add_b(b, items)
         link = np.asarray(b.link)
         ahead = np.flatnonzero(link <= AHEAD)
         assert len(ahead)
@@ -240,8 +242,9 @@ def test_newest_items_are_sampled_with_their_true_next_obs():
     stored = make_prioritized_replay(64, fanout=4, impl="xla")
     slot = make_next_slot_replay(make_prioritized_replay(64, fanout=4, impl="xla"), m)
     a, b = stored.init(example), slot.init(example)
+    add_a, add_b = jax.jit(stored.add), jax.jit(slot.add)
     for items in batches(stream, 2 * m):
-        a, b = stored.add(a, items), slot.add(b, items)
+        a, b = add_a(a, items), add_b(b, items)
     newest = np.arange(27, 30)
     low = np.arange(27)
     a = stored.update(a, low, np.zeros(27, np.float32))  # the newest M hold the mass
@@ -266,8 +269,9 @@ def test_side_store_overflow_drops_the_oldest_and_never_samples_it(fmt, weights)
     stored = make_prioritized_replay(cap, **kw)
     slot = make_next_slot_replay(make_prioritized_replay(cap, **kw), m, 0.25)
     a, b = stored.init(example), slot.init(example)
+    add_a, add_b = jax.jit(stored.add), jax.jit(slot.add)
     for items in batches(stream, 4):
-        a, b = stored.add(a, items), slot.add(b, items)
+        a, b = add_a(a, items), add_b(b, items)
     lost = np.asarray(b.link) == LOST
     assert lost.any() and int(b.lost) >= int(lost.sum())
     assert next_obs_lost(b) == int(b.lost) and next_obs_lost(a) is None

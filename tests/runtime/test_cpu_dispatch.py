@@ -117,7 +117,7 @@ print(json.dumps([pool, sorted(masks), main_mask, names, os.environ.get("NPROC")
 """
 
 
-@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("threads", [1, pytest.param(3, marks=pytest.mark.long)])
 def test_cpu_threads_sizes_xla_pool_and_leaves_the_environment_and_masks_as_they_were(threads):
     # One CPU device: XLA gives each device a thread at least (XLA_FLAGS could ask for more).
     env = {k: v for k, v in os.environ.items() if k not in ("NPROC", "XLA_FLAGS")}

@@ -200,6 +200,7 @@ def test_actor_priorities_are_the_learners_from_the_same_weights_and_are_inserte
     assert_trees_equal(state, again)
 
 
+@pytest.mark.long
 def test_a_run_stopped_at_a_checkpoint_and_resumed_is_the_uninterrupted_run(local_ray,
                                                                             tmp_path, capfd):
     """N = 2, fixed schedule: a run stopped after a checkpoint and resumed with --resume ends
@@ -270,6 +271,7 @@ def test_a_gymnasium_run_stopped_and_resumed_is_the_uninterrupted_run(local_ray,
     assert _metrics(tmp_path / "full") == _metrics(tmp_path / "split")
 
 
+@pytest.mark.long
 def test_a_free_schedule_run_stopped_and_resumed_finishes_with_a_valid_replay(local_ray,
                                                                                tmp_path, capfd):
     """N = 2, free schedule. What may differ from the uninterrupted run: which worker's batch

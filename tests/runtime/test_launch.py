@@ -48,6 +48,7 @@ def _summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+@pytest.mark.long
 def test_two_processes_keep_one_set_of_parameters(tmp_path):
     run_dir = tmp_path / "run"
     proc = _hrl("launch", "--num-processes", "2", "--", "train", str(_config(tmp_path)),

@@ -221,7 +221,7 @@ def test_limiter_off_is_the_sequential_loop_bit_for_bit():
     assert_trees_equal(piped, jax.device_get(seq))
 
 
-@pytest.mark.parametrize("actors", ["thread", "process"])
+@pytest.mark.parametrize("actors", ["thread", pytest.param("process", marks=pytest.mark.long)])
 def test_a_failed_chunk_with_blocked_actors_ends_and_the_next_runs(actors):
     """The learner fails mid-chunk while the limiter holds the actors back (the abandon path
     of Ctrl-C or an error): the error surfaces, nothing hangs, and the next chunk runs."""

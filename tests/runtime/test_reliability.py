@@ -333,6 +333,7 @@ def test_kill_9_of_a_host_loop_run_resumes_bit_for_bit(tmp_path):
     assert logged_steps(run_dir) == logged_steps(tmp_path / "full")  # no chunk twice or lost
 
 
+@pytest.mark.long
 def test_ctrl_c_of_process_actors_stops_cleanly_and_resumes_exactly(tmp_path):
     """Ctrl-C reaches the actors' process too: the run still stops at a chunk's end with a
     checkpoint (exit 130, no traceback), and a resume with thread actors (the same schedule)

@@ -609,7 +609,7 @@ def test_summary_reports_the_steady_state_apart_from_the_start_up(tmp_path):
 STORED = {"replay.next_obs": "stored"}  # next_obs in every row, as before `auto`
 
 
-@pytest.mark.parametrize("n_step", [1, 3])
+@pytest.mark.parametrize("n_step", [1, pytest.param(3, marks=pytest.mark.long)])
 def test_next_obs_from_the_next_slot_trains_exactly_as_stored(n_step):
     """The default `replay.next_obs: auto` is next_slot in a fused run (next_obs rebuilt from
     the next slot, the tail and the side store) and gives the stored layout's training run:
