@@ -10,9 +10,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "runtime"))
 
 # Compiling dominates this suite on a 2-core machine; identical programs (across test modules,
-# xdist workers and `hrl train` subprocesses) compile once through JAX's persistent cache.
+# xdist workers and every process a test starts: `hrl train`, `python -c` scripts, process
+# actors, Ray workers) compile once through JAX's persistent cache. Children read it from the
+# environment, which they inherit.
 JAX_CACHE = Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-compilation-cache"
 if not jax.config.jax_compilation_cache_dir:
     jax.config.update("jax_compilation_cache_dir", str(JAX_CACHE))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", jax.config.jax_compilation_cache_dir)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")

@@ -34,22 +34,10 @@ from hrl.runtime.pending import HostPendingQueue
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "experiments" / "configs"
-JAX_CACHE = ROOT / ".pytest_cache" / "jax-compilation-cache"
 
-# Identical programs (a run, its resumed twin, strict vs relaxed s=0) compile once: JAX's
-# persistent compilation cache, also handed to the `hrl train` subprocesses below. Compiling
-# dominates these tests on a 2-core machine. (A candidate for conftest.py, for every module.)
-if not jax.config.jax_compilation_cache_dir:
-    jax.config.update("jax_compilation_cache_dir", str(JAX_CACHE))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-SUBPROCESS_ENV = {
-    **os.environ,
-    "PYTHONUNBUFFERED": "1",
-    "JAX_COMPILATION_CACHE_DIR": jax.config.jax_compilation_cache_dir,
-    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-}
+# The `hrl train` subprocesses below: unbuffered output, and JAX's persistent compilation
+# cache through the environment conftest.py sets (a run and its resumed twin compile once).
+SUBPROCESS_ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
 def tiny_config(**overrides):
