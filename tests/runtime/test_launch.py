@@ -33,10 +33,9 @@ def _config(tmp_path, **overrides) -> Path:
 
 
 def _env() -> dict:
-    # The suite's compilation cache: the second launch of the same program loads it.
-    cache = ROOT / ".pytest_cache" / "jax-compilation-cache"
-    return dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
-                HRL_COMPILE_CACHE=str(cache))
+    # The suite's compilation cache comes in os.environ (conftest.py): the second launch of
+    # the same program loads it.
+    return dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
 
 
 def _hrl(*args, **kwargs):
