@@ -211,13 +211,16 @@ def _exact(x, a: Fx, y, b: Fx, terms: int, product):
     return hi, lo
 
 
-def matmul(x, a: Fx, w, b: Fx, out: Fx):
-    """x @ w with exact accumulation, narrowed to `out`. x: (..., K) in `a`, w: (K, N) in `b`.
+def matmul(x, a: Fx, w, b: Fx, out: Fx, bias=None, bias_fmt: Fx | None = None):
+    """x @ w (+ bias) with exact accumulation, narrowed once to `out`.
 
-    This is the one product the learning module's array computes, in all three of its
-    modes: activations x weights (forward), deltas x weights^T (backward) and
-    activations^T x deltas (weight gradient); the caller transposes. Cost: ceil(width_a /
-    chunk) int32 matmuls, chunk = 30 - (width_b - 1) - ceil(log2 K) bits.
+    x: (..., K) in `a`, w: (K, N) in `b`, bias: (N,) in `bias_fmt`. This is the one product
+    the learning module's array computes, in all three of its modes: activations x weights
+    (forward), deltas x weights^T (backward) and activations^T x deltas (weight gradient);
+    the caller transposes. The bias enters the accumulator exactly (aligned to the
+    products' `a.frac + b.frac` fractional bits, which must be at least `bias_fmt.frac`), as
+    the hardware preloads it, so a biased layer rounds once. Cost: ceil(width_a / chunk)
+    int32 matmuls, chunk = 30 - (width_b - 1) - ceil(log2 K) bits.
     Returns (words int32 of shape (..., N), n_saturated).
     """
     terms = w.shape[0]
@@ -226,6 +229,18 @@ def matmul(x, a: Fx, w, b: Fx, out: Fx):
         return jnp.matmul(p, q, preferred_element_type=jnp.int32)
 
     hi, lo = _exact(x, a, w, b, terms, product)
+    if bias is not None:
+        if bias_fmt is None:
+            raise ValueError("matmul: a bias needs its format (bias_fmt)")
+        shift = a.frac + b.frac - bias_fmt.frac
+        if not 0 <= shift <= LO_BITS or bias_fmt.width + shift - LO_BITS >= 29:
+            raise ValueError(f"matmul: bias {bias_fmt} cannot be aligned to {a} x {b} products")
+        bhi, blo = _wide(jnp.zeros_like(hi))
+        bhi, blo = _add_shifted(bhi, blo, jnp.broadcast_to(jnp.asarray(bias, jnp.int32), hi.shape),
+                                shift)
+        lo = lo + blo
+        hi = hi + bhi + (lo >> LO_BITS)
+        lo = lo & LO_MASK
     return narrow_wide(hi, lo, a.frac + b.frac, out)
 
 

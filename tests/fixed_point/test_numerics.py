@@ -119,3 +119,21 @@ def test_formats_and_accumulator_limits_refused_in_one_line():
     with pytest.raises(ValueError, match="accumulator"):
         zeros = np.zeros((4, 4), np.int32)
         fx.matmul(zeros, Fx(30, 0), zeros, Fx(30, 0), Fx(16, 0))
+
+
+@pytest.mark.parametrize("a,b,out", FORMATS[:3], ids=lambda f: str(f))
+def test_matmul_bias_enters_the_accumulator_exactly(a, b, out):
+    rng = np.random.default_rng(3)
+    bf = Fx(20, min(a.frac + b.frac, 16))
+    x, w, bias = ints(rng, a, (4, 9)), ints(rng, b, (9, 3)), ints(rng, bf, 3)
+    got, n = fx.matmul(x, a, w, b, out, bias=bias, bias_fmt=bf)
+    shift = a.frac + b.frac - bf.frac
+    want, nsat = [], 0
+    for i in range(4):
+        for j in range(3):
+            exact = sum(int(x[i, t]) * int(w[t, j]) for t in range(9)) + (int(bias[j]) << shift)
+            v, s = sat(rne_shift(exact, a.frac + b.frac - out.frac), out)
+            want.append(v)
+            nsat += s
+    np.testing.assert_array_equal(np.asarray(got).ravel(), want)
+    assert int(n) == nsat
