@@ -31,6 +31,7 @@ import numpy as np
 
 from hrl.config import ConfigError, RunConfig, load_run_config
 from hrl.envs import register_env
+from hrl.envs.registry import JAX_ENV_OPTIONS
 from hrl.runtime.build_run import build, initial_state, seed_list
 from hrl.runtime.checkpoint import restore_newest
 from hrl.runtime.evaluation import make_evaluator
@@ -169,12 +170,16 @@ def train(cfg: RunConfig, run_dir: str | Path | None = None, env: Any = None,
           **kwargs) -> dict:
     """`hrl.runtime.train(cfg, run_dir, **kwargs)`; with `env`, a gymnax-API env object
     (`reset(key, params)`, `step(key, state, action, params)`, `action_space(params)`), or a
-    pair (env, params), trained in place of `cfg.env.name`. The object is registered for this
+    pair (env, params), trained in place of `cfg.env.name` (of `cfg.env.kwargs` only
+    `max_episode_steps` and `obs_dtype` then apply). The object is registered for this
     process under `jax:<its class name>` (the name the run's config.yaml keeps); executors
     that start processes of their own (pipelined actors, distributed) need a name they can
     import instead: `jax:<module>:<factory>`."""
     if env is not None:
         name = register_env(type(env[0] if isinstance(env, tuple) else env).__name__,
                             lambda: env)
-        cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, name=name))
+        # The object is made already: of env.kwargs only hrl's own options still apply.
+        kwargs_ = {k: v for k, v in cfg.env.kwargs.items() if k in JAX_ENV_OPTIONS}
+        cfg = dataclasses.replace(cfg, env=dataclasses.replace(cfg.env, name=name,
+                                                               kwargs=kwargs_))
     return _train(cfg, run_dir, **kwargs)

@@ -117,8 +117,9 @@ def _make_jax(name: str, env_id: str, num_envs: int, kwargs: dict) -> JaxVecEnv:
         try:
             inspect.signature(factory).bind(**rest)
         except TypeError as err:
-            raise ValueError(f"env {name!r}: the factory does not take options {sorted(rest)} "
-                             f"({err})") from None
+            given = f"options {sorted(rest)}" if rest else "no options"
+            raise ValueError(f"env {name!r}: the factory cannot be called with {given} "
+                             f"(env.kwargs; {err})") from None
         except ValueError:  # no signature to read (a builtin): let the call tell
             pass
         made = factory(**rest)
