@@ -3,6 +3,7 @@ jittable; exploring as in training), and evaluate it to exactly `hrl eval`'s ret
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -13,21 +14,24 @@ import pytest
 
 import hrl
 from hrl.cli import main as cli_main
-from hrl.config import ConfigError, load_config
+from hrl.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """A short DQN run on the JAX corridor of examples/corridor_jax.py (fused loop), with an
-    evaluation every chunk so that it has a best checkpoint too."""
+    """examples/python_api.py at a small size: a config built in code, a registered network,
+    the JAX corridor of examples/corridor_jax.py (fused loop), evaluations (so a best
+    checkpoint), then load, act, explore and evaluate."""
     d = tmp_path_factory.mktemp("api") / "run"
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(REPO)  # the config names examples.corridor_jax, found from the repository
-        cfg = load_config(REPO / "examples" / "corridor_jax.yaml",
-                          ["train.total_env_steps=512", "train.eval_every=256"])
-        hrl.train(cfg, run_dir=d, progress=False)
+        mp.syspath_prepend(str(REPO))
+        out = importlib.import_module("examples.python_api").main(
+            ["--steps", "512", "--run-dir", str(d)])
+    assert out["summary"]["env_steps"] >= 512 and out["eval"]["episodes"] == 8
+    assert out["greedy"].shape == (8,) and out["explore"].shape == (8,)
     return d
 
 
