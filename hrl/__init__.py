@@ -8,8 +8,22 @@
 See `hrl.api` and docs/guides/python.md.
 """
 
-from hrl.api import Policy, evaluate, load, train
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = ["Policy", "__version__", "evaluate", "load", "train"]
+# The names of `hrl.api`, loaded on first use (PEP 562): `import hrl.replay` in a simulator's
+# golden model or a worker process must not bring in the runtime, orbax and Ray with it.
+API = ("Policy", "evaluate", "load", "train")
+
+__all__ = [*API, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in API:
+        return getattr(importlib.import_module("hrl.api"), name)
+    raise AttributeError(f"module 'hrl' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *API])

@@ -17,6 +17,9 @@ from hrl.cli import main as cli_main
 from hrl.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
+# A training run, two loads and three evaluations: about 40 s of CPU on 2 cores. The default
+# tier loads and evaluates a trained policy in tests/envs/test_custom_jax_env.py.
+pytestmark = pytest.mark.long
 
 
 @pytest.fixture(scope="module")

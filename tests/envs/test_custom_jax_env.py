@@ -103,6 +103,7 @@ def test_the_example_trains_through_its_config_then_loads_and_evaluates(tmp_path
     assert out["eval"]["episodes"] == 8 and out["first_action"] in (0, 1)
 
 
+@pytest.mark.long  # a second training run (the example's program, compiled once for both)
 def test_an_env_object_trains_through_train(tmp_path):
     """The example's program (same sizes), so it compiles once for both tests."""
     cfg = load_config(REPO / "examples" / "corridor_jax.yaml", ["train.total_env_steps=512"])
