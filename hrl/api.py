@@ -90,8 +90,10 @@ def _restore(run_dir: Path, best: bool):
     cfg = load_run_config(path)
     seeds = seed_list(cfg)
     built = build(dataclasses.replace(cfg, seeds=1))
-    if len(seeds) > 1 and built.loop.runs_seeds_at_once:
+    if len(seeds) > 1:
         built.loop.close()
+        if not built.loop.runs_seeds_at_once:  # its seeds keep seed-<s>/ directories
+            raise ConfigError(f"no checkpoint in {run_dir / f'seed-{seeds[0]}' / 'checkpoints'}")
         built = build(cfg)
     like = initial_state(built, seeds if len(seeds) > 1 else None)
     where = run_dir / "best" if best else run_dir
