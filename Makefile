@@ -10,7 +10,7 @@ STAMP_PY := $(VENV)/.stamp-python
 # Use every core the machine has for the test suite (2 on the reference machine).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup demo test test-py312 test-long test-slow lint docs docs-check bench-replay peers peers-quick clean
+.PHONY: setup demo test test-py312 test-core test-long test-slow lint docs docs-check bench-replay peers peers-quick clean
 
 setup: $(STAMP_SYS) $(STAMP_PY)
 
@@ -67,6 +67,21 @@ test-py312: setup
 	$(BIN)/uv pip install -q --python $(VENV312)/bin/python --no-deps -e .; \
 	$(VENV312)/bin/python -c 'import jax, sys; print("test-py312: Python", sys.version.split()[0], "jax", jax.__version__)'; \
 	CI=$${CI:-} $(VENV312)/bin/python -m pytest -n $(JOBS) -m "not slow" $(PY312_TESTS)
+
+# hrl with its core dependencies alone (no hw, distributed, docs, bench or dev extras), pinned
+# by the lock: the quick start of docs/guides/python.md. Refuses a venv holding an extra, then
+# runs examples/jax_loop.py and a short gymnax `hrl train` (a couple of minutes on 2 cores).
+VENVCORE := .venv-core
+CORE_RUN := $(shell mktemp -u /tmp/hrl-core-XXXXXX)
+test-core: setup
+	test -x $(VENVCORE)/bin/python || $(BIN)/uv venv -q --python $(BIN)/python $(VENVCORE)
+	$(BIN)/uv pip install -q --compile-bytecode --python $(VENVCORE)/bin/python -c requirements.lock -e .
+	$(VENVCORE)/bin/python -c 'import importlib.util as u, sys; x = [m for m in ("ray", "cocotb", "pyopencl", "mkdocs", "pytest", "flashbax") if u.find_spec(m)]; sys.exit(f"test-core: extras installed: {x}" if x else 0)'
+	$(VENVCORE)/bin/python examples/jax_loop.py --steps 300 --seeds 2
+	$(VENVCORE)/bin/hrl train experiments/configs/dqn_cartpole.yaml --set train.total_env_steps=2048 \
+	  --set train.chunk_env_steps=1024 --set train.learning_starts=256 --run-dir $(CORE_RUN) --no-progress
+	$(VENVCORE)/bin/python -c 'import hrl; p = hrl.load("$(CORE_RUN)"); print("test-core: eval", hrl.evaluate(p)["eval_return"])'
+	rm -rf $(CORE_RUN)
 
 demo: setup
 	$(BIN)/python -m hrl.demo

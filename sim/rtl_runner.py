@@ -7,19 +7,36 @@ parameters through `run`; tests/rtl/ collects those functions (`load_testbench`)
 and as PARAM_<name> environment variables (the fpganinja taxi convention).
 
 A missing simulator skips with the reason outside CI and fails under CI=true (`require`).
+
+One testbench by module name, on either simulator, with waveforms (docs/guides/rtl.md):
+
+    python sim/rtl_runner.py hrl_fifo                          # every case of its sweep
+    python sim/rtl_runner.py hrl_fifo -k AW2-W32 --sim verilator --waves
+
+`--sim` sets HRL_RTL_SIM, which every run here then simulates on (whatever the sweep names);
+`--waves` sets cocotb's WAVES=1 (Icarus writes <toplevel>.fst, Verilator dump.vcd), builds
+in a directory of its own (<case>-waves: a build without tracing is not reused), and prints
+the path of each dump written.
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import importlib.util
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "fpga_rtl" / "rtl"
 SIM = ROOT / "sim"
 BUILD = ROOT / "sim_build"
+SIMULATORS = ("icarus", "verilator")
+# The simulator every run in this process uses when set (`--sim`), whatever its caller names.
+SIM_ENV = "HRL_RTL_SIM"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -35,6 +52,8 @@ def _rtl_model():
 
 def require(tool: str) -> None:
     """Skip (outside CI) or fail (CI=true) the calling pytest test when `tool` is missing."""
+    if tool in SIMULATORS:
+        tool = os.environ.get(SIM_ENV) or tool
     reason = _rtl_model().missing_tool(tool)
     if reason is None:
         return
@@ -135,6 +154,11 @@ def simulate(sim: str, sources: list[Path], toplevel: str, params: dict[str, int
     Returns the results XML path."""
     from cocotb_tools.check_results import get_results
 
+    if os.environ.get(SIM_ENV, sim) != sim:  # `--sim`: the other simulator, its own build
+        sim = os.environ[SIM_ENV]
+        build_dir = build_dir.with_name(f"{build_dir.name}-on-{sim}")
+    if os.environ.get("WAVES", "0") not in ("", "0"):  # cocotb's switch: traced, apart
+        build_dir = build_dir.with_name(f"{build_dir.name}-waves")
     # The runner hands the simulator's Python this process's sys.path.
     for path in (str(testbench), str(SIM), str(ROOT)):
         if path not in sys.path:
@@ -168,3 +192,57 @@ def simulate(sim: str, sources: list[Path], toplevel: str, params: dict[str, int
 def param(name: str, default: int) -> int:
     """An HDL parameter inside the testbench (PARAM_<name>, set by `run`)."""
     return int(os.environ.get(f"PARAM_{name}", default))
+
+
+def _sweeps_of(testbench: Path) -> list[str]:
+    """The pytest functions (plain `def test_*`, not the cocotb coroutines) of a testbench."""
+    tree = ast.parse(testbench.read_text())
+    return [n.name for n in tree.body
+            if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one module's testbench sweep (or the cases `-k` picks) through pytest; with
+    --waves, print where each waveform went. The exit status is pytest's (2: bad request)."""
+    parser = argparse.ArgumentParser(
+        prog="python sim/rtl_runner.py",
+        description="run the cocotb testbench sim/<module>/test_<module>.py by module name")
+    parser.add_argument("module", help="e.g. hrl_fifo (a folder of sim/)")
+    parser.add_argument("-k", dest="cases", metavar="EXPR",
+                        help="pytest -k expression over the sweep's case ids (e.g. AW2-W32)")
+    parser.add_argument("--sim", choices=SIMULATORS,
+                        help="simulate on this simulator, whatever the sweep names")
+    parser.add_argument("--waves", action="store_true",
+                        help="dump waveforms (Icarus: FST, Verilator: VCD) and print their paths")
+    args = parser.parse_args(argv)
+    testbench = testbench_dir(args.module) / f"test_{args.module}.py"
+    if not testbench.is_file():
+        known = sorted(p.parent.name for p in SIM.glob("*/test_*.py"))
+        print(f"rtl_runner: error: no testbench {testbench.relative_to(ROOT)}; modules: "
+              f"{', '.join(known)}", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SIM), str(ROOT),
+                                                    env.get("PYTHONPATH", "")) if p)
+    if args.sim:
+        env[SIM_ENV] = args.sim
+    if args.waves:
+        env["WAVES"] = "1"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+           str(ROOT), *(f"{testbench}::{name}" for name in _sweeps_of(testbench))]
+    if args.cases:
+        cmd += ["-k", args.cases]
+    started = time.time()
+    status = subprocess.call(cmd, env=env, cwd=ROOT)
+    if args.waves:
+        dumps = sorted(p for p in (BUILD / args.module).glob("*-waves/*")
+                       if p.suffix in (".fst", ".vcd") and p.stat().st_mtime >= started - 1)
+        for dump in dumps:
+            print(f"waves: {dump}")
+        if not dumps:
+            print("rtl_runner: no waveform was written (did any case run?)", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

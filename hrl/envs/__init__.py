@@ -8,7 +8,7 @@ See `hrl.envs.spec` for the auto-reset and episode-bookkeeping conventions.
 """
 
 from hrl.envs.jax_envs import BRAX_BACKENDS, BRAX_ENVS, DEFAULT_BRAX_BACKEND, GYMNAX_ENVS, JaxVecEnv
-from hrl.envs.registry import KNOWN_ENVS, VecEnv, make_env
+from hrl.envs.registry import KNOWN_ENVS, VecEnv, make_env, register_env
 from hrl.envs.spec import (
     ActionSpec,
     ContinuousActions,
@@ -37,4 +37,5 @@ __all__ = [
     "example_transition",
     "make_env",
     "random_actions",
+    "register_env",
 ]

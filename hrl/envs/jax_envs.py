@@ -144,37 +144,62 @@ def make_gymnax(env_id: str, num_envs: int, max_episode_steps: int | None = None
                          f"got {obs_dtype!r}")
     # gymnax: loaded only when a gymnax env is made
     import gymnax
-    from gymnax.environments import spaces
 
     env, params = gymnax.make(env_id)
-    if max_episode_steps is not None:
+    return gymnax_api_env(env, params, f"gymnax:{env_id}", num_envs, max_episode_steps,
+                          obs_dtype)
+
+
+def gymnax_api_env(env, params, name: str, num_envs: int, max_episode_steps: int | None = None,
+                   obs_dtype: str = "float32") -> JaxVecEnv:
+    """M copies of any env with gymnax's API: `reset_env(key, params) -> (obs, state)` and
+    `step_env(key, state, action, params) -> (obs, state, reward, done, info)` (or, where an
+    env has no `*_env` methods, `reset` and `step` of the same shape: their own auto-reset, if
+    any, is overridden by JaxVecEnv's), `action_space(params)` (`.n`: discrete; else `.shape`,
+    `.low`, `.high`), and optionally `observation_space(params)` (else the shape of reset's
+    observation), `is_truncated(state, params)` and `params.max_steps_in_episode`.
+    `max_episode_steps` overrides the params' limit (or sets one: JaxVecEnv's counter)."""
+    if obs_dtype not in OBS_DTYPES:
+        raise ValueError(f"{name}: obs_dtype must be one of {OBS_DTYPES}, got {obs_dtype!r}")
+    has_limit = hasattr(params, "max_steps_in_episode")
+    if max_episode_steps is not None and has_limit:
         params = params.replace(max_steps_in_episode=int(max_episode_steps))
+    if max_episode_steps is None and has_limit:
+        max_episode_steps = int(params.max_steps_in_episode)
+    reset = getattr(env, "reset_env", None) or env.reset
+    # step_env, not step: gymnax's step auto-resets with its own key; JaxVecEnv does it.
+    step = getattr(env, "step_env", None) or env.step
+    truncated = getattr(env, "is_truncated", None)
     space = env.action_space(params)
-    if isinstance(space, spaces.Discrete):
+    if hasattr(space, "n"):
         action = DiscreteActions(int(space.n))
     else:
         shape = tuple(space.shape)
         low = np.broadcast_to(np.asarray(space.low, np.float32), shape).ravel()
         high = np.broadcast_to(np.asarray(space.high, np.float32), shape).ravel()
         action = ContinuousActions(shape, tuple(map(float, low)), tuple(map(float, high)))
+    try:
+        obs_shape = tuple(env.observation_space(params).shape)
+    except (AttributeError, NotImplementedError):  # none, or gymnax's abstract one
+        obs_shape = tuple(jax.eval_shape(reset, jax.random.PRNGKey(0), params)[0].shape)
     spec = EnvSpec(
-        name=f"gymnax:{env_id}",
+        name=name,
         num_envs=num_envs,
-        obs_shape=tuple(env.observation_space(params).shape),
+        obs_shape=obs_shape,
         obs_dtype=np.dtype(obs_dtype),
         action=action,
         is_jax=True,
-        max_episode_steps=int(params.max_steps_in_episode),
+        max_episode_steps=max_episode_steps,
     )
 
     def reset_one(key):
-        obs, state = env.reset_env(key, params)
+        obs, state = reset(key, params)
         return state, obs
 
     def step_one(state, action, key):
-        # step_env, not step: gymnax's step auto-resets with its own key; JaxVecEnv does it.
-        obs, state, reward, terminated, _ = env.step_env(key, state, action, params)
-        return state, obs, reward, terminated, env.is_truncated(state, params)
+        obs, state, reward, terminated, _ = step(key, state, action, params)
+        cut = truncated(state, params) if truncated else jnp.zeros((), bool)
+        return state, obs, reward, terminated, cut
 
     return JaxVecEnv(spec, reset_one, step_one)
 

@@ -140,7 +140,9 @@ def start_ray(address: str | None = None) -> None:
             # Ray starts its processes with fork + exec, which the warning about forking a
             # process that runs JAX's threads does not concern.
             warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
-            ray.init(address=address, include_dashboard=False, logging_level="ERROR",
+            # No address: a new local Ray ("local"), never the cluster Ray's default (None)
+            # joins from <RAY_TMPDIR>/ray/ray_current_cluster, which a dead cluster leaves.
+            ray.init(address=address or "local", include_dashboard=False, logging_level="ERROR",
                      log_to_driver=False, configure_logging=True)
     except Exception as err:  # Ray raises many kinds; the user needs one line
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
