@@ -36,6 +36,7 @@ import dataclasses
 
 from hrl.fixed_point.numerics import Fx
 
+NUMERICS = ("float", "fixed")  # agent.numerics: the float32 learner or this one
 OPTIMIZERS = ("sgd",)  # what the fixed-point learner's optimizer unit implements (see optim)
 
 

@@ -140,3 +140,14 @@ def mlp_backward(layers, inputs, masks, delta, act_fmt: Fx, w_fmt: Fx, delta_fmt
             d_in, n3 = dense_backward(delta, layers[0]["w"], None, delta_fmt, w_fmt, delta_fmt)
             n_sat = n_sat + n3
     return grads, d_in, n_sat
+
+
+def mlp_input_delta(layers, masks, delta, w_fmt: Fx, delta_fmt: Fx):
+    """The delta at the network's input (B, K0) from the output delta, no weight gradients:
+    the critic's dQ/da for the actor's step. Returns (delta_in, n_sat)."""
+    n_sat = jnp.int32(0)
+    for i in range(len(layers) - 1, -1, -1):
+        mask = masks[i - 1] if i > 0 else None
+        delta, n = dense_backward(delta, layers[i]["w"], mask, delta_fmt, w_fmt, delta_fmt)
+        n_sat = n_sat + n
+    return delta, n_sat
