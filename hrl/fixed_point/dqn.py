@@ -19,6 +19,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from hrl.agents.common import AgentState, check_batch
 from hrl.agents.dqn.agent import DQNConfig
@@ -50,7 +51,7 @@ class FixedDQN:
         return self.cfg.fixed_point.formats()
 
     def init(self, key) -> AgentState:
-        size = int(jnp.prod(jnp.asarray(self.spec.obs_shape)))
+        size = int(np.prod(self.spec.obs_shape))
         params = init_mlp(key, self.cfg.hidden_sizes, size, self.spec.action.n, self.fmts)
         return AgentState(params, params, zeros_like_tree(params), jnp.int32(0))
 

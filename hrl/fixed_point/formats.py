@@ -25,7 +25,7 @@ and `optim` name which. Why each is what it is:
   28 bits keep a difference of two masters (Polyak) within an int32 word.
 * `unit` Q16.15 ([-1, 1)): momentum and tau (a tau of 1 is a hard copy, no multiply).
 * `prob` Q17.15 ([-2, 2)): discounts and importance weights, which reach exactly 1.
-* `lr` Q16.`lr_frac` (default 28): the learning rate divided by the batch size, per step.
+* `lr` Q16.`lr_frac` (default 26): the learning rate divided by the batch size, per step.
 
 The accumulator is exact by construction (`numerics`): no format names it.
 """
@@ -53,7 +53,7 @@ class FxFormats:
     master: Fx = Fx(28, 24)
     unit: Fx = Fx(16, 15)
     prob: Fx = Fx(17, 15)
-    lr: Fx = Fx(16, 28)
+    lr: Fx = Fx(16, 26)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +72,7 @@ class FixedPointConfig:
     grad: tuple[int, int] = (24, 12)  # weight and bias gradients (sums over the batch)
     velocity: tuple[int, int] = (28, 14)  # the momentum buffer
     master: tuple[int, int] = (28, 24)  # master and target weights
-    lr_frac: int = 28  # fractional bits of the per-step rate learning_rate / batch (16 bits)
+    lr_frac: int = 26  # fractional bits of the per-step rate learning_rate / batch (16 bits)
     momentum: float = 0.9  # SGD momentum in [0, 1); 0 is plain SGD
 
     def formats(self) -> FxFormats:

@@ -76,7 +76,8 @@ class DDPGConfig:
     # fixed-point reference, hrl.fixed_point: MLP, ReLU, optimizer sgd with momentum, no
     # max_grad_norm; the FPGA's arithmetic on any executor, with no simulator).
     numerics: str = "float"
-    fixed_point: FixedPointConfig = FixedPointConfig()  # formats and momentum of numerics: fixed
+    # numerics: fixed only: the formats of its words ([width, frac] each) and its momentum.
+    fixed_point: FixedPointConfig = dataclasses.field(default_factory=FixedPointConfig)
 
     def __post_init__(self):
         c = "DDPGConfig"
