@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import sys
 import time
@@ -33,8 +32,8 @@ import numpy as np
 
 from hrl.config import load_config
 from hrl.runtime import train
-from hrl.runtime.aggregate import aggregate_curve, plot_curves, write_curve_csv
-from hrl.runtime.metrics import read_episodes
+from hrl.runtime.aggregate import aggregate_curve, first_solved, plot_curves, write_curve_csv
+from hrl.runtime.metrics import read_episodes, read_eval_rows
 
 ROOT = Path(__file__).resolve().parents[1]  # experiments/
 OUT = ROOT / "results" / "fixed_point"
@@ -56,10 +55,10 @@ VARIANTS = {
         *FIXED, "agent.actor_learning_rate=0.0002", "agent.critic_learning_rate=0.001"]),
 }
 
-FIELDS = ("variant", "config", "seeds", "solved", "ended_at_bar", "threshold",
-          "budget_env_steps", "median_steps_to_solved", "float_median_steps_to_solved",
-          "steps_ratio", "final_eval_iqm", "final_eval_median", "saturations_per_step",
-          "wall_s", "overrides", "meets_issue")
+FIELDS = ("variant", "config", "seeds", "solved", "ended_at_bar", "threshold", "env_steps",
+          "budget_env_steps", "complete", "median_steps_to_solved",
+          "float_median_steps_to_solved", "steps_ratio", "final_eval_median",
+          "recent_return_median", "saturations_per_step", "wall_s", "overrides", "meets_issue")
 
 
 def _parse():
@@ -92,59 +91,76 @@ def _float_row(config: str) -> dict:
 
 def _saturations(seed_dir: Path) -> float:
     """Mean saturation count per SGD step over the run's logged chunks."""
-    rows = list(csv.DictReader((seed_dir / "metrics.csv").read_text().splitlines()))
+    path = seed_dir / "metrics.csv"
+    rows = list(csv.DictReader(path.read_text().splitlines())) if path.exists() else []
     values = [float(r["saturations"]) for r in rows if r.get("saturations") not in (None, "")]
     return float(np.mean(values)) if values else float("nan")
 
 
 def report(variant: str) -> dict:
+    """The variant's curve, seeds and row, from the per-seed logs under runs/<variant>/. A run
+    still going (or stopped) is reported as far as its logs reach: `env_steps` says where,
+    `complete` whether the budget was trained."""
     name, overrides = VARIANTS[variant]
     run_dir = OUT / "runs" / variant
-    summary = json.loads((run_dir / "summary.json").read_text())
-    per_seed = summary["per_seed"]
-    seed_dirs = [run_dir / f"seed-{r['seed']}" for r in per_seed]
+    cfg = load_config(ROOT / "configs" / f"{name}.yaml", overrides)
+    threshold = cfg.train.solved_return
+    window = cfg.log.return_window
+    seed_dirs = sorted(run_dir.glob("seed-*"), key=lambda d: int(d.name.split("-")[1]))
     logs = [read_episodes(d) for d in seed_dirs]
-    window = 10
-    grid = np.linspace(0, summary["env_steps"], 201)[1:].astype(np.int64)
+    complete = (run_dir / "summary.json").exists()
+    reached_steps = int(min(int(s[-1]) if len(s) else 0 for s, _ in logs))
+    grid = np.linspace(0, max(reached_steps, 1), 201)[1:].astype(np.int64)
     curve = aggregate_curve(logs, window, grid)
     write_curve_csv(OUT / f"{variant}.csv", curve)
-    curves = {f"fixed point, {len(per_seed)} seeds": curve}
+    curves = {f"fixed point, {len(seed_dirs)} seeds": curve}
     float_csv = FLOAT / f"{name}.csv"
     if float_csv.exists():
         rows = list(csv.DictReader(float_csv.read_text().splitlines()))
-        curves["float32 (learning_quality)"] = {
+        curves["float32 (learning_quality.py)"] = {
             k: np.asarray([float(r[k]) if r[k] != "" else np.nan for r in rows])
             for k in rows[0]}
-    threshold = summary.get("solved_return") or _float_row(name).get("threshold")
-    plot_curves(OUT / f"{variant}.png", curves, f"{variant}: fixed point beside float32",
+    state = "" if complete else f" (stopped at {reached_steps:,} of {cfg.train.total_env_steps:,})"
+    plot_curves(OUT / f"{variant}.png", curves, f"{variant}: fixed point beside float32{state}",
                 window, float(threshold))
+    per_seed = []
+    for d, (steps, returns) in zip(seed_dirs, logs, strict=True):
+        solved = first_solved(steps, returns, window, threshold)
+        evals = read_eval_rows(d)
+        final_eval = evals[-1]["eval_return"] if evals else None
+        per_seed.append({
+            "seed": int(d.name.split("-")[1]), "steps_to_solved": solved[0] if solved else None,
+            "recent_return": float(np.mean(returns[-window:])) if len(returns) else None,
+            "final_eval_return": final_eval,
+            "ends_at_bar": final_eval is not None and final_eval >= threshold,
+            "saturations_per_step": _saturations(d)})
     with (OUT / f"{variant}_seeds.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(("seed", "steps_to_solved", "final_return", "final_eval_return",
-                    "ends_at_bar", "saturations_per_step"))
-        for r, d in zip(per_seed, seed_dirs, strict=True):
-            w.writerow((r["seed"], r["steps_to_solved"] or "", r["recent_return"],
-                        r["final_eval_return"], int(r["ends_at_bar"]), _saturations(d)))
+        w = csv.DictWriter(f, fieldnames=list(per_seed[0]))
+        w.writeheader()
+        w.writerows(per_seed)
     reached = [r["steps_to_solved"] for r in per_seed if r["steps_to_solved"] is not None]
     fl = _float_row(name)
     med = int(np.median(reached)) if reached else None
     fmed = int(fl["median_steps_to_solved"]) if fl.get("median_steps_to_solved") else None
     ratio = round(med / fmed, 2) if med and fmed else None
     evals = [r["final_eval_return"] for r in per_seed if r["final_eval_return"] is not None]
-    ended = summary["seeds_ending_at_bar"]
+    ended = sum(r["ends_at_bar"] for r in per_seed)
     wall = (run_dir / "wall_s.txt").read_text().strip() if (run_dir / "wall_s.txt").exists() \
         else ""
     return {
         "variant": variant, "config": name, "seeds": len(per_seed), "solved": len(reached),
-        "ended_at_bar": ended, "threshold": threshold,
-        "budget_env_steps": summary["env_steps"],
+        "ended_at_bar": ended, "threshold": threshold, "env_steps": reached_steps,
+        "budget_env_steps": cfg.train.total_env_steps, "complete": complete,
         "median_steps_to_solved": med or "", "float_median_steps_to_solved": fmed or "",
         "steps_ratio": ratio or "",
-        "final_eval_iqm": round(summary["final_eval_return"]["iqm"], 1),
         "final_eval_median": round(float(np.median(evals)), 1) if evals else "",
-        "saturations_per_step": round(float(np.mean([_saturations(d) for d in seed_dirs])), 3),
+        "recent_return_median": round(float(np.median(
+            [r["recent_return"] for r in per_seed if r["recent_return"] is not None])), 1),
+        "saturations_per_step": round(float(np.nanmean(
+            [r["saturations_per_step"] for r in per_seed])), 3),
         "wall_s": wall, "overrides": " ".join(overrides),
-        "meets_issue": bool(ended >= 0.8 * len(per_seed) and ratio is not None and ratio <= 1.5),
+        "meets_issue": bool(complete and ended >= 0.8 * len(per_seed) and ratio is not None
+                            and ratio <= 1.5),
     }
 
 
@@ -169,16 +185,18 @@ def write_tables(rows: list[dict]) -> None:
         "greedy eval at the bar on >= 8/10 seeds, median env steps to the bar within 1.5x the "
         "float learner's.",
         "",
-        "| variant | solved | end at the bar (eval) | median steps to bar | float32 median | "
-        "ratio | final eval IQM | saturations / SGD step | meets the issue | wall s | "
-        "overrides |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| variant | env steps trained / budget | solved | end at the bar (eval) | median steps "
+        "to bar | float32 median | ratio | final eval median | last-10 return median | "
+        "saturations / SGD step | meets the issue | wall s | overrides |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['variant']} | {r['solved']}/{r['seeds']} | {r['ended_at_bar']}/{r['seeds']} "
+            f"| {r['variant']} | {int(r['env_steps']):,} / {int(r['budget_env_steps']):,} | "
+            f"{r['solved']}/{r['seeds']} | {r['ended_at_bar']}/{r['seeds']} "
             f"| {r['median_steps_to_solved']} | {r['float_median_steps_to_solved']} | "
-            f"{r['steps_ratio']} | {r['final_eval_iqm']} | {r['saturations_per_step']} | "
+            f"{r['steps_ratio']} | {r['final_eval_median']} | {r['recent_return_median']} | "
+            f"{r['saturations_per_step']} | "
             f"{r['meets_issue']} | {r['wall_s']} | `{r['overrides']}` |")
     (OUT / "fixed_point_learning.md").write_text("\n".join(lines) + "\n")
 

@@ -26,7 +26,9 @@ checks them against unbounded Python integers. The rules, in full:
 
 Everything is int32 with explicit carries (an exact sum is kept as two int32 words,
 `hi * 2**24 + lo` with `0 <= lo < 2**24`), so it needs no 64-bit mode in JAX and maps one to
-one onto Verilog. Shapes and formats are static; values are traced, so all of it jits and
+one onto Verilog. (`matmul` computes its chunk products as float32 GEMMs where every partial
+sum is an integer below 2**24: exact in any summation order, so the words are the same, only
+faster on a CPU.) Shapes and formats are static; values are traced, so all of it jits and
 vmaps.
 """
 
