@@ -61,8 +61,9 @@ class FixedPointConfig:
     """The `agent.fixed_point` section: the learner's formats, used with `agent.numerics: fixed`.
 
     Each format is [width, fractional bits]; the defaults are argued in the module docstring
-    and are what experiments/results/fixed_point/ ran (no width sweep measured yet). The optimizer is SGD with momentum (`agent.optimizer:
-    sgd`), per parameter one multiply-add for the momentum and one for the step.
+    and are what experiments/results/fixed_point/ ran (no width sweep measured yet). The
+    optimizer is SGD with momentum (`agent.optimizer: sgd`), per parameter one multiply-add
+    for the momentum and one for the step.
     """
 
     act: tuple[int, int] = (16, 8)  # observations, hidden activations, actions
