@@ -18,12 +18,17 @@ checks them against unbounded Python integers. The rules, in full:
   `s < 0`, which is exact), rounds the bits shifted out to nearest with ties to the even
   result, and clamps the result into the format's range. A clamp is a saturation; each
   operation returns how many of its outputs saturated, so a run can count them.
+* A fused multiply-add `multiply_add(x, a, y, b, z, c, out)` = `x * y + z`, the product
+  exact and `z` preloaded into the accumulator (as `matmul`'s bias), rounds once. The
+  optimizer (momentum, weight step) and the target update (Polyak) are built from it.
 * Floats enter through `quantize` (round half to even, saturate; NaN counts as a saturation
   to 0) and leave through `dequantize` (exact for words of up to 24 bits).
 
 Everything is int32 with explicit carries (an exact sum is kept as two int32 words,
 `hi * 2**24 + lo` with `0 <= lo < 2**24`), so it needs no 64-bit mode in JAX and maps one to
-one onto Verilog. Shapes and formats are static; values are traced, so all of it jits and
+one onto Verilog. (`matmul` computes its chunk products as float32 GEMMs where every partial
+sum is an integer below 2**24: exact in any summation order, so the words are the same, only
+faster on a CPU.) Shapes and formats are static; values are traced, so all of it jits and
 vmaps.
 """
 
@@ -32,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 
 MAX_WIDTH = 30
@@ -211,6 +217,58 @@ def _exact(x, a: Fx, y, b: Fx, terms: int, product):
     return hi, lo
 
 
+FLOAT_EXACT_BITS = 24  # float32 holds every integer of magnitude <= 2**24 exactly
+
+
+def _chunks(width: int, c: int) -> int:
+    """How many c-bit chunks split a signed `width`-bit word (low ones unsigned, the top one
+    signed, of magnitude <= 2**c)."""
+    return max(1, math.ceil((width - 1) / c))
+
+
+def _float_plan(a: Fx, b: Fx, terms: int) -> tuple[int, int] | None:
+    """(chunk bits of x, of w) so that a K-term sum of chunk products stays below 2**24 and
+    every shift fits `_add_shifted`; None where no split fits."""
+    budget = FLOAT_EXACT_BITS - max(terms - 1, 0).bit_length()
+    if budget < 2:
+        return None
+    cx = budget // 2
+    cw = budget - cx
+    if cx * (_chunks(a.width, cx) - 1) + cw * (_chunks(b.width, cw) - 1) > LO_BITS:
+        return None
+    return cx, cw
+
+
+def _split(x, width: int, c: int) -> list:
+    """x = sum_j chunk_j * 2**(c*j): low chunks unsigned c bits, the top one signed with
+    magnitude <= 2**c (arithmetic shift)."""
+    n = _chunks(width, c)
+    out = []
+    for j in range(n):
+        piece = x >> (c * j)
+        if j < n - 1:
+            piece = piece & ((1 << c) - 1)
+        out.append(piece)
+    return out
+
+
+def _exact_float(x, a: Fx, w, b: Fx, plan: tuple[int, int]):
+    """The exact x @ w as (hi, lo) from float32 matmuls of chunk pairs (see `matmul`)."""
+    cx, cw = plan
+    xs = _split(jnp.asarray(x, jnp.int32), a.width, cx)
+    ws = _split(jnp.asarray(w, jnp.int32), b.width, cw)
+    hi = lo = None
+    for i, xp in enumerate(xs):
+        xf = xp.astype(jnp.float32)
+        for j, wp in enumerate(ws):
+            part = jnp.matmul(xf, wp.astype(jnp.float32),
+                              precision=jax.lax.Precision.HIGHEST).astype(jnp.int32)
+            if hi is None:
+                hi, lo = jnp.zeros_like(part), jnp.zeros_like(part)
+            hi, lo = _add_shifted(hi, lo, part, cx * i + cw * j)
+    return hi, lo
+
+
 def matmul(x, a: Fx, w, b: Fx, out: Fx, bias=None, bias_fmt: Fx | None = None):
     """x @ w (+ bias) with exact accumulation, narrowed once to `out`.
 
@@ -219,16 +277,25 @@ def matmul(x, a: Fx, w, b: Fx, out: Fx, bias=None, bias_fmt: Fx | None = None):
     (forward), deltas x weights^T (backward) and activations^T x deltas (weight gradient);
     the caller transposes. The bias enters the accumulator exactly (aligned to the
     products' `a.frac + b.frac` fractional bits, which must be at least `bias_fmt.frac`), as
-    the hardware preloads it, so a biased layer rounds once. Cost: ceil(width_a / chunk)
-    int32 matmuls, chunk = 30 - (width_b - 1) - ceil(log2 K) bits.
+    the hardware preloads it, so a biased layer rounds once.
+
+    Cost: both operands are split into chunks small enough that every partial sum of chunk
+    products is an integer below 2**24, which float32 holds exactly whatever the order of the
+    sum (so a float GEMM, far faster than an integer one on a CPU, computes it exactly):
+    about (width_a / c) * (width_b / c) float matmuls with 2c = 24 - ceil(log2 K), 4 for
+    16-bit operands up to K = 256. Where the chunks would not fit, ceil(width_a / chunk)
+    int32 matmuls, chunk = 30 - (width_b - 1) - ceil(log2 K).
     Returns (words int32 of shape (..., N), n_saturated).
     """
     terms = w.shape[0]
+    plan = _float_plan(a, b, terms)
+    if plan is not None:
+        hi, lo = _exact_float(x, a, w, b, plan)
+    else:
+        def product(p, q):
+            return jnp.matmul(p, q, preferred_element_type=jnp.int32)
 
-    def product(p, q):
-        return jnp.matmul(p, q, preferred_element_type=jnp.int32)
-
-    hi, lo = _exact(x, a, w, b, terms, product)
+        hi, lo = _exact(x, a, w, b, terms, product)
     if bias is not None:
         if bias_fmt is None:
             raise ValueError("matmul: a bias needs its format (bias_fmt)")
@@ -241,6 +308,32 @@ def matmul(x, a: Fx, w, b: Fx, out: Fx, bias=None, bias_fmt: Fx | None = None):
         lo = lo + blo
         hi = hi + bhi + (lo >> LO_BITS)
         lo = lo & LO_MASK
+    return narrow_wide(hi, lo, a.frac + b.frac, out)
+
+
+def _preload(hi, lo, z, c: Fx, frac_products: int, what: str):
+    """(hi, lo) + z (in format `c`) aligned to `frac_products` fractional bits, exact."""
+    shift = frac_products - c.frac
+    if not 0 <= shift <= LO_BITS or c.width + shift - LO_BITS >= 29:
+        raise ValueError(f"{what}: {c} cannot be aligned to products with {frac_products} "
+                         "fractional bits")
+    zhi, zlo = _add_shifted(jnp.zeros_like(hi), jnp.zeros_like(lo),
+                            jnp.broadcast_to(jnp.asarray(z, jnp.int32), hi.shape), shift)
+    lo = lo + zlo
+    return hi + zhi + (lo >> LO_BITS), lo & LO_MASK
+
+
+def multiply_add(x, a: Fx, y, b: Fx, z, c: Fx, out: Fx):
+    """x * y + z elementwise (broadcasting), exact, narrowed once to `out`.
+
+    `z` enters the accumulator exactly, aligned to the product's `a.frac + b.frac` fractional
+    bits (which must be at least `c.frac`, at most 24 more), as a DSP's post-adder does.
+    Returns (words int32, n_saturated).
+    """
+    hi, lo = _exact(x, a, y, b, 1, jnp.multiply)
+    shape = jnp.broadcast_shapes(jnp.shape(hi), jnp.shape(z))
+    hi, lo = jnp.broadcast_to(hi, shape), jnp.broadcast_to(lo, shape)
+    hi, lo = _preload(hi, lo, z, c, a.frac + b.frac, "multiply_add")
     return narrow_wide(hi, lo, a.frac + b.frac, out)
 
 
