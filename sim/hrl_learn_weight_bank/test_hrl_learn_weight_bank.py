@@ -67,7 +67,7 @@ async def fill_and_read(tb: TB, shapes, n_reads: int):
     lay = tb.layout(shapes)
     mats = [random_words(tb.rng, s, tb.DW) for s in shapes]
     # Fill: every row block once with random lane enables, then the lanes left out.
-    for (base, slog), m in zip(lay, mats):
+    for (base, slog), m in zip(lay, mats, strict=True):
         rows, cols = m.shape
         for i in range(rows):
             for j0 in range(0, cols, L):
