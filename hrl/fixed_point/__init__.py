@@ -2,8 +2,21 @@
 
 `numerics` defines the narrowing (round to nearest even, then saturate) and the exact
 multiply-accumulate that the RTL learner (`fpga_rtl/rtl/hrl_learn_*`) matches bit for bit.
+`formats` fixes the width of every word; `layers` (dense forward, backward, weight and bias
+gradients, the actor's clip), `losses` (DQN's and DDPG's loss unit) and `optim` (momentum SGD,
+Polyak and hard target updates) are the hardware units, one pure function each: the golden
+models of the RTL's testbenches.
 """
 
-from hrl.fixed_point.numerics import Fx, add, dequantize, matmul, multiply, narrow, quantize
+from hrl.fixed_point.numerics import (
+    Fx,
+    add,
+    dequantize,
+    matmul,
+    multiply,
+    multiply_add,
+    narrow,
+    quantize,
+)
 
-__all__ = ["Fx", "add", "dequantize", "matmul", "multiply", "narrow", "quantize"]
+__all__ = ["Fx", "add", "dequantize", "matmul", "multiply", "multiply_add", "narrow", "quantize"]

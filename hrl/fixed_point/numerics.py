@@ -18,6 +18,9 @@ checks them against unbounded Python integers. The rules, in full:
   `s < 0`, which is exact), rounds the bits shifted out to nearest with ties to the even
   result, and clamps the result into the format's range. A clamp is a saturation; each
   operation returns how many of its outputs saturated, so a run can count them.
+* A fused multiply-add `multiply_add(x, a, y, b, z, c, out)` = `x * y + z`, the product
+  exact and `z` preloaded into the accumulator (as `matmul`'s bias), rounds once. The
+  optimizer (momentum, weight step) and the target update (Polyak) are built from it.
 * Floats enter through `quantize` (round half to even, saturate; NaN counts as a saturation
   to 0) and leave through `dequantize` (exact for words of up to 24 bits).
 
@@ -241,6 +244,32 @@ def matmul(x, a: Fx, w, b: Fx, out: Fx, bias=None, bias_fmt: Fx | None = None):
         lo = lo + blo
         hi = hi + bhi + (lo >> LO_BITS)
         lo = lo & LO_MASK
+    return narrow_wide(hi, lo, a.frac + b.frac, out)
+
+
+def _preload(hi, lo, z, c: Fx, frac_products: int, what: str):
+    """(hi, lo) + z (in format `c`) aligned to `frac_products` fractional bits, exact."""
+    shift = frac_products - c.frac
+    if not 0 <= shift <= LO_BITS or c.width + shift - LO_BITS >= 29:
+        raise ValueError(f"{what}: {c} cannot be aligned to products with {frac_products} "
+                         "fractional bits")
+    zhi, zlo = _add_shifted(jnp.zeros_like(hi), jnp.zeros_like(lo),
+                            jnp.broadcast_to(jnp.asarray(z, jnp.int32), hi.shape), shift)
+    lo = lo + zlo
+    return hi + zhi + (lo >> LO_BITS), lo & LO_MASK
+
+
+def multiply_add(x, a: Fx, y, b: Fx, z, c: Fx, out: Fx):
+    """x * y + z elementwise (broadcasting), exact, narrowed once to `out`.
+
+    `z` enters the accumulator exactly, aligned to the product's `a.frac + b.frac` fractional
+    bits (which must be at least `c.frac`, at most 24 more), as a DSP's post-adder does.
+    Returns (words int32, n_saturated).
+    """
+    hi, lo = _exact(x, a, y, b, 1, jnp.multiply)
+    shape = jnp.broadcast_shapes(jnp.shape(hi), jnp.shape(z))
+    hi, lo = jnp.broadcast_to(hi, shape), jnp.broadcast_to(lo, shape)
+    hi, lo = _preload(hi, lo, z, c, a.frac + b.frac, "multiply_add")
     return narrow_wide(hi, lo, a.frac + b.frac, out)
 
 

@@ -12,6 +12,8 @@ import jax
 
 from hrl import agents, envs
 from hrl.config import RunConfig
+from hrl.fixed_point.ddpg import make_fixed_ddpg
+from hrl.fixed_point.dqn import make_fixed_dqn
 
 
 def make_env_agent(cfg: RunConfig) -> tuple[Any, Any]:
@@ -24,10 +26,14 @@ def make_env_agent(cfg: RunConfig) -> tuple[Any, Any]:
         if not spec.discrete:
             raise ValueError(
                 f"config key 'algo': dqn needs discrete actions; {cfg.env.name} is continuous")
+        if cfg.agent.numerics == "fixed":
+            return env, make_fixed_dqn(cfg.agent, spec, cfg.train.batch_size)
         return env, agents.make_dqn(cfg.agent, spec)
     if spec.discrete:
         raise ValueError(
             f"config key 'algo': ddpg needs continuous actions; {cfg.env.name} is discrete")
+    if cfg.agent.numerics == "fixed":
+        return env, make_fixed_ddpg(cfg.agent, spec, cfg.train.batch_size)
     return env, agents.make_ddpg(cfg.agent, spec)
 
 

@@ -137,3 +137,32 @@ def test_matmul_bias_enters_the_accumulator_exactly(a, b, out):
             nsat += s
     np.testing.assert_array_equal(np.asarray(got).ravel(), want)
     assert int(n) == nsat
+
+
+MAC_FORMATS = [  # (a, b, c, out): the optimizer's and target update's shapes, and others
+    (Fx(28, 14), Fx(17, 15), Fx(24, 12), Fx(28, 14)),   # momentum: mu * v + g
+    (Fx(28, 14), Fx(16, 28), Fx(28, 24), Fx(28, 24)),   # weight step: -lr * v + w
+    (Fx(29, 24), Fx(16, 15), Fx(28, 24), Fx(28, 24)),   # Polyak: tau * (w - t) + t
+    (Fx(16, 8), Fx(16, 12), Fx(12, 4), Fx(8, 2)),
+]
+
+
+@pytest.mark.parametrize("a,b,c,out", MAC_FORMATS, ids=lambda f: str(f))
+def test_multiply_add_is_exact_then_rounds_once(a, b, c, out):
+    rng = np.random.default_rng(a.width * 31 + b.frac)
+    x, y, z = ints(rng, a, (300,)), ints(rng, b, (300,)), ints(rng, c, (300,))
+    got, n_sat = fx.multiply_add(x, a, y, b, z, c, out)
+    want, nsat = [], 0
+    for xi, yi, zi in zip(x.tolist(), y.tolist(), z.tolist(), strict=True):
+        exact = xi * yi + (zi << (a.frac + b.frac - c.frac))
+        v, s = sat(rne_shift(exact, a.frac + b.frac - out.frac), out)
+        want.append(v)
+        nsat += s
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert int(n_sat) == nsat
+
+
+def test_multiply_add_refuses_a_misaligned_addend():
+    with pytest.raises(ValueError, match="cannot be aligned"):
+        fx.multiply_add(np.int32(1), Fx(16, 4), np.int32(1), Fx(16, 4), np.int32(1), Fx(16, 12),
+                        Fx(16, 8))

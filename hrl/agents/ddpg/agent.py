@@ -39,6 +39,7 @@ from hrl.agents.common import (
 from hrl.agents.ddpg.losses import actor_loss, critic_loss
 from hrl.agents.ddpg.networks import Actor, Critic
 from hrl.envs.spec import ContinuousActions, EnvSpec
+from hrl.fixed_point.formats import NUMERICS, FixedPointConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,9 +72,18 @@ class DDPGConfig:
     eval_noise_scale: float = 0.0  # Gaussian noise when explore=False
     # Clipped double Q (TD3's twin critics): two critics, the TD target takes their minimum.
     twin_critics: bool = False
+    # The learner's arithmetic: float (float32, optax) or fixed (the FPGA learning module's
+    # fixed-point reference, hrl.fixed_point: MLP, ReLU, optimizer sgd with momentum, no
+    # max_grad_norm; the FPGA's arithmetic on any executor, with no simulator).
+    numerics: str = "float"
+    fixed_point: FixedPointConfig = FixedPointConfig()  # formats and momentum of numerics: fixed
 
     def __post_init__(self):
         c = "DDPGConfig"
+        check_choice(c, "numerics", self.numerics, NUMERICS)
+        if not isinstance(self.fixed_point, FixedPointConfig):
+            raise ValueError(f"{c}.fixed_point must be a mapping of formats, got "
+                             f"{self.fixed_point!r}")
         check_hidden_sizes(c, "actor_hidden_sizes", self.actor_hidden_sizes)
         check_hidden_sizes(c, "critic_hidden_sizes", self.critic_hidden_sizes)
         check_choice(c, "activation", self.activation, ACTIVATIONS)

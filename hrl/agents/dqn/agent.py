@@ -36,6 +36,7 @@ from hrl.agents.dqn.losses import dqn_loss
 from hrl.agents.dqn.networks import make_q_network
 from hrl.agents.networks import check_conv_layers, known_networks
 from hrl.envs.spec import DiscreteActions, EnvSpec
+from hrl.fixed_point.formats import NUMERICS, FixedPointConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,9 +65,18 @@ class DQNConfig:
     eps_end: float = 0.05
     eps_decay_steps: int = 10_000
     eval_epsilon: float = 0.0  # epsilon when explore=False
+    # The learner's arithmetic: float (float32, optax) or fixed (the FPGA learning module's
+    # fixed-point reference, hrl.fixed_point: MLP, ReLU, optimizer sgd with momentum, no
+    # max_grad_norm; the FPGA's arithmetic on any executor, with no simulator).
+    numerics: str = "float"
+    fixed_point: FixedPointConfig = FixedPointConfig()  # formats and momentum of numerics: fixed
 
     def __post_init__(self):
         c = "DQNConfig"
+        check_choice(c, "numerics", self.numerics, NUMERICS)
+        if not isinstance(self.fixed_point, FixedPointConfig):
+            raise ValueError(f"{c}.fixed_point must be a mapping of formats, got "
+                             f"{self.fixed_point!r}")
         check_hidden_sizes(c, "hidden_sizes", self.hidden_sizes)
         check_choice(c, "network", self.network, known_networks())
         check_conv_layers(c, "conv_layers", self.conv_layers)

@@ -1,0 +1,187 @@
+"""DQN on the fixed-point learner: the FPGA learning module's arithmetic behind the DQN
+agent's interface (`init`, `act`, `policy`, `train_step`, `td_errors`), so every executor
+runs it unchanged. Selected by `agent.numerics: fixed` (see `hrl.runtime.components`).
+
+    agent = make_fixed_dqn(DQNConfig(numerics="fixed", optimizer="sgd", max_grad_norm=None),
+                           spec)
+    state, td_errors, metrics = agent.train_step(state, batch, weights)
+
+`sgd_step` is the whole SGD step in words: quantize the batch, three forward passes (online
+on obs, online and target on next_obs), the loss unit, one backward pass, momentum SGD, the
+target update. `metrics['saturations']` counts every narrowing that clipped in the step
+(the batch's quantization included). The TD errors it returns are the value words as floats
+(exact), so the replay's priorities are the module's |TD|.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from hrl.agents.common import AgentState, check_batch
+from hrl.agents.dqn.agent import DQNConfig
+from hrl.envs.spec import DiscreteActions, EnvSpec
+from hrl.fixed_point import optim
+from hrl.fixed_point.common import (
+    check_fixed_config,
+    init_mlp,
+    lr_words,
+    scheduled_lr,
+    zeros_like_tree,
+)
+from hrl.fixed_point.formats import FxFormats
+from hrl.fixed_point.layers import mlp_backward, mlp_forward
+from hrl.fixed_point.losses import dqn_loss_unit
+from hrl.fixed_point.numerics import dequantize, quantize
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FixedDQN:
+    """Static config and the pure functions of a fixed-point DQN agent."""
+
+    cfg: DQNConfig
+    spec: EnvSpec
+    grad_axis: str | None = None  # data parallelism is refused (see train_step)
+
+    @property
+    def fmts(self) -> FxFormats:
+        return self.cfg.fixed_point.formats()
+
+    def init(self, key) -> AgentState:
+        size = int(jnp.prod(jnp.asarray(self.spec.obs_shape)))
+        params = init_mlp(key, self.cfg.hidden_sizes, size, self.spec.action.n, self.fmts)
+        return AgentState(params, params, zeros_like_tree(params), jnp.int32(0))
+
+    # ------------------------------------------------------------------ infer
+    def epsilon(self, env_step) -> jax.Array:
+        c = self.cfg
+        frac = jnp.clip(jnp.asarray(env_step, jnp.float32) / max(c.eps_decay_steps, 1), 0.0, 1.0)
+        return jnp.float32(c.eps_start) + frac * jnp.float32(c.eps_end - c.eps_start)
+
+    def q_words(self, params, obs):
+        """Q values (M, A) as value words, and the forward's saturation count."""
+        f = self.fmts
+        x, n0 = quantize(jnp.reshape(obs, (jnp.shape(obs)[0], -1)), f.act)
+        w, n1 = optim.operand(params, f)
+        q, _, _, n2 = mlp_forward(w, x, f.act, f.weight, f.value)
+        return q, n0 + n1 + n2
+
+    def q_values(self, state: AgentState, obs) -> jax.Array:
+        return dequantize(self.q_words(state.params, obs)[0], self.fmts.value)
+
+    def policy(self, state: AgentState, obs) -> jax.Array:
+        """Greedy int32 actions (M,): argmax of the Q words (the first of equal ones)."""
+        return jnp.argmax(self.q_words(state.params, obs)[0], axis=-1).astype(jnp.int32)
+
+    def act(self, state: AgentState, obs, key, env_step, explore) -> jax.Array:
+        greedy = self.policy(state, obs)
+        eps = jnp.where(explore, self.epsilon(env_step), jnp.float32(self.cfg.eval_epsilon))
+        coin_key, action_key = jax.random.split(key)
+        m = greedy.shape[0]
+        random_actions = jax.random.randint(action_key, (m,), 0, self.spec.action.n, jnp.int32)
+        return jnp.where(jax.random.uniform(coin_key, (m,)) < eps, random_actions, greedy)
+
+    def init_carry(self, num_envs: int) -> tuple:
+        del num_envs
+        return ()
+
+    def act_with_carry(self, state, carry, obs, key, env_step, explore, episode_start):
+        del episode_start
+        return carry, self.act(state, obs, key, env_step, explore)
+
+    # ------------------------------------------------------------------ train
+    def _loss_inputs(self, state: AgentState, batch, weights):
+        f = self.fmts
+        b = batch["reward"].shape[0]
+        x, n0 = quantize(jnp.reshape(batch["obs"], (b, -1)), f.act)
+        xn, n1 = quantize(jnp.reshape(batch["next_obs"], (b, -1)), f.act)
+        reward, n2 = quantize(batch["reward"], f.value)
+        discount, n3 = quantize(batch["discount"], f.prob)
+        w, n4 = quantize(weights, f.prob)
+        return (x, xn, reward, discount, w), n0 + n1 + n2 + n3 + n4
+
+    def _huber(self) -> int:
+        word = round(self.cfg.huber_delta * 2**self.fmts.value.frac)
+        if not 1 <= word <= self.fmts.value.max_int:
+            raise ValueError(f"agent.huber_delta: {self.cfg.huber_delta} does not fit "
+                             f"{self.fmts.value}")
+        return word
+
+    def sgd_step(self, state: AgentState, batch, weights):
+        """One SGD step in words. Returns (state, |td| value words (B,), td words, metrics)."""
+        if self.grad_axis is not None:
+            raise ValueError("train.devices: the fixed-point learner is one module; data "
+                             "parallelism over devices is not implemented")
+        c, f = self.cfg, self.fmts
+        b = check_batch(self.spec, batch, weights)
+        (x, xn, reward, discount, w), n_in = self._loss_inputs(state, batch, weights)
+        action = jnp.asarray(batch["action"], jnp.int32)
+        online, n_op = optim.operand(state.params, f)
+        target, n_opt = optim.operand(state.target_params, f)
+        q, inputs, masks, n1 = mlp_forward(online, x, f.act, f.weight, f.value)
+        qn_target, _, _, n2 = mlp_forward(target, xn, f.act, f.weight, f.value)
+        if c.double:
+            qn_online, _, _, n3 = mlp_forward(online, xn, f.act, f.weight, f.value)
+        else:
+            qn_online, n3 = qn_target, jnp.int32(0)
+        delta, td, abs_td, n4 = dqn_loss_unit(q, qn_online, qn_target, action, reward, discount,
+                                              w, self._huber(), c.double, f)
+        grads, _, n5 = mlp_backward(online, inputs, masks, delta, f.act, f.weight, f.delta,
+                                    f.grad)
+        word, end = lr_words(c.learning_rate, c.lr_end_factor, b, f, c.lr_decay_steps,
+                             "learning_rate")
+        lr = scheduled_lr(word, end, c.lr_decay_steps, state.train_steps)
+        mu = optim.unit_word(c.fixed_point.momentum, f, "fixed_point.momentum")
+        params, velocity, n6 = optim.sgd_momentum(state.params, state.opt_state, grads, mu, lr,
+                                                  f)
+        steps = state.train_steps + 1
+        target_params, n7 = optim.update_target(state.target_params, params, steps,
+                                                c.target_update_period, c.tau, f)
+        saturations = n_in + n_op + n_opt + n1 + n2 + n3 + n4 + n5 + n6 + n7
+        td_f = dequantize(td, f.value)
+        weights_f = dequantize(w, f.prob)
+        huber = jnp.abs(td_f) - 0.5 * c.huber_delta
+        huber = jnp.where(jnp.abs(td_f) <= c.huber_delta, 0.5 * td_f**2, c.huber_delta * huber)
+        metrics = {
+            "loss": jnp.mean(weights_f * huber),
+            "q_mean": jnp.mean(dequantize(q, f.value)),
+            "td_abs_mean": jnp.mean(jnp.abs(td_f)),
+            "saturations": saturations,
+        }
+        return AgentState(params, target_params, velocity, steps), abs_td, td, metrics
+
+    def train_step(self, state: AgentState, batch, weights):
+        """The agent interface: (state, td_errors (B,) float32, metrics)."""
+        state, _, td, metrics = self.sgd_step(state, batch, weights)
+        return state, dequantize(td, self.fmts.value), metrics
+
+    def td_errors(self, state: AgentState, batch) -> jax.Array:
+        """The TD errors `train_step` would compute, with no step taken (float32 (B,))."""
+        f, c = self.fmts, self.cfg
+        weights = jnp.ones(batch["reward"].shape, jnp.float32)
+        (x, xn, reward, discount, w), _ = self._loss_inputs(state, batch, weights)
+        online, _ = optim.operand(state.params, f)
+        target, _ = optim.operand(state.target_params, f)
+        q = mlp_forward(online, x, f.act, f.weight, f.value)[0]
+        qt = mlp_forward(target, xn, f.act, f.weight, f.value)[0]
+        qo = mlp_forward(online, xn, f.act, f.weight, f.value)[0] if c.double else qt
+        action = jnp.asarray(batch["action"], jnp.int32)
+        _, td, _, _ = dqn_loss_unit(q, qo, qt, action, reward, discount, w, self._huber(),
+                                    c.double, f)
+        return dequantize(td, f.value)
+
+
+def make_fixed_dqn(cfg: DQNConfig, spec: EnvSpec, batch_size: int | None = None) -> FixedDQN:
+    """A fixed-point DQN agent; refuses (one line, naming the key) what it does not implement
+    and, given the batch size, a learning rate its word cannot hold."""
+    if not isinstance(spec.action, DiscreteActions):
+        raise ValueError(f"DQN needs discrete actions; {spec.name} has {spec.action}")
+    check_fixed_config(cfg, "dqn")
+    agent = FixedDQN(cfg, spec)
+    agent._huber()
+    if batch_size is not None:
+        lr_words(cfg.learning_rate, cfg.lr_end_factor, batch_size, agent.fmts,
+                 cfg.lr_decay_steps, "learning_rate")
+    return agent
