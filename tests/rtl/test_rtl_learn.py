@@ -26,7 +26,7 @@ import rtl_runner  # noqa: E402
 
 pytestmark = pytest.mark.hw
 
-MODULES = ["hrl_learn_mac_array", "hrl_learn_weight_bank"]
+MODULES = ["hrl_learn_mac_array", "hrl_learn_weight_bank", "hrl_learn_activation"]
 
 for _module in MODULES:
     globals().update(rtl_runner.sweeps(_module, f"test_{_module}"))
@@ -41,6 +41,8 @@ LINT = [
        "OW": 24, "TAGW": 3}]),
     ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"],
      [{}, {"L": 1}, {"L": 16, "DW": 18, "DEPTH": 2048, "IW": 10}]),
+    ("hrl_learn_activation", ["hrl_learn_activation.v"],
+     [{}, {"C": 1}, {"C": 16, "W": 24}]),
 ]
 
 
@@ -82,6 +84,7 @@ def elaborate(top: str, srcs: list[str], prm: dict, tmp_path: Path) -> str:
 
 ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"])
 BANK = ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"])
+ACT = ("hrl_learn_activation", ["hrl_learn_activation.v"])
 
 
 @pytest.mark.parametrize(
@@ -92,6 +95,7 @@ BANK = ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"])
         (*ARRAY, {"AW": 28}, r"AW=28, BW=16 must be in 2..27"),
         ("hrl_learn_narrow", ["hrl_learn_narrow.v"], {"SMAX": 60}, r"SMAX=60 must be in 0..IW"),
         (*BANK, {"L": 6}, r"L=6 must be a power of two in 1..64"),
+        (*ACT, {"SW": 2}, r"SW=2 must be in 4..64"),
     ],
 )
 def test_illegal_parameters_stop(top, srcs, bad, pattern, tmp_path):
@@ -105,6 +109,7 @@ def test_illegal_parameters_stop(top, srcs, bad, pattern, tmp_path):
 ARRAY_PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "BIASW": 16, "BSMAX": 24, "KMAX": 256,
              "ACCW": 42, "OW": 16, "TAGW": 8}
 BANK_PRM = {"L": 4, "DW": 16, "DEPTH": 256, "IW": 9}
+ACT_PRM = {"C": 4, "W": 24, "SW": 32}
 MUTATIONS = [
     pytest.param(*ARRAY, "hrl_learn_narrow.v", r"&& fl\[0\]", "&& 1'b1", ARRAY_PRM,
                  "ties-away", id="array-narrow-ties-away"),
@@ -124,6 +129,13 @@ MUTATIONS = [
                  BANK_PRM, "no-lane-enable", id="bank-no-lane-enable", marks=pytest.mark.long),
     pytest.param(*BANK, "hrl_learn_weight_bank.v", r"in_range \? bank_q", "1'b1 ? bank_q",
                  BANK_PRM, "no-edge-zero", id="bank-no-edge-zero", marks=pytest.mark.long),
+    pytest.param(*ACT, "hrl_learn_activation.v", r"\(mode != 2'd2 \|\| keep_mask\)", "1'b1",
+                 ACT_PRM, "masked-sats-counted", id="act-masked-sats-counted"),
+    pytest.param(*ACT, "hrl_learn_activation.v", r"\(mode == 2'd1\) \? pos",
+                 "(mode == 2'd1) ? 1'b1", ACT_PRM, "no-relu", id="act-no-relu", marks=pytest.mark.long),
+    pytest.param(*ACT, "hrl_learn_activation.v", r"in_sat\[c\] && in_lanes\[c\]",
+                 "in_sat[c]", ACT_PRM, "outside-lanes-counted", id="act-outside-lanes-counted",
+                 marks=pytest.mark.long),
 ]
 
 
