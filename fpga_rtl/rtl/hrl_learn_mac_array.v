@@ -14,11 +14,13 @@
 //
 // Timing: a beat per cycle. The last beat of a tile copies the R x C sums into a shadow
 // bank, so the next tile accumulates while this one drains one row of C words per cycle
-// (R cycles) through C narrowing units. A tile of K beats therefore takes max(K, R) cycles
-// in steady state; a tile's last beat is held off (in_ready low) only while the previous
-// tile would still be draining when it lands (K < R + 3). Latency from a tile's last beat
-// to its first output row: 5 cycles. The output has no back-pressure: the consumer takes
-// a row every cycle it is valid.
+// through C narrowing units. Only the tile's first `in_rows` rows drain (a ragged last row
+// block, or one state's inference, drains what it has). A tile of K beats draining n rows
+// therefore takes max(K, n', 3) cycles in steady state (n' the previous tile's rows): a
+// tile's last beat is held off (in_ready low) only while the previous tile would still be
+// draining when it lands. Its first output row is on the port 6 cycles after the cycle
+// its last beat is accepted in, its last row n - 1 cycles later. The output has no back-pressure: the consumer takes a row
+// every cycle it is valid.
 //
 // in_ready depends on in_last: it is low only for a last beat that must wait.
 `default_nettype none
@@ -58,6 +60,7 @@ module hrl_learn_mac_array #(
     input  wire signed [7:0]    in_shift,       // with in_last: narrowing shift, -4..ACCW
     input  wire [5:0]           in_width,       // with in_last: output width 2..OW
     input  wire [TAGW-1:0]      in_tag,         // with in_last
+    input  wire [6:0]           in_rows,        // with in_last: rows to drain, 1..R
     output reg                  out_valid,
     output reg  [RB-1:0]        out_row,        // row r of the tile
     output reg                  out_last,       // the tile's last row (r = R-1)
@@ -99,6 +102,7 @@ module hrl_learn_mac_array #(
     reg signed [7:0] shift1;
     reg [5:0]        width1;
     reg [TAGW-1:0]   tag1;
+    reg [6:0]        rows1;
     // ---------------------------------------------------------------- stage 2: products
     reg              v2, first2, last2;
     reg [R*C*PW-1:0] p2;
@@ -106,6 +110,7 @@ module hrl_learn_mac_array #(
     reg signed [7:0] shift2;
     reg [5:0]        width2;
     reg [TAGW-1:0]   tag2;
+    reg [6:0]        rows2;
     // ---------------------------------------------------------------- stage 3: sums
     reg [R*C*ACCW-1:0] acc;
     reg [R*C*ACCW-1:0] shadow;
@@ -149,6 +154,7 @@ module hrl_learn_mac_array #(
             shift1 <= in_shift;
             width1 <= in_width;
             tag1 <= in_tag;
+            rows1 <= in_rows;
         end
         v2 <= v1;
         if (v1) begin
@@ -158,6 +164,7 @@ module hrl_learn_mac_array #(
             shift2 <= shift1;
             width2 <= width1;
             tag2 <= tag1;
+            rows2 <= rows1;
         end
         if (rst) begin
             v1 <= 1'b0;
@@ -197,7 +204,7 @@ module hrl_learn_mac_array #(
             tag4 <= tag_s;
         end
         if (v2 && last2) begin
-            drain_left <= R[7:0];
+            drain_left <= {1'b0, rows2};
             drain_row <= {RB{1'b0}};
             shift_s <= shift2;
             width_s <= width2;
@@ -217,20 +224,31 @@ module hrl_learn_mac_array #(
     wire [C-1:0]    sat4;
     generate
         for (gc = 0; gc < C; gc = gc + 1) begin : g_narrow
-            hrl_learn_narrow #(.IW(ACCW), .OW(OW), .SMAX(ACCW)) narrow_inst (
-                .x(d4[gc*ACCW +: ACCW]), .shift(shift4), .width(width4),
+            hrl_learn_narrow #(.IW(ACCW), .OW(OW), .SMAX(ACCW), .PIPE(1)) narrow_inst (
+                .clk(clk), .x(d4[gc*ACCW +: ACCW]), .shift(shift4), .width(width4),
                 .y(y4[gc*OW +: OW]), .sat(sat4[gc]));
         end
     endgenerate
 
+    // Stage 5: the narrowing's own register (PIPE = 1); the row's side band waits with it.
+    reg             v5, last5;
+    reg [RB-1:0]    row5;
+    reg [TAGW-1:0]  tag5;
     always @(posedge clk) begin
-        out_valid <= v4;
-        out_row <= row4;
-        out_last <= v4 && last4;
+        v5 <= v4;
+        last5 <= v4 && last4;
+        row5 <= row4;
+        tag5 <= tag4;
+        out_valid <= v5;
+        out_row <= row5;
+        out_last <= last5;
         out_data <= y4;
         out_sat <= sat4;
-        out_tag <= tag4;
-        if (rst) out_valid <= 1'b0;
+        out_tag <= tag5;
+        if (rst) begin
+            v5 <= 1'b0;
+            out_valid <= 1'b0;
+        end
     end
 endmodule
 

@@ -1,4 +1,4 @@
-// hrl_learn_narrow: the learning module's one narrowing, combinational. A signed IW-bit value
+// hrl_learn_narrow: the learning module's one narrowing. A signed IW-bit value
 // x is shifted right by the run-time amount `shift` (left when negative, down to -4, which is
 // exact), rounded to nearest with ties to the even result, then clamped into a signed format
 // of run-time width `width` (2..OW); `sat` says the clamp changed the value. Bit for bit
@@ -8,7 +8,9 @@
 // How: x is pre-shifted left by 4 (so the total right shift t = shift + 4 is never
 // negative), the bits shifted out are compared with one half, and the result is clamped in
 // IW + 5 bits, which hold every intermediate. Cost: one IW+5-bit barrel shifter, a mask
-// compare and two comparators; no multiplier.
+// compare and two comparators; no multiplier. PIPE = 1 registers the shifted value and the
+// rounding decision (and the width) between the shift and the increment-and-clamp, halving
+// the logic depth at one cycle of latency; PIPE = 0 is combinational.
 `default_nettype none
 
 module hrl_learn_narrow #(
@@ -17,8 +19,13 @@ module hrl_learn_narrow #(
     // Largest output width; `width` may be any of 2..OW, the output is sign-extended to OW.
     parameter OW = 16,
     // Largest right shift; `shift` is in -4..SMAX (at most IW: beyond it every bit is out).
-    parameter SMAX = 40
+    parameter SMAX = 40,
+    // Register stages inside: 0 (combinational) or 1.
+    parameter PIPE = 0
 ) (
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire                 clk,     // unused for PIPE = 0
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire signed [IW-1:0] x,
     input  wire signed [7:0]    shift,   // f_in - f_out, in -4..SMAX
     input  wire        [5:0]    width,   // output width, 2..OW
@@ -33,6 +40,7 @@ module hrl_learn_narrow #(
             $fatal(1, "hrl_learn_narrow: OW=%0d must be in 2..32 and at most IW+4", OW);
         if (SMAX < 0 || SMAX > IW || SMAX > 123)
             $fatal(1, "hrl_learn_narrow: SMAX=%0d must be in 0..IW (IW=%0d)", SMAX, IW);
+        if (PIPE != 0 && PIPE != 1) $fatal(1, "hrl_learn_narrow: PIPE=%0d must be 0 or 1", PIPE);
     end
 
     wire signed [XW-1:0] xs = {{5{x[IW-1]}}, x} <<< 4;
@@ -43,12 +51,24 @@ module hrl_learn_narrow #(
     wire        [XW-1:0] ones = {XW{1'b1}};
     wire        [XW-1:0] rem = xs & ~(ones << t);
     wire        [XW-1:0] half = (t == 8'd0) ? {XW{1'b0}} : ({{(XW-1){1'b0}}, 1'b1} << (t - 8'd1));
-    wire up = (t != 8'd0) && ((rem > half) || ((rem == half) && fl[0]));
-    wire signed [XW-1:0] r = fl + {{(XW-1){1'b0}}, up};
+    wire up0 = (t != 8'd0) && ((rem > half) || ((rem == half) && fl[0]));
+
+    reg signed [XW-1:0] fl_q;
+    reg                 up_q;
+    reg        [5:0]    width_q;
+    always @(posedge clk) begin
+        fl_q <= fl;
+        up_q <= up0;
+        width_q <= width;
+    end
+    wire signed [XW-1:0] fl_s = (PIPE != 0) ? fl_q : fl;
+    wire                 up = (PIPE != 0) ? up_q : up0;
+    wire        [5:0]    width_s = (PIPE != 0) ? width_q : width;
+    wire signed [XW-1:0] r = fl_s + {{(XW-1){1'b0}}, up};
 
     // The format's range for the run-time width.
-    wire signed [XW-1:0] maxv = ({{(XW-1){1'b0}}, 1'b1} << (width - 6'd1)) - 1;
-    wire signed [XW-1:0] minv = -({{(XW-1){1'b0}}, 1'b1} << (width - 6'd1));
+    wire signed [XW-1:0] maxv = ({{(XW-1){1'b0}}, 1'b1} << (width_s - 6'd1)) - 1;
+    wire signed [XW-1:0] minv = -({{(XW-1){1'b0}}, 1'b1} << (width_s - 6'd1));
     wire hi = r > maxv;
     wire lo = r < minv;
     wire signed [XW-1:0] c = hi ? maxv : (lo ? minv : r);

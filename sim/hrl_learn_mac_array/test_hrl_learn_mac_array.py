@@ -10,9 +10,11 @@ hrl.fixed_point.matmul's.
 
 from __future__ import annotations
 
+import json
 import os
 
 import cocotb
+import learn_schedule
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -43,6 +45,7 @@ class TB:
         self.kmax = min(self.KMAX, 3 * max(self.R, self.C) + 5)
         self.pad = (max(2 * self.R + 2, self.kmax), self.kmax, 2 * self.C + 2)
         self.outputs = []  # (tag, row, words, sats) in arrival order
+        self.out_cycles = []  # the monitor's cycle count at each output row
         self.cycles = 0
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         cocotb.start_soon(self._monitor())
@@ -53,7 +56,8 @@ class TB:
         d.in_valid.value = 0
         d.in_first.value = 0
         d.in_last.value = 0
-        for s in ("in_x", "in_w", "in_bias", "in_bias_shift", "in_shift", "in_width", "in_tag"):
+        for s in ("in_x", "in_w", "in_bias", "in_bias_shift", "in_shift", "in_width", "in_tag",
+                  "in_rows"):
             getattr(d, s).value = 0
         for _ in range(3):
             await RisingEdge(d.clk)
@@ -65,6 +69,7 @@ class TB:
             await FallingEdge(d.clk)
             self.cycles += 1
             if str(d.out_valid.value) == "1":
+                self.out_cycles.append(self.cycles)
                 self.outputs.append((int(d.out_tag.value), int(d.out_row.value),
                                      unpack(int(d.out_data.value), self.C, self.OW),
                                      int(d.out_sat.value)))
@@ -103,31 +108,30 @@ class TB:
                 d.in_shift.value = shift & 0xFF
                 d.in_width.value = out.width
                 d.in_tag.value = t % (1 << self.TAGW)
+                d.in_rows.value = min(R, m - r0)
                 await ReadOnly()
                 if str(d.in_ready.value) == "1":
                     kk += 1
         await FallingEdge(d.clk)
         d.in_valid.value = 0
-        want_rows = len(tiles) * R
+        want_rows = sum(min(R, m - r0) for r0, _ in tiles)
         for _ in range(20 + 2 * want_rows):
             if len(self.outputs) - start >= want_rows:
                 break
             await FallingEdge(d.clk)
         got = self.outputs[start:]
         assert len(got) == want_rows, f"{len(got)} output rows, want {want_rows}"
-        y = np.zeros((len(tiles) * R, C), np.int64)
         y_full = np.zeros((((m + R - 1) // R) * R, ((n + C - 1) // C) * C), np.int64)
         sats = 0
-        for i, (tag, row, words, sat) in enumerate(got):
-            t = i // R
+        order = [(t, r) for t, (r0, _) in enumerate(tiles) for r in range(min(R, m - r0))]
+        for i, ((tag, row, words, sat), (t, r)) in enumerate(zip(got, order, strict=True)):
             assert tag == t % (1 << self.TAGW), f"output row {i}: tag {tag}, want tile {t}"
-            assert row == i % R, f"output row {i}: row {row}, want {i % R}"
+            assert row == r, f"output row {i}: row {row}, want {r}"
             r0, c0 = tiles[t]
             y_full[r0 + row, c0:c0 + C] = words
             for c in range(C):
                 if r0 + row < m and c0 + c < n and (sat >> c) & 1:
                     sats += 1
-        del y
         return y_full[:m, :n], sats
 
     def formats(self):
@@ -246,23 +250,67 @@ async def test_short_tiles_back_to_back(dut):
         assert sat == int(want_sat), f"K={k}: {sat} saturations, want {int(want_sat)}"
 
 
+async def stream_phase(tb: TB, products) -> int:
+    """Stream a phase's products back to back (random words, no bubbles) and return the
+    cycles from its first accepted beat to its last output row, inclusive."""
+    d, R, C = tb.dut, tb.R, tb.C
+    start = len(tb.outputs)
+    first = None
+    n_rows = 0
+    for m, k, n in products:
+        for r0 in range(0, m, R):
+            for _c0 in range(0, n, C):
+                rows = min(R, m - r0)
+                n_rows += rows
+                kk = 0
+                while kk < k:
+                    await FallingEdge(d.clk)
+                    d.in_valid.value = 1
+                    d.in_first.value = int(kk == 0)
+                    d.in_last.value = int(kk == k - 1)
+                    d.in_x.value = int(tb.rng.integers(0, 1 << 62)) % (1 << (R * tb.AW))
+                    d.in_w.value = int(tb.rng.integers(0, 1 << 62)) % (1 << (C * tb.BW))
+                    d.in_rows.value = rows
+                    d.in_width.value = tb.OW
+                    await ReadOnly()
+                    if str(d.in_ready.value) == "1":
+                        if first is None:
+                            first = tb.cycles
+                        kk += 1
+    await FallingEdge(d.clk)
+    d.in_valid.value = 0
+    for _ in range(100 + 2 * n_rows):
+        if len(tb.outputs) - start >= n_rows:
+            break
+        await FallingEdge(d.clk)
+    assert len(tb.outputs) - start == n_rows, f"{len(tb.outputs) - start} rows, want {n_rows}"
+    return tb.out_cycles[-1] - first + 1
+
+
+# The default schedule: short and long K, ragged rows, two products in one phase.
+DEFAULT_SCHEDULE = [[(5, 1, 3)], [(9, 2, 6), (3, 7, 2)], [(6, 12, 9)], [(1, 3, 8)],
+                    [(1, 1, 1)], [(4, 6, 4)], [(8, 6, 4)], [(4, 3, 8)], [(4, 4, 8)]]
+
+
 @cocotb.test()
-async def test_full_rate(dut):
-    """A tile of K >= R + 3 beats is never held off: T tiles take T*K cycles (+ latency)."""
+async def test_schedule_cycles(dut):
+    """Each phase takes exactly learn_schedule.phase_cycles cycles, the model the cycle
+    tables use. LEARN_SCHEDULE (JSON phases) replaces the default schedule; the counts are
+    written to LEARN_CYCLES_OUT when set."""
     tb = TB(dut, seed=3)
     await tb.reset()
-    k = tb.R + 3
-    a, b = Fx(tb.AW, 4), Fx(tb.BW, 4)
-    out = Fx(tb.OW, 4)
-    xm = random_words(tb.rng, (3 * tb.R, k), a.width)
-    wm = random_words(tb.rng, (k, tb.C), b.width)
-    c0 = tb.cycles
-    got, _ = await tb.product(xm, wm, out, a, b, p_bubble=0.0)
-    want, _ = reference(tb, xm, a, wm, b, out)
-    assert np.array_equal(got, want)
-    # 3 tiles of k beats, then the last tile's latency (5) and drain (R rows), a few edges
-    # of the testbench's own hand-off.
-    assert tb.cycles - c0 <= 3 * k + 5 + tb.R + 3, f"{tb.cycles - c0} cycles"
+    phases = json.loads(os.environ["LEARN_SCHEDULE"]) if "LEARN_SCHEDULE" in os.environ \
+        else DEFAULT_SCHEDULE
+    counts = []
+    for phase in phases:
+        got = await stream_phase(tb, [tuple(p) for p in phase])
+        want = learn_schedule.phase_cycles(phase, tb.R, tb.C)
+        counts.append((phase, got, want))
+    bad = [c for c in counts if c[1] != c[2]]
+    assert not bad, f"(phase, simulated, model): {bad}"
+    if os.environ.get("LEARN_CYCLES_OUT"):
+        with open(os.environ["LEARN_CYCLES_OUT"], "w") as f:
+            json.dump([c[1] for c in counts], f)
 
 
 # --------------------------------------------------------------------------- pytest sweep

@@ -33,7 +33,7 @@ for _module in MODULES:
 
 # (top, sources, parameter sets) linted with verilator --lint-only -Wall.
 LINT = [
-    ("hrl_learn_narrow", ["hrl_learn_narrow.v"], [{}, {"IW": 20, "OW": 8, "SMAX": 20}]),
+    ("hrl_learn_narrow", ["hrl_learn_narrow.v"], [{}, {"IW": 20, "OW": 8, "SMAX": 20, "PIPE": 1}]),
     ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"],
      [{}, {"R": 1, "C": 1, "KMAX": 1, "ACCW": 40, "TAGW": 1},
       {"R": 16, "C": 16, "AW": 18, "BW": 18, "ACCW": 44, "OW": 24},
