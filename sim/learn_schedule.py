@@ -7,7 +7,7 @@ is tiled row block major (R rows by C columns per tile, K beats each).
 
 `product_cycles` / `schedule_cycles` are the cycle model of hrl_learn_mac_array (its
 in_ready rule: a tile's last beat waits until the previous tile's drain has at most 3 rows
-left and no last beat is in flight; its first output row leaves 6 cycles after its last
+left and no last beat is in flight; its first output row leaves 8 cycles after its last
 beat). The array's testbench (`test_schedule_cycles`) streams schedules through the RTL and
 checks this model against the simulated count cycle for cycle; the tables of
 experiments/rtl/learner_cycles.py simulate some points and take the model for the rest.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
-OUT_LATENCY = 6  # a tile's last beat -> its first output row (hrl_learn_mac_array)
+OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
 LOSS_PIPE = 10  # the loss unit's pipeline depth (modeled)
 UPDATE_PIPE = 6  # the optimizer's pipeline depth (modeled)
 

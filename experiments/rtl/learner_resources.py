@@ -88,20 +88,24 @@ def synthesize(module: str, size: int, timeout: float = 3600) -> dict:
 
 
 def narrow_clock(timeout: float = 3600) -> dict:
-    """LUT levels and yosys sta of the narrowing unit at the array's widths."""
-    prm = {"IW": ARRAY["ACCW"], "OW": ARRAY["OW"], "SMAX": ARRAY["ACCW"]}
+    """LUT levels and yosys sta of the narrowing unit at the array's widths, as the array
+    instantiates it (PIPE = 3), measured as fpga_rtl/syn/run_timing.py measures the RMM's
+    steps: `ltp` over LUT and MUXF cells (carry chains and flip-flops cut) and `sta` with
+    yosys's Xilinx cell delays, over every register-to-register (and port) path."""
+    prm = {"IW": ARRAY["ACCW"], "OW": ARRAY["OW"], "SMAX": ARRAY["ACCW"], "PIPE": 3}
     work = WORK / "narrow-timing"
     _yosys("hrl_learn_narrow", ["hrl_learn_narrow.v"], prm, work, flat=True,
-           extra="tee -o ltp.txt ltp -noff\n", timeout=timeout)
-    ltp = (work / "ltp.txt").read_text()
-    m = re.search(r"Longest topological path in \S+ \(length=(\d+)\)", ltp)
-    if not m:
-        raise RuntimeError(f"no ltp result in {work / 'ltp.txt'}")
-    # ltp -noff counts every cell on the path, carry cells included; the LUT levels alone:
-    cells = re.findall(r"\$\S+ \((\S+)\)", ltp)
-    lut_levels = sum(1 for c in cells if re.fullmatch(r"LUT[1-6]|MUXF[78]", c)) or int(m[1])
-    est = 1000.0 / (1.0 + 0.5 * lut_levels)
-    return {"path_cells": int(m[1]), "lut_levels": lut_levels, "est_MHz": round(est)}
+           extra=("tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
+                  "read_verilog -lib -specify +/xilinx/cells_sim.v\n"
+                  "tee -o sta.txt sta\n"), timeout=timeout)
+    ltp = re.search(r"length=(\d+)", (work / "ltp.txt").read_text())
+    sta = re.search(r"Latest arrival time in '\S+' is (\d+)", (work / "sta.txt").read_text())
+    if not ltp or not sta:
+        raise RuntimeError(f"no ltp or sta result in {work}")
+    levels = int(ltp.group(1))
+    sta_ns = round(int(sta.group(1)) / 1000, 2)
+    return {"lut_levels": levels, "sta_ns": sta_ns,
+            "est_MHz": round(1000.0 / (1.0 + max(0.5 * levels, sta_ns)))}
 
 
 def markdown(rows: list[dict], clock: dict | None) -> str:
@@ -114,10 +118,11 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "3 bank sets (weights, activations, deltas).\n\n" + head + body)
     if clock:
         text += ("\n## Clock estimate\n\nThe narrowing unit (the array's output stage, "
-                 f"{ARRAY['ACCW']}-bit accumulator to {ARRAY['OW']}-bit words), flattened: "
-                 f"{clock['path_cells']} cells on the longest path, {clock['lut_levels']} of "
-                 f"them LUT/MUXF levels; with the RMM's rule 1000 / (1 + 0.5 x levels): "
-                 f"**{clock['est_MHz']} MHz**.\n")
+                 f"{ARRAY['ACCW']}-bit accumulator to {ARRAY['OW']}-bit words, two register "
+                 f"stages), flattened: {clock['lut_levels']} LUT/MUXF levels, yosys sta "
+                 f"{clock['sta_ns']} ns; with the RMM's rule 1000 / (1 + max(0.5 ns x levels, "
+                 f"sta)): **{clock['est_MHz']} MHz**. The PE's multiply-accumulate is a "
+                 f"DSP48E2 (not timed by yosys).\n")
     return text
 
 

@@ -18,7 +18,7 @@
 // block, or one state's inference, drains what it has). A tile of K beats draining n rows
 // therefore takes max(K, n', 3) cycles in steady state (n' the previous tile's rows): a
 // tile's last beat is held off (in_ready low) only while the previous tile would still be
-// draining when it lands. Its first output row is on the port 6 cycles after the cycle
+// draining when it lands. Its first output row is on the port 8 cycles after the cycle
 // its last beat is accepted in, its last row n - 1 cycles later. The output has no back-pressure: the consumer takes a row
 // every cycle it is valid.
 //
@@ -73,6 +73,7 @@ module hrl_learn_mac_array #(
     localparam NEED_P = AW + BW - 2 + KB + 2;
     localparam NEED_B = BIASW - 1 + BSMAX + 2;
     localparam PW = AW + BW;
+    localparam NPIPE = 3;  // register stages inside the narrowing unit
     // Sign-extension widths, kept positive so that illegal widths reach the $fatal below.
     localparam PEXT = (ACCW > PW) ? ACCW - PW : 1;
     localparam BEXT = (ACCW > BIASW) ? ACCW - BIASW : 1;
@@ -224,29 +225,30 @@ module hrl_learn_mac_array #(
     wire [C-1:0]    sat4;
     generate
         for (gc = 0; gc < C; gc = gc + 1) begin : g_narrow
-            hrl_learn_narrow #(.IW(ACCW), .OW(OW), .SMAX(ACCW), .PIPE(1)) narrow_inst (
+            hrl_learn_narrow #(.IW(ACCW), .OW(OW), .SMAX(ACCW), .PIPE(NPIPE)) narrow_inst (
                 .clk(clk), .x(d4[gc*ACCW +: ACCW]), .shift(shift4), .width(width4),
                 .y(y4[gc*OW +: OW]), .sat(sat4[gc]));
         end
     endgenerate
 
-    // Stage 5: the narrowing's own register (PIPE = 1); the row's side band waits with it.
-    reg             v5, last5;
-    reg [RB-1:0]    row5;
-    reg [TAGW-1:0]  tag5;
+    // Stages 5 to 7: the narrowing's own registers (PIPE = NPIPE); the side band waits
+    // with it in a shift register.
+    reg [NPIPE-1:0]      v_p, last_p;
+    reg [NPIPE*RB-1:0]   row_p;
+    reg [NPIPE*TAGW-1:0] tag_p;
     always @(posedge clk) begin
-        v5 <= v4;
-        last5 <= v4 && last4;
-        row5 <= row4;
-        tag5 <= tag4;
-        out_valid <= v5;
-        out_row <= row5;
-        out_last <= last5;
+        v_p <= {v_p[NPIPE-2:0], v4};
+        last_p <= {last_p[NPIPE-2:0], v4 && last4};
+        row_p <= {row_p[(NPIPE-1)*RB-1:0], row4};
+        tag_p <= {tag_p[(NPIPE-1)*TAGW-1:0], tag4};
+        out_valid <= v_p[NPIPE-1];
+        out_row <= row_p[(NPIPE-1)*RB +: RB];
+        out_last <= last_p[NPIPE-1];
         out_data <= y4;
         out_sat <= sat4;
-        out_tag <= tag5;
+        out_tag <= tag_p[(NPIPE-1)*TAGW +: TAGW];
         if (rst) begin
-            v5 <= 1'b0;
+            v_p <= {NPIPE{1'b0}};
             out_valid <= 1'b0;
         end
     end

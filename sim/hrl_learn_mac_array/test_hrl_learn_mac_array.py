@@ -14,8 +14,8 @@ import json
 import os
 
 import cocotb
-import learn_schedule
 import jax.numpy as jnp
+import learn_schedule
 import numpy as np
 import pytest
 import rtl_runner

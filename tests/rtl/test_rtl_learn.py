@@ -33,7 +33,8 @@ for _module in MODULES:
 
 # (top, sources, parameter sets) linted with verilator --lint-only -Wall.
 LINT = [
-    ("hrl_learn_narrow", ["hrl_learn_narrow.v"], [{}, {"IW": 20, "OW": 8, "SMAX": 20, "PIPE": 1}]),
+    ("hrl_learn_narrow", ["hrl_learn_narrow.v"], [{}, {"IW": 20, "OW": 8, "SMAX": 20, "PIPE": 1},
+                                                  {"PIPE": 3}]),
     ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"],
      [{}, {"R": 1, "C": 1, "KMAX": 1, "ACCW": 40, "TAGW": 1},
       {"R": 16, "C": 16, "AW": 18, "BW": 18, "ACCW": 44, "OW": 24},
@@ -111,7 +112,8 @@ ARRAY_PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "BIASW": 16, "BSMAX": 24, "KMAX
 BANK_PRM = {"L": 4, "DW": 16, "DEPTH": 256, "IW": 9}
 ACT_PRM = {"C": 4, "W": 24, "SW": 32}
 MUTATIONS = [
-    pytest.param(*ARRAY, "hrl_learn_narrow.v", r"&& fl\[0\]", "&& 1'b1", ARRAY_PRM,
+    pytest.param(*ARRAY, "hrl_learn_narrow.v", r"\(sticky \|\| fl\[0\]\)",
+                 "(sticky || 1'b1)", ARRAY_PRM,
                  "ties-away", id="array-narrow-ties-away"),
     pytest.param(*ARRAY, "hrl_learn_mac_array.v", r"bw <<< in_bias_shift", "bw", ARRAY_PRM,
                  "no-bias-shift", id="array-no-bias-shift", marks=pytest.mark.long),
