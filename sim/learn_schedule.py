@@ -141,3 +141,24 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None) -> dic
 
 def inference_cycles(dims, r: int, c: int, batch: int = 1) -> int:
     return schedule_cycles(forward_phases(dims, [batch]), r, c)
+
+
+# ------------------------------------------------------------------ the engine's limits
+def check_fits(dims, batch: int, *, max_width: int, max_layers: int, max_batch: int) -> None:
+    """Refuse, in one line naming the key and the limit, a network or batch that an engine
+    built with these parameters cannot run (the host driver calls this before it builds or
+    simulates anything). `dims` = (inputs, hidden..., outputs); `max_width` bounds every
+    layer's width (the banks' rows and columns and the array's K), `max_layers` the number
+    of weight layers, `max_batch` the batch."""
+    if len(dims) < 2:
+        raise ValueError(f"network: needs at least an input and an output width, got {dims}")
+    if len(dims) - 1 > max_layers:
+        raise ValueError(f"network: {len(dims) - 1} layers exceed the engine's "
+                         f"max_layers={max_layers}")
+    for i, d in enumerate(dims):
+        if not isinstance(d, int) or d < 1 or d > max_width:
+            raise ValueError(f"network: width {d!r} of layer {i} outside the engine's "
+                             f"1..max_width={max_width}")
+    if not isinstance(batch, int) or batch < 1 or batch > max_batch:
+        raise ValueError(f"train.batch_size: {batch!r} outside the engine's "
+                         f"1..max_batch={max_batch}")
