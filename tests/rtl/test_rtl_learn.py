@@ -26,7 +26,8 @@ import rtl_runner  # noqa: E402
 
 pytestmark = pytest.mark.hw
 
-MODULES = ["hrl_learn_mac_array", "hrl_learn_weight_bank", "hrl_learn_activation"]
+MODULES = ["hrl_learn_mac_array", "hrl_learn_weight_bank", "hrl_learn_activation",
+           "hrl_learn_loss_dqn"]
 
 for _module in MODULES:
     globals().update(rtl_runner.sweeps(_module, f"test_{_module}"))
@@ -44,6 +45,8 @@ LINT = [
      [{}, {"L": 1}, {"L": 16, "DW": 18, "DEPTH": 2048, "IW": 10}]),
     ("hrl_learn_activation", ["hrl_learn_activation.v"],
      [{}, {"C": 1}, {"C": 16, "W": 24}]),
+    ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"],
+     [{}, {"A": 1}, {"A": 6, "VW": 20, "VF": 6, "PW": 16, "PF": 14, "DW": 16, "DF": 10}]),
 ]
 
 
@@ -86,6 +89,7 @@ def elaborate(top: str, srcs: list[str], prm: dict, tmp_path: Path) -> str:
 ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"])
 BANK = ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"])
 ACT = ("hrl_learn_activation", ["hrl_learn_activation.v"])
+LOSS = ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"])
 
 
 @pytest.mark.parametrize(
@@ -97,6 +101,7 @@ ACT = ("hrl_learn_activation", ["hrl_learn_activation.v"])
         ("hrl_learn_narrow", ["hrl_learn_narrow.v"], {"SMAX": 60}, r"SMAX=60 must be in 0..IW"),
         (*BANK, {"L": 6}, r"L=6 must be a power of two in 1..64"),
         (*ACT, {"SW": 2}, r"SW=2 must be in 4..64"),
+        (*LOSS, {"PF": 25}, r"PF=25 must be in 0..24"),
     ],
 )
 def test_illegal_parameters_stop(top, srcs, bad, pattern, tmp_path):
@@ -111,6 +116,7 @@ ARRAY_PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "BIASW": 16, "BSMAX": 24, "KMAX
              "ACCW": 42, "OW": 16, "TAGW": 8}
 BANK_PRM = {"L": 4, "DW": 16, "DEPTH": 256, "IW": 9}
 ACT_PRM = {"C": 4, "W": 24, "SW": 32}
+LOSS_PRM = {"A": 2, "VW": 24, "VF": 8, "PW": 17, "PF": 15, "DW": 18, "DF": 12}
 MUTATIONS = [
     pytest.param(*ARRAY, "hrl_learn_narrow.v", r"\(sticky \|\| fl\[0\]\)",
                  "(sticky || 1'b1)", ARRAY_PRM,
@@ -139,6 +145,14 @@ MUTATIONS = [
     pytest.param(*ACT, "hrl_learn_activation.v", r"in_sat\[c\] && in_lanes\[c\]",
                  "in_sat[c]", ACT_PRM, "outside-lanes-counted", id="act-outside-lanes-counted",
                  marks=pytest.mark.long),
+    pytest.param(*LOSS, "hrl_learn_loss_dqn.v",
+                 r"\? \(\$signed\(in_qn_online\[a\*VW \+: VW\]\) > best_v\)",
+                 "? ($signed(in_qn_online[a*VW +: VW]) >= best_v)", LOSS_PRM, "argmax-last",
+                 id="loss-argmax-last"),
+    pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"!use_huber \? td_s", "1'b1 ? td_s",
+                 LOSS_PRM, "no-huber", id="loss-no-huber", marks=pytest.mark.long),
+    pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"\(r_x <<< PF\)", "r_x", LOSS_PRM,
+                 "reward-unaligned", id="loss-reward-unaligned", marks=pytest.mark.long),
 ]
 
 
