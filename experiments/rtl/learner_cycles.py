@@ -64,8 +64,33 @@ def clock_mhz() -> float:
     return float(CLOCK_MHZ)
 
 
+CACHE = ROOT / "sim_build" / "learn-cycles"
+
+
+def _fresh(path: Path) -> bool:
+    """`path` exists and is newer than the array's RTL and its testbench."""
+    deps = [ROOT / "fpga_rtl" / "rtl" / "hrl_learn_mac_array.v",
+            ROOT / "fpga_rtl" / "rtl" / "hrl_learn_narrow.v",
+            ROOT / "sim" / "hrl_learn_mac_array" / "test_hrl_learn_mac_array.py"]
+    return path.exists() and all(path.stat().st_mtime > d.stat().st_mtime for d in deps)
+
+
 def simulate_phases(phases, size: int) -> list[int]:
-    """Per-phase cycles of `phases` streamed through the array (Verilator, R = C = size)."""
+    """Per-phase cycles of `phases` streamed through the array (Verilator, R = C = size).
+    A count simulated since the RTL last changed is reused (sim_build/learn-cycles/)."""
+    import hashlib
+
+    key = hashlib.sha1(json.dumps([phases, size]).encode()).hexdigest()[:16]
+    cached = CACHE / f"{key}.json"
+    if _fresh(cached):
+        return json.loads(cached.read_text())
+    counts = _simulate(phases, size)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(counts))
+    return counts
+
+
+def _simulate(phases, size: int) -> list[int]:
     import rtl_runner
 
     tb = rtl_runner.load_testbench("hrl_learn_mac_array")

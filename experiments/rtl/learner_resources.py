@@ -80,11 +80,21 @@ def synthesize(module: str, size: int, timeout: float = 3600) -> dict:
         srcs, prm = ["hrl_learn_activation.v"], {"C": size, "W": 24, "SW": 32}
     else:
         raise ValueError(f"unknown module {module!r}")
+    work = WORK / f"{module}-{size}"
+    stat_file = work / "stat.txt"
+    deps = [RTL / s for s in srcs]
+    if stat_file.exists() and all(stat_file.stat().st_mtime > d.stat().st_mtime for d in deps):
+        # A finished run newer than the RTL: reused (rerun after changing ARRAY or
+        # BANK_DEPTH by deleting sim_build/syn-learn).
+        seconds = (work / "seconds.txt").read_text().strip() \
+            if (work / "seconds.txt").exists() else ""
+        return {"module": module, "size": size,
+                **run_syn.count_cells(stat_file.read_text()), "seconds": seconds}
     t0 = time.time()
-    stat = _yosys(module, srcs, prm, WORK / f"{module}-{size}", flat=False, timeout=timeout)
-    row = {"module": module, "size": size, **run_syn.count_cells(stat),
-           "seconds": round(time.time() - t0)}
-    return row
+    stat = _yosys(module, srcs, prm, work, flat=False, timeout=timeout)
+    seconds = round(time.time() - t0)
+    (work / "seconds.txt").write_text(f"{seconds}\n")
+    return {"module": module, "size": size, **run_syn.count_cells(stat), "seconds": seconds}
 
 
 def narrow_clock(timeout: float = 3600) -> dict:
@@ -150,8 +160,9 @@ def main(argv=None) -> int:
             except subprocess.TimeoutExpired:
                 print(f"{module} {size}: did not finish in {args.timeout:.0f} s", flush=True)
         if len(parts) == 3:
-            total = {"module": "total", "size": size, "seconds": sum(
-                p["seconds"] for p in parts.values())}
+            secs = [p["seconds"] for p in parts.values()]
+            total = {"module": "total", "size": size,
+                     "seconds": sum(secs) if all(isinstance(x, int) for x in secs) else ""}
             for c in COLUMNS[2:-1]:
                 total[c] = (parts["hrl_learn_mac_array"][c] + parts["hrl_learn_activation"][c]
                             + 3 * parts["hrl_learn_weight_bank"][c])
