@@ -329,7 +329,8 @@ def params(r, c, aw=16, bw=16, biasw=16, bsmax=24, kmax=256, accw=42, ow=16, tag
 SETS = [
     pytest.param("icarus", params(4, 4), id="icarus-R4-C4"),
     pytest.param("icarus", params(3, 5, aw=12, bw=10, biasw=20, bsmax=12, kmax=40, accw=33,
-                                  ow=24, tagw=3), id="icarus-R3-C5-narrow"),
+                                  ow=24, tagw=3), id="icarus-R3-C5-narrow",
+                 marks=pytest.mark.long),
     pytest.param("verilator", params(8, 8), id="verilator-R8-C8", marks=pytest.mark.long),
     pytest.param("verilator", params(16, 16, aw=18, bw=18, accw=44, ow=24),
                  id="verilator-R16-C16", marks=pytest.mark.long),

@@ -5,7 +5,8 @@ testbench must fail against a copy of its module with one deliberate bug.
 
 A missing tool skips with the reason outside CI and fails under CI=true (bit-for-bit tests
 are never skipped there). One small parameter set per module runs in `make test`; the
-sweeps, Verilator's larger arrays and most mutations run in the long tier.
+sweeps, Verilator's larger arrays and all but one mutation (the array's) run in the long
+tier (`make test-long`, which CI runs).
 """
 
 from __future__ import annotations
@@ -132,13 +133,14 @@ MUTATIONS = [
                  marks=pytest.mark.long),
     pytest.param(*BANK, "hrl_learn_weight_bank.v", r"wire \[LB-1:0\] lane_r = bl - rot;",
                  "wire [LB-1:0] lane_r = bl + rot;", BANK_PRM, "column-rotation",
-                 id="bank-column-rotation"),
+                 id="bank-column-rotation", marks=pytest.mark.long),
     pytest.param(*BANK, "hrl_learn_weight_bank.v", r"wr_en && wr_mask\[lane_w\]", "wr_en",
                  BANK_PRM, "no-lane-enable", id="bank-no-lane-enable", marks=pytest.mark.long),
     pytest.param(*BANK, "hrl_learn_weight_bank.v", r"in_range \? bank_q", "1'b1 ? bank_q",
                  BANK_PRM, "no-edge-zero", id="bank-no-edge-zero", marks=pytest.mark.long),
     pytest.param(*ACT, "hrl_learn_activation.v", r"\(mode != 2'd2 \|\| keep_mask\)", "1'b1",
-                 ACT_PRM, "masked-sats-counted", id="act-masked-sats-counted"),
+                 ACT_PRM, "masked-sats-counted", id="act-masked-sats-counted",
+                 marks=pytest.mark.long),
     pytest.param(*ACT, "hrl_learn_activation.v", r"\(mode == 2'd1\) \? pos",
                  "(mode == 2'd1) ? 1'b1", ACT_PRM, "no-relu", id="act-no-relu",
                  marks=pytest.mark.long),
@@ -148,7 +150,7 @@ MUTATIONS = [
     pytest.param(*LOSS, "hrl_learn_loss_dqn.v",
                  r"\? \(\$signed\(in_qn_online\[a\*VW \+: VW\]\) > best_v\)",
                  "? ($signed(in_qn_online[a*VW +: VW]) >= best_v)", LOSS_PRM, "argmax-last",
-                 id="loss-argmax-last"),
+                 id="loss-argmax-last", marks=pytest.mark.long),
     pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"!use_huber \? td_s", "1'b1 ? td_s",
                  LOSS_PRM, "no-huber", id="loss-no-huber", marks=pytest.mark.long),
     pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"\(r_x <<< PF\)", "r_x", LOSS_PRM,
