@@ -18,8 +18,8 @@ Clock estimate: the narrowing unit (the array's deepest stage: a barrel shift of
 accumulator, the rounding compare, the clamp) is synthesized flattened alone and measured
 by yosys `ltp` (LUT levels) and `sta` (yosys's Xilinx cell delays), with the RMM's rule
 (fpga_rtl/syn/run_timing.py): est_MHz = 1000 / (1 + max(0.5 * lut_levels, sta_ns)). The
-PE's multiply-add is a DSP48E2 (18 x 18 plus a 44-bit accumulate, which the DSP's 48-bit
-post-adder holds), not timed by yosys. A first estimate, not a Vivado timing report.
+PE's 18 x 18 multiply maps to a DSP48E2; its 44-bit accumulate maps to LUTs and carry
+chains in this flow; neither is timed by yosys here. A first estimate, not a Vivado timing report.
 Each row records the yosys run time (wall seconds on a shared machine: effort, not a
 benchmark).
 """
@@ -86,7 +86,7 @@ def synthesize(module: str, size: int, timeout: float = 3600) -> dict:
     if stat_file.exists() and all(stat_file.stat().st_mtime > d.stat().st_mtime for d in deps):
         # A finished run newer than the RTL: reused (rerun after changing ARRAY or
         # BANK_DEPTH by deleting sim_build/syn-learn).
-        seconds = (work / "seconds.txt").read_text().strip() \
+        seconds = int((work / "seconds.txt").read_text()) \
             if (work / "seconds.txt").exists() else ""
         return {"module": module, "size": size,
                 **run_syn.count_cells(stat_file.read_text()), "seconds": seconds}
@@ -125,14 +125,19 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
     text = ("# FPGA learner: resources (yosys synth_xilinx -family xcup)\n\n"
             "Regenerate: `python experiments/rtl/learner_resources.py`. Cell counts after "
             "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
-            "3 bank sets (weights, activations, deltas).\n\n" + head + body)
+            "3 bank sets (weights, activations, deltas). An array size missing here did not "
+            "finish within the session that made the table (yosys took 7-8 min per array "
+            "at 4x4 and 8x8 on a shared 2-core machine; rerun with `--size 16`).\n\n"
+            + head + body)
     if clock:
         text += ("\n## Clock estimate\n\nThe narrowing unit (the array's output stage, "
-                 f"{ARRAY['ACCW']}-bit accumulator to {ARRAY['OW']}-bit words, two register "
+                 f"{ARRAY['ACCW']}-bit accumulator to {ARRAY['OW']}-bit words, three register "
                  f"stages), flattened: {clock['lut_levels']} LUT/MUXF levels, yosys sta "
                  f"{clock['sta_ns']} ns; with the RMM's rule 1000 / (1 + max(0.5 ns x levels, "
-                 f"sta)): **{clock['est_MHz']} MHz**. The PE's multiply-accumulate is a "
-                 f"DSP48E2 (not timed by yosys).\n")
+                 f"sta)): **{clock['est_MHz']} MHz**. The PE's 18 x 18 multiply maps to a "
+                 f"DSP48E2 and its {ARRAY['ACCW']}-bit accumulate (the bias-preload mux and "
+                 f"the adder) to LUTs and carry chains in this flow; neither is timed "
+                 f"here.\n")
     return text
 
 
