@@ -1,0 +1,185 @@
+"""Resources and a clock estimate of the FPGA learning module's RTL from yosys, per array size.
+
+    python experiments/rtl/learner_resources.py        # every size in SIZES ->
+        experiments/results/fpga_learner/resources.{csv,md}
+    python experiments/rtl/learner_resources.py --size 8 --size 16
+
+The same flow as the replay manager's (`fpga_rtl/syn/run_syn.py`): yosys `synth_xilinx
+-family xcup` (UltraScale+, the Alveo U200 family), hierarchical, `stat -top` composing the
+counts by instance; the cell counts are read by `run_syn.count_cells` (LUT, LUTRAM, FF,
+BRAM36, URAM, DSP, CARRY). Each built module is synthesized as its own top at the learner's
+formats (hrl.fixed_point.formats.FxFormats: 16-bit activations and weights, 18-bit deltas,
+so 18 x 18 operands; 24-bit outputs; an exact 44-bit accumulator for K up to 256):
+hrl_learn_mac_array (R = C = size), hrl_learn_weight_bank (L = size lanes; one bank set
+per matrix kind: weights, activations, deltas, each of DEPTH words per lane) and
+hrl_learn_activation. `total` sums the array, the activation unit and three bank sets.
+
+Clock estimate: the narrowing unit (the array's deepest stage: a barrel shift of the
+accumulator, the rounding compare, the clamp) is synthesized flattened alone and measured
+by yosys `ltp` (LUT levels) and `sta` (yosys's Xilinx cell delays), with the RMM's rule
+(fpga_rtl/syn/run_timing.py): est_MHz = 1000 / (1 + max(0.5 * lut_levels, sta_ns)). The
+PE's 18 x 18 multiply maps to a DSP48E2; its 44-bit accumulate maps to LUTs and carry
+chains in this flow; neither is timed by yosys here. A first estimate, not a Vivado timing report.
+Each row records the yosys run time (wall seconds on a shared machine: effort, not a
+benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RTL = ROOT / "fpga_rtl" / "rtl"
+sys.path.insert(0, str(ROOT / "fpga_rtl" / "syn"))
+
+import run_syn  # noqa: E402
+
+OUT = ROOT / "experiments" / "results" / "fpga_learner"
+WORK = ROOT / "sim_build" / "syn-learn"
+SIZES = [4, 8, 16, 32]
+# The learner's operand, accumulator and output widths (see the module docstring).
+ARRAY = {"AW": 18, "BW": 18, "BIASW": 16, "BSMAX": 24, "KMAX": 256, "ACCW": 44, "OW": 24,
+         "TAGW": 8}
+BANK_DEPTH = 1024  # words per lane: 16 lanes hold 16k words, a 128-128 MLP's weights
+COLUMNS = ["module", "size", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP", "CARRY",
+           "seconds"]
+
+
+def _yosys(top: str, sources: list[str], params: dict, workdir: Path, flat: bool,
+           extra: str = "", timeout: float = 3600) -> str:
+    workdir.mkdir(parents=True, exist_ok=True)
+    chparam = "chparam " + " ".join(f"-set {k} {v}" for k, v in params.items()) + f" {top}"
+    stat = "stat" if flat else f"stat -top {top}"
+    script = (f"read_verilog -sv {' '.join(str(RTL / s) for s in sources)}\n{chparam}\n"
+              f"synth_xilinx -family xcup -top {top}{' -flatten' if flat else ''}\n"
+              f"tee -o stat.txt {stat}\n{extra}")
+    (workdir / "run.ys").write_text(script)
+    with open(workdir / "yosys.log", "w") as f:
+        res = subprocess.run(["yosys", "-q", "-s", "run.ys"], cwd=workdir, stdout=f,
+                             stderr=subprocess.STDOUT, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"yosys failed for {top} {params}; see {workdir / 'yosys.log'}")
+    return (workdir / "stat.txt").read_text()
+
+
+def synthesize(module: str, size: int, timeout: float = 3600) -> dict:
+    """One module at one array size; returns its table row."""
+    if module == "hrl_learn_mac_array":
+        srcs, prm = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"], {"R": size, "C": size,
+                                                                      **ARRAY}
+    elif module == "hrl_learn_weight_bank":
+        srcs, prm = ["hrl_learn_weight_bank.v"], {"L": size, "DW": 18, "DEPTH": BANK_DEPTH,
+                                                  "IW": 9}
+    elif module == "hrl_learn_activation":
+        srcs, prm = ["hrl_learn_activation.v"], {"C": size, "W": 24, "SW": 32}
+    else:
+        raise ValueError(f"unknown module {module!r}")
+    work = WORK / f"{module}-{size}"
+    stat_file = work / "stat.txt"
+    deps = [RTL / s for s in srcs]
+    if stat_file.exists() and all(stat_file.stat().st_mtime > d.stat().st_mtime for d in deps):
+        # A finished run newer than the RTL: reused (rerun after changing ARRAY or
+        # BANK_DEPTH by deleting sim_build/syn-learn).
+        seconds = int((work / "seconds.txt").read_text()) \
+            if (work / "seconds.txt").exists() else ""
+        return {"module": module, "size": size,
+                **run_syn.count_cells(stat_file.read_text()), "seconds": seconds}
+    t0 = time.time()
+    stat = _yosys(module, srcs, prm, work, flat=False, timeout=timeout)
+    seconds = round(time.time() - t0)
+    (work / "seconds.txt").write_text(f"{seconds}\n")
+    return {"module": module, "size": size, **run_syn.count_cells(stat), "seconds": seconds}
+
+
+def narrow_clock(timeout: float = 3600) -> dict:
+    """LUT levels and yosys sta of the narrowing unit at the array's widths, as the array
+    instantiates it (PIPE = 3), measured as fpga_rtl/syn/run_timing.py measures the RMM's
+    steps: `ltp` over LUT and MUXF cells (carry chains and flip-flops cut) and `sta` with
+    yosys's Xilinx cell delays, over every register-to-register (and port) path."""
+    prm = {"IW": ARRAY["ACCW"], "OW": ARRAY["OW"], "SMAX": ARRAY["ACCW"], "PIPE": 3}
+    work = WORK / "narrow-timing"
+    _yosys("hrl_learn_narrow", ["hrl_learn_narrow.v"], prm, work, flat=True,
+           extra=("tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
+                  "read_verilog -lib -specify +/xilinx/cells_sim.v\n"
+                  "tee -o sta.txt sta\n"), timeout=timeout)
+    ltp = re.search(r"length=(\d+)", (work / "ltp.txt").read_text())
+    sta = re.search(r"Latest arrival time in '\S+' is (\d+)", (work / "sta.txt").read_text())
+    if not ltp or not sta:
+        raise RuntimeError(f"no ltp or sta result in {work}")
+    levels = int(ltp.group(1))
+    sta_ns = round(int(sta.group(1)) / 1000, 2)
+    return {"lut_levels": levels, "sta_ns": sta_ns,
+            "est_MHz": round(1000.0 / (1.0 + max(0.5 * levels, sta_ns)))}
+
+
+def markdown(rows: list[dict], clock: dict | None) -> str:
+    head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
+    body = "".join("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float) else str(r[c])
+                                      for c in COLUMNS) + " |\n" for r in rows)
+    text = ("# FPGA learner: resources (yosys synth_xilinx -family xcup)\n\n"
+            "Regenerate: `python experiments/rtl/learner_resources.py`. Cell counts after "
+            "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
+            "3 bank sets (weights, activations, deltas). An array size missing here did not "
+            "finish within the session that made the table (yosys took 7-8 min per array "
+            "at 4x4 and 8x8 on a shared 2-core machine; rerun with `--size 16`).\n\n"
+            + head + body)
+    if clock:
+        text += ("\n## Clock estimate\n\nThe narrowing unit (the array's output stage, "
+                 f"{ARRAY['ACCW']}-bit accumulator to {ARRAY['OW']}-bit words, three register "
+                 f"stages), flattened: {clock['lut_levels']} LUT/MUXF levels, yosys sta "
+                 f"{clock['sta_ns']} ns; with the RMM's rule 1000 / (1 + max(0.5 ns x levels, "
+                 f"sta)): **{clock['est_MHz']} MHz**. The PE's 18 x 18 multiply maps to a "
+                 f"DSP48E2 and its {ARRAY['ACCW']}-bit accumulate (the bias-preload mux and "
+                 f"the adder) to LUTs and carry chains in this flow; neither is timed "
+                 f"here.\n")
+    return text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--size", type=int, action="append", default=[],
+                    help="array size R = C (repeatable); default: every size in SIZES")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
+    args = ap.parse_args(argv)
+    sizes = args.size or SIZES
+    rows, clock = [], None
+    try:
+        clock = narrow_clock(args.timeout)
+        print("clock", clock, flush=True)
+    except (RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"clock estimate: {err}", flush=True)
+    for size in sizes:
+        parts = {}
+        for module in ("hrl_learn_mac_array", "hrl_learn_activation", "hrl_learn_weight_bank"):
+            try:
+                parts[module] = synthesize(module, size, args.timeout)
+                rows.append(parts[module])
+                print(rows[-1], flush=True)
+            except subprocess.TimeoutExpired:
+                print(f"{module} {size}: did not finish in {args.timeout:.0f} s", flush=True)
+        if len(parts) == 3:
+            secs = [p["seconds"] for p in parts.values()]
+            total = {"module": "total", "size": size,
+                     "seconds": sum(secs) if all(isinstance(x, int) for x in secs) else ""}
+            for c in COLUMNS[2:-1]:
+                total[c] = (parts["hrl_learn_mac_array"][c] + parts["hrl_learn_activation"][c]
+                            + 3 * parts["hrl_learn_weight_bank"][c])
+            rows.append(total)
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "resources.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    (OUT / "resources.md").write_text(markdown(rows, clock))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The learning module's work as array products, and the cycle model of the array.
+
+An inference or an SGD step is a list of *phases*; a phase is a list of products
+(M, K, N) = X (M, K) @ W (K, N) that do not depend on each other, so the array streams their
+tiles back to back; a phase starts when every product it reads is in the banks. A product
+is tiled row block major (R rows by C columns per tile, K beats each).
+
+`product_cycles` / `schedule_cycles` are the cycle model of hrl_learn_mac_array (its
+in_ready rule: a tile's last beat waits until the previous tile's drain has at most 3 rows
+left and no last beat is in flight; its first output row leaves 8 cycles after its last
+beat). The array's testbench (`test_schedule_cycles`) streams schedules through the RTL and
+checks this model against the simulated count cycle for cycle; the tables of
+experiments/rtl/learner_cycles.py simulate some points and take the model for the rest.
+
+`DEP_GAP` is the controller's cost between dependent phases (the activation unit's
+register, the bank write, the bank's 2-cycle read) and `loss_cycles` / `update_cycles` the
+loss unit's and the optimizer-and-target unit's; those units are modeled here, not yet
+built in RTL, and the tables say so.
+"""
+
+from __future__ import annotations
+
+import math
+
+DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
+OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
+LOSS_PIPE = 10  # the loss unit's pipeline depth (modeled)
+UPDATE_PIPE = 6  # the optimizer's pipeline depth (modeled)
+
+
+def tiles(m: int, n: int, r: int, c: int) -> list[int]:
+    """The rows each tile of an (M, N) output drains, in the array's order."""
+    return [min(r, m - r0) for r0 in range(0, m, r) for _ in range(0, n, c)]
+
+
+def phase_cycles(products, r: int, c: int) -> int:
+    """Cycles from a phase's first beat to its last output row, inclusive."""
+    last = None  # cycle of the previous tile's last beat
+    rows_prev = 0
+    rows_last = 0
+    for m, k, n in products:
+        for rows in tiles(m, n, r, c):
+            if last is None:
+                last = k - 1
+            else:
+                last += max(k, rows_prev, 3)
+            rows_prev = rows_last = rows
+    return last + OUT_LATENCY + rows_last
+
+
+def product_cycles(m: int, k: int, n: int, r: int, c: int) -> int:
+    return phase_cycles([(m, k, n)], r, c)
+
+
+def schedule_cycles(phases, r: int, c: int) -> int:
+    """Cycles of dependent phases run one after another (DEP_GAP between them)."""
+    return sum(phase_cycles(p, r, c) for p in phases) + DEP_GAP * max(len(phases) - 1, 0)
+
+
+def macs(phases) -> int:
+    return sum(m * k * n for p in phases for m, k, n in p)
+
+
+# ------------------------------------------------------------------ the learner's work
+def forward_phases(dims, batches):
+    """Forward passes of nets of one shape `dims` (d0, ..., dL) on `batches` rows each,
+    layer by layer (each net's layer i waits for its layer i - 1)."""
+    return [[(b, dims[i], dims[i + 1]) for b in batches] for i in range(len(dims) - 1)]
+
+
+def backward_phases(dims, batch: int, input_delta: bool = False, weights: bool = True):
+    """The backward pass: per layer, from the last, its weight gradient (with the bias
+    gradient as one more row of A^T, a row of ones) and the delta of its input."""
+    out = []
+    for i in range(len(dims) - 2, -1, -1):
+        p = []
+        if weights:
+            p.append((dims[i] + 1, batch, dims[i + 1]))
+        if i > 0 or input_delta:
+            p.append((batch, dims[i + 1], dims[i]))
+        out.append(p)
+    return out
+
+
+def params(dims) -> int:
+    return sum((dims[i] + 1) * dims[i + 1] for i in range(len(dims) - 1))
+
+
+def update_cycles(dims, c: int) -> int:
+    """Optimizer (momentum, step, the operand's rounding) and target update, in parallel,
+    one row block of C parameters per cycle (modeled)."""
+    return sum((dims[i] + 1) * math.ceil(dims[i + 1] / c) for i in range(len(dims) - 1)) \
+        + UPDATE_PIPE
+
+
+def loss_cycles(batch: int) -> int:
+    """The loss unit: one sample per cycle (modeled)."""
+    return batch + LOSS_PIPE
+
+
+def dqn_step(dims, batch: int):
+    """Double DQN: online net on s and s' (2B rows), target net on s'; loss; backward."""
+    return forward_phases(dims, [2 * batch, batch]), backward_phases(dims, batch)
+
+
+def ddpg_step(actor, critic, batch: int):
+    """DDPG: the critic's step (target actor and target critic on s', critic on (s, a)),
+    then the actor's (actor on s, critic on (s, mu(s)), dQ/da back through the critic, the
+    actor's backward). Phases of independent nets are merged where they align."""
+    la, lc = len(actor) - 1, len(critic) - 1
+    fwd = []
+    # Target actor on s' and the actor on s (both actor-shaped), beside the critic on (s, a).
+    for i in range(max(la, lc)):
+        p = []
+        if i < la:
+            p.append((2 * batch, actor[i], actor[i + 1]))
+        if i < lc:
+            p.append((batch, critic[i], critic[i + 1]))
+        fwd.append(p)
+    # Target critic on (s', mu'(s')) and critic on (s, mu(s)): critic-shaped, 2B rows.
+    fwd += forward_phases(critic, [2 * batch])
+    bwd = backward_phases(critic, batch)  # the critic's gradients
+    bwd += backward_phases(critic, batch, input_delta=True, weights=False)  # dQ/da
+    bwd += backward_phases(actor, batch)
+    return fwd, bwd
+
+
+def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None) -> dict:
+    """Array, loss and update cycles of one SGD step (a dict; 'total' their sum)."""
+    if kind == "dqn":
+        fwd, bwd = dqn_step(dims, batch)
+        upd = update_cycles(dims, c)
+    else:
+        fwd, bwd = ddpg_step(dims, critic, batch)
+        upd = max(update_cycles(dims, c), update_cycles(critic, c))
+    array = schedule_cycles(fwd, r, c) + schedule_cycles(bwd, r, c) + 2 * DEP_GAP
+    loss = loss_cycles(batch)
+    return {"array": array, "loss": loss, "update": upd, "total": array + loss + upd,
+            "macs": macs(fwd) + macs(bwd)}
+
+
+def inference_cycles(dims, r: int, c: int, batch: int = 1) -> int:
+    return schedule_cycles(forward_phases(dims, [batch]), r, c)
+
+
+# ------------------------------------------------------------------ the engine's limits
+def check_fits(dims, batch: int, *, max_width: int, max_layers: int, max_batch: int) -> None:
+    """Refuse, in one line naming the key and the limit, a network or batch that an engine
+    built with these parameters cannot run (the host driver calls this before it builds or
+    simulates anything). `dims` = (inputs, hidden..., outputs); `max_width` bounds every
+    layer's width (the banks' rows and columns and the array's K), `max_layers` the number
+    of weight layers, `max_batch` the batch."""
+    if len(dims) < 2:
+        raise ValueError(f"network: needs at least an input and an output width, got {dims}")
+    if len(dims) - 1 > max_layers:
+        raise ValueError(f"network: {len(dims) - 1} layers exceed the engine's "
+                         f"max_layers={max_layers}")
+    for i, d in enumerate(dims):
+        if not isinstance(d, int) or d < 1 or d > max_width:
+            raise ValueError(f"network: width {d!r} of layer {i} outside the engine's "
+                             f"1..max_width={max_width}")
+    if not isinstance(batch, int) or batch < 1 or batch > max_batch:
+        raise ValueError(f"train.batch_size: {batch!r} outside the engine's "
+                         f"1..max_batch={max_batch}")

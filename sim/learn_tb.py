@@ -1,0 +1,89 @@
+"""Helpers shared by the learning module's testbenches (sim/hrl_learn_*/): packing signed
+words into buses, random fixed-point operands, and the runner of a mutated module.
+
+The golden model stays hrl.fixed_point (the testbenches call it); nothing here computes a
+reference value.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import rtl_runner
+
+
+def pack(values, width: int) -> int:
+    """Signed words -> one bus value, word i at bits [i*width, (i+1)*width)."""
+    out = 0
+    mask = (1 << width) - 1
+    for i, v in enumerate(values):
+        out |= (int(v) & mask) << (i * width)
+    return out
+
+
+def unpack(bus: int, n: int, width: int) -> list[int]:
+    """One bus value -> n signed words of `width` bits."""
+    mask = (1 << width) - 1
+    out = []
+    for i in range(n):
+        v = (bus >> (i * width)) & mask
+        out.append(v - (1 << width) if v >> (width - 1) else v)
+    return out
+
+
+def random_words(rng: np.random.Generator, shape, width: int, p_extreme: float = 0.05):
+    """Random words of a `width`-bit signed format with some extremes and zeros (int32)."""
+    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    scale = rng.choice([hi, hi >> 2, hi >> 6 or 1], size=shape)
+    x = rng.integers(-scale - 1, scale + 1, size=shape)
+    r = rng.random(shape)
+    x = np.where(r < p_extreme, hi, x)
+    x = np.where((r >= p_extreme) & (r < 2 * p_extreme), lo, x)
+    x = np.where((r >= 2 * p_extreme) & (r < 3 * p_extreme), 0, x)
+    return np.clip(x, lo, hi).astype(np.int32)
+
+
+def run_mutant(module: str, sources: list[str], target: str, pattern: str, replacement: str,
+               params: dict[str, int], name: str, sim: str = "icarus") -> None:
+    """Run sim/<module>'s testbench against a copy of fpga_rtl/rtl/<target> with the regular
+    expression `pattern` replaced by `replacement` (exactly once). Raises AssertionError if
+    the testbench fails (what a mutation test expects), RuntimeError if the pattern is not
+    found once (the mutation would silently test the unmutated module)."""
+    build = rtl_runner.BUILD / module / f"mutant-{name}-{rtl_runner.case_name(sim, params)}"
+    src_dir = build / "rtl"
+    if src_dir.exists():
+        shutil.rmtree(src_dir)
+    src_dir.mkdir(parents=True)
+    text = (rtl_runner.RTL / target).read_text()
+    mutated, n = re.subn(pattern, replacement, text)
+    if n != 1:
+        raise RuntimeError(f"mutation {name}: pattern {pattern!r} found {n} times in {target}")
+    paths = []
+    for s in sources:
+        p = src_dir / s
+        p.write_text(mutated if s == target else (rtl_runner.RTL / s).read_text())
+        paths.append(p)
+    test_env = {f"PARAM_{k}": str(v) for k, v in params.items()}
+    top = module
+    rtl_runner.simulate(sim, paths, top, params, build, f"test_{module}",
+                        rtl_runner.testbench_dir(module), test_env, quiet=True)
+
+
+def mutation_kills(module: str, sources: list[str], target: str, pattern: str,
+                   replacement: str, params: dict[str, int], name: str) -> bool:
+    """True if the testbench fails on the mutant (the mutation is caught). Under pytest the
+    cocotb runner reports failed tests by SystemExit(1), elsewhere by AssertionError."""
+    try:
+        run_mutant(module, sources, target, pattern, replacement, params, name)
+    except AssertionError:
+        return True
+    except SystemExit as exc:
+        return exc.code not in (0, None)
+    return False
+
+
+def relpath(p: Path) -> str:
+    return str(p.relative_to(rtl_runner.ROOT))

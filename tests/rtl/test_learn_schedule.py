@@ -1,0 +1,62 @@
+"""The learning module's schedule and cycle model (sim/learn_schedule.py), without a
+simulator: the products of a step are the reference's, the model's arithmetic on hand-counted
+cases, and the engine's limits refuse in one line. The model itself is checked against the
+RTL cycle for cycle by the array testbench (test_schedule_cycles)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "sim"))
+
+import learn_schedule as ls  # noqa: E402
+
+
+def test_dqn_step_products():
+    """Double DQN: online on 2B rows and target on B rows per layer; backward per layer a
+    weight gradient with the bias row and (except the first layer) the input delta."""
+    fwd, bwd = ls.dqn_step([4, 64, 2], 32)
+    assert fwd == [[(64, 4, 64), (32, 4, 64)], [(64, 64, 2), (32, 64, 2)]]
+    assert bwd == [[(65, 32, 2), (32, 2, 64)], [(5, 32, 64)]]
+    # MACs: 3 forwards, the weight and bias gradients, one backward delta.
+    assert ls.macs(fwd) + ls.macs(bwd) == 3 * 32 * (4 * 64 + 64 * 2) + 32 * (65 * 2 + 5 * 64) \
+        + 32 * 2 * 64
+
+
+def test_phase_cycles_by_hand():
+    """One tile: K beats, then the output latency and its rows. Two tiles: the second's
+    last beat waits max(K, rows of the first, 3) cycles."""
+    assert ls.product_cycles(1, 1, 1, 4, 4) == 1 + ls.OUT_LATENCY
+    assert ls.product_cycles(4, 10, 4, 4, 4) == 10 + ls.OUT_LATENCY + 3
+    # Two row tiles (4 rows, then 1), K = 2: the second last beat 4 cycles after the first.
+    assert ls.product_cycles(5, 2, 4, 4, 4) == 2 + 4 + ls.OUT_LATENCY
+    assert ls.schedule_cycles([[(1, 1, 1)], [(1, 1, 1)]], 4, 4) == 2 * (1 + ls.OUT_LATENCY) \
+        + ls.DEP_GAP
+
+
+def test_bigger_array_fewer_cycles():
+    cyc = [ls.step_cycles("dqn", [4, 64, 64, 2], 32, s, s)["total"] for s in (4, 8, 16, 32)]
+    assert cyc == sorted(cyc, reverse=True) and cyc[0] > 10 * cyc[-1]
+
+
+@pytest.mark.parametrize(
+    "dims,batch,pattern",
+    [
+        ([4, 300, 2], 32, r"width 300 of layer 1 outside the engine's 1..max_width=256"),
+        ([4, 64, 64, 64, 64, 2], 32, r"5 layers exceed the engine's max_layers=4"),
+        ([4, 64, 2], 512, r"train.batch_size: 512 outside the engine's 1..max_batch=256"),
+        ([4], 32, r"needs at least an input and an output"),
+    ],
+)
+def test_check_fits_refuses(dims, batch, pattern):
+    with pytest.raises(ValueError, match=pattern) as err:
+        ls.check_fits(dims, batch, max_width=256, max_layers=4, max_batch=256)
+    assert "\n" not in str(err.value)
+
+
+def test_check_fits_accepts_the_largest():
+    ls.check_fits([256] * 5, 256, max_width=256, max_layers=4, max_batch=256)

@@ -1,0 +1,166 @@
+"""The learning module's RTL (fpga_rtl/rtl/hrl_learn_*.v): the cocotb testbenches (their
+pytest sweeps at the bottom of sim/hrl_learn_<module>/test_hrl_learn_<module>.py, collected
+here), Verilator -Wall lint, $fatal on illegal parameters, and mutation tests: each
+testbench must fail against a copy of its module with one deliberate bug.
+
+A missing tool skips with the reason outside CI and fails under CI=true (bit-for-bit tests
+are never skipped there). One small parameter set per module runs in `make test`; the
+sweeps, Verilator's larger arrays and all but one mutation (the array's) run in the long
+tier (`make test-long`, which CI runs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "sim"))
+
+import learn_tb  # noqa: E402
+import rtl_runner  # noqa: E402
+
+pytestmark = pytest.mark.hw
+
+MODULES = ["hrl_learn_mac_array", "hrl_learn_weight_bank", "hrl_learn_activation",
+           "hrl_learn_loss_dqn"]
+
+for _module in MODULES:
+    globals().update(rtl_runner.sweeps(_module, f"test_{_module}"))
+
+# (top, sources, parameter sets) linted with verilator --lint-only -Wall.
+LINT = [
+    ("hrl_learn_narrow", ["hrl_learn_narrow.v"], [{}, {"IW": 20, "OW": 8, "SMAX": 20, "PIPE": 1},
+                                                  {"PIPE": 3}]),
+    ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"],
+     [{}, {"R": 1, "C": 1, "KMAX": 1, "ACCW": 40, "TAGW": 1},
+      {"R": 16, "C": 16, "AW": 18, "BW": 18, "ACCW": 44, "OW": 24},
+      {"R": 3, "C": 5, "AW": 12, "BW": 10, "BIASW": 20, "BSMAX": 12, "KMAX": 40, "ACCW": 33,
+       "OW": 24, "TAGW": 3}]),
+    ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"],
+     [{}, {"L": 1}, {"L": 16, "DW": 18, "DEPTH": 2048, "IW": 10}]),
+    ("hrl_learn_activation", ["hrl_learn_activation.v"],
+     [{}, {"C": 1}, {"C": 16, "W": 24}]),
+    ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"],
+     [{}, {"A": 1}, {"A": 6, "VW": 20, "VF": 6, "PW": 16, "PF": 14, "DW": 16, "DF": 10}]),
+]
+
+
+def _lint_cases():
+    for top, srcs, sets in LINT:
+        for prm in sets:
+            yield pytest.param(top, srcs, prm, id=rtl_runner.case_name(top, prm))
+
+
+@pytest.mark.parametrize("top,srcs,prm", list(_lint_cases()))
+def test_verilator_lint(top, srcs, prm):
+    """`verilator --lint-only -Wall` gives no diagnostic."""
+    rtl_runner.require("verilator")
+    from hrl.replay.backends import rtl_model
+
+    env = {**os.environ, **rtl_model.verilator_env()}
+    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", top,
+           *(f"-G{k}={v}" for k, v in prm.items()),
+           *(str(rtl_runner.RTL / s) for s in srcs)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    text = out.stdout + out.stderr
+    diagnostics = [line for line in text.splitlines() if line.startswith("%")]
+    assert out.returncode == 0 and not diagnostics, f"lint of {top} {prm}:\n{text}"
+
+
+def elaborate(top: str, srcs: list[str], prm: dict, tmp_path: Path) -> str:
+    """Build `top` with Icarus and run it for time 0; returns everything it printed."""
+    out_vvp = tmp_path / f"{top}.vvp"
+    cmd = ["iverilog", "-g2012", "-o", str(out_vvp), "-s", top]
+    cmd += [f"-P{top}.{k}={v}" for k, v in prm.items()]
+    cmd += [str(rtl_runner.RTL / s) for s in srcs]
+    build = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if build.returncode != 0:
+        return build.stdout + build.stderr
+    run = subprocess.run(["vvp", "-n", str(out_vvp)], capture_output=True, text=True,
+                         timeout=120)
+    return run.stdout + run.stderr
+
+
+ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"])
+BANK = ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"])
+ACT = ("hrl_learn_activation", ["hrl_learn_activation.v"])
+LOSS = ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"])
+
+
+@pytest.mark.parametrize(
+    "top,srcs,bad,pattern",
+    [
+        (*ARRAY, {"ACCW": 30}, r"ACCW=30 must be in max\(40, 41\)"),
+        (*ARRAY, {"R": 0}, r"R=0 must be in 1..64"),
+        (*ARRAY, {"AW": 28}, r"AW=28, BW=16 must be in 2..27"),
+        ("hrl_learn_narrow", ["hrl_learn_narrow.v"], {"SMAX": 60}, r"SMAX=60 must be in 0..IW"),
+        (*BANK, {"L": 6}, r"L=6 must be a power of two in 1..64"),
+        (*ACT, {"SW": 2}, r"SW=2 must be in 4..64"),
+        (*LOSS, {"PF": 25}, r"PF=25 must be in 0..24"),
+    ],
+)
+def test_illegal_parameters_stop(top, srcs, bad, pattern, tmp_path):
+    """Illegal parameters stop the simulation at time 0 with $fatal naming the value."""
+    rtl_runner.require("icarus")
+    text = elaborate(top, srcs, bad, tmp_path)
+    assert re.search(pattern, text), text
+
+
+# (testbench module, sources, mutated file, pattern, replacement, parameters, name)
+ARRAY_PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "BIASW": 16, "BSMAX": 24, "KMAX": 256,
+             "ACCW": 42, "OW": 16, "TAGW": 8}
+BANK_PRM = {"L": 4, "DW": 16, "DEPTH": 256, "IW": 9}
+ACT_PRM = {"C": 4, "W": 24, "SW": 32}
+LOSS_PRM = {"A": 2, "VW": 24, "VF": 8, "PW": 17, "PF": 15, "DW": 18, "DF": 12}
+MUTATIONS = [
+    pytest.param(*ARRAY, "hrl_learn_narrow.v", r"\(sticky \|\| fl\[0\]\)",
+                 "(sticky || 1'b1)", ARRAY_PRM,
+                 "ties-away", id="array-narrow-ties-away"),
+    pytest.param(*ARRAY, "hrl_learn_mac_array.v", r"bw <<< in_bias_shift", "bw", ARRAY_PRM,
+                 "no-bias-shift", id="array-no-bias-shift", marks=pytest.mark.long),
+    pytest.param(*ARRAY, "hrl_learn_mac_array.v", r"first2 \? b2\[gc\*ACCW \+: ACCW\] : ",
+                 "", ARRAY_PRM, "no-preload", id="array-no-preload", marks=pytest.mark.long),
+    pytest.param(*ARRAY, "hrl_learn_mac_array.v", r"drain_left <= 8'd3\)", "drain_left <= 8'd4)",
+                 ARRAY_PRM, "early-last", id="array-early-last", marks=pytest.mark.long),
+    pytest.param(*ARRAY, "hrl_learn_narrow.v", r"wire hi = r > maxv;", "wire hi = 1'b0;",
+                 ARRAY_PRM, "no-high-clamp", id="array-no-high-clamp",
+                 marks=pytest.mark.long),
+    pytest.param(*BANK, "hrl_learn_weight_bank.v", r"wire \[LB-1:0\] lane_r = bl - rot;",
+                 "wire [LB-1:0] lane_r = bl + rot;", BANK_PRM, "column-rotation",
+                 id="bank-column-rotation", marks=pytest.mark.long),
+    pytest.param(*BANK, "hrl_learn_weight_bank.v", r"wr_en && wr_mask\[lane_w\]", "wr_en",
+                 BANK_PRM, "no-lane-enable", id="bank-no-lane-enable", marks=pytest.mark.long),
+    pytest.param(*BANK, "hrl_learn_weight_bank.v", r"in_range \? bank_q", "1'b1 ? bank_q",
+                 BANK_PRM, "no-edge-zero", id="bank-no-edge-zero", marks=pytest.mark.long),
+    pytest.param(*ACT, "hrl_learn_activation.v", r"\(mode != 2'd2 \|\| keep_mask\)", "1'b1",
+                 ACT_PRM, "masked-sats-counted", id="act-masked-sats-counted",
+                 marks=pytest.mark.long),
+    pytest.param(*ACT, "hrl_learn_activation.v", r"\(mode == 2'd1\) \? pos",
+                 "(mode == 2'd1) ? 1'b1", ACT_PRM, "no-relu", id="act-no-relu",
+                 marks=pytest.mark.long),
+    pytest.param(*ACT, "hrl_learn_activation.v", r"in_sat\[c\] && in_lanes\[c\]",
+                 "in_sat[c]", ACT_PRM, "outside-lanes-counted", id="act-outside-lanes-counted",
+                 marks=pytest.mark.long),
+    pytest.param(*LOSS, "hrl_learn_loss_dqn.v",
+                 r"\? \(\$signed\(in_qn_online\[a\*VW \+: VW\]\) > best_v\)",
+                 "? ($signed(in_qn_online[a*VW +: VW]) >= best_v)", LOSS_PRM, "argmax-last",
+                 id="loss-argmax-last", marks=pytest.mark.long),
+    pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"!use_huber \? td_s", "1'b1 ? td_s",
+                 LOSS_PRM, "no-huber", id="loss-no-huber", marks=pytest.mark.long),
+    pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"\(r_x <<< PF\)", "r_x", LOSS_PRM,
+                 "reward-unaligned", id="loss-reward-unaligned", marks=pytest.mark.long),
+]
+
+
+@pytest.mark.parametrize("module,srcs,target,pattern,repl,prm,name", MUTATIONS)
+def test_testbench_catches_mutation(module, srcs, target, pattern, repl, prm, name):
+    """The testbench fails against its module with one deliberate bug."""
+    rtl_runner.require("icarus")
+    assert learn_tb.mutation_kills(module, srcs, target, pattern, repl, prm, name), (
+        f"the {module} testbench passed against the mutant {name!r} of {target}")
