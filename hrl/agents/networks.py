@@ -50,12 +50,12 @@ class SlicedConv(nn.Module):
 
     Why not `lax.conv`: its gradient with respect to the kernel is a convolution whose batch
     and feature dimensions are swapped (dim_labels f01b_i01o->01bf, a window the size of the
-    image). XLA:CPU has no library kernel for that form: it emits a naive loop nest, and on
-    more than one intra-op thread splits it into tasks handed to the thread pool on every SGD
-    step, inside the training loop's while body. Written as slices and a dot, the forward
+    image; jax#12868), not the layout of XLA:CPU's library convolution, and on more than one
+    intra-op thread the compiled program splits it over the thread pool on every SGD step,
+    inside the training loop's while body. Written as slices and a dot, the forward
     pass, both gradients and the whole SGD step have no convolution in them, only slices,
     pads, concatenates (fused loops) and dots (the matrix-product kernels XLA:CPU uses for the
-    MLP layers). Cost: O(B H' W' k^2 C F) flops as the convolution, plus the (B, H', W',
+    MLP layers); experiments/results/peers/minatar/cause.md times both. Cost: O(B H' W' k^2 C F) flops as the convolution, plus the (B, H', W',
     k^2 C) patch array (k^2 times the input) in memory."""
 
     features: int
