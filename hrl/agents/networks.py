@@ -55,8 +55,9 @@ class SlicedConv(nn.Module):
     inside the training loop's while body. Written as slices and a dot, the forward
     pass, both gradients and the whole SGD step have no convolution in them, only slices,
     pads, concatenates (fused loops) and dots (the matrix-product kernels XLA:CPU uses for the
-    MLP layers); experiments/results/peers/minatar/cause.md times both. Cost: O(B H' W' k^2 C F) flops as the convolution, plus the (B, H', W',
-    k^2 C) patch array (k^2 times the input) in memory."""
+    MLP layers); experiments/results/peers/minatar/cause.md times both. Cost: O(B H' W' k^2
+    C F) flops as the convolution, plus the (B, H', W', k^2 C) patch array (k^2 times the
+    input) in memory."""
 
     features: int
     kernel: int
