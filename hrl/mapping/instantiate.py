@@ -23,12 +23,11 @@ import dataclasses
 import json
 import os
 import pickle
-import sys
 from pathlib import Path
 
 from hrl.config import load_config
-from hrl.mapping.plan import Plan
 from hrl.mapping.devices import SECOND_CPU
+from hrl.mapping.plan import Plan
 from hrl.mapping.profile.io import load_profile
 from hrl.mapping.profile.profiler import start_profiling_backend
 from hrl.mapping.profile.rows import profile_rows
