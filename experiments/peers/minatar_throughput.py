@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peer_jax_flashbax import make_sgd_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # `write` imports hrl when the script runs from a plain checkout
 CONFIG = ROOT / "experiments" / "configs" / "dqn_minatar_breakout.yaml"
 OUT = ROOT / "experiments" / "results" / "peers" / "minatar"
 GAMES = {"breakout": "Breakout-MinAtar", "space_invaders": "SpaceInvaders-MinAtar",

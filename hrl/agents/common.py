@@ -91,10 +91,41 @@ def make_optimizer(
         opt = optax.sgd(learning_rate)
     if max_grad_norm is not None:
         opt = optax.chain(optax.clip_by_global_norm(max_grad_norm), opt)
-    # On one flat vector: the moments and the clipping norm are a handful of kernels instead of
-    # a handful per parameter array (in a fused CPU step at batch 32 each kernel launch costs
-    # about as much as its arithmetic).
-    return optax.flatten(opt)
+    return flatten_small(opt)
+
+
+# Networks of at most this many parameters are optimized on one flat vector (`flatten_small`).
+FLAT_MAX_PARAMS = 16_384
+
+
+def _size(tree) -> int:
+    return sum(math.prod(jnp.shape(x)) for x in jax.tree.leaves(tree))
+
+
+def flatten_small(opt: optax.GradientTransformation) -> optax.GradientTransformation:
+    """`opt` on one flat vector (`optax.flatten`) for a network of at most FLAT_MAX_PARAMS
+    parameters, on each parameter array otherwise; decided from the (static) shapes at trace
+    time. The same arithmetic either way, up to the order of the clipping norm's sum.
+
+    Small: the moments and the clipping norm are a handful of kernels instead of a handful
+    per parameter array (in a fused CPU step at batch 32 each kernel launch costs about as
+    much as its arithmetic). Large: the flat vector costs a concatenation of every gradient
+    and a slice back per array on each SGD step, and on more than one intra-op thread
+    XLA:CPU splits those long loops over its thread pool inside the training loop's while
+    body; MinAtar's net (205,907 parameters) then ran an SGD step about 18x slower on two
+    threads than per array (experiments/results/peers/minatar/cause.md)."""
+    flat = optax.flatten(opt)
+
+    def pick(params):
+        return flat if _size(params) <= FLAT_MAX_PARAMS else opt
+
+    def init(params):
+        return pick(params).init(params)
+
+    def update(updates, state, params=None):
+        return pick(updates).update(updates, state, params)
+
+    return optax.GradientTransformation(init, update)
 
 
 def average_gradients(grads, axis_name: str | None):
@@ -121,9 +152,12 @@ def update_target(params, target_params, train_steps, period: int, tau: float):
 
 
 def global_norm(tree) -> jax.Array:
-    """The L2 norm of all leaves together, over one concatenated vector: the same vector
-    `optax.flatten` builds for the optimizer, which XLA computes once for both."""
-    return jnp.linalg.norm(jax.flatten_util.ravel_pytree(tree)[0])
+    """The L2 norm of all leaves together: over one concatenated vector where the optimizer
+    builds it (`flatten_small`: XLA computes it once for both), over each leaf otherwise (no
+    concatenation of a large network's gradients just for a metric)."""
+    if _size(tree) <= FLAT_MAX_PARAMS:
+        return jnp.linalg.norm(jax.flatten_util.ravel_pytree(tree)[0])
+    return optax.tree.norm(tree)
 
 
 # ------------------------------------------------------------------ config validation

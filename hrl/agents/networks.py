@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 
 from hrl.agents.common import ACTIVATIONS, MLP
@@ -31,9 +32,59 @@ MINATAR_HIDDEN = (128,)
 _REGISTERED: dict[str, Callable[[int], nn.Module]] = {}
 
 
+def same_pads(size: int, kernel: int, stride: int) -> tuple[int, int, int]:
+    """'SAME' padding of one spatial axis, as `lax.conv_general_dilated` computes it: (output
+    size, padding before, padding after)."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return out, total // 2, total - total // 2
+
+
+class SlicedConv(nn.Module):
+    """A 2-D 'SAME' convolution written as k*k shifted strided slices of the padded input,
+    concatenated on the feature axis (B, H', W', k*k*C), and one matrix product with the
+    kernel reshaped to (k*k*C, F), plus the bias: the same function as `nn.Conv(features,
+    (k, k), strides=(s, s), padding="SAME")`, with the same parameters (`kernel` (k, k, C, F),
+    `bias` (F,), flax's default inits), so a checkpoint of either loads into the other; equal
+    up to float rounding (the sum over k*k*C runs in another order).
+
+    Why not `lax.conv`: its gradient with respect to the kernel is a convolution whose batch
+    and feature dimensions are swapped (dim_labels f01b_i01o->01bf, a window the size of the
+    image; jax#12868), not the layout of XLA:CPU's library convolution, and on more than one
+    intra-op thread the compiled program splits it over the thread pool on every SGD step,
+    inside the training loop's while body. Written as slices and a dot, the forward
+    pass, both gradients and the whole SGD step have no convolution in them, only slices,
+    pads, concatenates (fused loops) and dots (the matrix-product kernels XLA:CPU uses for the
+    MLP layers); experiments/results/peers/minatar/cause.md times both. Cost: O(B H' W' k^2
+    C F) flops as the convolution, plus the (B, H', W', k^2 C) patch array (k^2 times the
+    input) in memory."""
+
+    features: int
+    kernel: int
+    stride: int = 1
+
+    @nn.compact
+    def __call__(self, x):
+        k, s = self.kernel, self.stride
+        c = x.shape[-1]
+        w = self.param("kernel", nn.initializers.lecun_normal(), (k, k, c, self.features))
+        b = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        (oh, top, bottom), (ow, left, right) = (same_pads(x.shape[1], k, s),
+                                                same_pads(x.shape[2], k, s))
+        x = jnp.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+        patches = jnp.concatenate([
+            jax.lax.slice(x, (0, i, j, 0), (x.shape[0], i + (oh - 1) * s + 1,
+                                            j + (ow - 1) * s + 1, c), (1, s, s, 1))
+            for i in range(k) for j in range(k)], axis=-1)
+        return jnp.dot(patches, w.reshape(k * k * c, self.features)) + b
+
+
 class ConvMLP(nn.Module):
     """Convolutions over (B, H, W, C) observations ('SAME' padding, `activation` after each),
-    flattened into an MLP head with `out_size` linear outputs."""
+    flattened into an MLP head with `out_size` linear outputs. Each convolution is a
+    `SlicedConv` (slices and a matrix product, no `lax.conv` in the compiled program: see
+    its docstring), named as `nn.Conv` would be (Conv_0, Conv_1, ...), so parameters and
+    checkpoints are those of the `nn.Conv` stack."""
 
     conv_layers: Sequence[tuple[int, int, int]]  # (filters, kernel, stride)
     hidden_sizes: Sequence[int]
@@ -46,9 +97,9 @@ class ConvMLP(nn.Module):
             raise ValueError(f"network 'conv' needs (B, H, W, C) observations, got shape "
                              f"{x.shape}")
         x = x.astype(jnp.float32)
-        for filters, kernel, stride in self.conv_layers:
+        for i, (filters, kernel, stride) in enumerate(self.conv_layers):
             x = ACTIVATIONS[self.activation](
-                nn.Conv(filters, (kernel, kernel), strides=(stride, stride), padding="SAME")(x))
+                SlicedConv(filters, kernel, stride, name=f"Conv_{i}")(x))
         return MLP(self.hidden_sizes, self.out_size, self.activation)(x)
 
 

@@ -97,22 +97,22 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"hrl train: error: {error_line(err)}", file=sys.stderr)
         return 2
-    if cfg.train.devices > 1 and not distributed:
-        ensure_cpu_devices(cfg.train.devices)
-    elif getattr(args, "mapping", None) and not distributed:
-        # --mapping auto may choose train.devices up to N, or the replay tree on a second CPU
-        # device (cpu1): make the virtual CPU devices now, before the exploration starts JAX
-        # (the same way as --devices).
-        ensure_cpu_devices(max(args.mapping_devices, 2))
-
     enable_compile_cache()
 
     console = Console()
     try:
+        # --mapping auto starts no JAX backend here (its speed check runs in a child), so the
+        # run's `start_cpu_backend` starts it with the chosen mapping's settings, as a run
+        # given that mapping's config starts it.
         cfg, mapping_choice = apply_cli(args, cfg, console)
     except (ConfigError, ValueError) as err:
         print(f"hrl train: error: {error_line(err)}", file=sys.stderr)
         return 2
+    if cfg.train.devices > 1 and not distributed:
+        # The virtual CPU devices of the data-parallel loop (--devices, or the train.devices
+        # --mapping auto chose), before the run starts JAX; a placement on cpu:1 makes its
+        # own (`start_cpu_backend`).
+        ensure_cpu_devices(cfg.train.devices)
     try:
         summary = train(
             cfg,

@@ -11,21 +11,45 @@ With `--mapping-devices N`, the fused loop on D = 2..N devices of this machine's
 (`train.devices: D`, `hrl.mapping.parallel`) competes too: the config's own work split D
 ways (strong scaling: no hyperparameter changes; the config's `replay.sampling` is kept), so
 D must divide env.num_envs, train.batch_size and replay.capacity, and the runtime must see D
-devices (on a CPU, `hrl train` makes N virtual ones before JAX starts, as `--devices` does).
+devices (on a CPU, the mapping step's child and then the run make N virtual ones before JAX
+starts, as `--devices` does).
 A D that cannot run here is left out, and why is said in one line.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
+import os
+import pickle
+from pathlib import Path
 
 from hrl.config import load_config
+from hrl.mapping.devices import SECOND_CPU
 from hrl.mapping.plan import Plan
 from hrl.mapping.profile.io import load_profile
+from hrl.mapping.profile.profiler import start_profiling_backend
+from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.ranking import RankedMapping, rank_mappings
 from hrl.mapping.speed import speed_check
 from hrl.mapping.validate import mode_overrides
 from hrl.replay.backends import format_for
+from hrl.runtime.cpu_backend import ensure_cpu_devices, run_json_child
+
+# The checkout this module was imported from, first on the child's PYTHONPATH.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The child of `choose_in_child`: one JSON line on stdout; a one-line error and exit 2 on bad
+# input (a bad profile, a machine too far from the profiled one).
+CHILD = """
+import json, sys
+from hrl.mapping.instantiate import _child_main
+try:
+    print(json.dumps(_child_main(json.loads(sys.argv[1]))))
+except (ValueError, OSError) as err:
+    print(f"error: {err}", file=sys.stderr)
+    raise SystemExit(2) from None
+"""
 
 
 @dataclasses.dataclass
@@ -35,7 +59,7 @@ class Choice:
     env_steps_per_iter: int
     sgd_per_iter: float
     ranking: list[tuple[str, float]]  # (label, predicted seconds) of every runnable mapping
-    plan: Plan
+    plan: Plan | None  # None in the training process (`choose_in_child` leaves it)
     notes: list[str] = dataclasses.field(default_factory=list)  # D left out; why the pick
     ranked: list[RankedMapping] = dataclasses.field(default_factory=list)  # runnable, best first
     default: RankedMapping | None = None  # what the config runs without --mapping (if ranked)
@@ -72,6 +96,52 @@ def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
     return Choice(chosen, chosen.seconds, ranked.env_steps_per_iter, ranked.sgd_per_iter,
                   [(m.label, m.seconds) for m in ranked.runnable()], ranked.plan, notes,
                   ranked.runnable(), ranked.default(), kept)
+
+
+def choose_in_child(config, overrides, profile_dir, max_devices: int = 1,
+                    timeout: float = 900.0) -> tuple[Choice, float, str | None]:
+    """`choose` and the speed check (`speed.speed_check`) of `hrl train --mapping auto`, in a
+    fresh Python (`CHILD`): (choice, scale, warning).
+
+    Why a child: the mapping step uses JAX (the model fits its lines in XLA, the speed check
+    times jitted work), and JAX's CPU backend starts once per process with its dispatch,
+    intra-op threads and devices fixed (`hrl.runtime.cpu_backend`). Run in the training
+    process, it started the backend with JAX's defaults (a thread per core, async dispatch,
+    the virtual devices asked for the exploration) before the run's `start_cpu_backend`,
+    so the chosen mapping ran under other settings than the same run without --mapping
+    auto, and the speed check timed the reference under settings the profile was not taken
+    in. The child starts its backend as the profiler does (`start_profiling_backend`: the
+    config's threads, the profile's dispatch, a second CPU device where the profile has rows
+    there, and `max_devices` CPU devices to consider), so the reference is timed as it was
+    profiled; the training process starts none. Costs a Python start and JAX's import, a
+    few seconds, beside the ranking."""
+    payload = {"config": str(config), "overrides": list(overrides), "profile": str(profile_dir),
+               "max_devices": int(max_devices)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        got = run_json_child(["-c", CHILD, json.dumps(payload)],
+                             "the mapping step (--mapping auto)", timeout, env=env, tail=600)
+    except RuntimeError as err:
+        # The child's own one-line errors (a bad profile, a machine too far from it).
+        raise ValueError(str(err).splitlines()[-1]) from err
+    return pickle.loads(base64.b64decode(got["pickle"]))
+
+
+def _child_main(payload: dict) -> dict:
+    """The child of `choose_in_child`: starts the backend, chooses, checks the speed."""
+    cfg = load_config(payload["config"], payload["overrides"])
+    profile = load_profile(payload["profile"])
+    max_devices = payload["max_devices"]
+    ensure_cpu_devices(max_devices)
+    start_profiling_backend(cfg, second_cpu=any(r.placement == SECOND_CPU
+                                                for r in profile_rows(profile)))
+    choice = choose(cfg, profile, max_devices=max_devices)
+    scale, warning = speed_check(profile)
+    # What the training process reads of the choice (the pick, its overrides, the ranking,
+    # the notes); the plan holds the model's closures, which do not cross processes.
+    choice = dataclasses.replace(choice, plan=None)
+    return {"pickle": base64.b64encode(pickle.dumps((choice, scale, warning))).decode()}
 
 
 def overrides_for(choice: Choice, cfg) -> list[str]:
@@ -111,9 +181,8 @@ def apply_cli(args, cfg, console):
                          "mapping it was started with)")
     if args.mapping_devices < 1:
         raise ValueError(f"--mapping-devices must be >= 1, got {args.mapping_devices}")
-    profile = load_profile(args.profile)
-    choice = choose(cfg, profile, max_devices=args.mapping_devices)
-    scale, warning = speed_check(profile)  # always on: a fraction of a second
+    choice, scale, warning = choose_in_child(args.config, args.overrides, args.profile,
+                                             args.mapping_devices)
     if warning:
         console.print(f"[yellow]warning:[/yellow] {warning}")
     choice = dataclasses.replace(choice, predicted_s=choice.predicted_s * scale,
@@ -149,3 +218,4 @@ def print_comparison(console, choice, summary: dict) -> None:
     console.print(f"start-up: {summary.get('init_s', 0.0):.1f} s build and compile, "
                   f"{summary.get('first_chunk_s') or 0.0:.1f} s first chunk; whole session "
                   f"{summary['env_steps_per_s']:,.0f} env steps/s")
+

@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 import jax
@@ -57,12 +58,20 @@ def usable_cores() -> int:
 
 def cpu_threads_of(cfg: RunConfig) -> int | None:
     """`train.cpu_threads` resolved: XLA:CPU's intra-op threads, or None for XLA's default
-    (one per usable core). `auto` is 1 for any single-device run on a machine of at most 2
+    (one per usable core). A number above the usable cores is capped to them, with a
+    one-line warning. `auto` is 1 for any single-device run on a machine of at most 2
     cores (module docstring: two threads there are a lottery between full speed and a
     collapse). Elsewhere it keeps the default: larger machines, and the data-parallel loop
     over virtual devices, have not been measured."""
     n = cfg.train.cpu_threads
     if n != "auto":
+        cores = usable_cores()
+        if n > cores:
+            # Capped, not refused: a config written on a larger machine still runs here.
+            # More intra-op threads than cores only adds threads waiting for a core.
+            warnings.warn(f"train.cpu_threads={n} is more than this machine's {cores} usable "
+                          f"cores: running with {cores}", stacklevel=2)
+            return cores
         return n
     return 1 if cfg.train.devices == 1 and usable_cores() <= 2 else None
 
