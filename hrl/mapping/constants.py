@@ -6,8 +6,9 @@ them by hand, as a `LoopConstants` or as a dict of its field names (`LoopConstan
 misspelt name is an error, never a constant of 0).
 
 Every constant that stands for a time is >= 0 (ValueError otherwise): where a fit would give
-a negative time, the model's structure for that executor is what changes (the fused loop's
-calls are scaled by shares instead of offset by a negative bookkeeping term, `FusedLoop`).
+a negative time, the model's structure for that executor is what changes (a fused loop faster
+than its calls timed apart does not pay their fixed per-call costs in full, `FusedLoop`,
+instead of paying them plus a negative bookkeeping term).
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-
-# The calls of a fused loop's actor side (its rollout and the insert of its transitions);
-# the rest (sample, train, update) are its SGD steps'.
-FUSED_ACTOR_CALLS = ("env", "infer", "insert")
 
 
 def _time(name: str, value) -> float:
@@ -34,27 +31,21 @@ def _time(name: str, value) -> float:
 class FusedLoop:
     """One iteration of a fused loop (the whole iteration in one jitted scan) on its device:
 
-        share_actor * (its actor side's calls, FUSED_ACTOR_CALLS, as timed apart)
-        + share_sgd * (its SGD steps' calls, as timed apart) + bookkeeping
+        its calls, as timed apart - unpaid + bookkeeping
 
-    The shares (>= 0) are what of the calls' separately timed seconds the fused program
-    keeps (XLA shares work across one program's calls; below 1 where it does); `bookkeeping`
-    (seconds >= 0) is the scan's own cost per iteration (its dispatch per call spread over
-    the call's iterations included). The default, shares 1 and no bookkeeping, is the sum of
-    the calls: what a fused loop costs where none was measured."""
+    `bookkeeping` (seconds >= 0): the scan's own cost per iteration (its dispatch per call
+    spread over the call's iterations included). `unpaid` (seconds >= 0, at most the calls'
+    fixed costs): the part of its calls' fixed per-call costs (the intercepts of their
+    models `a + b * work`) that the fused program does not pay, since XLA shares work across
+    one program's calls (`calibration.fit_loop`). The default, neither, is the sum of the
+    calls: what a fused loop costs where none was measured."""
 
     bookkeeping: float = 0.0
-    share_actor: float = 1.0
-    share_sgd: float = 1.0
+    unpaid: float = 0.0
 
     def __post_init__(self):
-        # The bookkeeping is not yet checked >= 0: the fused loop's fit still offsets its
-        # calls by a bookkeeping term that can come out below zero.
-        float(self.bookkeeping)
-        for name in ("share_actor", "share_sgd"):
-            x = float(getattr(self, name))
-            if not math.isfinite(x) or x < 0.0:
-                raise ValueError(f"fused-loop {name} must be finite and >= 0, got {x!r}")
+        _time("fused-loop bookkeeping", self.bookkeeping)
+        _time("fused-loop unpaid fixed cost", self.unpaid)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -84,13 +84,15 @@ import numpy as np
 
 from hrl.mapping import formulas
 from hrl.mapping.constants import LoopConstants
+from hrl.mapping.devices import PRICED_EXECUTORS, THREAD_ACTORS
 from hrl.mapping.formulas import Inputs, Pipelined, PipelinedSides
 from hrl.mapping.links import Link, get_link
 from hrl.mapping.platform import Placement, latency_table
 from hrl.mapping.workload import CALL_PRIMITIVE, CALLS, PRIMITIVES, Workload
 
-# The executors an exploration prices (`Exploration.times`).
-EXECUTORS = ("auto", "sequential", "fused", "pipelined", "pipelined-thread")
+# The executors an exploration prices (`Exploration.times`): "auto", the fused or the
+# sequential loop as the mapping implies, and each by name (`devices.PRICED_EXECUTORS`).
+EXECUTORS = ("auto", *PRICED_EXECUTORS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +142,7 @@ class Problem:
             f32(self.host_cores), f32(self.env_holds_gil), f32(self.ipc_seconds),
             f32(c.host), f32(c.host_actor), f32(host_r), f32(actor_r), f32(c.pipelined_wait),
             f32(c.replay_handoff), f32([f.bookkeeping for f in fused]),
-            f32([f.share_actor for f in fused]), f32([f.share_sgd for f in fused]),
+            f32([f.unpaid for f in fused]),
             f32([c.overlap(n) for n in self.placements]),
             f32([c.overlap(n, "pipelined") for n in self.placements]))
 
@@ -250,7 +252,7 @@ class Exploration:
             raise ValueError(f"dependency mode must be 'strict' or 'relaxed', got {mode!r}")
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
-        if executor in ("pipelined", "pipelined-thread"):
+        if executor in ("pipelined", THREAD_ACTORS):
             p = self.pipelined if executor == "pipelined" else self.thread
             return getattr(p, mode).seconds
         return self.strict if mode == "strict" else self.relaxed

@@ -23,7 +23,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from hrl.mapping.constants import FUSED_ACTOR_CALLS
 from hrl.mapping.workload import CALLS, PRIMITIVES
 
 ACTOR_CALLS = ("env", "infer")
@@ -68,8 +67,7 @@ class Inputs(NamedTuple):
     pipelined_wait: jax.Array
     replay_handoff: jax.Array
     fused_bookkeeping: jax.Array  # (P,) each placement's fused loop (`FusedLoop`)
-    fused_share_actor: jax.Array
-    fused_share_sgd: jax.Array
+    fused_unpaid: jax.Array
     overlap: jax.Array  # (P,) the replay thread's share, sequential executor
     overlap_pipelined: jax.Array  # (P,) pipelined executor
 
@@ -198,16 +196,12 @@ class FusedTimes(NamedTuple):
 
 def fused_times(x: Inputs, m: Priced, n_resources: int) -> FusedTimes:
     """The fused loop on the exclusive placement p that holds every primitive:
-    share_actor(p) * actor-side calls + share_sgd(p) * SGD calls + bookkeeping(p)
-    (`constants.FusedLoop`); all on p's device."""
+    calls - unpaid(p) + bookkeeping(p) (`constants.FusedLoop`), all on p's device."""
     p = m.assign[:, 0]
-    actor = _call_is(FUSED_ACTOR_CALLS)[None, :]
-    share = jnp.where(actor, x.fused_share_actor[p][:, None], x.fused_share_sgd[p][:, None])
-    calls = m.call_time * share
-    bookkeeping = x.fused_bookkeeping[p]
-    seconds = calls.sum(1) + m.edge_time.sum(1) + bookkeeping
-    busy = (jnp.einsum("mc,mcr->mr", calls, m.res_onehot) + _hops_busy(x, m, n_resources)
-            + bookkeeping[:, None] * jax.nn.one_hot(x.compute_resource[p], n_resources))
+    loop = x.fused_bookkeeping[p] - x.fused_unpaid[p]
+    seconds = m.call_time.sum(1) + m.edge_time.sum(1) + loop
+    busy = (jnp.einsum("mc,mcr->mr", m.call_time, m.res_onehot) + _hops_busy(x, m, n_resources)
+            + loop[:, None] * jax.nn.one_hot(x.compute_resource[p], n_resources))
     return FusedTimes(seconds, busy)
 
 
