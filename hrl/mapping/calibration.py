@@ -281,7 +281,7 @@ def loop_overheads(profile: dict | None, models: dict, metric: str = "wall",
     if not _loop_rows(profile, "host", dispatch):
         dispatch = "async"
     # The GPU's fused loop from its own rows where the profile has them (`GPU_LOOP`); else
-    # it is charged the CPU's (`dse.build_problem`).
+    # it is charged the CPU's (`constants.LoopConstants.fused_on`).
     gpu = [("gpu-fused", "gpu-fused", GPU_LOOP)] if "gpu-fused" in {p for _, p in models} \
         else []
     for name, place, where in (("host", "cpu", "loop"), ("fused", "cpu-fused", "loop"), *gpu):

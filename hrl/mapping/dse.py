@@ -9,7 +9,11 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
 * calls: `sum_c count_c * latency[c, placement(c)]`;
 * the loop's own bookkeeping per iteration (host loop or fused loop, measured by the profiler),
   charged to the host CPU (the host loop) or to the fused loop's device; a host loop's per
-  dependency mode, in the CPU dispatch `train.cpu_dispatch: auto` gives it in that mode;
+  dependency mode, in the CPU dispatch `train.cpu_dispatch: auto` gives it in that mode; a
+  fused loop that runs faster than its calls timed apart also leaves unpaid a share of their
+  fixed per-call costs (`constants.FusedLoop`): fused = calls + links - unpaid + bookkeeping;
+* the constants are `constants.LoopConstants` (every time >= 0), fitted by
+  `calibration.calibrate`; the formulas are `hrl.mapping.formulas`, one function per executor;
 * links: every edge (src -> dst, bytes, count) whose ends sit on different placements costs
   `count * (hop(src) + hop(dst))`, where a placement's hop is its way to host memory: none for
   the host CPU itself, a memcpy for another host backend, a PCIe transfer for an accelerator
@@ -63,7 +67,7 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   thread = max(actor side, learner side, host CPU busy / cores,
                host-loop bookkeeping + host env calls + both ends of the hand-off).
   It adds no constant: every term is one the other executors already use. No profile row
-  checks it (`plan.executor_errors` has no entry), so its predictions carry the uncertainty
+  checks it (`calibration.executor_errors` has no entry), so its predictions carry the uncertainty
   of an unchecked executor (`hrl.mapping.uncertainty.UNKNOWN_UNCERTAINTY`).
 
 Feasible mappings: an exclusive placement (the fused loop) hosts all primitives or none; every
