@@ -330,7 +330,7 @@ def fit_loop(rows: list[ProfileRow], placement, kind: str, metric: str, models: 
     if coef is None:
         return None
     # A free term that is zero but for rounding is zero.
-    coef[(coef < 0) & (np.abs(coef) * np.abs(a).max(0) < 1e-9 * total.min())] = 0.0
+    coef[(coef < 0) & (np.abs(coef) * np.abs(a).max(0) < 1e-6 * total.min())] = 0.0
     c0, c_step, c_sgd, *c_call = map(float, coef)
     per_call_text = (lambda c: f", {c * 1e6:.0f} us per call") if per_call else (lambda c: "")
     if min(c_step, c_sgd) >= 0.0:
