@@ -32,6 +32,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from hrl.mapping.devices import BACKENDS, SECOND_CPU, normalize_placement
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "experiments" / "results" / "mapping"
 CONFIGS = {"gymnax": ROOT / "experiments" / "configs" / "dqn_cartpole.yaml",
@@ -147,12 +149,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="the --held-out draw")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
-    ap.add_argument("--backends", nargs="+", default=["jax", "xla", "cpu1", "opencl"],
-                    choices=["jax", "xla", "cpu1", "opencl", "rtl"],
+    ap.add_argument("--backends", nargs="+", default=["jax", "xla", SECOND_CPU, "opencl"],
+                    type=normalize_placement, choices=BACKENDS,
                     help="replay trees profiled and validated (xla: the JAX tree in plain XLA "
-                         "ops instead of the native kernels; cpu1: the JAX tree on a second "
-                         "XLA CPU device; rtl: the RTL simulation, about half a second per "
-                         "iteration at gymnasium M=8x16, so on request)")
+                         "ops instead of the native kernels; cpu:1 (or cpu1): the JAX tree on "
+                         "a second XLA CPU device; rtl: the RTL simulation, about half a "
+                         "second per iteration at gymnasium M=8x16, so on request)")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--metric", default="wall", choices=["cpu", "wall"],
                     help="the figure compared (default wall: the pipelined executor's actors "
@@ -200,7 +202,7 @@ def main(argv=None) -> int:
     # Before any JAX, as `hrl profile` starts it, with the intra-op threads of the gymnax
     # config's runs (one process profiles both configs and times the reference workload
     # beside the runs; the host loops' own rows are measured in processes of their own).
-    start_profiling_backend(load_config(CONFIGS["gymnax"]), second_cpu="cpu1" in args.backends)
+    start_profiling_backend(load_config(CONFIGS["gymnax"]), second_cpu=SECOND_CPU in args.backends)
     console = Console()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

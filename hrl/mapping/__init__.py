@@ -7,11 +7,14 @@ every primitive -> device mapping, report, and instantiate the chosen one.
 
 Modules: `workload` (work terms of an iteration), `model` (least-squares latency models),
 `links` (PCIe / host memory), `fpga` (RMM cycle model, boards, architecture exploration, MLP
-learner), `platform` (placements and their latency sources), `dse` (the jitted exploration),
-`plan` (profile + devices -> exploration), `ranking` (the one ranking of the mappings the
+learner), `platform` (placements and their latency sources), `calibration` (a profile -> the
+executor model's named constants), `constants` (those constants at one workload, what the
+exploration reads), `formulas` (one jitted formula per executor), `dse` (the exploration of
+every mapping), `plan` (profile + devices -> exploration), `notes` (what describes a plan),
+`ranking` (the one ranking of the mappings the
 runtime can run: `hrl map`'s, `--mapping auto`'s and the validation's), `report`,
 `validate`, `instantiate`, `rtl_tables` (the RTL tables a profile carries, in the FPGA
-model's terms), `devices` (the placements' names, one spelling each), and the package
+model's terms), `devices` (the placements' and executors' names, one spelling each), and the package
 `profile` (the profiler: typed rows, probes, child processes, profile files).
 """
 

@@ -20,6 +20,21 @@ SECOND_CPU_PLACEMENT = {"infer": "cpu:0", "train": "cpu:0", "sample": SECOND_CPU
                         "update": SECOND_CPU}
 # Older spellings of a placement -> the one spelling used now.
 OLD_SPELLINGS = {"cpu1": SECOND_CPU}
+# The tree backends the validation's catalogue can select (`validate.runnable_mappings`):
+# `xla`, the JAX tree in plain XLA ops; SECOND_CPU (the older `cpu1` reads as it), the JAX
+# tree on the second CPU device; the replay backends.
+BACKENDS = ("jax", "xla", SECOND_CPU, "opencl", "rtl")
+# The label of the mapping with the JAX tree on SECOND_CPU (`validate.runnable_mappings`), as
+# committed results name it; a label, not a device.
+SECOND_CPU_LABEL = "replay-on-cpu1"
+
+# The executors the mapping model prices, one spelling each: the runtime's
+# (`hrl.runtime.executor_choice.EXECUTORS`), and THREAD_ACTORS for the pipelined executor with
+# its actors in a thread of the learner's process (`train.executor: pipelined`,
+# `train.actors: thread`), which the model prices apart from the process actors.
+THREAD_ACTORS = "pipelined-thread"
+PRICED_EXECUTORS = ("fused", "sequential", "pipelined", THREAD_ACTORS)  # `dse.Exploration`
+RANKED_EXECUTORS = (*PRICED_EXECUTORS, "data-parallel")  # `ranking.RankedMapping`
 
 
 def normalize_placement(name: str) -> str:

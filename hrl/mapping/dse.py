@@ -9,7 +9,11 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
 * calls: `sum_c count_c * latency[c, placement(c)]`;
 * the loop's own bookkeeping per iteration (host loop or fused loop, measured by the profiler),
   charged to the host CPU (the host loop) or to the fused loop's device; a host loop's per
-  dependency mode, in the CPU dispatch `train.cpu_dispatch: auto` gives it in that mode;
+  dependency mode, in the CPU dispatch `train.cpu_dispatch: auto` gives it in that mode; a
+  fused loop that runs faster than its calls timed apart also leaves unpaid a share of their
+  fixed per-call costs (`constants.FusedLoop`): fused = calls + links - unpaid + bookkeeping;
+* the constants are `constants.LoopConstants` (every time >= 0), fitted by
+  `calibration.calibrate`; the formulas are `hrl.mapping.formulas`, one function per executor;
 * links: every edge (src -> dst, bytes, count) whose ends sit on different placements costs
   `count * (hop(src) + hop(dst))`, where a placement's hop is its way to host memory: none for
   the host CPU itself, a memcpy for another host backend, a PCIe transfer for an accelerator
@@ -63,7 +67,7 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   thread = max(actor side, learner side, host CPU busy / cores,
                host-loop bookkeeping + host env calls + both ends of the hand-off).
   It adds no constant: every term is one the other executors already use. No profile row
-  checks it (`plan.executor_errors` has no entry), so its predictions carry the uncertainty
+  checks it (`calibration.executor_errors` has no entry), so its predictions carry the uncertainty
   of an unchecked executor (`hrl.mapping.uncertainty.UNKNOWN_UNCERTAINTY`).
 
 Feasible mappings: an exclusive placement (the fused loop) hosts all primitives or none; every
@@ -76,26 +80,29 @@ mirrored on both). Infeasible mappings get time +inf and are never chosen.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hrl.mapping import formulas
+from hrl.mapping.constants import LoopConstants
+from hrl.mapping.devices import PRICED_EXECUTORS, THREAD_ACTORS
+from hrl.mapping.formulas import Inputs, Pipelined, PipelinedSides
 from hrl.mapping.links import Link, get_link
 from hrl.mapping.platform import Placement, latency_table
 from hrl.mapping.workload import CALL_PRIMITIVE, CALLS, PRIMITIVES, Workload
 
-ACTOR_CALLS = ("env", "infer")
-# The executors an exploration prices (`Exploration.times`).
-EXECUTORS = ("auto", "sequential", "fused", "pipelined", "pipelined-thread")
-LEARNER_CALLS = ("sample", "train", "update")
+# The executors an exploration prices (`Exploration.times`): "auto", the fused or the
+# sequential loop as the mapping implies, and each by name (`devices.PRICED_EXECUTORS`).
+EXECUTORS = ("auto", *PRICED_EXECUTORS)
 
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    """Everything the jitted evaluation needs, as numpy arrays (built by `build_problem`)."""
+    """Everything the evaluation needs (built by `build_problem`): the placements' latencies
+    and hops as numpy arrays, and the loops' constants (`constants.LoopConstants`)."""
 
     placements: tuple[str, ...]
     resources: tuple[str, ...]
@@ -111,62 +118,43 @@ class Problem:
     hop_resource: np.ndarray  # (P,) resource index, -1 where no hop
     compute_resource: np.ndarray  # (P,) resource index
     exclusive: np.ndarray  # (P,) bool: the placement takes all primitives or none
-    sgd_steps: float
-    host_resource: int  # index of the host CPU among resources (drives both loops)
-    overhead_host: float  # seconds per iteration of the host loop's own bookkeeping
-    # (P,) the same for the fused loop on each exclusive placement (where its own loop rows
-    # were not measured, the CPU's fused loop's)
-    overhead_fused: np.ndarray
-    tree_shared: bool = True
-    overhead_actor: float = 0.0  # the host loop's bookkeeping that belongs to the actors
-    ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
-    # Seconds per iteration each side of the pipelined executor (process actors) waits to be
-    # woken by the other (`hrl.mapping.pipelined_wait`; 0 when the profile has no rows).
-    pipelined_wait: float = 0.0
-    host_cores: int = 1
-    # The host loop's bookkeeping (all of it, and the actors' part) in relaxed dependency,
-    # where the host loops run with another CPU dispatch (None: as in strict).
-    overhead_host_relaxed: float | None = None
-    overhead_actor_relaxed: float | None = None
-    # Seconds per SGD step to hand update and sample to the relaxed dependency's thread and
-    # take them back (profile row `link:thread`; 0 when the profile has none).
-    replay_handoff: float = 0.0
-    # (P,) the share of the shorter side the replay thread hides with the tree on each
-    # placement (profile rows `overlap:loop`; 1 where none was measured), in the sequential
-    # executor and in the pipelined one (None: as in the sequential).
-    replay_overlap: np.ndarray | None = None
-    replay_overlap_pipelined: np.ndarray | None = None
     # (P,) the call queue each placement's calls join (`Placement.queue`): the relaxed
     # dependency overlaps the tree with train only where the two queues differ.
-    queue: np.ndarray | None = None
+    queue: np.ndarray
+    sgd_steps: float
+    host_resource: int  # index of the host CPU among resources (drives both loops)
+    constants: LoopConstants = LoopConstants()
+    tree_shared: bool = True
+    ipc_seconds: float = 0.0  # process link per iteration: transitions + weights, one way
+    host_cores: int = 1
     # Whether the env's step holds the GIL (a host env, gymnasium): the thread-actor bound.
     env_holds_gil: bool = False
 
-    def queue_per_placement(self) -> np.ndarray:
-        """`queue`, each placement its own where the problem has none."""
-        if self.queue is None:
-            return np.arange(len(self.placements))
-        return np.asarray(self.queue, int)
-
-    def overlap_per_placement(self, executor: str = "sequential") -> np.ndarray:
-        """`replay_overlap` (`executor` "pipelined": `replay_overlap_pipelined` where the
-        problem has it), ones where the problem has none."""
-        if executor == "pipelined" and self.replay_overlap_pipelined is not None:
-            return np.asarray(self.replay_overlap_pipelined, float)
-        if self.replay_overlap is None:
-            return np.ones(len(self.placements))
-        return np.asarray(self.replay_overlap, float)
-
-    def relaxed_overheads(self) -> tuple[float, float]:
-        """(host, actor) bookkeeping in relaxed dependency."""
-        pick = lambda r, s: s if r is None else r  # noqa: E731
-        return (pick(self.overhead_host_relaxed, self.overhead_host),
-                pick(self.overhead_actor_relaxed, self.overhead_actor))
+    def inputs(self, staleness: int) -> Inputs:
+        """The problem as the jitted evaluation's argument (float32, int32)."""
+        c = self.constants
+        host_r, actor_r = c.relaxed()
+        fused = [c.fused_on(n) for n in self.placements]
+        f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
+        i32 = lambda a: jnp.asarray(a, jnp.int32)  # noqa: E731
+        return Inputs(
+            f32(self.latency), f32(self.counts), i32(self.call_prim), i32(self.edge_src),
+            i32(self.edge_dst), f32(self.edge_bytes), f32(self.edge_count),
+            f32(self.hop_latency), f32(self.hop_bandwidth), i32(self.hop_resource),
+            i32(self.compute_resource), jnp.asarray(self.exclusive, bool), i32(self.queue),
+            f32(self.sgd_steps), f32(staleness), i32(self.host_resource),
+            f32(self.host_cores), f32(self.env_holds_gil), f32(self.ipc_seconds),
+            f32(c.host), f32(c.host_actor), f32(host_r), f32(actor_r), f32(c.pipelined_wait),
+            f32(c.replay_handoff), f32([f.bookkeeping for f in fused]),
+            f32([f.unpaid for f in fused]),
+            f32([c.overlap(n) for n in self.placements]),
+            f32([c.overlap(n, "pipelined") for n in self.placements]))
 
 
 def build_problem(placements: list[Placement], workload: Workload,
                   link_overrides: dict[str, Link] | None = None,
-                  tree_shared: bool = True, loop_overhead: dict | None = None,
+                  tree_shared: bool = True,
+                  loop_overhead: LoopConstants | dict | None = None,
                   process_link: Link | None = None, host_cores: int = 1) -> Problem:
     if not placements:
         raise ValueError("no placements to map onto")
@@ -197,9 +185,6 @@ def build_problem(placements: list[Placement], workload: Workload,
     queues = list(dict.fromkeys(p.queue_name for p in placements))
     edges = workload.edges()
     counts = workload.counts()
-    overhead = loop_overhead or {}
-    sequential = overhead.get("replay_overlap", {})  # measured overlap per placement
-    pipelined = overhead.get("replay_overlap_pipelined", {})
     return Problem(
         placements=tuple(names), resources=tuple(resources),
         latency=np.array(latency_table(placements, workload, CALLS), float),
@@ -212,26 +197,11 @@ def build_problem(placements: list[Placement], workload: Workload,
         hop_latency=np.array(hop_lat, float), hop_bandwidth=np.array(hop_bw, float),
         hop_resource=np.array(hop_res), compute_resource=compute,
         exclusive=np.array([p.exclusive for p in placements], bool),
-        sgd_steps=float(workload.sgd_steps), host_resource=host,
-        overhead_host=float(overhead.get("host", 0.0)),
-        overhead_fused=np.array([overhead.get("fused_by_placement", {}).get(
-            n, overhead.get("fused", 0.0)) for n in names], float), tree_shared=tree_shared,
-        overhead_actor=float(overhead.get("host_actor", 0.0)),
-        ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
-        pipelined_wait=float(overhead.get("pipelined_wait", 0.0)),
-        overhead_host_relaxed=_optional(overhead.get("host_relaxed")),
-        overhead_actor_relaxed=_optional(overhead.get("host_actor_relaxed")),
-        replay_handoff=float(overhead.get("replay_handoff", 0.0)),
-        replay_overlap=np.array([sequential.get(n, 1.0) for n in names], float),
-        replay_overlap_pipelined=np.array([pipelined.get(n, sequential.get(n, 1.0))
-                                           for n in names], float),
         queue=np.array([queues.index(p.queue_name) for p in placements]),
-        env_holds_gil=workload.env_kind == "gymnasium",
-    )
-
-
-def _optional(x) -> float | None:
-    return None if x is None else float(x)
+        sgd_steps=float(workload.sgd_steps), host_resource=host,
+        constants=LoopConstants.of(loop_overhead), tree_shared=tree_shared,
+        ipc_seconds=_ipc_seconds(workload, process_link), host_cores=int(host_cores),
+        env_holds_gil=workload.env_kind == "gymnasium")
 
 
 def _ipc_seconds(workload: Workload, link: Link | None) -> float:
@@ -247,141 +217,6 @@ def _ipc_seconds(workload: Workload, link: Link | None) -> float:
             + w_count * link.time(w_bytes))
 
 
-def enumerate_assignments(n_placements: int, n_primitives: int = len(PRIMITIVES)) -> jax.Array:
-    """All n_placements**n_primitives assignments, (M, n_primitives) int32; digit i of the
-    row number in base n_placements is primitive i's placement."""
-    total = n_placements ** n_primitives
-    rows = jnp.arange(total, dtype=jnp.int32)
-    powers = n_placements ** jnp.arange(n_primitives, dtype=jnp.int32)
-    return (rows[:, None] // powers[None, :]) % n_placements
-
-
-@functools.partial(jax.jit, static_argnames=("n_placements", "n_resources", "tree_shared"))
-def _evaluate(latency, counts, call_prim, edge_src, edge_dst, edge_bytes, edge_count,
-              hop_latency, hop_bandwidth, hop_resource, compute_resource, exclusive, sgd_steps,
-              staleness, overhead_host, overhead_fused, host_resource, overhead_actor,
-              ipc_seconds, pipelined_wait, host_cores, relaxed_overheads, replay_handoff,
-              replay_overlap, replay_overlap_pipelined, queue, env_holds_gil, n_placements,
-              n_resources, tree_shared):
-    host_r, actor_r = relaxed_overheads  # the host loop's bookkeeping in relaxed dependency
-    assign = enumerate_assignments(n_placements)  # (M, 5)
-    call_place = assign[:, call_prim]  # (M, C)
-    n_calls = latency.shape[0]
-    call_lat = latency[jnp.arange(n_calls)[None, :], call_place]  # (M, C)
-    feasible = jnp.all(jnp.isfinite(call_lat), axis=1)
-    if tree_shared:
-        feasible &= assign[:, PRIMITIVES.index("sample")] == assign[:, PRIMITIVES.index("update")]
-    uses_exclusive = jnp.any(exclusive[assign], axis=1)
-    feasible &= ~uses_exclusive | jnp.all(assign == assign[:, :1], axis=1)
-    call_time = jnp.where(jnp.isfinite(call_lat), call_lat, 0.0) * counts[None, :]
-
-    src, dst = assign[:, edge_src], assign[:, edge_dst]  # (M, E)
-
-    def hop(p):  # seconds for each edge's bytes over placement p's hop
-        t = hop_latency[p] + edge_bytes[None, :] / hop_bandwidth[p]
-        return jnp.where((hop_resource[p] >= 0) & (edge_bytes[None, :] > 0), t, 0.0)
-
-    crosses = (src != dst) & (edge_count[None, :] > 0)
-    hop_src = jnp.where(crosses, hop(src), 0.0) * edge_count[None, :]
-    hop_dst = jnp.where(crosses, hop(dst), 0.0) * edge_count[None, :]
-    edge_time = hop_src + hop_dst  # (M, E)
-
-    # The loop that drives the mapping: the fused scan when an exclusive placement holds
-    # everything, else the host loop; its bookkeeping runs on the host CPU.
-    fused = overhead_fused[assign[:, 0]]  # an exclusive placement holds every primitive
-    overhead = jnp.where(uses_exclusive, fused, overhead_host)
-    overhead_r = jnp.where(uses_exclusive, fused, host_r)
-    strict = call_time.sum(1) + edge_time.sum(1) + overhead
-
-    # Busy time per resource: calls on their compute resource, hops on theirs.
-    res_onehot = jax.nn.one_hot(compute_resource[call_place], n_resources)  # (M, C, R)
-    busy = jnp.einsum("mc,mcr->mr", call_time, res_onehot)
-    busy += jnp.einsum("me,mer->mr", hop_src, jax.nn.one_hot(hop_resource[src], n_resources))
-    busy += jnp.einsum("me,mer->mr", hop_dst, jax.nn.one_hot(hop_resource[dst], n_resources))
-    # The fused loop's bookkeeping runs inside the scan, on its own device.
-    overhead_res = jax.nn.one_hot(
-        jnp.where(uses_exclusive, compute_resource[assign[:, 0]], host_resource), n_resources)
-    busy_strict = busy + overhead[:, None] * overhead_res
-    busy = busy + overhead_r[:, None] * overhead_res  # relaxed dependency's
-
-    call_is = lambda names: jnp.array([c in names for c in CALLS])  # noqa: E731
-    calls_of = lambda names: jnp.where(call_is(names)[None, :], call_time, 0.0).sum(1)  # noqa: E731
-    edges_of = lambda mask: jnp.where(mask[None, :], edge_time, 0.0).sum(1)  # noqa: E731
-    prim = lambda n: PRIMITIVES.index(n)  # noqa: E731
-    edge_between = lambda a, b: ((edge_src == prim(a)) & (edge_dst == prim(b))) | (  # noqa: E731
-        (edge_src == prim(b)) & (edge_dst == prim(a)))
-    actor_edges = edge_between("env", "infer")
-    actor_cycle = calls_of(ACTOR_CALLS) + edges_of(actor_edges)
-
-    # Relaxed dependency (module docstring): train(t) beside update(t-s) and sample(t+1) when
-    # the tree's calls are off train's call queue, in order otherwise.
-    train_side = calls_of(("train",)) + edges_of(edge_between("sample", "train"))
-    replay_side = calls_of(("sample", "update")) + edges_of(edge_between("train", "update"))
-    overlaps = (queue[assign[:, prim("sample")]] != queue[assign[:, prim("train")]]) & (
-        staleness > 0)
-    shorter = jnp.minimum(train_side, replay_side)
-
-    def saved_with(overlap):  # measured where the tree sits, per executor
-        return jnp.where(overlaps, overlap[assign[:, prim("sample")]] * shorter
-                         - sgd_steps * replay_handoff, 0.0)
-
-    saved = saved_with(replay_overlap)
-    host_cpu = jax.nn.one_hot(host_resource, n_resources)
-    capacity = jnp.where(host_cpu > 0, host_cores, 1.0)  # the host CPU's cores, 1 elsewhere
-    relaxed_order = call_time.sum(1) + edge_time.sum(1) + overhead_r
-    relaxed = jnp.where(uses_exclusive, strict, jnp.maximum(
-        relaxed_order - saved, jnp.max(busy / capacity[None, :], axis=1)))
-
-    # Pipelined: the actors' process and the learner's, side by side (module docstring).
-    actor_side = actor_cycle + overhead_actor + ipc_seconds + pipelined_wait
-    actor_side_r = actor_cycle + actor_r + ipc_seconds + pipelined_wait
-    learner_names = ("insert",) + LEARNER_CALLS
-    learner_edge = ~actor_edges
-    learner_in_order = calls_of(learner_names) + edges_of(learner_edge)
-    learner_strict = learner_in_order + overhead_host - overhead_actor + ipc_seconds \
-        + pipelined_wait
-    learner_onehot = res_onehot * call_is(learner_names)[None, :, None]
-    learner_busy = jnp.einsum("mc,mcr->mr", call_time, learner_onehot)
-    learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_src, 0.0),
-                               jax.nn.one_hot(hop_resource[src], n_resources))
-    learner_busy += jnp.einsum("me,mer->mr", jnp.where(learner_edge[None, :], hop_dst, 0.0),
-                               jax.nn.one_hot(hop_resource[dst], n_resources))
-    learner_relaxed_calls = jnp.maximum(
-        learner_in_order - saved_with(replay_overlap_pipelined),
-        jnp.max(learner_busy / capacity[None, :], axis=1))
-    learner_relaxed = learner_relaxed_calls + host_r - actor_r + ipc_seconds + pipelined_wait
-    # Both processes' bookkeeping and the link's two ends keep the host CPU busy, on its cores.
-    link_ends = (2.0 * ipc_seconds)[None] * host_cpu[None, :]
-    shared_bound = jnp.max((busy_strict + link_ends) / capacity[None, :], axis=1)
-    shared_bound_r = jnp.max((busy + link_ends) / capacity[None, :], axis=1)
-    pipelined_ok = feasible & ~uses_exclusive
-    pipelined_strict = jnp.maximum(jnp.maximum(actor_side, learner_strict), shared_bound)
-    pipelined_relaxed = jnp.maximum(jnp.maximum(actor_side_r, learner_relaxed), shared_bound_r)
-    # Thread actors (module docstring): a thread hand-off per iteration instead of the process
-    # link, and the GIL: both sides' bookkeeping, a host env's steps and the hand-off's ends.
-    handoff = replay_handoff
-    env_gil = calls_of(("env",)) * env_holds_gil
-    thread_ends = (2.0 * handoff)[None] * host_cpu[None, :]
-    thread_strict = jnp.maximum(jnp.maximum(
-        actor_cycle + overhead_actor + handoff,
-        learner_in_order + overhead_host - overhead_actor + handoff), jnp.maximum(
-        jnp.max((busy_strict + thread_ends) / capacity[None, :], axis=1),
-        overhead_host + env_gil + 2.0 * handoff))
-    thread_relaxed = jnp.maximum(jnp.maximum(
-        actor_cycle + actor_r + handoff,
-        learner_relaxed_calls + host_r - actor_r + handoff), jnp.maximum(
-        jnp.max((busy + thread_ends) / capacity[None, :], axis=1),
-        host_r + env_gil + 2.0 * handoff))
-    inf = jnp.float32(jnp.inf)
-    sides = jnp.stack([actor_side, learner_strict, shared_bound,
-                       actor_side_r, learner_relaxed, shared_bound_r], axis=1)
-    return (assign, feasible, jnp.where(feasible, strict, inf), jnp.where(feasible, relaxed, inf),
-            busy, jnp.where(pipelined_ok, pipelined_strict, inf),
-            jnp.where(pipelined_ok, pipelined_relaxed, inf), sides,
-            jnp.where(pipelined_ok, thread_strict, inf),
-            jnp.where(pipelined_ok, thread_relaxed, inf))
-
-
 @dataclasses.dataclass(frozen=True)
 class Exploration:
     """Every mapping with its predicted iteration time (seconds) in both modes."""
@@ -393,20 +228,24 @@ class Exploration:
     relaxed: np.ndarray
     busy: np.ndarray  # (M, R) relaxed-mode busy seconds per resource
     staleness: int
-    pipelined_strict: np.ndarray | None = None  # (M,) the pipelined executor, inf if it
-    pipelined_relaxed: np.ndarray | None = None  # cannot run the mapping
-    # (M, 6) the pipelined executor's bounds: actor side, learner side, shared host CPU,
-    # strict then relaxed.
-    pipelined_sides: np.ndarray | None = None
-    # (M,) the pipelined executor with thread actors, inf if it cannot run the mapping.
-    thread_strict: np.ndarray | None = None
-    thread_relaxed: np.ndarray | None = None
+    # The pipelined executor with process actors and with thread actors, per mode: each
+    # bound and the iteration (inf where it cannot run the mapping), numpy arrays (M,).
+    pipelined: Pipelined | None = None
+    thread: Pipelined | None = None
+
+    @property
+    def pipelined_strict(self) -> np.ndarray:
+        return self.pipelined.strict.seconds
+
+    @property
+    def pipelined_relaxed(self) -> np.ndarray:
+        return self.pipelined.relaxed.seconds
 
     def pipelined_bounds(self, row: int, mode: str) -> tuple[float, float, float]:
         """(actor side, learner side, shared CPU bound) of a mapping in the pipelined executor,
         seconds per iteration (the iteration is their max)."""
-        first = 0 if mode == "strict" else 3
-        return tuple(float(x) for x in self.pipelined_sides[row, first:first + 3])
+        s = self.pipelined.strict if mode == "strict" else self.pipelined.relaxed
+        return float(s.actor[row]), float(s.learner[row]), float(s.shared_cpu[row])
 
     def times(self, mode: str, executor: str = "auto") -> np.ndarray:
         """Seconds per iteration of every mapping in dependency `mode`, run by `executor`
@@ -415,12 +254,11 @@ class Exploration:
         actors in a thread beside the learner)."""
         if mode not in ("strict", "relaxed"):
             raise ValueError(f"dependency mode must be 'strict' or 'relaxed', got {mode!r}")
-        if executor == "pipelined":
-            return self.pipelined_strict if mode == "strict" else self.pipelined_relaxed
-        if executor == "pipelined-thread":
-            return self.thread_strict if mode == "strict" else self.thread_relaxed
-        if executor not in ("auto", "sequential", "fused"):
+        if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+        if executor in ("pipelined", THREAD_ACTORS):
+            p = self.pipelined if executor == "pipelined" else self.thread
+            return getattr(p, mode).seconds
         return self.strict if mode == "strict" else self.relaxed
 
     def mapping(self, row: int) -> dict[str, str]:
@@ -454,15 +292,13 @@ class Exploration:
 
 def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
             link_overrides: dict[str, Link] | None = None,
-            tree_shared: bool = True, loop_overhead: dict | None = None,
+            tree_shared: bool = True, loop_overhead: LoopConstants | dict | None = None,
             process_link: Link | None = None, host_cores: int = 1) -> Exploration:
-    """Evaluate every mapping (see the module docstring). O(P**5 * (calls + edges)).
+    """Evaluate every mapping (see the module docstring). O(P**5 * (calls + edges)), in one
+    jitted call (compiled once per number of placements and resources).
 
-    `loop_overhead`: {"host": s, "fused": s} seconds per iteration of the runtime loop's own
-    bookkeeping (see `plan.loop_overheads`), added to every mapping driven by that loop;
-    "host_actor": the part of the host loop's that the actors' side pays when pipelined;
-    "host_relaxed", "host_actor_relaxed": the same in relaxed dependency (default: as in
-    strict).
+    `loop_overhead`: the loops' constants at this workload (`constants.LoopConstants`, or a
+    dict of its field names: a misspelt one is a ValueError; default none).
     `process_link`: the link between the pipelined executor's two processes (measured by the
     profiler); `host_cores`: the cores the two processes share."""
     if not isinstance(staleness, int) or staleness < 0:
@@ -472,27 +308,15 @@ def explore(placements: list[Placement], workload: Workload, staleness: int = 1,
     if len(prob.placements) ** len(PRIMITIVES) > 2**24:
         raise ValueError(f"{len(prob.placements)} placements give too many mappings to "
                          "enumerate at once; pass fewer --devices")
-    f32 = lambda a: jnp.asarray(a, jnp.float32)  # noqa: E731
-    i32 = lambda a: jnp.asarray(a, jnp.int32)  # noqa: E731
-    (assign, feasible, strict, relaxed, busy, pip_strict, pip_relaxed, sides, thread_strict,
-     thread_relaxed) = _evaluate(
-        f32(prob.latency), f32(prob.counts), i32(prob.call_prim), i32(prob.edge_src),
-        i32(prob.edge_dst), f32(prob.edge_bytes), f32(prob.edge_count), f32(prob.hop_latency),
-        f32(prob.hop_bandwidth), i32(prob.hop_resource), i32(prob.compute_resource),
-        jnp.asarray(prob.exclusive, bool), f32(prob.sgd_steps), f32(staleness),
-        f32(prob.overhead_host), f32(prob.overhead_fused), i32(prob.host_resource),
-        f32(prob.overhead_actor), f32(prob.ipc_seconds), f32(prob.pipelined_wait),
-        f32(prob.host_cores),
-        f32(prob.relaxed_overheads()), f32(prob.replay_handoff),
-        f32(prob.overlap_per_placement()), f32(prob.overlap_per_placement("pipelined")),
-        i32(prob.queue_per_placement()), f32(prob.env_holds_gil),
-        n_placements=len(prob.placements),
-        n_resources=len(prob.resources), tree_shared=tree_shared)
-    return Exploration(prob, np.asarray(assign), np.asarray(feasible),
-                       np.asarray(strict, float), np.asarray(relaxed, float),
-                       np.asarray(busy, float), staleness, np.asarray(pip_strict, float),
-                       np.asarray(pip_relaxed, float), np.asarray(sides),
-                       np.asarray(thread_strict, float), np.asarray(thread_relaxed, float))
+    out = jax.device_get(formulas.evaluate(
+        prob.inputs(staleness), n_placements=len(prob.placements),
+        n_resources=len(prob.resources), tree_shared=tree_shared))
+    as_float = lambda p: Pipelined(*(PipelinedSides(*(np.asarray(a, float) for a in s))  # noqa: E731
+                                     for s in p))
+    return Exploration(prob, np.asarray(out.assign), np.asarray(out.feasible),
+                       np.asarray(out.strict, float), np.asarray(out.relaxed, float),
+                       np.asarray(out.busy, float), staleness, as_float(out.pipelined),
+                       as_float(out.thread))
 
 
 def baselines(exp: Exploration, workload: Workload) -> dict[str, dict[str, str]]:

@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -420,17 +421,17 @@ class LearnerEngine:
         return max(1.0, math.floor(self.dsp_share * self.board.usable * self.board.dsp
                                    / DSP_PER_MAC[self.precision]))
 
-    def pass_cycles(self, layers: list[int], batch: int, passes: float) -> float:
+    def pass_cycles(self, layers: Sequence[int], batch: int, passes: float) -> float:
         cycles = 0.0
         for a, b in zip(layers[:-1], layers[1:], strict=False):
             cycles += passes * (math.ceil(batch * a * b / self.macs_per_cycle)
                                 + self.layer_fill_cycles)
         return cycles
 
-    def infer_seconds(self, layers: list[int], batch: int) -> float:
+    def infer_seconds(self, layers: Sequence[int], batch: int) -> float:
         return self.pass_cycles(layers, batch, 1.0) / self.clock_hz + self.invoke_overhead_s
 
-    def train_seconds(self, networks: dict[str, list[int]], batch: int) -> float:
+    def train_seconds(self, networks: Mapping[str, Sequence[int]], batch: int) -> float:
         """Same pass counts as `Workload.train_flops` (dqn 5 q; ddpg 4 actor + 7 critic)."""
         if "q" in networks:
             cycles = self.pass_cycles(networks["q"], batch, 5.0)
@@ -438,3 +439,16 @@ class LearnerEngine:
             cycles = (self.pass_cycles(networks["actor"], batch, 4.0)
                       + self.pass_cycles(networks["critic"], batch, 7.0))
         return cycles / self.clock_hz + self.invoke_overhead_s
+
+
+def learner_seconds(engine: LearnerEngine, call: str, workload) -> float:
+    """Seconds of one call of an FPGA learner, `call` "infer" (the policy on the workload's
+    num_envs observations) or "train" (one SGD step on its batch), for a `Workload`: the one
+    place the mapping model reads an FPGA learner's times from (`platform.fpga_placement`).
+    Today `engine`'s DSP-bounded formula (`LearnerEngine`, MODELLED); measured tables of an
+    FPGA learning module would replace this body."""
+    if call == "infer":
+        return engine.infer_seconds(workload.policy_layers(), workload.num_envs)
+    if call == "train":
+        return engine.train_seconds(workload.networks(), workload.batch_size)
+    raise ValueError(f"an FPGA learner runs infer or train, not {call!r}")

@@ -33,7 +33,7 @@ from hrl.mapping.profile.profiler import start_profiling_backend
 from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.ranking import RankedMapping, rank_mappings
 from hrl.mapping.speed import speed_check
-from hrl.mapping.validate import mode_overrides
+from hrl.mapping.validate import BACKENDS, mode_overrides
 from hrl.replay.backends import format_for
 from hrl.runtime.cpu_backend import ensure_cpu_devices, run_json_child
 
@@ -76,7 +76,7 @@ class Choice:
 
 def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
            available_devices: int | None = None,
-           backends=("jax", "xla", "cpu1", "opencl", "rtl")) -> Choice:
+           backends=BACKENDS) -> Choice:
     """The mapping `hrl train --mapping auto` runs for `cfg` on `profile`: `Ranking.pick` of
     `ranking.rank_mappings` (the one ranking `hrl map` reports), in the config's dependency
     mode: the fastest prediction whose gain over the config's own mapping clears the two

@@ -182,7 +182,7 @@ def fused_iteration_s(placement, workload: Workload, mode: str, staleness: int,
     """The exploration's prediction of one fused-loop iteration of `workload` on
     `placement` (its calls plus the fused loop's bookkeeping)."""
     exp = dse.explore([placement], workload, staleness=staleness, link_overrides=links,
-                      loop_overhead={"fused": fused_overhead(workload)}, host_cores=cores)
+                      loop_overhead={"fused": fused_overhead.fused_at(workload)}, host_cores=cores)
     return float(exp.times(mode)[exp.row_of({p: placement.name for p in PRIMITIVES})])
 
 

@@ -42,8 +42,8 @@ def fit_wait(cases: list[tuple[Workload, float]], placement, host, process_link,
              what: str = "loop:pipelined rows") -> PipelinedWait | None:
     """The wait (module docstring) from whole pipelined iterations `cases` (workload, measured
     seconds per iteration) of the host loop's `placement`, with the host loop's bookkeeping
-    `host` (a `plan.LoopOverhead`), the process link and the cores the formula uses everywhere
-    else; None without cases. Costs one small exploration per case."""
+    `host` (a `calibration.LoopOverhead`), the process link and the cores the formula uses
+    everywhere else; None without cases. Costs one small exploration per case."""
     if not cases:
         return None
     cpu_only = {p: placement.name for p in PRIMITIVES}

@@ -124,10 +124,8 @@ def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
             arch = arch_for(w)
             n = w.num_envs * w.rollout_length if call == "insert" else w.batch_size
             return timing.seconds(n, arch["depth"], arch["lanes"], arch["fanout"])
-        if call == "infer":
-            return engine.infer_seconds(w.policy_layers(), w.num_envs)
-        if call == "train":
-            return engine.train_seconds(w.networks(), w.batch_size)
+        if call in ("infer", "train"):
+            return fpga_model.learner_seconds(engine, call, w)
         return NAN
 
     prims = {"sample", "update"} | ({"infer", "train"} if learner else set())

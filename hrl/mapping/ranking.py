@@ -23,13 +23,13 @@ import jax
 
 from hrl.config import ConfigError, apply_override, config_from_dict, to_dict
 from hrl.mapping import parallel
-from hrl.mapping.devices import SECOND_CPU, XLA_TREE
+from hrl.mapping.devices import RANKED_EXECUTORS, SECOND_CPU, SECOND_CPU_LABEL, XLA_TREE
 from hrl.mapping.plan import Plan, plan
 from hrl.mapping.profile.grids import GPU_LOOP
 from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.uncertainty import UNKNOWN_UNCERTAINTY, uncertainty_of
 from hrl.mapping.validate import (
-    SECOND_CPU_BACKEND,
+    BACKENDS,
     gpu_mappings,
     runnable_mappings,
     uses_gpu,
@@ -45,7 +45,7 @@ class RankedMapping:
 
     label: str
     mapping: dict  # primitive -> placement name (as in the exploration)
-    executor: str  # fused | sequential | pipelined | pipelined-thread | data-parallel
+    executor: str  # one of devices.RANKED_EXECUTORS
     overrides: tuple[str, ...]  # config overrides that make the runtime run it
     seconds: float  # predicted seconds per iteration of the config's env steps
     runnable: bool  # whether the runtime can run it here (else `why_not` says why)
@@ -55,6 +55,11 @@ class RankedMapping:
     # on whole iterations of this executor, widened where the setting lies outside the sizes
     # the profile measured.
     uncertainty: float = UNKNOWN_UNCERTAINTY
+
+    def __post_init__(self):
+        if self.executor not in RANKED_EXECUTORS:
+            raise ValueError(f"executor must be one of {RANKED_EXECUTORS}, got "
+                             f"{self.executor!r}")
 
 
 @dataclasses.dataclass
@@ -140,7 +145,7 @@ class Ranking:
 def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: str = "wall",
                   mode: str | None = None, max_devices: int = 1,
                   available_devices: int | None = None,
-                  backends=("jax", "xla", "cpu1", "opencl", "rtl")) -> Ranking:
+                  backends=BACKENDS) -> Ranking:
     """Every mapping of `validate.runnable_mappings(backends)` whose placements `profile`
     measured (and whose loop the config's env can drive), plus with `max_devices` > 1 the
     data-parallel fused loop on D = 2..max_devices devices, ranked by predicted seconds per
@@ -250,7 +255,7 @@ def config_label(cfg) -> str | None:
     elif cfg.replay.backend == "jax" and cfg.replay.impl == "xla":
         label = f"replay-on-{XLA_TREE}"
     elif SECOND_CPU in placed:
-        label = f"replay-on-{SECOND_CPU_BACKEND}"
+        label = SECOND_CPU_LABEL
     elif cfg.replay.backend == "jax" and not placed - {None}:
         label = "cpu"
     else:

@@ -66,7 +66,7 @@ def uncertainty_of(result, executor: str, mapping: dict) -> float:
     """Relative uncertainty of a mapping's predicted iteration on `result` (a `plan.Plan`):
     (executor error + tree error) * (1 + doublings beyond TRUSTED_DOUBLINGS), where the
     executor error is its formula's out-of-sample error on the profile's loop rows
-    (`plan.executor_errors`; UNKNOWN_UNCERTAINTY without rows), the tree error the largest
+    (`calibration.executor_errors`; UNKNOWN_UNCERTAINTY without rows), the tree error the largest
     leave-one-out error of the models of calls placed away from where those rows ran, and the
     doublings how far the workload's M, batch or width lies outside the profiled range
     (`doublings_outside`). Within TRUSTED_DOUBLINGS of the range the error measured inside

@@ -35,15 +35,19 @@ import time
 import jax
 import numpy as np
 
-from hrl.mapping.devices import SECOND_CPU, SECOND_CPU_PLACEMENT, XLA_TREE
+from hrl.mapping.devices import (
+    BACKENDS,
+    RANKED_EXECUTORS,
+    SECOND_CPU,
+    SECOND_CPU_LABEL,
+    SECOND_CPU_PLACEMENT,
+    THREAD_ACTORS,
+    XLA_TREE,
+    normalize_placement,
+)
 from hrl.mapping.workload import PRIMITIVES
 from hrl.replay.backends import FIXED_POINT_ONLY
 from hrl.runtime.build_run import build, initial_state
-
-# The backend name that selects the mapping with the JAX tree on the second CPU device
-# (`runnable_mappings(backends=...)`, experiments/mapping/validate_mapping.py --backends), and that
-# mapping's label: names, kept as they were; the device itself is spelled SECOND_CPU.
-SECOND_CPU_BACKEND = "cpu1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +55,15 @@ class RunnableMapping:
     label: str
     mapping: dict  # primitive -> placement name (as in the exploration)
     overrides: tuple[str, ...]  # config overrides that make the runtime run it
-    # The executor that runs it, as the exploration prices it (`dse.EXECUTORS`: fused,
-    # sequential, pipelined, or pipelined-thread for the pipelined executor's thread actors).
+    # The executor that runs it, as the exploration prices it (`devices.PRICED_EXECUTORS`:
+    # fused, sequential, pipelined, or pipelined-thread for the pipelined executor's thread
+    # actors).
     executor: str
+
+    def __post_init__(self):
+        if self.executor not in RANKED_EXECUTORS:
+            raise ValueError(f"executor must be one of {RANKED_EXECUTORS}, got "
+                             f"{self.executor!r}")
 
 
 def gpu_mappings() -> list[RunnableMapping]:
@@ -86,10 +96,9 @@ def uses_gpu(mapping: dict) -> bool:
     return any(p.removesuffix("-fused") == "gpu" for p in mapping.values())
 
 
-def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl"), gpu: bool = False
-                      ) -> list[RunnableMapping]:
+def runnable_mappings(backends=BACKENDS, gpu: bool = False) -> list[RunnableMapping]:
     """The mappings above whose trees `backends` names (`xla`: the JAX tree in plain XLA ops
-    on the learner's device; `cpu1`: the JAX tree on cpu:1), and with `gpu` the GPU's
+    on the learner's device; `cpu:1` or `cpu1`: the JAX tree on cpu:1), and with `gpu` the GPU's
     (`gpu_mappings`); each host loop also in the pipelined executor."""
     # The tree kernels the profile timed at these placements (`replay.impl: auto`, native on a
     # CPU), whatever a config asks for.
@@ -105,10 +114,11 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl"), gpu: boo
         m.update(sample=XLA_TREE, update=XLA_TREE)
         out.append(RunnableMapping(f"replay-on-{XLA_TREE}", m, (
             "train.executor=sequential", "replay.backend=jax", "replay.impl=xla"), "sequential"))
-    if SECOND_CPU_BACKEND in backends:
+    backends = {normalize_placement(b) for b in backends}
+    if SECOND_CPU in backends:
         m = {p: "cpu" for p in PRIMITIVES}
         m.update(sample=SECOND_CPU, update=SECOND_CPU)
-        out.append(RunnableMapping(f"replay-on-{SECOND_CPU_BACKEND}", m, (
+        out.append(RunnableMapping(SECOND_CPU_LABEL, m, (
             "train.executor=sequential", *native,
             *(f"placement.{p}={d}" for p, d in SECOND_CPU_PLACEMENT.items())), "sequential"))
     host_replay = importlib.util.find_spec("hrl.replay.host_buffer") is not None
@@ -126,7 +136,7 @@ def runnable_mappings(backends=("jax", "xla", "cpu1", "opencl", "rtl"), gpu: boo
         out += gpu_mappings()
     host_loops = [m for m in out if m.executor != "fused"]
     for actors, executor, suffix in (("process", "pipelined", "pipelined"),
-                                     ("thread", "pipelined-thread", "pipelined-thread")):
+                                     ("thread", THREAD_ACTORS, THREAD_ACTORS)):
         pipelined = ("train.executor=pipelined", f"train.actors={actors}",
                      "train.pipeline_depth=1")
         out += [RunnableMapping(f"{m.label} {suffix}", m.mapping,

@@ -3,7 +3,7 @@ with the tree off the learner's device.
 
 `profile_overlap` runs in the profiler's process and starts one child per host backend
 (`spawn.overlap_rows_subprocess`); `overlap_rows` is what the child runs. A row holds what
-was measured, not the overlap: `plan.replay_overlap_from_profile` forms the overlap with the
+was measured, not the overlap: `calibration.replay_overlap_from_profile` forms the overlap with the
 profile's one hand-off figure (`link:thread`), which the model takes back off, so that the
 model's saving at the measured point is the measured one. Cost: per (width, batch) point and
 executor, two warm loops and OVERLAP_MIN_REPEATS (or more) timed runs of each.
