@@ -53,8 +53,13 @@ lock:
 # can be found or installed by uv.
 VENV312 := .venv-py312
 PY312_TESTS := tests/test_threefry_cpu.py tests/replay/test_sumtree.py tests/replay/test_sharded_replay.py \
-  tests/runtime/test_data_parallel.py tests/replay/test_buffer.py tests/replay/test_pallas_sumtree.py \
-  tests/runtime/test_runtime.py
+  tests/runtime/executors/test_data_parallel.py tests/replay/test_buffer.py \
+  tests/replay/test_pallas_sumtree.py tests/replay/test_nstep.py tests/runtime/test_pending.py \
+  tests/runtime/test_iteration.py tests/runtime/executors/test_fused.py \
+  tests/runtime/executors/test_pipelined.py tests/runtime/test_run.py tests/runtime/test_resume.py \
+  tests/runtime/test_metrics.py tests/runtime/test_run_summary.py \
+  tests/runtime/test_runtime_package.py tests/runtime/test_placement.py \
+  tests/runtime/test_build_run.py tests/config/test_executor_settings.py
 test-py312: setup
 	@set -e; py=""; \
 	for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \

@@ -15,7 +15,7 @@ import argparse
 import jax
 import jax.numpy as jnp
 
-from hrl.replay import make_prioritized_replay
+from hrl.replay.buffer import make_prioritized_replay
 
 
 def make_train(steps: int, batch_size: int = 64, capacity: int = 4096, dim: int = 8):

@@ -15,7 +15,8 @@ import argparse
 
 import numpy as np
 
-from hrl.replay import ReplayHandle, make_prioritized_replay
+from hrl.replay import ReplayHandle
+from hrl.replay.buffer import make_prioritized_replay
 
 
 def collect(rng: np.random.Generator, n_states: int, count: int) -> dict:

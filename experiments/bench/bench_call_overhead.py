@@ -31,7 +31,7 @@ def measure(reps: int) -> list[dict]:
     import jax.numpy as jnp
     import numpy as np
 
-    from hrl.replay import make_prioritized_replay
+    from hrl.replay.buffer import make_prioritized_replay
 
     def best_us(fn) -> float:
         jax.block_until_ready(fn())

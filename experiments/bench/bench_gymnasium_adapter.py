@@ -3,7 +3,7 @@
     .venv/bin/python experiments/bench/bench_gymnasium_adapter.py [--envs 1 8] [--rounds 3]
 
 `GymnasiumVecEnv` steps its M copies in its own loop (the outputs are SyncVectorEnv's in
-SAME_STEP mode bit for bit: tests/agents/test_envs.py). The reference here is the adapter as it
+SAME_STEP mode bit for bit: tests/envs/test_envs.py). The reference here is the adapter as it
 was before, on SyncVectorEnv: the vector env's step, then the same casts, final observations
 and episode bookkeeping. Per M (CartPole-v1) and per kind of call, back to back and after a
 5 ms wait (a latency-bound env's actor), the thread CPU per step of each, both in one process,

@@ -67,10 +67,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hrl.mapping.profile import cpu_name
-from hrl.replay import native, pallas_kernels
+from hrl.replay import ReplayHandle, native, pallas_kernels
 from hrl.replay import sumtree as sumtree_module
 from hrl.replay.buffer import make_prioritized_replay
-from hrl.replay.handle import ReplayHandle
 from hrl.runtime.cpu_backend import running_cpu_dispatch
 
 ALPHA, BETA, EPS = 0.6, 0.4, 1e-6
@@ -166,7 +165,7 @@ def time_calls(carry: Carry, step_jit, keys, tds, reps: int, warmup: int) -> np.
 
 def time_handle(rb, carry: Carry, b: int, keys, tds, reps: int, warmup: int,
                 path: str = "direct") -> np.ndarray:
-    """Per call through `hrl.replay.handle.ReplayHandle` (modes `handle`: its direct path,
+    """Per call through `hrl.replay.ReplayHandle` (modes `handle`: its direct path,
     `handle-jit`: its jitted path): one `update_and_sample(previous indices, td, key)` per
     timed call, input checks included, the TD errors as NumPy arrays (what a NumPy or PyTorch
     learner hands over). The handle works on its own copy of the filled state."""

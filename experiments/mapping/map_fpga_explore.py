@@ -5,8 +5,8 @@
 For each Alveo board (U200, U250, U280: public resource counts, hrl/mapping/fpga.py) and buffer
 sizes N = 2**12 .. 2**24: every (K, lanes) architecture with D = ceil(log_K N), whether it fits
 the board, its utilisation, and the modelled time of one sample batch of B = 256 at 200 MHz.
-The timing uses the RTL's measured cycle table when sim/cycles.csv exists, else its documented
-pipeline; logic is calibrated on fpga_rtl/syn/resources.csv when it exists.
+The timing uses the RTL's measured cycle table when experiments/results/rtl/cycles.csv exists,
+else its documented pipeline; logic is calibrated on fpga_rtl/syn/resources.csv when it exists.
 Writes experiments/results/mapping/fpga_explore.csv and fpga_explore.png.
 """
 

@@ -36,7 +36,7 @@ SCRIPT = SYN / "hrl_rmm.ys"
 COLUMNS = ["K", "D", "P", "W", "leaves", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP", "CARRY",
            "flow", "seconds"]
 
-# The cycle table's sets (sim/report_cycles.py) plus the paper's shapes.
+# The cycle table's sets (experiments/rtl/report_cycles.py) plus the paper's shapes.
 SETS = [
     (4, 4, 1, 32),
     (16, 3, 1, 32),

@@ -14,7 +14,7 @@ Auto-reset is gymnasium's SAME_STEP mode, so the conventions match the JAX envs 
 observation of the one that ended. The copies are stepped here in a loop, as gymnasium's
 `SyncVectorEnv(autoreset_mode=SAME_STEP)` steps them (copy i reset with seed + i, reset again
 right after its episode ends, observations batched in the observation space's dtype), and the
-outputs are that vector env's bit for bit (tests/agents/test_envs.py); the loop skips what this
+outputs are that vector env's bit for bit (tests/envs/test_envs.py); the loop skips what this
 adapter never reads: the vector env's info dicts and its copy of the batch.
 
 Checkpoints: `save_state()` pickles what the M simulators hold (every wrapper layer's own

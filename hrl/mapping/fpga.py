@@ -1,8 +1,8 @@
 """FPGA performance model: the replay manager (RMM) from cycle counts, board budgets, an
 architecture exploration over (K, lanes, depth), and a modelled MLP learner bounded by DSPs.
 
-Timing of the RMM (the RTL in fpga_rtl/, cycles measured by sim/report_cycles.py): a tree
-level takes `level_cycles(K) = 1 + log2(K) // 2` pipeline cycles (the RTL's steps hold a
+Timing of the RMM (the RTL in fpga_rtl/, cycles measured by experiments/rtl/report_cycles.py):
+a tree level takes `level_cycles(K) = 1 + log2(K) // 2` pipeline cycles (the RTL's steps hold a
 register after every second adder level, LPS = 2), one operation per cycle per lane once the
 pipeline is full, so a batch of B operations on P lanes takes
 
@@ -10,13 +10,14 @@ pipeline is full, so a batch of B operations on P lanes takes
     fill = io_cycles + stage_cycles * D * level_cycles(K)
 
 and `seconds = cycles / clock(K, P) + invoke_overhead`. `stage_cycles`, `io_cycles` and
-`throughput` come from the RTL's measured cycle counts (sim/cycles.csv, `RmmTiming.fit`) when
-they exist.
+`throughput` come from the RTL's measured cycle counts (experiments/results/rtl/cycles.csv,
+`RmmTiming.fit`) when they exist.
 
 That is the core alone. A batch reaches the core through the XRT kernel's memory side, which
 may feed fewer items per cycle than P lanes take, so when the kernel's measured cycles exist
-(fpga_rtl/kernel_cycles_fit.csv, written by sim/report_kernel_cycles.py: kernel cycles =
-fixed + per_item * B per lane count P and command) a batch costs
+(experiments/results/rtl/kernel_cycles_fit.csv, written by
+experiments/rtl/report_kernel_cycles.py: kernel cycles = fixed + per_item * B per lane count P
+and command) a batch costs
 
     cycles(B) = max(core cycles(B), kernel_fixed(D) + B * per_item(P))
 
@@ -287,9 +288,10 @@ class RmmTiming:
 
     @classmethod
     def from_rtl_csv_rows(cls, rows: list[dict], **kw) -> RmmTiming:
-        """Fit on rows of sim/cycles.csv (sim/report_cycles.py): per (K, D, P, W) the idle
-        latencies, ops per cycle and the bubbles at a kind switch. A batch call is charged
-        the slower latency plus the larger bubble, at the slower kind's rate per lane."""
+        """Fit on rows of experiments/results/rtl/cycles.csv (experiments/rtl/report_cycles.py):
+        per (K, D, P, W) the idle latencies, ops per cycle and the bubbles at a kind switch. A
+        batch call is charged the slower latency plus the larger bubble, at the slower kind's
+        rate per lane."""
         conv = []
         for r in rows:
             # depth in pipeline cycles: D levels of level_cycles(K) each
@@ -304,7 +306,7 @@ class RmmTiming:
 
     def with_kernel_fit(self, rows: list[dict]) -> RmmTiming:
         """This timing plus the kernel's measured memory side, from rows of
-        fpga_rtl/kernel_cycles_fit.csv (keys K, D, P, command, fixed_cycles,
+        experiments/results/rtl/kernel_cycles_fit.csv (keys K, D, P, command, fixed_cycles,
         cycles_per_item): per P the slowest command, and the fixed cycles of the deepest
         measured tree (the largest)."""
         if not rows:

@@ -1,7 +1,7 @@
 """The RTL's measured tables a profile carries, read into the FPGA model's terms: the replay
-manager's cycle counts (sim/cycles.csv, fpga_rtl/kernel_cycles_fit.csv) and yosys's resource
-counts (fpga_rtl/syn/resources.csv). A profile without them gives the RTL's documented
-pipeline and the default logic coefficients."""
+manager's cycle counts (experiments/results/rtl/cycles.csv and kernel_cycles_fit.csv) and
+yosys's resource counts (fpga_rtl/syn/resources.csv). A profile without them gives the RTL's
+documented pipeline and the default logic coefficients."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hrl.mapping.profile.rows import profile_rows
 
 
 def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
-    """RmmTiming fitted on the RTL's measured cycle table (sim/cycles.csv) if the profile
-    carries it, else the RTL's documented pipeline; plus the kernel's measured memory side
-    (fpga_rtl/kernel_cycles_fit.csv) if the profile carries it."""
+    """RmmTiming fitted on the RTL's measured cycle table (experiments/results/rtl/cycles.csv)
+    if the profile carries it, else the RTL's documented pipeline; plus the kernel's measured
+    memory side (experiments/results/rtl/kernel_cycles_fit.csv) if the profile carries it."""
     all_rows = profile_rows(profile)
     # a table row's CSV columns are its `extra`: the RTL's own CSV rows
     rows = [dict(r.extra) for r in all_rows if r.call == "rtl-cycles"]
@@ -22,8 +22,9 @@ def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
     if rows:
         try:
             t = fpga_model.RmmTiming.from_rtl_csv_rows(rows)
-            timing = dataclasses.replace(t, source=f"fit on {len(rows)} rows of the RTL's "
-                                                   "measured cycle table (sim/cycles.csv)")
+            timing = dataclasses.replace(
+                t, source=f"fit on {len(rows)} rows of the RTL's measured cycle table "
+                          "(experiments/results/rtl/cycles.csv)")
         except (KeyError, TypeError, ValueError):
             pass
     kernel_rows = [dict(r.extra) for r in all_rows if r.call == "rtl-kernel-cycles"]

@@ -415,3 +415,15 @@ def make_prioritized_replay(
         weights=weights,
         impl=impl,
     )
+
+
+# The `ReplayConfig` keys a variant's tree reads, read in this one place (`tree_settings`), so
+# that a tree setting reaches every variant `make_replay` builds. The host trees take all but
+# `impl` (their backend is their implementation).
+TREE_SETTINGS = ("alpha", "eps", "fanout", "fmt", "weights", "impl")
+
+
+def tree_settings(replay_cfg) -> dict:
+    """The tree settings of a `ReplayConfig` (`TREE_SETTINGS`), as the keyword arguments of
+    `make_prioritized_replay` and `make_sharded_replay`. O(1)."""
+    return {key: getattr(replay_cfg, key) for key in TREE_SETTINGS}

@@ -6,7 +6,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from hrl.replay.buffer import make_prioritized_replay
+from hrl.replay.buffer import make_prioritized_replay, tree_settings
+from hrl.replay.formats import level_sizes
 from hrl.replay.host_buffer import make_host_replay
 from hrl.replay.host_native import make_host_native_replay
 from hrl.replay.interface import Replay
@@ -136,25 +137,18 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
         if backend != "jax":
             raise ValueError(f"config key 'replay.backend': train.devices > 1 shards the replay "
                              f"over the devices, which needs backend 'jax' (got {backend!r})")
-        return make_sharded_replay(
-            r.capacity, devices, "devices" if axis is None else axis, sampling=r.sampling,
-            alpha=r.alpha, eps=r.eps, fanout=r.fanout, fmt=r.fmt, weights=r.weights,
-            impl=r.impl,
-        )
+        return make_sharded_replay(r.capacity, devices, "devices" if axis is None else axis,
+                                   sampling=r.sampling, **tree_settings(r))
     if backend == "jax" and next_obs == "next_slot":
-        inner = make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
-                                        fmt=r.fmt, weights=r.weights, impl=r.impl)
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"config key 'env.num_envs': replay.next_obs 'next_slot' needs "
                              f"the actors' count (a positive int), got {num_envs!r}")
-        stride = r.n_step * num_envs
-        if stride + 1 > r.capacity:
-            raise ValueError(f"config key 'replay.capacity': replay.next_obs 'next_slot' needs "
-                             f"more than n_step * num_envs = {stride} slots, got {r.capacity}")
-        return make_next_slot_replay(inner, stride, r.next_obs_side, group=num_envs)
+        inner = make_prioritized_replay(r.capacity, **tree_settings(r))
+        # NextSlotReplay checks its stride against the ring (naming replay.capacity).
+        return make_next_slot_replay(inner, r.n_step * num_envs, r.next_obs_side,
+                                     group=num_envs)
     if backend == "jax":
-        return make_prioritized_replay(r.capacity, alpha=r.alpha, eps=r.eps, fanout=r.fanout,
-                                       fmt=r.fmt, weights=r.weights, impl=r.impl)
+        return make_prioritized_replay(r.capacity, **tree_settings(r))
     if backend == "native_host":
         if r.impl not in ("native", "auto"):
             raise ValueError(f"config key 'replay.impl': replay.backend 'native_host' needs the "
@@ -167,13 +161,22 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     return make_host_replay(r)  # jax_host, opencl, rtl
 
 
+def replay_memory_bytes(replay_cfg, example_item) -> int:
+    """Memory one replay buffer of a `ReplayConfig` takes before it is built: its rows
+    (`RowLayout.stored_bytes`, next_obs included: an upper bound for next_slot) plus the sum
+    tree's words (and the min tree's, for global IS weights). O(leaves + tree depth)."""
+    r = replay_cfg
+    trees = sum(level_sizes(r.capacity, r.fanout)) * 4 * (2 if r.weights == "global" else 1)
+    return r.capacity * RowLayout.of(example_item).stored_bytes + trees
+
+
 def replay_bytes_per_item(replay, example_item) -> float:
-    """Replay memory one transition costs in `replay`: its packed row (observations in their
-    own dtype), or for `NextSlotReplay` the row without next_obs plus its link and share of
-    the side store. O(leaves)."""
+    """Replay memory one transition costs in `replay`: its packed row
+    (`RowLayout.stored_bytes`), or for `NextSlotReplay` the row without next_obs plus its link
+    and share of the side store. O(leaves)."""
     if isinstance(replay, NextSlotReplay):
         return replay.bytes_per_item(example_item)
-    return float(RowLayout.of(example_item).row_words * 4)
+    return float(RowLayout.of(example_item).stored_bytes)
 
 
 def next_obs_layout(replay) -> str:
@@ -210,5 +213,6 @@ __all__ = [
     "next_obs_lost",
     "next_obs_lost_warning",
     "replay_bytes_per_item",
+    "replay_memory_bytes",
     "resolve_next_obs",
 ]

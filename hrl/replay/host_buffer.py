@@ -29,7 +29,7 @@ import numpy as np
 from flax import struct
 
 from hrl.replay.backends import make_backend
-from hrl.replay.buffer import Sample, host_add_priorities, importance_weights
+from hrl.replay.buffer import Sample, host_add_priorities, importance_weights, tree_settings
 from hrl.replay.formats import level_sizes, parse_format
 
 # config value of replay.backend -> name in hrl.replay.backends.BACKENDS
@@ -240,12 +240,6 @@ def make_host_replay(replay_cfg) -> HostPrioritizedReplay:
         options["device"] = replay_cfg.opencl_device
     backend = make_backend(HOST_BACKENDS[name], replay_cfg.capacity, replay_cfg.fanout, fmt,
                            **options)
-    return HostPrioritizedReplay(
-        capacity=replay_cfg.capacity,
-        alpha=replay_cfg.alpha,
-        eps=replay_cfg.eps,
-        fanout=replay_cfg.fanout,
-        fmt=fmt,
-        weights=replay_cfg.weights,
-        backend=backend,
-    )
+    settings = {**tree_settings(replay_cfg), "fmt": fmt}
+    del settings["impl"]  # the backend is the host tree's implementation
+    return HostPrioritizedReplay(capacity=replay_cfg.capacity, backend=backend, **settings)

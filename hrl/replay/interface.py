@@ -3,6 +3,7 @@
     rb = make_replay(cfg.replay, batch_size=256)      # or a variant's own factory
     state = rb.init(example_transition)               # one transition, no batch dimension
     state = rb.add(state, transitions)                # leading batch dimension M
+    state = rb.add(state, transitions, priorities)    # ... each at its own priority
     sample = rb.sample(state, key, 256, beta)         # Sample(items, indices, weights, probs)
     state = rb.update(state, sample.indices, td_errors)
 
@@ -37,7 +38,9 @@ The contract, what every implementation guarantees:
   stored priorities, IS weights and bookkeeping); the tests of each variant check it, bit for
   bit where the format allows (see each module).
 * `state.size` (and `size(state)`) is the number of filled slots; `capacity` the ring's slots.
-  `add` overwrites the oldest slots first; new items take the largest priority seen so far.
+  `add` overwrites the oldest slots first; new items take the priorities passed to it (raw,
+  before alpha; inside jit and on the host buffers a NaN, inf or negative one takes the
+  largest priority seen) or, without them, the largest priority seen so far.
   `update` writes |td| + eps for each index (the last of duplicates wins).
 
 Bad input, one policy:
@@ -78,9 +81,11 @@ class Replay(Protocol[S]):
         """An empty buffer for items shaped like `example_item` (one item, unbatched). O(N)."""
         ...
 
-    def add(self, state: S, items: Any) -> S:
-        """Write M items (leading dimension M) into the ring with the largest priority seen.
-        O(M K log_K N); M = 0 returns `state` unchanged."""
+    def add(self, state: S, items: Any, priorities: Any = None) -> S:
+        """Write M items (leading dimension M) into the ring, oldest slots first, with
+        `priorities` (M raw priorities, before alpha: what `update` would write for their TD
+        errors, so a new item can enter at its own priority) or, when None, the largest
+        priority seen so far. O(M K log_K N); M = 0 returns `state` unchanged."""
         ...
 
     def sample(self, state: S, key: Any, batch_size: int, beta: float) -> Sample:

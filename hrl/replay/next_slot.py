@@ -150,9 +150,10 @@ class NextSlotReplay:
         if self.group is not None and (not isinstance(self.group, int) or self.group < 1):
             raise ValueError(f"next_slot group (num_envs) must be a positive int or None, "
                              f"got {self.group!r}")
-        if self.stride >= self.capacity:
-            raise ValueError(f"next_slot stride {self.stride} (n_step * num_envs) must be "
-                             f"below the replay capacity {self.capacity}")
+        if self.stride >= self.capacity:  # the one check of the stride against the ring
+            raise ValueError(f"config key 'replay.capacity': replay.next_obs 'next_slot' needs "
+                             f"more than n_step * num_envs = {self.stride} slots, got "
+                             f"{self.capacity}")
         if not 0.0 < self.side_fraction <= 1.0:
             raise ValueError(f"next_slot side_fraction must be in (0, 1], got "
                              f"{self.side_fraction!r}")
@@ -180,7 +181,7 @@ class NextSlotReplay:
         """Replay memory one item costs: its row without next_obs, its link, and its share
         of the side store (the tail, `stride` observations, is not counted)."""
         obs = np.asarray(example_item["obs"])
-        rows = RowLayout.of(_without_next(example_item)).row_words * 4
+        rows = RowLayout.of(_without_next(example_item)).stored_bytes
         return rows + 5 + self.side_slots / self.capacity * obs.nbytes
 
     # ------------------------------------------------------------------ state

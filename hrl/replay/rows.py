@@ -49,6 +49,12 @@ class RowLayout:
     def row_words(self) -> int:
         return -(-self.row_bytes // 4)
 
+    @property
+    def stored_bytes(self) -> int:
+        """Replay memory one stored row takes: `row_words` 32-bit words (the leaves padded).
+        The one place this rule is written; every replay memory figure reads it."""
+        return 4 * self.row_words
+
     @functools.cached_property
     def field_sizes(self) -> tuple[int, ...]:
         """Bytes of each leaf in a row."""

@@ -18,9 +18,7 @@ import numpy as np
 
 from hrl import envs
 from hrl.config import RunConfig
-from hrl.replay.factory import make_replay
-from hrl.replay.formats import level_sizes
-from hrl.replay.rows import RowLayout
+from hrl.replay.factory import make_replay, replay_memory_bytes
 from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
 from hrl.runtime.executor_choice import choose_executor
@@ -141,10 +139,7 @@ def replay_bytes(cfg: RunConfig, example_transition) -> int:
     """Host/CPU memory the replay buffers of a run take: packed rows plus the sum tree (and the
     min tree for global IS weights), times the seeds trained at once. The rows as stored with
     next_obs, an upper bound for `replay.next_obs: next_slot`."""
-    r = cfg.replay
-    rows = r.capacity * RowLayout.of(example_transition).row_words * 4
-    trees = sum(level_sizes(r.capacity, r.fanout)) * 4 * (2 if r.weights == "global" else 1)
-    return (rows + trees) * cfg.seeds
+    return replay_memory_bytes(cfg.replay, example_transition) * cfg.seeds
 
 
 def check_replay_fits_in_memory(cfg: RunConfig, example_transition) -> None:

@@ -18,6 +18,7 @@ import random
 import cocotb
 import pytest
 import rtl_runner
+import tb_common
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiRamRead, AxiReadBus
@@ -25,7 +26,7 @@ from cocotbext.axi import AxiRamRead, AxiReadBus
 MEM_SIZE = 1 << 16
 
 
-class TB:
+class TB(tb_common.MonitoredTB):
     def __init__(self, dut):
         self.dut = dut
         self.dw = rtl_runner.param("DW", 32)
@@ -44,26 +45,10 @@ class TB:
         self.ready_prob = 1.0
         self.bursts: list[tuple[int, int]] = []   # (araddr, beats) per AR handshake
         self.beats: list[int] = []                # data of every m_* handshake
-        self.monitoring = False
-
-    async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(3):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
-        if not self.monitoring:
-            cocotb.start_soon(self._monitor())
-            self.monitoring = True
 
     def set_backpressure(self, on: bool):
-        def pauses():
-            rng = random.Random(self.rng.getrandbits(32))
-            while True:
-                yield rng.random() < 0.4
-
-        for ch in (self.ram.ar_channel, self.ram.r_channel):
-            ch.set_pause_generator(pauses() if on else None)
+        tb_common.set_pauses((self.ram.ar_channel, self.ram.r_channel),
+                             lambda: self.rng.getrandbits(32), 0.4, on)
         self.ready_prob = 0.6 if on else 1.0
 
     async def _monitor(self):
@@ -110,19 +95,7 @@ class TB:
                 for i in range(count)]
         assert len(self.beats) == count, f"{len(self.beats)} beats for a count of {count}"
         assert self.beats == want, "data differ from the memory"
-        self.check_bursts(addr, count)
-
-    def check_bursts(self, addr: int, count: int):
-        at, total = addr, 0
-        for a, n in self.bursts:
-            assert a == at, f"burst at 0x{a:x}, expected 0x{at:x}"
-            assert 1 <= n <= 256, n
-            assert a // 4096 == (a + n * self.bpb - 1) // 4096, f"burst 0x{a:x}+{n} crosses 4 KiB"
-            # As long as possible: up to the 4 KiB boundary, 256 beats or the end.
-            assert n == min(256, (4096 - a % 4096) // self.bpb, count - total), (a, n)
-            at += n * self.bpb
-            total += n
-        assert total == count, f"bursts cover {total} beats, not {count}"
+        tb_common.check_incr_bursts(self.bursts, addr, count, self.bpb)
 
 
 def _jobs(tb: TB, n_random: int):

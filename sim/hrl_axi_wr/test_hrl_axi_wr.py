@@ -20,6 +20,7 @@ import random
 import cocotb
 import pytest
 import rtl_runner
+import tb_common
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiRamWrite, AxiWriteBus
@@ -31,7 +32,7 @@ def _pattern(addr: int) -> int:
     return (addr * 7 + 3) & 0xFF
 
 
-class TB:
+class TB(tb_common.MonitoredTB):
     def __init__(self, dut):
         self.dut = dut
         self.dw = rtl_runner.param("DW", 32)
@@ -51,26 +52,10 @@ class TB:
         self.b_count = 0
         self.source: list[tuple[int, int]] = []   # (data, strb) still to send
         self.sent: list[tuple[int, int]] = []     # accepted beats
-        self.monitoring = False
-
-    async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(3):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
-        if not self.monitoring:
-            cocotb.start_soon(self._monitor())
-            self.monitoring = True
 
     def set_backpressure(self, on: bool):
-        def pauses():
-            rng = random.Random(self.rng.getrandbits(32))
-            while True:
-                yield rng.random() < 0.4
-
-        for ch in (self.ram.aw_channel, self.ram.w_channel, self.ram.b_channel):
-            ch.set_pause_generator(pauses() if on else None)
+        tb_common.set_pauses((self.ram.aw_channel, self.ram.w_channel, self.ram.b_channel),
+                             lambda: self.rng.getrandbits(32), 0.4, on)
         self.valid_prob = 0.6 if on else 1.0
 
     def _drive(self):
@@ -140,7 +125,7 @@ class TB:
             await RisingEdge(dut.clk)
             assert not int(dut.busy.value) and not int(dut.m_axi_awvalid.value)
             assert not int(dut.m_axi_wvalid.value)
-        self.check_bursts(addr, count)
+        tb_common.check_incr_bursts(self.aw, addr, count, self.bpb)
         assert self.w_open_ok, "a burst's data went out before its address"
         # wlast on exactly the last beat of each burst, in order.
         want_last = [int(i == n - 1) for _, n in self.aw for i in range(n)]
@@ -157,17 +142,6 @@ class TB:
             bad = next(i for i in range(MEM_SIZE) if got[i] != want[i])
             raise AssertionError(f"memory differs first at 0x{bad:x}: "
                                  f"0x{got[bad]:02x} != 0x{want[bad]:02x}")
-
-    def check_bursts(self, addr: int, count: int):
-        at, total = addr, 0
-        for a, n in self.aw:
-            assert a == at, f"burst at 0x{a:x}, expected 0x{at:x}"
-            assert 1 <= n <= 256, n
-            assert a // 4096 == (a + n * self.bpb - 1) // 4096, f"burst 0x{a:x}+{n} crosses 4 KiB"
-            assert n == min(256, (4096 - a % 4096) // self.bpb, count - total), (a, n)
-            at += n * self.bpb
-            total += n
-        assert total == count, f"bursts cover {total} beats, not {count}"
 
 
 def _jobs(tb: TB, n_random: int):

@@ -15,6 +15,7 @@ import random
 import cocotb
 import pytest
 import rtl_runner
+import tb_common
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from cocotb.utils import get_sim_time
@@ -27,7 +28,7 @@ def expected_groups(words: list[int], g: int) -> list[list[int]]:
     return [words[i: i + g] for i in range(0, len(words), g)]
 
 
-class TB:
+class TB(tb_common.MonitoredTB):
     def __init__(self, dut):
         self.dut = dut
         self.dw = rtl_runner.param("DW", 512)
@@ -38,42 +39,25 @@ class TB:
         self.source: list[int] = []       # beats still to offer
         self.groups: list[list[int]] = []  # groups received (their valid words)
         self.beats_taken = 0
-        self.held: tuple[int, int] | None = None  # (words, count) offered but not taken
+        self.m_port = tb_common.HeldOffer()  # (words, count) offered but not taken
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         for name in ("rst", "start", "count", "s_data", "s_valid", "m_ready"):
             getattr(dut, name).value = 0
         dut.rst.value = 1
-        self.monitoring = False
-
-    async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(3):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
-        if not self.monitoring:
-            cocotb.start_soon(self._monitor())
-            self.monitoring = True
 
     async def _monitor(self):
         dut = self.dut
         while True:
             await RisingEdge(dut.clk)
             m_valid, m_ready = int(dut.m_valid.value), int(dut.m_ready.value)
+            offer = None
             if m_valid:
                 words = int(dut.m_words.value)
                 n = int(dut.m_count.value)
                 assert 1 <= n <= self.g, f"m_count {n}"
                 offer = (words & ((1 << (32 * n)) - 1), n)
-                if self.held is not None:
-                    assert offer == self.held, "m_* changed while stalled"
-                if m_ready:
-                    self.groups.append([(offer[0] >> (32 * i)) & MASK32 for i in range(n)])
-                    self.held = None
-                else:
-                    self.held = offer
-            else:
-                assert self.held is None, "m_valid dropped while stalled"
+            if self.m_port.taken(m_valid, m_ready, offer):
+                self.groups.append([(offer[0] >> (32 * i)) & MASK32 for i in range(n)])
             if int(dut.s_valid.value) and int(dut.s_ready.value):
                 assert self.source, "a beat accepted that was not offered"
                 self.source.pop(0)
@@ -103,7 +87,7 @@ class TB:
         want = expected_groups(words, self.g)
         for _ in range(20 * (n_beats + len(want)) + 40):
             await RisingEdge(dut.clk)
-            if not int(dut.busy.value) and self.held is None:
+            if not int(dut.busy.value) and self.m_port.held is None:
                 break
         else:
             raise AssertionError(f"job of {count} words: still busy")

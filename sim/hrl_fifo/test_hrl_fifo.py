@@ -18,6 +18,7 @@ from collections import deque
 import cocotb
 import pytest
 import rtl_runner
+import tb_common
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
@@ -38,10 +39,7 @@ class TB:
         dut.m_ready.value = 0
 
     async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(3):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
+        await tb_common.pulse_reset(self.dut.clk, self.dut.rst)
         self.model.clear()
         await FallingEdge(self.dut.clk)
 

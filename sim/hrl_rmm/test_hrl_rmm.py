@@ -3,8 +3,8 @@
 The golden model is `hrl.replay.sumtree` over `hrl.replay.formats.FixedPoint`; this file
 only drives the DUT, replays the DUT's documented xorshift32 generator, and compares.
 Run through the pytest sweeps at the bottom (collected by `tests/rtl/test_rtl.py`) or
-`sim/report_cycles.py`; the HDL parameters and the test knobs arrive in RMM_* environment
-variables (set by `sim/rmm_runner.py`).
+`experiments/rtl/report_cycles.py`; the HDL parameters and the test knobs arrive in RMM_*
+environment variables (set by `sim/rmm_runner.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import rmm_runner
 import rtl_runner
+import tb_common
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
@@ -114,10 +115,7 @@ class TB:
 
     async def reset(self) -> int:
         """Pulse reset, wait for the clear sweep; returns the sweep's length in cycles."""
-        self.dut.rst.value = 1
-        for _ in range(3):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
+        await tb_common.pulse_reset(self.dut.clk, self.dut.rst)
         await RisingEdge(self.dut.clk)  # the edge that sees rst low
         start = self.cycle
         while int(self.dut.clearing.value):
@@ -499,7 +497,7 @@ def _latency(res: StreamResult, kind_edges: list[int]) -> int:
 async def test_cycles(dut):
     """Throughput and latency per operation type; asserts one op per cycle per lane.
 
-    Writes the figures as JSON to RMM_REPORT (if set) for sim/report_cycles.py.
+    Writes the figures as JSON to RMM_REPORT (if set) for experiments/rtl/report_cycles.py.
     """
     tb = TB(dut)
     await tb.reset()

@@ -23,6 +23,7 @@ import kernel_runner
 import numpy as np
 import pytest
 import rtl_runner
+import tb_common
 from cocotb.triggers import RisingEdge
 
 from hrl.replay import formats, sumtree
@@ -278,11 +279,7 @@ async def test_random_commands(dut):
     max_batch = _env_int("KRN_MAX_BATCH", 300)
     full_every = _env_int("KRN_FULL_EVERY", 10)
     if _env_int("KRN_STALL", 0):
-        def pauses():
-            r = random.Random(tb.rng.random())
-            while True:
-                yield r.random() < 0.3
-        tb.drv.set_backpressure(pauses)
+        tb.drv.set_backpressure(lambda: tb_common.pauses(tb.rng.random, 0.3))
     hot = [tb.rng.randrange(tb.capacity) for _ in range(4)]
     # Start non-empty: fill every leaf (one update batch over several chunks if needed).
     fill = np.arange(tb.capacity)
@@ -327,7 +324,7 @@ async def test_random_commands(dut):
 async def test_cycles(dut):
     """Cycles per command, incl. AXI transfers: the kernel's own counter (ap_start seen to
     ap_done) and the host's view (ap_start write to ap_done read). Written as JSON to
-    KRN_REPORT for sim/report_kernel_cycles.py; results are checked, timings are not."""
+    KRN_REPORT for experiments/rtl/report_kernel_cycles.py; results are checked, timings are not."""
     tb = TB(dut)
     await tb.reset()
     batches = [int(b) for b in os.environ.get("KRN_BATCHES", "1,32,256").split(",")]

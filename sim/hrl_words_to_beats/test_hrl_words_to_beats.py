@@ -15,6 +15,7 @@ import random
 import cocotb
 import pytest
 import rtl_runner
+import tb_common
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
@@ -30,7 +31,7 @@ def expected_beats(words: list[int], nw: int) -> list[tuple[list[int], int]]:
     return out
 
 
-class TB:
+class TB(tb_common.MonitoredTB):
     def __init__(self, dut):
         self.dut = dut
         self.dw = rtl_runner.param("DW", 512)
@@ -41,42 +42,24 @@ class TB:
         self.source: list[tuple[int, int]] = []   # (words, s_count) still to offer
         self.beats: list[tuple[list[int], int]] = []
         self.groups_taken = 0
-        self.held: tuple[int, int] | None = None  # (data, strb) offered, not taken
+        self.m_port = tb_common.HeldOffer()  # (data, strb) offered, not taken
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
         for name in ("start", "count", "s_words", "s_count", "s_valid", "m_ready"):
             getattr(dut, name).value = 0
         dut.rst.value = 1
-        self.monitoring = False
-
-    async def reset(self):
-        self.dut.rst.value = 1
-        for _ in range(3):
-            await RisingEdge(self.dut.clk)
-        self.dut.rst.value = 0
-        await RisingEdge(self.dut.clk)
-        if not self.monitoring:
-            cocotb.start_soon(self._monitor())
-            self.monitoring = True
 
     async def _monitor(self):
         dut = self.dut
         while True:
             await RisingEdge(dut.clk)
-            if int(dut.m_valid.value):
+            m_valid, offer = int(dut.m_valid.value), None
+            if m_valid:
                 strb = int(dut.m_strb.value)
                 n = (strb.bit_length() + 3) // 4
                 assert strb == (1 << (4 * n)) - 1, f"strobes 0x{strb:x} not a run of words"
                 offer = (int(dut.m_data.value) & ((1 << (32 * n)) - 1), strb)
-                if self.held is not None:
-                    assert offer == self.held, "m_* changed while stalled"
-                if int(dut.m_ready.value):
-                    self.beats.append(([(offer[0] >> (32 * i)) & MASK32 for i in range(n)],
-                                       strb))
-                    self.held = None
-                else:
-                    self.held = offer
-            else:
-                assert self.held is None, "m_valid dropped while stalled"
+            if self.m_port.taken(m_valid, int(dut.m_ready.value), offer):
+                self.beats.append(([(offer[0] >> (32 * i)) & MASK32 for i in range(n)], strb))
             if int(dut.s_valid.value) and int(dut.s_ready.value):
                 assert self.source, "a group accepted that was not offered"
                 self.source.pop(0)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_runtime import tiny_config
+from tiny_runs import tiny_config
 
 from hrl import agents, envs
 from hrl.agents.networks import ConvMLP

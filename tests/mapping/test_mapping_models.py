@@ -196,9 +196,9 @@ def test_learner_is_bounded_by_dsps():
 
 
 def test_rmm_timing_from_the_rtl_cycle_table_columns():
-    # Rows shaped like sim/cycles.csv (sim/report_cycles.py) for the pipelined RTL at K = 4
-    # (L = 2 cycles per level): sample 9 + L*D, update L*D + 2, bubbles L*D - 5 and
-    # 7 + L*(D-1); latency + bubble = 14 + 2*L*D.
+    # Rows shaped like experiments/results/rtl/cycles.csv (experiments/rtl/report_cycles.py) for
+    # the pipelined RTL at K = 4 (L = 2 cycles per level): sample 9 + L*D, update L*D + 2,
+    # bubbles L*D - 5 and 7 + L*(D-1); latency + bubble = 14 + 2*L*D.
     lvl = fpga.level_cycles(4)
     assert lvl == 2 and fpga.level_cycles(16) == 3 and fpga.level_cycles(None) == 1
     rows = [{"K": 4, "D": d, "P": p, "W": 32, "update_latency": lvl * d + 2,
@@ -269,16 +269,17 @@ def test_kernel_fit_caps_lanes_at_what_the_memory_side_feeds():
 
 
 def test_kernel_fit_from_the_measured_table():
-    """fpga_rtl/kernel_cycles_fit.csv (sim/report_kernel_cycles.py) reaches the profile
-    rows and the model; the measured slope meets the issue's target, 1.2 / P cycles per
-    item for P in 1, 2, 4 (cycle counts from simulation are deterministic)."""
+    """experiments/results/rtl/kernel_cycles_fit.csv (experiments/rtl/report_kernel_cycles.py)
+    reaches the profile rows and the model; the measured slope meets the issue's target, 1.2 / P
+    cycles per item for P in 1, 2, 4 (cycle counts from simulation are deterministic)."""
     import csv
     from pathlib import Path
 
     from hrl.mapping import profile
     from hrl.mapping.rtl_tables import rmm_timing_from_profile
 
-    path = Path(__file__).resolve().parents[2] / "fpga_rtl" / "kernel_cycles_fit.csv"
+    path = (Path(__file__).resolve().parents[2] / "experiments" / "results" / "rtl"
+            / "kernel_cycles_fit.csv")
     rows = list(csv.DictReader(path.read_text().splitlines()))
     assert {int(r["P"]) for r in rows} >= {1, 2, 4}
     for r in rows:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from tree_checks import copies_per_step
 
-from hrl.replay import make_prioritized_replay, sumtree
+from hrl.replay import sumtree
+from hrl.replay.buffer import make_prioritized_replay
 
 EXAMPLE = {"obs": jnp.zeros(3, jnp.float32), "action": jnp.int32(0)}
 

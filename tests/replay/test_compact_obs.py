@@ -11,15 +11,11 @@ import numpy as np
 import pytest
 
 from hrl.config import ReplayConfig
-from hrl.replay import (
-    ReplayHandle,
-    make_prioritized_replay,
-    make_replay,
-    make_sharded_replay,
-    native,
-)
+from hrl.replay import ReplayHandle, make_replay, native
 from hrl.replay.backends import BackendUnavailableError
+from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.rows import RowLayout
+from hrl.replay.sharded import make_sharded_replay
 
 needs_native = pytest.mark.skipif(not native.available(), reason="native kernels do not build")
 CAP, M = 32, 8

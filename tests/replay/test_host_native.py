@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_runtime import assert_trees_equal, tiny_config
+from tiny_runs import assert_trees_equal, tiny_config
 
 from hrl.replay.buffer import make_prioritized_replay
 from hrl.replay.host_native import HostNativeReplay, HostNativeState

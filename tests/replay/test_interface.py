@@ -14,21 +14,12 @@ import pytest
 
 import hrl.replay
 from hrl.config import ReplayConfig
-from hrl.replay import (
-    HostNativeReplay,
-    HostPrioritizedReplay,
-    HostReplay,
-    PrioritizedReplay,
-    Replay,
-    ReplayHandle,
-    ShardedReplay,
-    make_host_replay,
-    make_prioritized_replay,
-    make_replay,
-    make_sharded_replay,
-    native,
-)
+from hrl.replay import HostReplay, Replay, ReplayHandle, make_replay, native
 from hrl.replay.backends import BackendUnavailableError
+from hrl.replay.buffer import PrioritizedReplay, make_prioritized_replay
+from hrl.replay.host_buffer import HostPrioritizedReplay, make_host_replay
+from hrl.replay.host_native import HostNativeReplay, HostNativeState
+from hrl.replay.sharded import ShardedReplay, make_sharded_replay
 
 EXAMPLE = {"x": jnp.zeros(3, jnp.float32), "a": jnp.int32(0)}
 EMPTY = {"x": np.zeros((0, 3), np.float32), "a": np.zeros((0,), np.int32)}
@@ -188,7 +179,7 @@ def test_empty_add_on_the_host_tree_replay_is_a_noop(backend):
 
 # ---------------------------------------------------------------------- first priorities
 def _max_priority(state) -> float:
-    if isinstance(state, hrl.replay.HostNativeState):  # its bits are the third scalar
+    if isinstance(state, HostNativeState):  # its bits are the third scalar
         return float(np.asarray(state.scalars).view(np.float32)[2])
     return float(jax.device_get(state.max_priority))
 

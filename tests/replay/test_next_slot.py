@@ -15,7 +15,8 @@ import pytest
 from tree_checks import copies_per_step
 
 from hrl.config import ConfigError, ReplayConfig, config_from_dict
-from hrl.replay import PrioritizedReplay, make_prioritized_replay, make_replay, native
+from hrl.replay import make_replay, native
+from hrl.replay.buffer import PrioritizedReplay, make_prioritized_replay
 from hrl.replay.factory import (
     next_obs_lost,
     next_obs_lost_warning,
@@ -298,6 +299,16 @@ def test_config_key_is_validated_and_other_buffers_refuse_next_slot():
     with pytest.raises(ValueError, match=r"'env.num_envs'"):
         make_replay(cfg)
     assert isinstance(make_replay(cfg, num_envs=4), NextSlotReplay)
+
+
+def test_a_stride_the_ring_cannot_hold_names_replay_capacity():
+    """The stride (n_step * num_envs) is checked against the ring once, by NextSlotReplay, and
+    reaches a config's caller through make_replay naming replay.capacity."""
+    cfg = ReplayConfig(capacity=64, n_step=4, next_obs="next_slot")
+    with pytest.raises(ValueError, match=r"'replay.capacity'.*n_step \* num_envs = 64 slots, "
+                                         r"got 64"):
+        make_replay(cfg, num_envs=16)
+    assert make_replay(dataclasses.replace(cfg, capacity=65), num_envs=16).stride == 64
 
 
 def _resolved(replay=None, env=None, train=None):

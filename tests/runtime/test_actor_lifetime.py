@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_runtime import tiny_config
+from tiny_runs import tiny_config
 
 from hrl.config import dump_config
 

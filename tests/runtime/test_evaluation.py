@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_runtime import assert_trees_equal, tiny_config
+from tiny_runs import assert_trees_equal, tiny_config
 
 from hrl import agents, envs
 from hrl.cli import main as cli_main

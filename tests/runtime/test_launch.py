@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_actor_lifetime import alive, children_of
-from test_runtime import tiny_config
+from tiny_runs import tiny_config
 
 from hrl import cli
 from hrl.commands._errors import LIMIT, error_line

@@ -15,7 +15,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from test_runtime import tiny_config
+from tiny_runs import tiny_config
 
 from hrl.config import ConfigError, load_config
 from hrl.runtime import build, initial_state, train

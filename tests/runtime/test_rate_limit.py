@@ -8,7 +8,7 @@ import time
 import jax
 import numpy as np
 import pytest
-from test_runtime import CONFIGS, SMALL, assert_trees_equal
+from tiny_runs import CONFIGS, SMALL, assert_trees_equal
 
 from hrl.config import ConfigError, load_config
 from hrl.runtime import build, initial_state
@@ -102,7 +102,7 @@ def test_tolerance_below_one_round_is_refused():
 
 # ----------------------------------------------------------------------------- config
 
-# The gymnasium CartPole config shrunk (test_runtime.SMALL): 4 envs x 16 steps = 64 inserts
+# The gymnasium CartPole config shrunk (tiny_runs.SMALL): 4 envs x 16 steps = 64 inserts
 # per iteration, train ratio 0.25 -> 16 SGD steps of 16 per iteration: 4 samples per insert,
 # 256 samples a round.
 LIMITED = ["train.executor=pipelined", "train.samples_per_insert=4"]

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_runtime import CONFIGS, ROOT, SUBPROCESS_ENV, assert_trees_equal, tiny_config
+from tiny_runs import CONFIGS, ROOT, SUBPROCESS_ENV, assert_trees_equal, tiny_config
 
 from hrl import cli
 from hrl.config import ConfigError, dump_config, load_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_runtime import tiny_config
+from tiny_runs import tiny_config
 
 from hrl.runtime import train
 from hrl.runtime.aggregate import SolvedWatch, first_solved, running_mean, steps_to_threshold

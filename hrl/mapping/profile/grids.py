@@ -112,8 +112,9 @@ COLLECTIVE_SIZES = (4, 1 << 10, 1 << 14, 1 << 17, 1 << 20)  # bytes all-reduced 
 COLLECTIVE_MIN_SCAN = 200
 
 # The RTL's tables copied into a profile (they feed the FPGA model, not a fit).
-RTL_CYCLE_CSVS = ("sim/cycles.csv",)  # written by sim/report_cycles.py
+# written by experiments/rtl/report_cycles.py: the core's cycle counts per parameter set
+RTL_CYCLE_CSVS = ("experiments/results/rtl/cycles.csv",)
 RTL_RESOURCE_CSVS = ("fpga_rtl/syn/resources.csv",)  # written by fpga_rtl/syn/run_syn.py
-# written by sim/report_kernel_cycles.py: the XRT kernel's cycles per item against P
-RTL_KERNEL_CSVS = ("fpga_rtl/kernel_cycles_fit.csv",)
+# written by experiments/rtl/report_kernel_cycles.py: the XRT kernel's cycles per item against P
+RTL_KERNEL_CSVS = ("experiments/results/rtl/kernel_cycles_fit.csv",)
 RTL_TABLE_CALLS = ("rtl-cycles", "rtl-kernel-cycles", "rtl-resources")  # rows of the CSVs above

@@ -34,6 +34,7 @@ from hrl.replay.buffer import (
     Sample,
     host_add_priorities,
     make_prioritized_replay,
+    tree_settings,
 )
 from hrl.replay.host_native.packed import (
     MAX_PRIORITY,
@@ -168,9 +169,5 @@ class HostNativeReplay:
 def make_host_native_replay(replay_cfg, batch_size: int) -> HostNativeReplay:
     """The `native_host` replay for a `ReplayConfig` and the run's batch size (the variant
     `hrl.replay.make_replay` picks for that backend)."""
-    replay = make_prioritized_replay(
-        replay_cfg.capacity, alpha=replay_cfg.alpha, eps=replay_cfg.eps,
-        fanout=replay_cfg.fanout, fmt=replay_cfg.fmt, weights=replay_cfg.weights,
-        impl=replay_cfg.impl,
-    )
+    replay = make_prioritized_replay(replay_cfg.capacity, **tree_settings(replay_cfg))
     return HostNativeReplay(replay, batch_size)

@@ -203,6 +203,6 @@ def ensure_registered() -> Path:
 
 def library() -> ctypes.CDLL:
     """The loaded library (built and registered first if needed), for the entry points that
-    are called without XLA (`hrl_direct_step`, `hrl_powf`: hrl.replay.handle)."""
+    are called without XLA (`hrl_direct_step`, `hrl_powf`: hrl.replay.host_native.handle)."""
     ensure_registered()
     return _library

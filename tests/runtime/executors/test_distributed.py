@@ -16,7 +16,7 @@ import time
 import jax
 import numpy as np
 import pytest
-from test_runtime import assert_trees_equal, tiny_config
+from tiny_runs import assert_trees_equal, tiny_config
 from tree_checks import sequential_float_model, words
 
 from hrl.config import ConfigError

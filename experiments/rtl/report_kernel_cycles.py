@@ -1,10 +1,10 @@
 """Cycles per batch of the XRT kernel hrl_rmm_kernel in simulation, incl. AXI, against the
 batch size B and the lane count P.
 
-    .venv/bin/python sim/report_kernel_cycles.py              # Verilator; writes
-        fpga_rtl/kernel_cycles.csv, fpga_rtl/kernel_cycles_fit.csv and the tables in
+    .venv/bin/python experiments/rtl/report_kernel_cycles.py    # Verilator; writes
+        experiments/results/rtl/kernel_cycles.csv, kernel_cycles_fit.csv and the tables in
         docs/hardware.md
-    .venv/bin/python sim/report_kernel_cycles.py --sim icarus --no-readme
+    .venv/bin/python experiments/rtl/report_kernel_cycles.py --sim icarus --no-readme
 
 Each batch is one kernel run through the OpenCL host driver on the rtl-sim device
 (`make_backend("opencl", ..., device="rtl-sim", lanes=P)`), exactly as a training loop
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLOCK_MHZ = 200.0
 CLOCK_NS = 1e3 / CLOCK_MHZ
 SETS = [  # (capacity, fanout, format, lanes)
@@ -123,11 +123,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sim", default="verilator", choices=["icarus", "verilator"])
     ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
-    ap.add_argument("--out", default=str(ROOT / "fpga_rtl" / "kernel_cycles.csv"))
+    ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "rtl"
+                                         / "kernel_cycles.csv"))
     ap.add_argument("--no-readme", action="store_true")
     args = ap.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
     rows = measure(args.sim, SETS, batches)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from test_runtime import CONFIGS, SMALL, assert_trees_equal
+from tiny_runs import CONFIGS, SMALL, assert_trees_equal
 
 from hrl.config import load_config
 from hrl.runtime import build, initial_state

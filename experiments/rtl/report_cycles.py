@@ -1,8 +1,9 @@
 """Measure hrl_rmm cycle counts per parameter set and write the cycle table.
 
-    python sim/report_cycles.py          # every set -> sim/cycles.csv, sim/cycles.md and the
-                                         # table in docs/hardware.md
-    python sim/report_cycles.py --sim verilator
+    .venv/bin/python experiments/rtl/report_cycles.py   # every set -> experiments/results/rtl/
+                                                        # cycles.csv, cycles.md and the table
+                                                        # in docs/hardware.md
+    .venv/bin/python experiments/rtl/report_cycles.py --sim verilator
 
 Each set runs the cocotb test `test_cycles` (sim/hrl_rmm/test_hrl_rmm.py): latency of one update and
 one sample in an idle pipeline, throughput of 256-group streams of each kind, and the
@@ -18,9 +19,10 @@ import json
 import sys
 from pathlib import Path
 
-SIM = Path(__file__).resolve().parent
-sys.path.insert(0, str(SIM))
-sys.path.insert(0, str(SIM.parent / "fpga_rtl" / "syn"))
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "experiments" / "results" / "rtl"
+sys.path.insert(0, str(ROOT / "sim"))
+sys.path.insert(0, str(ROOT / "fpga_rtl" / "syn"))
 
 import rmm_runner  # noqa: E402
 
@@ -83,14 +85,15 @@ def main(argv=None) -> int:
             rows.append(measure(args.sim, k, d, p, w))
             progress.console.print(f"K={k} D={d} P={p} W={w}: {rows[-1]}")
             progress.advance(task)
-    with open(SIM / "cycles.csv", "w", newline="") as f:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "cycles.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=[c[0] for c in COLUMNS], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     table = markdown(rows)
-    (SIM / "cycles.md").write_text(table)
+    (OUT / "cycles.md").write_text(table)
     if not args.no_readme:
-        replace_section(SIM.parent / "docs" / "hardware.md", "cycles", table)
+        replace_section(ROOT / "docs" / "hardware.md", "cycles", table)
     print(table)
     return 0
 

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_runtime import assert_trees_equal, tiny_config
+from tiny_runs import assert_trees_equal, tiny_config
 
 from hrl.config import ConfigError
 from hrl.replay.sharded import make_sharded_replay
@@ -28,7 +28,7 @@ from hrl.runtime.executors import AXIS, DataParallelLoop, make_mesh
 from hrl.runtime.iteration import init_train_state
 from hrl.runtime.primitives import make_primitives
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(
@@ -140,7 +140,8 @@ def test_several_devices_keep_one_set_of_parameters(tmp_path):
     out = tmp_path / "result.json"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
                JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+    code = (f"import sys; sys.path[:0] = [{str(Path(__file__).parent)!r}, "
+            f"{str(ROOT / 'tests')!r}]; "
             f"import test_data_parallel as t; t.check_on_devices({str(out)!r})")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=600)
