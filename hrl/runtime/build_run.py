@@ -23,7 +23,14 @@ from hrl.replay.rows import RowLayout
 from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
 from hrl.runtime.executor_choice import choose_executor
-from hrl.runtime.executors import AXIS, Executor, Parts, make_executor, make_mesh
+from hrl.runtime.executors import (
+    AXIS,
+    Executor,
+    Parts,
+    executor_class,
+    make_executor,
+    make_mesh,
+)
 from hrl.runtime.executors.sequential import replay_off_learner
 from hrl.runtime.iteration import Schedule, TrainState, init_train_state
 from hrl.runtime.primitives import make_primitives
@@ -77,7 +84,8 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     # which it inserts (`hrl.replay.factory.resolve_next_obs`).
     replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
                          axis=AXIS if mesh is not None else None, num_envs=cfg.env.num_envs,
-                         rollout_length=cfg.train.rollout_length, executor=kind)
+                         rollout_length=cfg.train.rollout_length,
+                         in_order=executor_class(kind).inserts_in_order)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size)
     loop = make_executor(kind, Parts(cfg, env, agent, replay, schedule, prims, placement, mesh,
