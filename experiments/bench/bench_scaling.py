@@ -57,7 +57,7 @@ def overrides(devices: int) -> list[str]:
 def worker(devices: int, iters: int, out: str) -> None:
     """One point, in this process (one of several under jax.distributed when the HRL_*
     variables say so). Process 0 writes the result."""
-    from hrl.runtime.distributed import initialize_from_env
+    from hrl.runtime.processes import initialize_from_env
 
     initialize_from_env()
     import jax
@@ -107,7 +107,7 @@ def worker(devices: int, iters: int, out: str) -> None:
 
 def run_point(devices: int, processes: int, iters: int, tmp: Path) -> dict:
     from hrl.runtime.cpu_backend import with_cpu_device_count
-    from hrl.runtime.distributed import COORDINATOR, NUM_PROCESSES, PROCESS_ID
+    from hrl.runtime.processes import COORDINATOR, NUM_PROCESSES, PROCESS_ID
 
     out = tmp / f"point-{devices}-{processes}.json"
     out.unlink(missing_ok=True)

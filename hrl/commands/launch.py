@@ -30,8 +30,8 @@ import time
 from hrl.commands import train as train_command
 from hrl.config import ConfigError, load_config
 from hrl.runtime.cpu_backend import ensure_cpu_devices
-from hrl.runtime.distributed import COORDINATOR, LAUNCHER, NUM_PROCESSES, PROCESS_ID
 from hrl.runtime.executor_choice import choose_executor, env_is_jax
+from hrl.runtime.processes import COORDINATOR, LAUNCHER, NUM_PROCESSES, PROCESS_ID
 from hrl.runtime.resume import resume_config
 
 HELP = "run an hrl command over several processes or hosts joined by jax.distributed"

@@ -17,9 +17,9 @@ from hrl.compile_cache import enable_compile_cache
 from hrl.config import ConfigError, load_config
 from hrl.mapping.instantiate import add_cli_arguments, apply_cli, print_comparison
 from hrl.runtime.cpu_backend import ensure_cpu_devices
-from hrl.runtime.distributed import LAUNCHER, initialize_from_env
 from hrl.runtime.executors.ray_actors import RayUnavailable
 from hrl.runtime.lifetime import exit_with_parent
+from hrl.runtime.processes import LAUNCHER, initialize_from_env
 from hrl.runtime.resume import resume_config
 from hrl.runtime.run import train
 

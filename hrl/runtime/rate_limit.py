@@ -24,8 +24,8 @@ samples taken in the iteration's order the error stays in [-U*B, U*B) by constru
 first learning round comes within a period of learning_starts; each round pays off exactly
 the period's inserts). `fused` and `sequential` are that order. The `pipelined` executor lets
 the actors run ahead of the learner, and there the limiter blocks the actors (see
-`hrl.runtime.actors`); the learner cannot run ahead, since it takes the actors' iterations in
-order. A tolerance below U*B would block both sides for good, so it is refused
+`hrl.runtime.executors.actors`); the learner cannot run ahead, since it takes the actors'
+iterations in order. A tolerance below U*B would block both sides for good, so it is refused
 (`check_tolerance`).
 
 State is data: `LimiterState` (two counters) and `RateLimit` (the static settings); the

@@ -52,7 +52,13 @@ from hrl.runtime.resume import (
     resume_config,
     with_checkpoint_every,
 )
-from hrl.runtime.run_summary import best_eval, finish, last_eval_step
+from hrl.runtime.run_summary import (
+    best_eval,
+    finish,
+    last_eval_step,
+    steady_rates,
+    summary_over_seeds,
+)
 
 __all__ = ["ChunkEnd", "default_run_dir", "resume_changes", "resume_config", "train"]
 
@@ -424,7 +430,7 @@ def _summary(run: _Run) -> dict:
         # The steady state (chunks after the session's first, past learning_starts), summed
         # over seeds; None when the session ran no such chunk. What a mapping's prediction
         # compares with; the whole session's rates below include compilation and start-up.
-        **_steady_rates(run.steady, seeds),
+        **steady_rates(run.steady, seeds),
         # Summed over seeds: every env step / SGD step simulated per wall second.
         "env_steps_per_s": seeds * (env_steps - steps_at_start) / max(wall, 1e-9),
         "updates_per_s": seeds * (updates - updates_at_start) / max(wall, 1e-9),
@@ -480,36 +486,10 @@ def _train_one_after_another(plan: _Plan, placement) -> dict:
         ))
         if summaries[-1]["interrupted"]:
             break
-    summary = _summary_over_seeds(plan, summaries, time.perf_counter() - t_start)
+    summary = summary_over_seeds(str(run_dir), plan.seeds, summaries,
+                                 time.perf_counter() - t_start)
     finish(summary, seed_dirs, run_dir, cfg)
     return summary
-
-
-def _summary_over_seeds(plan: _Plan, summaries: list[dict], wall: float) -> dict:
-    """summary.json of seeds run one after another, from each seed's own summary."""
-    last = summaries[-1]
-    # One seed at a time: the rate over all seeds is the mean of the seeds' own rates.
-    env_rate = sum(s["env_steps_per_s"] for s in summaries) / len(summaries)
-    interrupted = len(summaries) < plan.cfg.seeds or last["interrupted"]
-    return {
-        **{k: last[k] for k in ("config", "env_steps", "updates", "iterations", "fused",
-                                "return_window", "solved_return")},
-        "run_dir": str(plan.run_dir),
-        "seeds": plan.seeds,
-        "wall_s_this_session": round(wall, 3),
-        "wall_s_total": round(sum(s["wall_s_total"] for s in summaries), 3),
-        "env_steps_per_s": env_rate,
-        "updates_per_s": sum(s["updates_per_s"] for s in summaries) / len(summaries),
-        "env_steps_per_s_per_seed": env_rate,
-        **{k: _mean_of(s.get(k) for s in summaries)
-           for k in ("steady_env_steps_per_s", "steady_updates_per_s")},
-        "steady_chunks": sum(s.get("steady_chunks", 0) for s in summaries),
-        "recent_return": float(np.median([s["recent_return"] for s in summaries
-                                          if s["recent_return"] is not None] or [np.nan])),
-        "interrupted": interrupted,
-        "stopped_by": last.get("stopped_by") if interrupted else None,
-        "solved_at_env_steps": None,
-    }
 
 
 # --- small parts --------------------------------------------------------------------------
@@ -557,24 +537,6 @@ def _local_copy(x) -> np.ndarray:
     if isinstance(x, jax.Array) and not x.is_fully_addressable:
         return np.asarray(x.addressable_data(0))
     return np.asarray(x)
-
-
-def _steady_rates(steady: list[tuple[float, int, int]], seeds: int) -> dict:
-    """Env steps and updates per second over the steady chunks (seconds, env steps, updates
-    per seed), summed over seeds, and how many chunks that is."""
-    seconds = sum(dt for dt, _, _ in steady)
-    if not steady or seconds <= 0:
-        return {"steady_env_steps_per_s": None, "steady_updates_per_s": None,
-                "steady_chunks": 0}
-    return {"steady_env_steps_per_s": seeds * sum(n for _, n, _ in steady) / seconds,
-            "steady_updates_per_s": seeds * sum(u for _, _, u in steady) / seconds,
-            "steady_chunks": len(steady)}
-
-
-def _mean_of(values) -> float | None:
-    """The mean of the values that are not None; None when all are."""
-    got = [v for v in values if v is not None]
-    return sum(got) / len(got) if got else None
 
 
 def _count(x) -> int:

@@ -8,8 +8,9 @@ scheduler can set them the same way, or pass the flags of `hrl launch --process-
 
 `initialize_from_env()` hands them to `jax.distributed.initialize` before JAX starts its
 backends; from then on `jax.devices()` lists every process's devices, so the data-parallel
-loop's mesh (`hrl.runtime.data_parallel`) spans all of them, and collectives between processes
-go through JAX's own transport (gloo between CPUs, NCCL between GPUs).
+executor's mesh (`hrl.runtime.executors.data_parallel`) spans all of them, and collectives
+between processes go through JAX's own transport (gloo between CPUs, NCCL between GPUs). Not
+the distributed executor (Ray actors: `hrl.runtime.executors.ray_actors`).
 """
 
 from __future__ import annotations
