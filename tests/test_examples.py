@@ -58,3 +58,14 @@ def test_profile_and_map_writes_a_report(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     report = _example("profile_and_map").main(["--out", str(tmp_path / "prof")])
     assert (report / "report.md").exists() and (report / "mapping.json").exists()
+
+
+def test_callbacks_example_stops_on_its_own_rule(tmp_path):
+    """examples/callbacks.py: a callback keeps every chunk's row, another stops the run at
+    the first chunk whose recent return reaches the bar (0 here: the first chunk)."""
+    out = _example("callbacks").main([
+        "--bar", "0", "--run-dir", str(tmp_path / "cb"), "--set", "env.num_envs=4",
+        "agent.hidden_sizes=[16,16]", "train.batch_size=16", "replay.capacity=512",
+        "train.learning_starts=32", "train.chunk_env_steps=256"])
+    assert out["summary"]["stopped_by"] == "callback" and len(out["history"]) == 1
+    assert (tmp_path / "cb" / "checkpoints").is_dir()

@@ -20,11 +20,6 @@ from hrl.replay.next_slot import (
 from hrl.replay.rows import RowLayout
 from hrl.replay.sharded import make_sharded_replay
 
-# Executors (`hrl.runtime.executor_choice.EXECUTORS`) whose actors' transitions reach the
-# replay in the actors' own order, M per env step: `replay.next_obs: auto` stores next_obs once
-# under them (`resolve_next_obs`).
-IN_ORDER_EXECUTORS = ("fused", "sequential", "pipelined")
-
 # replay.backend -> the variant built for one device (more devices: only "jax", sharded).
 # The host tree backends' names in hrl.replay.backends are host_buffer.HOST_BACKENDS.
 VARIANTS = {
@@ -36,7 +31,7 @@ VARIANTS = {
 }
 
 
-def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: str | None,
+def resolve_next_obs(replay, *, devices: int, num_envs: int | None, in_order: bool = False,
                      rollout_length: int | None = None) -> str:
     """Where a run's replay keeps next_obs: "stored" (in each row) or "next_slot" (rebuilt
     from the row inserted n_step * num_envs later, `hrl.replay.next_slot`). `replay`: the
@@ -49,13 +44,11 @@ def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: st
 
     * `replay.backend` jax: the host, OpenCL and RTL buffers keep next_obs in their rows.
     * `devices` (train.devices) 1: the sharded replay keeps it in its rows.
-    * `executor` one of IN_ORDER_EXECUTORS (fused, sequential, pipelined): each inserts the
-      actors' M transitions per env step in the actors' order (the pipelined learner takes
-      the actors' iterations in order), so an item's successor is `stride` = n_step * M
-      inserts later and only episode ends need a side entry. Not the distributed executor:
-      its Ray workers' batches interleave, so nearly every item's successor would differ and
-      need a side entry; the result would stay exact only while the side store held them
-      all. Not data-parallel (devices > 1). None (a buffer built outside an hrl executor,
+    * `in_order`: whoever inserts adds the actors' M transitions per env step in the actors'
+      order, so an item's successor is `stride` = n_step * M inserts later and only episode
+      ends need a side entry (the executor says so: `Executor.inserts_in_order`; the
+      distributed one's Ray workers' batches interleave, so nearly every item's successor
+      would differ and need a side entry). False (a buffer built outside an hrl executor,
       whose insert order is unknown): stored.
     * `num_envs` and `rollout_length` given (an add inserts M = num_envs * rollout_length
       items) and the buffer takes such an add: capacity >= M + n_step * num_envs (the stride
@@ -70,14 +63,13 @@ def resolve_next_obs(replay, *, devices: int, num_envs: int | None, executor: st
     known = all(isinstance(x, int) and x >= 1 for x in (num_envs, rollout_length))
     fits = known and takes_add(replay.capacity, replay.n_step * num_envs,
                                replay.next_obs_side, num_envs * rollout_length)
-    ok = (replay.backend == "jax" and devices == 1 and executor in IN_ORDER_EXECUTORS
-          and fits)
+    ok = replay.backend == "jax" and devices == 1 and in_order and fits
     return "next_slot" if ok else "stored"
 
 
 def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
                 axis: str | None = None, num_envs: int | None = None,
-                rollout_length: int | None = None, executor: str | None = None) -> Replay:
+                rollout_length: int | None = None, in_order: bool = False) -> Replay:
     """The replay buffer a `ReplayConfig` (`hrl.config`) asks for, chosen by this table (the
     code below is the same table, row for row):
 
@@ -102,9 +94,9 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     (`make_host_replay`, `host_buffer.HOST_BACKENDS`) read replay.opencl_device for opencl;
     rtl takes fixed point only. "next_slot" is `replay.next_obs` as `resolve_next_obs`
     resolves it from the buffer's settings, `devices`, `num_envs`,
-    `rollout_length` (an add inserts num_envs * rollout_length items) and `executor` (the
-    name of the executor that will insert, `choose_executor`'s; None: not an hrl executor,
-    so `auto` keeps next_obs in the rows). `NextSlotReplay`
+    `rollout_length` (an add inserts num_envs * rollout_length items) and `in_order` (the
+    inserts come in the actors' order, `Executor.inserts_in_order`; False: unknown, so `auto`
+    keeps next_obs in the rows). `NextSlotReplay`
     (`hrl.replay.next_slot`) needs `num_envs`, the actors inserting per env step (its stride
     is n_step * num_envs); an explicit next_slot any other buffer is asked for names the key.
 
@@ -126,7 +118,7 @@ def make_replay(replay_cfg, *, batch_size: int | None = None, devices: int = 1,
     if not isinstance(devices, int) or devices < 1:
         raise ValueError(f"config key 'train.devices': must be a positive int, got {devices!r}")
     r = replay_cfg
-    next_obs = resolve_next_obs(r, devices=devices, num_envs=num_envs, executor=executor,
+    next_obs = resolve_next_obs(r, devices=devices, num_envs=num_envs, in_order=in_order,
                                 rollout_length=rollout_length)
     if next_obs != "stored" and (backend != "jax" or devices > 1):
         where = f"replay.backend {backend!r}" if backend != "jax" else "train.devices > 1"
@@ -206,7 +198,6 @@ def next_obs_lost_warning(lost: int | None, before: int | None, env_steps: int) 
 
 
 __all__ = [
-    "IN_ORDER_EXECUTORS",
     "VARIANTS",
     "make_replay",
     "next_obs_layout",

@@ -8,6 +8,7 @@
 
 from hrl.runtime.build_run import Built, build, initial_state
 from hrl.runtime.checkpoint import latest_checkpoint, restore_checkpoint, save_checkpoint
+from hrl.runtime.chunk_log import ChunkEnd
 from hrl.runtime.executor_choice import choose_executor
 from hrl.runtime.executors import (
     DataParallelLoop,
@@ -26,6 +27,7 @@ from hrl.runtime.run import train
 __all__ = [
     "PRIMITIVES",
     "Built",
+    "ChunkEnd",
     "ChunkOut",
     "DataParallelLoop",
     "Executor",

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from hrl import envs
@@ -24,17 +23,26 @@ from hrl.runtime.cpu_backend import start_cpu_backend
 from hrl.runtime.executor_choice import choose_executor
 from hrl.runtime.executors import (
     AXIS,
-    DataParallelLoop,
     Executor,
-    FusedLoop,
-    HostLoop,
-    PipelinedLoop,
+    Parts,
+    executor_class,
+    make_executor,
     make_mesh,
 )
-from hrl.runtime.executors.ray_actors import DistributedLoop, initial_priorities
+from hrl.runtime.executors.sequential import replay_off_learner
 from hrl.runtime.iteration import Schedule, TrainState, init_train_state
 from hrl.runtime.primitives import make_primitives
-from hrl.runtime.rate_limit import RateLimit
+
+__all__ = [
+    "Built",
+    "build",
+    "check_replay_fits_in_memory",
+    "executor_of",
+    "initial_state",
+    "replay_bytes",
+    "replay_off_learner",
+    "seed_list",
+]
 
 
 @dataclasses.dataclass
@@ -69,59 +77,26 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     if mesh is not None:
         agent = dataclasses.replace(agent, grad_axis=AXIS)
     placement = {**resolve_placement(cfg, spec.is_jax, replay_is_jax), **(placement or {})}
-    kind = choose_executor(cfg, placed=bool(placement))
+    kind = executor_of(cfg, placement)
     # The executor is chosen first: where the replay keeps next_obs follows from the order in
     # which it inserts (`hrl.replay.factory.resolve_next_obs`).
     replay = make_replay(r, batch_size=cfg.train.batch_size, devices=devices,
                          axis=AXIS if mesh is not None else None, num_envs=cfg.env.num_envs,
-                         rollout_length=cfg.train.rollout_length, executor=kind)
+                         rollout_length=cfg.train.rollout_length,
+                         in_order=executor_class(kind).inserts_in_order)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size)
-    if kind == "data-parallel":
-        loop = DataParallelLoop(prims, schedule, replay, mesh)
-    elif kind == "fused":
-        loop = FusedLoop(prims, schedule)
-    else:
-        host = dict(env_is_jax=spec.is_jax, replay_is_jax=replay_is_jax, placement=placement,
-                    overlap_replay=replay_off_learner(r.backend, placement))
-        t = cfg.train
-        if kind == "distributed":
-            loop = DistributedLoop(prims, schedule, **host, depth=t.pipeline_depth,
-                                   weight_sync_period=t.weight_sync_period, config=cfg,
-                                   host_env=None if spec.is_jax else env,
-                                   rate_limit=rate_limit_of(cfg, schedule),
-                                   num_actors=t.num_actors, actor_schedule=t.actor_schedule,
-                                   priorities=(initial_priorities(agent, r.eps)
-                                               if t.actor_priorities else None),
-                                   example_transition=example)
-        elif kind == "pipelined":
-            loop = PipelinedLoop(prims, schedule, **host, depth=t.pipeline_depth,
-                                 weight_sync_period=t.weight_sync_period, actors=t.actors,
-                                 config=cfg, host_env=None if spec.is_jax else env,
-                                 rate_limit=rate_limit_of(cfg, schedule))
-        else:
-            loop = HostLoop(prims, schedule, **host)
+    loop = make_executor(kind, Parts(cfg, env, agent, replay, schedule, prims, placement, mesh,
+                                     example))
     return Built(cfg, env, agent, replay, schedule, loop, example)
 
 
-def replay_off_learner(backend: str, placement: dict) -> bool:
-    """Whether the tree's calls run away from the learner's device and are slow enough that
-    relaxed dependency runs them in a thread beside train(t) (`HostLoop._overlapped_round`): an
-    OpenCL or RTL tree, or sample and update placed on another device than train. Not the
-    native host tree: its calls are shorter than a hand-off between threads."""
-    if backend in ("opencl", "rtl"):
-        return True
-    tree = {placement.get("sample"), placement.get("update")} - {None}
-    return bool(tree) and tree != {placement.get("train", jax.devices()[0])}
-
-
-def rate_limit_of(cfg: RunConfig, schedule: Schedule) -> RateLimit | None:
-    """The run's samples-per-insert limiter (None: off)."""
-    t = cfg.train
-    if t.samples_per_insert is None:
-        return None
-    return RateLimit(t.samples_per_insert, t.rate_limit_tolerance(schedule.updates_per_round),
-                     t.learning_starts)
+def executor_of(cfg: RunConfig, placement: dict | None = None) -> str:
+    """The executor a run of `cfg` gets (`choose_executor`), from the config alone, so the
+    driver can plan before anything is built: primitives count as placed when the config
+    places one on a device (a `host` entry places nothing) or `placement` adds one."""
+    on_device = any(where.partition(":")[0] != "host" for where in cfg.placement.values())
+    return choose_executor(cfg, placed=on_device or bool(placement))
 
 
 def _available_memory_bytes() -> int | None:
@@ -163,24 +138,13 @@ def seed_list(cfg: RunConfig) -> list[int]:
     return [cfg.seed + i for i in range(cfg.seeds)]
 
 
-def _init_traces(built: Built) -> bool:
-    return built.env.spec.is_jax and built.cfg.replay.backend == "jax"
-
-
 def initial_state(built: Built, seeds: list[int] | None = None) -> TrainState:
     """The fresh state of `cfg.seed`; with `seeds`, one state per seed stacked on a leading
-    axis (for an executor's `run_seeds`). Jitted whenever env and replay are JAX."""
+    axis (for an executor's `run_seeds`). The executor makes it (`Executor.init_state`):
+    jitted whenever env and replay are JAX, one per device for a data-parallel one."""
     init = functools.partial(
         init_train_state, built.loop.prims, built.replay, built.agent, built.env.spec,
         built.schedule, built.example_transition,
     )
-    if isinstance(built.loop, DataParallelLoop):  # one state per device
-        seed = np.int32(built.cfg.seed) if seeds is None else np.asarray(seeds, np.int32)
-        return built.loop.init_state(lambda s, index: init(s, actor_index=index), seed)
-    if seeds is not None:
-        if not _init_traces(built):
-            raise ValueError("stacked seeds need a JAX environment and replay.backend 'jax'")
-        return jax.jit(jax.vmap(init))(jnp.asarray(seeds, jnp.int32))
-    if _init_traces(built):
-        return jax.jit(init)(jnp.int32(built.cfg.seed))
-    return init(built.cfg.seed)
+    seed = built.cfg.seed if seeds is None else np.asarray(seeds, np.int32)
+    return built.loop.init_state(lambda s, index: init(s, actor_index=index), seed)

@@ -114,3 +114,13 @@ def live_ratio(min_size: int, state: LimiterState) -> float | None:
     limiter holds. None before the buffer passes min_size."""
     past = state.inserts - min_size
     return state.samples / past if past > 0 else None
+
+
+def rate_limit_of(train_cfg, updates_per_round: int) -> RateLimit | None:
+    """The run's samples-per-insert limiter from its `train` config section (None: off);
+    `updates_per_round`: the schedule's, which sets the default tolerance."""
+    t = train_cfg
+    if t.samples_per_insert is None:
+        return None
+    return RateLimit(t.samples_per_insert, t.rate_limit_tolerance(updates_per_round),
+                     t.learning_starts)

@@ -92,3 +92,50 @@ def finish(summary, seed_dirs, run_dir, cfg) -> None:
                 f"{cfg.algo.upper()} + PER, {cfg.env.name}", window, threshold,
             )
     (Path(run_dir) / "summary.json").write_text(json.dumps(summary, indent=1))
+
+
+def steady_rates(steady: list[tuple[float, int, int]], seeds: int) -> dict:
+    """Env steps and updates per second over the steady chunks (seconds, env steps, updates
+    per seed), summed over seeds, and how many chunks that is."""
+    seconds = sum(dt for dt, _, _ in steady)
+    if not steady or seconds <= 0:
+        return {"steady_env_steps_per_s": None, "steady_updates_per_s": None,
+                "steady_chunks": 0}
+    return {"steady_env_steps_per_s": seeds * sum(n for _, n, _ in steady) / seconds,
+            "steady_updates_per_s": seeds * sum(u for _, _, u in steady) / seconds,
+            "steady_chunks": len(steady)}
+
+
+def _mean_of(values) -> float | None:
+    """The mean of the values that are not None; None when all are."""
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def summary_over_seeds(run_dir: str, seeds: list[int], summaries: list[dict],
+                       wall: float) -> dict:
+    """summary.json of `seeds` run one after another (`summaries`: the seeds' own, in order,
+    those run so far), over `wall` seconds of this session."""
+    last = summaries[-1]
+    # One seed at a time: the rate over all seeds is the mean of the seeds' own rates.
+    env_rate = sum(s["env_steps_per_s"] for s in summaries) / len(summaries)
+    interrupted = len(summaries) < len(seeds) or last["interrupted"]
+    return {
+        **{k: last[k] for k in ("config", "env_steps", "updates", "iterations", "fused",
+                                "return_window", "solved_return")},
+        "run_dir": run_dir,
+        "seeds": seeds,
+        "wall_s_this_session": round(wall, 3),
+        "wall_s_total": round(sum(s["wall_s_total"] for s in summaries), 3),
+        "env_steps_per_s": env_rate,
+        "updates_per_s": sum(s["updates_per_s"] for s in summaries) / len(summaries),
+        "env_steps_per_s_per_seed": env_rate,
+        **{k: _mean_of(s.get(k) for s in summaries)
+           for k in ("steady_env_steps_per_s", "steady_updates_per_s")},
+        "steady_chunks": sum(s.get("steady_chunks", 0) for s in summaries),
+        "recent_return": float(np.median([s["recent_return"] for s in summaries
+                                          if s["recent_return"] is not None] or [np.nan])),
+        "interrupted": interrupted,
+        "stopped_by": last.get("stopped_by") if interrupted else None,
+        "solved_at_env_steps": None,
+    }

@@ -26,6 +26,7 @@ from hrl.replay.factory import (
 from hrl.replay.next_slot import AHEAD, LOST, NextSlotReplay, make_next_slot_replay
 from hrl.replay.nstep import nstep_init, nstep_push
 from hrl.runtime.executor_choice import choose_executor
+from hrl.runtime.executors import executor_class
 
 OBS = (4, 3, 2)
 GAMMA = 0.9
@@ -317,7 +318,7 @@ def _resolved(replay=None, env=None, train=None):
                             "replay": {"capacity": 1000, **(replay or {})},
                             "train": {"batch_size": 8, "learning_starts": 8, **(train or {})}})
     return resolve_next_obs(cfg.replay, devices=cfg.train.devices, num_envs=cfg.env.num_envs,
-                            executor=choose_executor(cfg),
+                            in_order=executor_class(choose_executor(cfg)).inserts_in_order,
                             rollout_length=cfg.train.rollout_length)
 
 
@@ -353,13 +354,13 @@ def test_make_replay_builds_what_auto_resolves_to():
     cfg = ReplayConfig(capacity=64)
     assert cfg.next_obs == "auto"
     known = dict(num_envs=4, rollout_length=2)
-    assert isinstance(make_replay(cfg, **known, executor="fused"), NextSlotReplay)
-    for call in (known, dict(known, executor="distributed"), dict(num_envs=4, executor="fused"),
-                 dict(num_envs=64, rollout_length=1, executor="fused"),
-                 dict(rollout_length=1, executor="sequential")):
+    assert isinstance(make_replay(cfg, **known, in_order=True), NextSlotReplay)
+    for call in (known, dict(known, in_order=False), dict(num_envs=4, in_order=True),
+                 dict(num_envs=64, rollout_length=1, in_order=True),
+                 dict(rollout_length=1, in_order=True)):
         assert isinstance(make_replay(cfg, **call), PrioritizedReplay), call
     assert resolve_next_obs(cfg, devices=1, num_envs=4, rollout_length=1,
-                            executor=None) == "stored"
+                            in_order=False) == "stored"
 
 
 def test_the_overflow_warning_names_the_remedies_and_only_when_lost_grows():

@@ -22,9 +22,11 @@ joined by `jax.distributed.initialize` (`hrl launch`): the mesh takes the first 
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
@@ -90,6 +92,7 @@ class DataParallelLoop(FusedLoop):
     (`run_seeds`) are vmapped inside every device: S independent data-parallel runs at once."""
 
     name = "data-parallel"
+    spans_processes = True
 
     def __init__(self, prims, schedule, replay, mesh: Mesh):
         if schedule.devices != mesh.size or replay.num_shards != mesh.size:
@@ -97,7 +100,7 @@ class DataParallelLoop(FusedLoop):
                 f"schedule ({schedule.devices}), replay ({replay.num_shards}) and mesh "
                 f"({mesh.size}) disagree on the number of devices"
             )
-        super().__init__(prims, schedule)
+        super().__init__(prims, schedule, replay.capacity)  # no shard owns index capacity
         self.replay = replay
         self.mesh = mesh
 
@@ -128,10 +131,17 @@ class DataParallelLoop(FusedLoop):
         state, out = self._run_seeds(state, num_iters)
         return state, jax.tree.map(lambda x: np.asarray(x.addressable_data(0)), out)
 
-    # --- FusedLoop's hooks -------------------------------------------------------------
-    def _dropped_index(self, replay) -> int:
-        return self.replay.capacity  # no shard owns it
+    @classmethod
+    def from_parts(cls, parts) -> DataParallelLoop:
+        """The data-parallel executor of a run's `registry.Parts` (its mesh and sharded
+        replay)."""
+        return cls(parts.prims, parts.schedule, parts.replay, parts.mesh)
 
+    def summary_fields(self, state: TrainState) -> dict:
+        """Whether the replicas agree (`replicas_agree`), beside the fused loop's fields."""
+        return {**super().summary_fields(state), **replicas_agree(state.agent)}
+
+    # --- FusedLoop's hooks -------------------------------------------------------------
     def _held(self, replay):
         return self.replay.global_size(replay)  # the same on every device: the cond agrees
 
@@ -143,6 +153,7 @@ class DataParallelLoop(FusedLoop):
         """The stacked initial state: `init_one(seed, actor_index)` (`init_train_state` with
         its static arguments bound) on every device, in one jitted call. `seed`: an int32
         scalar, or a 1-D array of seeds for `run_seeds`."""
+        seed = np.asarray(seed, np.int32)
         seeds = np.ndim(seed) == 1
 
         def body(seed):
@@ -152,3 +163,24 @@ class DataParallelLoop(FusedLoop):
         run = jax.shard_map(body, mesh=self.mesh, in_specs=P(), out_specs=state_specs(seeds),
                             check_vma=False)
         return jax.jit(run)(seed)
+
+
+def replicas_agree(agent_state) -> dict:
+    """Whether every device of every process holds the same networks and optimizer state (the
+    data-parallel invariant): each process compares its devices' copies and hashes one; the
+    digests are gathered from all processes (one per process)."""
+    digest = hashlib.sha256()
+    local_equal = True
+    for leaf in jax.tree.leaves(agent_state):
+        copies = [np.asarray(s.data) for s in leaf.addressable_shards]
+        local_equal &= all(np.array_equal(copies[0], c) for c in copies[1:])
+        digest.update(copies[0].tobytes())
+    words = np.frombuffer(digest.digest()[:8], np.uint32)
+    everyone = np.asarray(multihost_utils.process_allgather(
+        np.append(words, np.uint32(local_equal))))
+    return {
+        "processes": int(jax.process_count()),
+        "params_digests": [f"{int(a):08x}{int(b):08x}" for a, b, _ in everyone],
+        "params_agree": bool(np.all(everyone[:, 2] == 1)
+                             and np.all(everyone[:, :2] == everyone[0, :2])),
+    }

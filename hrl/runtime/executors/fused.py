@@ -10,6 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from hrl.runtime.executors.base import InitOne, StateHoldsAll
 from hrl.runtime.iteration import (
     ChunkOut,
     LearnerCalls,
@@ -35,18 +36,23 @@ def _mean_metrics(metrics):
     return jax.tree.map(lambda m: jnp.mean(jnp.asarray(m, jnp.float32)), metrics)
 
 
-class FusedLoop:
+class FusedLoop(StateHoldsAll):
     """All five primitives on one JAX device, fused into one jitted `lax.scan` per chunk.
 
     `run(state, n)` compiles once per distinct `n`; `run_seeds` runs a stack of independent
-    states (leading axis: seed) as one vmapped program."""
+    states (leading axis: seed) as one vmapped program. `capacity`: the replay's (a static
+    setting), the index past its end that a relaxed queue's empty slots write to."""
 
     name = "fused"
     runs_seeds_at_once = True
+    fused = True
+    inserts_in_order = True
+    spans_processes = False
 
-    def __init__(self, prims: Primitives, schedule: Schedule):
+    def __init__(self, prims: Primitives, schedule: Schedule, capacity: int):
         self.prims = prims
         self.schedule = schedule
+        self.capacity = capacity
         self._actor_calls = traced_actor_calls(prims, schedule)
         self._learner_calls = LearnerCalls(
             sample=prims.sample,
@@ -55,18 +61,19 @@ class FusedLoop:
             # An empty queue slot (the first s steps) writes nothing: out-of-range rows are
             # dropped by every replay's update.
             update=lambda replay, indices, td, valid: prims.update(
-                replay, jnp.where(valid, indices, jnp.int32(self._dropped_index(replay))), td),
+                replay, jnp.where(valid, indices, jnp.int32(capacity)), td),
         )
         self._run = jax.jit(self._run_chunk, static_argnums=1)
         self._run_seeds = jax.jit(
             lambda state, n: jax.vmap(lambda s: self._run_chunk(s, n))(state), static_argnums=1
         )
 
-    # --- what a data-parallel loop changes (`DataParallelLoop`) ------------------------
-    def _dropped_index(self, replay) -> int:
-        """An index every replay update ignores (past the end of the buffer)."""
-        return replay.tree.capacity
+    @classmethod
+    def from_parts(cls, parts) -> FusedLoop:
+        """The fused executor of a run's `registry.Parts`."""
+        return cls(parts.prims, parts.schedule, parts.replay.capacity)
 
+    # --- what a data-parallel loop changes (`DataParallelLoop`) ------------------------
     def _held(self, replay):
         """Transitions the replay holds (over all devices)."""
         return replay.size
@@ -128,6 +135,13 @@ class FusedLoop:
         return jax.lax.scan(self._iteration, state, None, length=num_iters)
 
     # --- the executor protocol -----------------------------------------------------------
+    def init_state(self, init_one: InitOne, seed) -> TrainState:
+        """The fresh state in one jitted call: `seed` an int, or a 1-D array of seeds stacked
+        on a leading axis (vmapped, for `run_seeds`)."""
+        if jnp.ndim(seed) == 1:
+            return jax.jit(jax.vmap(lambda s: init_one(s, 0)))(jnp.asarray(seed, jnp.int32))
+        return jax.jit(lambda s: init_one(s, 0))(jnp.int32(seed))
+
     def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
         """`num_iters` iterations in one jit call (compiled once per distinct chunk length)."""
         state, out = self._run(state, num_iters)
@@ -137,17 +151,6 @@ class FusedLoop:
         """`run` for a stack of independent states (leading axis: seed), in one jit call."""
         state, out = self._run_seeds(state, num_iters)
         return state, jax.device_get(out)
-
-    def primitive_seconds(self) -> dict[str, float] | None:
-        """None: a fused program's primitives are not timed apart."""
-        return None
-
-    def actors_state(self, iteration: int) -> bytes | None:
-        """None: the `TrainState` holds every actor's state (see `Executor`)."""
-        return None
-
-    def load_actors_state(self, blob: bytes | None, iteration: int) -> None:
-        """Nothing to take: the `TrainState` holds every actor's state."""
 
     def close(self) -> None:
         """Nothing to release."""

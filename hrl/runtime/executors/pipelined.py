@@ -28,9 +28,9 @@ import jax
 
 from hrl.runtime import rate_limit as rl
 from hrl.runtime.executors.actors import ProcessActors, ThreadActors
-from hrl.runtime.executors.sequential import HostLoop
+from hrl.runtime.executors.sequential import HostLoop, host_settings
 from hrl.runtime.iteration import ChunkOut, TrainState
-from hrl.runtime.rate_limit import LimiterState
+from hrl.runtime.rate_limit import LimiterState, rate_limit_of
 
 
 class PipelinedLoop(HostLoop):
@@ -41,8 +41,7 @@ class PipelinedLoop(HostLoop):
     name = "pipelined"
 
     def __init__(self, *args, depth: int = 1, weight_sync_period: int = 1,
-                 actors: str = "thread", config=None, host_env=None, rate_limit=None,
-                 **kwargs):
+                 actors: str = "thread", config=None, rate_limit=None, **kwargs):
         super().__init__(*args, **kwargs)
         sch = self.schedule
         if rate_limit is not None:
@@ -61,8 +60,39 @@ class PipelinedLoop(HostLoop):
             raise ValueError("pipelined loop: process actors are built from the run's config")
         self.rate_limit, self.limiter_band = rate_limit, None
         self.depth, self.weight_sync_period, self.actors = depth, weight_sync_period, actors
-        self._config, self._host_env = config, host_env
+        self._config = config
         self._process = None  # ProcessActors, started with the first chunk
+
+    @classmethod
+    def from_parts(cls, parts) -> PipelinedLoop:
+        """The pipelined executor of a run's `registry.Parts`."""
+        return cls(parts.prims, parts.schedule, **cls._pipeline_settings(parts),
+                   actors=parts.cfg.train.actors)
+
+    @staticmethod
+    def _pipeline_settings(parts) -> dict:
+        t = parts.cfg.train
+        return dict(host_settings(parts), depth=t.pipeline_depth,
+                    weight_sync_period=t.weight_sync_period, config=parts.cfg,
+                    rate_limit=rate_limit_of(t, parts.schedule.updates_per_round))
+
+    def log_fields(self) -> dict[str, float]:
+        """With a limiter: the chunk's limiter error, lowest and highest (samples; within
+        +-tolerance), NaN where a bound is unknown."""
+        if self.rate_limit is None:
+            return {}
+        low, high = self.limiter_band or (None, None)
+        return {"spi_error_low": float("nan") if low is None else low,
+                "spi_error_high": float("nan") if high is None else high}
+
+    def samples_per_insert_note(self, live: float | None) -> str:
+        """The live ratio, and with a limiter the band of its error over the last chunk."""
+        text = ("-" if live is None else f"{live:.2f}") + " samples/insert"
+        band = self.limiter_band
+        if band is not None and self.rate_limit is not None:
+            low, high = ("-" if v is None else f"{v:+.0f}" for v in band)
+            text += f" (error {low}..{high} of ±{self.rate_limit.tolerance:g})"
+        return text
 
     def _actors_for(self, state, first: int, num_iters: int, limiter):
         if self.actors == "thread":

@@ -248,6 +248,18 @@ class DistributedLoop(PipelinedLoop):
     """The distributed-actors executor (see the module docstring)."""
 
     name = "distributed"
+    # Its Ray workers' batches interleave: an item's successor is rarely `stride` inserts later.
+    inserts_in_order = False
+
+    @classmethod
+    def from_parts(cls, parts) -> DistributedLoop:
+        """The distributed executor of a run's `registry.Parts`."""
+        t = parts.cfg.train
+        return cls(parts.prims, parts.schedule, **cls._pipeline_settings(parts),
+                   num_actors=t.num_actors, actor_schedule=t.actor_schedule,
+                   priorities=(initial_priorities(parts.agent, parts.cfg.replay.eps)
+                               if t.actor_priorities else None),
+                   example_transition=parts.example_transition)
 
     def __init__(self, *args, num_actors: int = 1, actor_schedule: str = "fixed",
                  priorities: Callable | None = None, example_transition=None, **kwargs):

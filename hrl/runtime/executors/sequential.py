@@ -8,33 +8,71 @@ calls and order as the fused executor, so the same results bit for bit.
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hrl.envs.gymnasium_env import HostEnvStateError
+from hrl.runtime.checkpoint import read_actors_state, read_host_state
+from hrl.runtime.executors.base import InitOne, StateHoldsAll
 from hrl.runtime.executors.host_calls import HostCalls
 from hrl.runtime.iteration import ChunkOut, Schedule, TrainState, actor_of, learns, sgd_step
 from hrl.runtime.pending import HostPendingQueue
 from hrl.runtime.primitives import Primitives
 
 
-class HostLoop:
+def replay_off_learner(backend: str, placement: dict) -> bool:
+    """Whether the tree's calls run away from the learner's device and are slow enough that
+    relaxed dependency runs them in a thread beside train(t) (`HostLoop._overlapped_round`): an
+    OpenCL or RTL tree, or sample and update placed on another device than train. Not the
+    native host tree: its calls are shorter than a hand-off between threads."""
+    if backend in ("opencl", "rtl"):
+        return True
+    tree = {placement.get("sample"), placement.get("update")} - {None}
+    return bool(tree) and tree != {placement.get("train", jax.devices()[0])}
+
+
+def host_settings(parts) -> dict:
+    """The keyword arguments every host-loop executor takes from a run's `registry.Parts`."""
+    spec, backend = parts.env.spec, parts.cfg.replay.backend
+    return dict(env_is_jax=spec.is_jax, replay_is_jax=backend == "jax",
+                placement=parts.placement,
+                overlap_replay=replay_off_learner(backend, parts.placement),
+                replay=parts.replay, host_env=None if spec.is_jax else parts.env)
+
+
+class HostLoop(StateHoldsAll):
     """The sequential executor (see the module docstring).
 
     `overlap_replay`: in relaxed dependency, run the tree's update(t-s) and sample(t+1) in a
     second thread while train(t) runs (`_overlapped_round`). That pays only where the tree's
     calls are off the learner's XLA device and slower than a hand-off between threads: on one
     XLA:CPU device the calls run in the order they were issued anyway, so a call issued beside
-    train(t) would wait for it (`experiments/bench/bench_relaxed.py` measures both)."""
+    train(t) would wait for it (`experiments/bench/bench_relaxed.py` measures both).
+
+    `replay` (the buffer, a host one rebuilds its backend's tree at a resume) and `host_env`
+    (a gymnasium env, whose simulators a checkpoint saves): what `restore` and
+    `checkpoint_extras` need beyond the state; None where the run has none."""
 
     name = "sequential"
     runs_seeds_at_once = False
+    fused = False
+    inserts_in_order = True
+    spans_processes = False
 
     def __init__(self, prims: Primitives, schedule: Schedule, env_is_jax: bool,
                  replay_is_jax: bool = True, placement: dict[str, Any] | None = None,
-                 overlap_replay: bool = False):
+                 overlap_replay: bool = False, replay=None, host_env=None):
         self.calls = HostCalls(prims, schedule, env_is_jax, replay_is_jax, placement)
         self.prims, self.schedule, self.placement = prims, schedule, self.calls.placement
+        self.env_is_jax, self.replay_is_jax = env_is_jax, replay_is_jax
         self.overlap_replay = overlap_replay
+        self._replay, self._host_env = replay, host_env
         self._relaxed = schedule.staleness > 0
         self._replay_thread: ThreadPoolExecutor | None = None  # started at the first round
 
@@ -105,7 +143,65 @@ class HostLoop:
             batch = following
         return agent, replay, logs
 
+    @classmethod
+    def from_parts(cls, parts) -> HostLoop:
+        """The sequential executor of a run's `registry.Parts`."""
+        return cls(parts.prims, parts.schedule, **host_settings(parts))
+
     # --- the executor protocol ---------------------------------------------------------------
+    def init_state(self, init_one: InitOne, seed) -> TrainState:
+        """The fresh state, jitted where env and replay are JAX (one compilation instead of
+        many eager ones); a stack of seeds (a 1-D `seed`) only there."""
+        traces = self.env_is_jax and self.replay_is_jax
+        if np.ndim(seed) == 1:
+            if not traces:
+                raise ValueError("stacked seeds need a JAX environment and replay.backend 'jax'")
+            return jax.jit(jax.vmap(lambda s: init_one(s, 0)))(jnp.asarray(seed, jnp.int32))
+        if traces:
+            return jax.jit(lambda s: init_one(s, 0))(jnp.int32(seed))
+        return init_one(int(seed), 0)
+
+    def checkpoint_extras(self, iteration: int) -> dict:
+        """The host envs' simulators (None for JAX envs, whose state is in the pytree, and,
+        with a warning, for host envs whose state cannot be saved) and the actors' state."""
+        host_state = None
+        if self._host_env is not None:
+            try:
+                host_state = self._host_env.save_state()
+            except HostEnvStateError as err:
+                print(f"warning: {err}; a resume restarts these envs' episodes", file=sys.stderr)
+        return {"host_state": host_state, "actors_state": self.actors_state(iteration)}
+
+    def restore(self, state: TrainState, checkpoint: Path) -> TrainState:
+        """A host replay's arrays writable again and its backend's tree rebuilt; the host
+        envs' simulators put back (so the run continues bit for bit), or their episodes
+        restarted where the checkpoint holds none; the actors' state loaded."""
+        if not self.replay_is_jax:
+            state = state.replace(replay=jax.tree.map(np.array, state.replay))
+            self._replay.sync_backend(state.replay)
+        if self._host_env is not None:
+            state = self._restore_host_envs(state, checkpoint)
+        self.load_actors_state(read_actors_state(checkpoint),
+                               int(np.asarray(state.iteration).reshape(-1)[0]))
+        return state
+
+    def _restore_host_envs(self, state: TrainState, checkpoint: Path) -> TrainState:
+        blob = read_host_state(checkpoint)
+        if blob is not None:
+            try:
+                self._host_env.load_state(blob)
+                return state
+            except HostEnvStateError as err:
+                print(f"warning: {err}", file=sys.stderr)
+        print(f"warning: checkpoint {checkpoint.name} holds no usable host env state; "
+              "the envs restart their episodes", file=sys.stderr)
+        # Restart the episodes, and mark the newest n-step entry as a (bootstrapping) episode
+        # end so no return spans the restart.
+        env_state, obs = self._host_env.reset(state.key)
+        acc = state.nstep.replace(done=state.nstep.done.at[-1].set(True))
+        start = jnp.ones((self.schedule.num_envs,), bool)
+        return state.replace(env=env_state, obs=obs, nstep=acc, episode_start=start)
+
     def run(self, state: TrainState, num_iters: int) -> tuple[TrainState, ChunkOut]:
         """`num_iters` iterations, the actors' program then the learner's, call by call."""
         c, rows = self.calls, []
@@ -124,13 +220,6 @@ class HostLoop:
 
     def primitive_seconds(self) -> dict[str, float]:
         return dict(self.calls.timings)
-
-    def actors_state(self, iteration: int) -> bytes | None:
-        """None: the `TrainState` holds every actor's state (see `Executor`)."""
-        return None
-
-    def load_actors_state(self, blob: bytes | None, iteration: int) -> None:
-        """Nothing to take: the `TrainState` holds every actor's state."""
 
     def close(self) -> None:
         """Stop the relaxed round's replay thread (a later round starts a new one)."""
