@@ -88,7 +88,7 @@ def main(argv=None) -> dict:
     from hrl.config import config_from_dict
     from hrl.replay import native
     from hrl.runtime import build, initial_state
-    from hrl.runtime.run import _episodes_of
+    from hrl.runtime.chunk_log import episodes_of
 
     cfg = config_from_dict(config(args.task, args.variant, args.envs, args.seed))
     tracker = Tracker(args.task)
@@ -103,7 +103,7 @@ def main(argv=None) -> dict:
         jax.block_until_ready(state)
         if first_chunk_s is None:
             first_chunk_s = tracker.elapsed()
-        _, returns = _episodes_of(out, before, args.envs)
+        _, returns = episodes_of(out, before, args.envs)
         for r in np.asarray(returns):
             tracker.episode(r)
         tracker.check(int(state.env_steps), int(state.updates))

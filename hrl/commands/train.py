@@ -20,7 +20,6 @@ from hrl.runtime.cpu_backend import ensure_cpu_devices
 from hrl.runtime.executors.ray_actors import RayUnavailable
 from hrl.runtime.jax_distributed import LAUNCHER, initialize_from_env
 from hrl.runtime.lifetime import exit_with_parent
-from hrl.runtime.jax_distributed import LAUNCHER, initialize_from_env
 from hrl.runtime.resume import resume_config
 from hrl.runtime.run import train
 
