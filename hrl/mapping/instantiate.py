@@ -39,17 +39,6 @@ from hrl.runtime.cpu_backend import ensure_cpu_devices, run_json_child
 
 # The checkout this module was imported from, first on the child's PYTHONPATH.
 REPO_ROOT = Path(__file__).resolve().parents[2]
-# The child of `choose_in_child`: one JSON line on stdout; a one-line error and exit 2 on bad
-# input (a bad profile, a machine too far from the profiled one).
-CHILD = """
-import json, sys
-from hrl.mapping.instantiate import _child_main
-try:
-    print(json.dumps(_child_main(json.loads(sys.argv[1]))))
-except (ValueError, OSError) as err:
-    print(f"error: {err}", file=sys.stderr)
-    raise SystemExit(2) from None
-"""
 
 
 @dataclasses.dataclass
@@ -101,7 +90,7 @@ def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
 def choose_in_child(config, overrides, profile_dir, max_devices: int = 1,
                     timeout: float = 900.0) -> tuple[Choice, float, str | None]:
     """`choose` and the speed check (`speed.speed_check`) of `hrl train --mapping auto`, in a
-    fresh Python (`CHILD`): (choice, scale, warning).
+    fresh Python (`python -m hrl.mapping.choose_child`): (choice, scale, warning).
 
     Why a child: the mapping step uses JAX (the model fits its lines in XLA, the speed check
     times jitted work), and JAX's CPU backend starts once per process with its dispatch,
@@ -120,7 +109,7 @@ def choose_in_child(config, overrides, profile_dir, max_devices: int = 1,
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     try:
-        got = run_json_child(["-c", CHILD, json.dumps(payload)],
+        got = run_json_child(["-m", "hrl.mapping.choose_child", json.dumps(payload)],
                              "the mapping step (--mapping auto)", timeout, env=env, tail=600)
     except RuntimeError as err:
         # The child's own one-line errors (a bad profile, a machine too far from it).
@@ -218,4 +207,3 @@ def print_comparison(console, choice, summary: dict) -> None:
     console.print(f"start-up: {summary.get('init_s', 0.0):.1f} s build and compile, "
                   f"{summary.get('first_chunk_s') or 0.0:.1f} s first chunk; whole session "
                   f"{summary['env_steps_per_s']:,.0f} env steps/s")
-

@@ -79,7 +79,7 @@ def test_set_at_build_in_a_fresh_process_and_results_equal_bit_for_bit():
     (["env.num_envs=1024", "train.rollout_length=1"], 2, 1),  # many actors too
     (["env.num_envs=64", "train.devices=2"], 2, None),  # data-parallel: not measured
     ([], 16, None),  # elsewhere XLA's default, one per core
-    (["train.cpu_threads=3"], 2, 3),
+    (["train.cpu_threads=3"], 4, 3),  # an explicit count that fits (over the cores: capped)
     (["train.executor=sequential"], 2, 1),  # the host loops too
     (["train.executor=pipelined", "train.actors=process"], 2, 1),
     (["train.executor=sequential"], 16, None),
