@@ -17,6 +17,14 @@
 #   mixed     validate_gpu measure: a profile with GPU placements, then the mixed CPU+GPU mappings
 #             run end to end (MIXED_OUT, default experiments/results/mapping/gpu; MIXED_BUDGET
 #             seconds, default 420); `validate_gpu.py report` predicts them anywhere afterwards
+#   minatar   the MinAtar conv DQN side by side with the jitted flashbax peer
+#             (experiments/peers/minatar_throughput.py): on the GPU (hrl's fused loop and the peer),
+#             then on the CPU cores alone (hrl with train.cpu_threads auto, hrl on 1 thread, the
+#             peer), into experiments/results/peers/minatar/{gpu,cpu-<cores>core}
+#             (MINATAR_SECONDS per run, default 10; MINATAR_ROUNDS, default 1)
+#   crossover the FPGA learner's crossover: hrl's float SGD step for the DQN networks of
+#             experiments/results/fpga_learner/cycles.csv timed on the CPU and the GPU
+#             (experiments/rtl/learner_crossover.py measure; `report` afterwards, anywhere)
 #   scaling   bench_scaling on the machine's CPU cores (no GPU): 1-16 virtual CPU devices in one
 #             process and split over 2 processes, into experiments/results/scaling-<cores>core
 #   distributed  bench_distributed throughput on the machine's CPU cores (no GPU): 1-16 Ray actor
@@ -41,7 +49,8 @@ else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(env tests replay large grid train brax profile mixed scaling distributed)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(env tests replay large grid train brax profile mixed minatar crossover
+  scaling distributed)
 configs=experiments/configs
 
 run() {  # run NAME SECONDS CMD...: a stage's step, time-limited, logged; failures do not stop
@@ -86,6 +95,16 @@ print(jax.devices())'" ;;
     mixed)
       run mixed $(( ${MIXED_BUDGET:-420} + 120 )) $PY experiments/mapping/validate_gpu.py measure \
         --out "${MIXED_OUT:-experiments/results/mapping/gpu}" --budget ${MIXED_BUDGET:-420} ;;
+    minatar)
+      cores=$(nproc)
+      mt="experiments/peers/minatar_throughput.py --seconds ${MINATAR_SECONDS:-10} --rounds ${MINATAR_ROUNDS:-1}"
+      run minatar_gpu ${MINATAR_LIMIT:-150} $PY $mt --sides hrl,peer \
+        --out experiments/results/peers/minatar/gpu
+      run minatar_cpu ${MINATAR_LIMIT:-150} env JAX_PLATFORMS=cpu $PY $mt --sides hrl,hrl-1thread,peer \
+        --out experiments/results/peers/minatar/cpu-${cores}core ;;
+    crossover)
+      run crossover ${CROSSOVER_LIMIT:-150} $PY experiments/rtl/learner_crossover.py measure \
+        --steps ${CROSSOVER_STEPS:-100} --reps 3 ;;
     scaling)
       cores=$(nproc)
       run scaling ${SCALING_LIMIT:-300} env JAX_PLATFORMS=cpu $PY experiments/bench/bench_scaling.py \

@@ -67,11 +67,19 @@ def _parse(argv=None):
     p.add_argument("--seconds", type=float, default=40.0, help="timed seconds per run")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--sides", default=",".join(SIDES),
+                   help="comma-separated subset of " + ", ".join(SIDES) + " (default: all); "
+                   "the peer is always run, as the ratio's denominator")
     p.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)  # a child: one run
     args = p.parse_args(argv)
     if args.envs < 1 or args.rollout < 1 or (args.envs * args.rollout) % 4:
         p.error(f"--envs x --rollout must be a positive multiple of 4 (train ratio 0.25), got "
                 f"{args.envs} x {args.rollout}")
+    sides = [x for x in args.sides.split(",") if x]
+    if not set(sides) <= set(SIDES):
+        p.error(f"--sides: unknown side(s) {sorted(set(sides) - set(SIDES))}; known: "
+                f"{', '.join(SIDES)}")
+    args.sides = [x for x in SIDES if x in sides or x == "peer"]
     if args.seconds <= 0 or args.rounds < 1:
         p.error(f"--seconds must be > 0 and --rounds >= 1, got {args.seconds}, {args.rounds}")
     return args
@@ -97,7 +105,7 @@ def timed(run_chunk, state, counts, seconds: float) -> dict:
             dt = now - mark[0]
             return {"env_steps_per_s": (steps - mark[1]) / dt,
                     "sgd_steps_per_s": (sgd - mark[2]) / dt, "timed_s": dt,
-                    "setup_s": mark[0] - t_start}
+                    "setup_s": mark[0] - t_start, "device": jax.devices()[0].device_kind}
 
 
 def run_hrl(args) -> dict:
@@ -224,7 +232,8 @@ def child(side: str, args) -> dict:
     cmd = [sys.executable, __file__, "--worker", side, "--game", args.game, "--envs",
            str(args.envs), "--rollout", str(args.rollout), "--seconds", str(args.seconds)]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])})
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     if done.returncode or not lines:
         raise RuntimeError(f"{side} run failed (exit {done.returncode}): "
@@ -243,16 +252,19 @@ def write(rows: list[dict], args) -> None:
         w.writeheader()
         w.writerows(rows)
     med = {side: {k: statistics.median(r[k] for r in rows if r["side"] == side)
-                  for k in ("env_steps_per_s", "sgd_steps_per_s")} for side in SIDES}
-    ratio = {side: {k: med[side][k] / med["peer"][k] for k in med[side]} for side in SIDES}
+                  for k in ("env_steps_per_s", "sgd_steps_per_s")} for side in args.sides}
+    ratio = {side: {k: med[side][k] / med["peer"][k] for k in med[side]} for side in args.sides}
+    devices = sorted({str(r.get("device", "cpu")) for r in rows})
     import jax
 
     lines = [
         f"# MinAtar DQN throughput: hrl against a jitted DQN on flashbax ({args.game})", "",
-        f"{cpu_name()}, {os.cpu_count()} cores, jax {jax.__version__}. Regenerate: "
+        f"{cpu_name()}, {os.cpu_count()} cores, JAX device {', '.join(devices)}, jax "
+        f"{jax.__version__}. Regenerate: "
         f"`.venv/bin/python experiments/peers/minatar_throughput.py --game {args.game} "
         f"--envs {args.envs} --rollout {args.rollout} --seconds {args.seconds:g} --rounds "
-        f"{args.rounds}`.", "",
+        f"{args.rounds}" + (f" --sides {','.join(args.sides)}`" if args.sides != list(SIDES)
+                              else "`") + ".", "",
         f"M={args.envs} envs x L={args.rollout} actor steps, then {args.envs * args.rollout // 4} "
         "SGD steps of batch 32 per iteration; each run in a fresh process, timed for "
         f"{args.seconds:g} s from its first chunk with SGD steps; sides interleaved over "
@@ -260,12 +272,12 @@ def write(rows: list[dict], args) -> None:
         "| side | intra-op threads | env steps/s | SGD steps/s | / peer |", "|---|---|---|---|---|",
         *(f"| {side} | {HRL_THREADS.get(side, 'XLA default')} | "
           f"{med[side]['env_steps_per_s']:,.0f} | {med[side]['sgd_steps_per_s']:,.0f} | "
-          f"**{ratio[side]['sgd_steps_per_s']:.2f}x** |" for side in SIDES), "",
+          f"**{ratio[side]['sgd_steps_per_s']:.2f}x** |" for side in args.sides), "",
         "`hrl` is the kit as `hrl train` runs it (`train.cpu_threads: auto`).", ""]
     (args.out / "throughput.md").write_text("\n".join(lines))
     fig = Figure(figsize=(6, 3.2), dpi=110)
     ax = fig.subplots()
-    for i, side in enumerate(SIDES):
+    for i, side in enumerate(args.sides):
         xs = [r["round"] for r in rows if r["side"] == side]
         ax.plot(xs, [r["sgd_steps_per_s"] for r in rows if r["side"] == side], "o-",
                 color=f"C{i}", label=f"{side}: median {med[side]['sgd_steps_per_s']:,.0f}")
@@ -275,7 +287,8 @@ def write(rows: list[dict], args) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(f"MinAtar {args.game} DQN: hrl / peer = "
-                 f"{ratio['hrl']['sgd_steps_per_s']:.2f}x (as hrl train runs it)", fontsize=9)
+                 + (f"{ratio['hrl']['sgd_steps_per_s']:.2f}x (as hrl train runs it)"
+                    if "hrl" in ratio else "see the table"), fontsize=9)
     fig.tight_layout()
     fig.savefig(args.out / "throughput.png")
     print("\n".join(lines))
@@ -289,10 +302,11 @@ def main(argv=None) -> int:
         return 0
     rows = []
     for r in range(args.rounds):
-        for side in SIDES:
+        for side in args.sides:
             got = child(side, args)
-            rows.append({"round": r + 1, "side": side, **{k: round(v, 2) for k, v in
-                                                         got.items()}})
+            rows.append({"round": r + 1, "side": side,
+                         **{k: round(v, 2) if isinstance(v, float) else v
+                            for k, v in got.items()}})
             print(f"round {r + 1}/{args.rounds} {side}: {got['env_steps_per_s']:,.0f} env "
                   f"steps/s, {got['sgd_steps_per_s']:,.0f} SGD steps/s", flush=True)
     write(rows, args)
