@@ -39,7 +39,7 @@ MEASURED = OUT / "crossover_measured.csv"
 CYCLES = OUT / "cycles.csv"
 WIDTHS = (64, 128, 256)  # the DQN networks 4-W-W-2 of cycles.csv
 BATCHES = (16, 32, 64, 128, 256)
-FIELDS = ("net", "batch", "device", "device_kind", "us_per_step", "steps", "reps", "jax",
+FIELDS = ("net", "batch", "device", "device_kind", "machine", "us_per_step", "steps", "reps", "jax",
           "commit", "command")
 
 
@@ -94,6 +94,9 @@ def time_sgd_step(device, width: int, batch: int, steps: int, reps: int) -> floa
 def measure(args) -> None:
     import jax
 
+    from hrl.mapping.profile import cpu_name
+
+    machine = f"{cpu_name()}, {os.cpu_count()} cores"
     devices = [jax.devices("cpu")[0]]
     try:
         devices += jax.devices("gpu")[:1]
@@ -112,6 +115,7 @@ def measure(args) -> None:
                     us = time_sgd_step(device, width, batch, args.steps, args.reps)
                     row = {"net": f"dqn 4-{width}-{width}-2", "batch": batch,
                            "device": device.platform, "device_kind": device.device_kind,
+                           "machine": machine,
                            "us_per_step": round(us, 2), "steps": args.steps, "reps": args.reps,
                            "jax": jax.__version__, "commit": _commit(),
                            "command": command.strip()}
@@ -129,7 +133,8 @@ def report(_args) -> None:
             and r["net"].startswith("dqn ") and r["array"] in ("16x16", "32x32")]
     sides: dict[str, dict] = {}  # side -> {(net, batch): us}
     for r in measured:
-        side = f"{r['device']}: {r['device_kind']}"
+        side = (f"gpu: {r['device_kind']}" if r["device"] == "gpu" else
+                f"cpu: {r['machine']}")
         sides.setdefault(side, {})[(r["net"], int(r["batch"]))] = float(r["us_per_step"])
     for r in fpga:
         side = f"fpga {r['array']}"
