@@ -644,8 +644,10 @@ def machine_note() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     dispatch = running_cpu_dispatch()
     model = cpu_name()
+    gpus = sorted({d.device_kind for d in jax.devices() if d.platform == "gpu"})
     return (
-        f"{model}, {os.cpu_count()} CPUs, load average "
+        (f"{', '.join(gpus)} (the GPU kernels' device) on a host of " if gpus else "")
+        + f"{model}, {os.cpu_count()} CPUs, load average "
         f"{load:.1f} at start; jax {jax.__version__} ({dispatch} CPU dispatch), "
         f"python {sys.version.split()[0]}"
     )
