@@ -5,7 +5,7 @@ its multiply-accumulate array, and the cycle model for the rest of the sweep.
                                                   #    cycles.{csv,md}
     python experiments/rtl/learner_cycles.py --no-sim   # the model only (seconds)
 
-An inference or a step is a list of phases of array products (sim/learn_schedule.py: the
+An inference or a step is a list of phases of array products (hrl/mapping/learner_schedule.py: the
 double-DQN step runs the online net on s and s' and the target net on s', then the backward
 pass with the bias gradient as one more row of A^T; DDPG runs the critic's step and the
 actor's). For the points in SIMULATED the whole schedule streams through
@@ -33,9 +33,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "sim"))
+sys.path.insert(0, str(ROOT))
 
-import learn_schedule as ls  # noqa: E402
+from hrl.mapping import learner_schedule as ls  # noqa: E402
 
 OUT = ROOT / "experiments" / "results" / "fpga_learner"
 CLOCK_MHZ = 200  # fallback when resources.md has no estimate
@@ -174,10 +174,10 @@ def main(argv=None) -> int:
         "# FPGA learner: cycles per inference and per SGD step\n\n"
         "Regenerate: `python experiments/rtl/learner_cycles.py`. `sim` = yes: the array's "
         "schedule simulated in Verilator (hrl_learn_mac_array), which also checks the model "
-        "cycle for cycle; `model`: sim/learn_schedule.py. The loss and update cycles of an "
-        "SGD step are modeled: those units are not yet in RTL. `us` at the clock estimated "
-        f"by yosys, {mhz:g} MHz (resources.md). `utilization` = MACs / (R x C x array "
-        "cycles). Inference: one state, the online net.\n\n" + head + body)
+        "cycle for cycle; `model`: hrl/mapping/learner_schedule.py. The loss and update "
+        "cycles of an SGD step are modeled: those units are not yet in RTL. `us` at the "
+        f"clock estimated by yosys, {mhz:g} MHz (resources.md). `utilization` = MACs / "
+        "(R x C x array cycles). Inference: one state, the online net.\n\n" + head + body)
     return 0
 
 

@@ -19,7 +19,7 @@ model's terms), `devices` (the placements' and executors' names, one spelling ea
 """
 
 from hrl.mapping.dse import Exploration, baselines, explore
-from hrl.mapping.fpga import BOARDS, Board, LearnerEngine, RmmTiming, best_architecture
+from hrl.mapping.fpga import BOARDS, ArrayLearner, Board, RmmTiming, best_architecture
 from hrl.mapping.links import LINKS, Link
 from hrl.mapping.model import LinearModel, fit_models
 from hrl.mapping.plan import Plan, plan
@@ -30,9 +30,9 @@ __all__ = [
     "BOARDS",
     "LINKS",
     "PRIMITIVES",
+    "ArrayLearner",
     "Board",
     "Exploration",
-    "LearnerEngine",
     "LinearModel",
     "Link",
     "Placement",

@@ -1,5 +1,5 @@
 """FPGA performance model: the replay manager (RMM) from cycle counts, board budgets, an
-architecture exploration over (K, lanes, depth), and a modelled MLP learner bounded by DSPs.
+architecture exploration over (K, lanes, depth), and the learning module's array (ArrayLearner).
 
 Timing of the RMM (the RTL in fpga_rtl/, cycles measured by experiments/rtl/report_cycles.py):
 a tree level takes `level_cycles(K) = 1 + log2(K) // 2` pipeline cycles (the RTL's steps hold a
@@ -59,6 +59,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from hrl.mapping import learner_schedule
 from hrl.mapping.rmm_clock import DESCEND_MHZ, UPDATE_MHZ
 from hrl.replay.formats import level_sizes, log2_exact, tree_depth
 
@@ -393,64 +394,67 @@ def best_architecture(capacity: int, board: Board, batch: int, timing: RmmTiming
 
 
 # ----------------------------------------------------------------------------- learner
-DSP_PER_MAC = {"fp32": 5, "int16": 1}  # fp32: 3-DSP multiplier + 2-DSP adder (Xilinx
-# Floating-Point Operator, full DSP usage); int16: one DSP48E2 27x18 multiply-accumulate.
-
-
 @dataclasses.dataclass(frozen=True)
-class LearnerEngine:
-    """An MLP training/inference engine bounded by DSPs (as the paper's FPGA learner).
+class ArrayLearner:
+    """The FPGA learning module (fpga_rtl/rtl/hrl_learn_*): one R x C fixed-point
+    multiply-accumulate array for A*W, delta*W^T and A^T*delta, weights in on-chip banks.
 
-    MACs per cycle = dsp_share * usable * board.dsp / DSP_PER_MAC[precision]; a pass over one
-    layer costs `ceil(macs / macs_per_cycle) + layer_fill_cycles`. ASSUMPTIONS: half the DSPs
-    go to the learner, 20 cycles of pipeline fill per layer pass.
-    """
+    Its times are the cycle model `hrl.mapping.learner_schedule` (the array's schedule,
+    checked cycle for cycle against the simulated RTL by the array's testbench; the loss and
+    optimizer units modelled) at `clock_hz`. `from_table` takes the array sizes and the clock
+    from the learner's cycle table (experiments/results/fpga_learner/cycles.csv, written by
+    experiments/rtl/learner_cycles.py at yosys's clock estimate); `source` says which.
+    Cost: pure arithmetic over the network's layers, microseconds per call."""
 
-    board: Board
-    precision: str = "fp32"
-    dsp_share: float = 0.5
-    layer_fill_cycles: float = 20.0
+    rows: int = 16
+    cols: int = 16
     clock_hz: float = DEFAULT_CLOCK_HZ
+    # Host-side cost of one kernel invocation, as the RMM's (RmmTiming.invoke_overhead_s).
     invoke_overhead_s: float = 10e-6
-
-    def __post_init__(self):
-        if self.precision not in DSP_PER_MAC:
-            raise ValueError(f"learner precision must be one of {sorted(DSP_PER_MAC)}, "
-                             f"got {self.precision!r}")
-
-    @property
-    def macs_per_cycle(self) -> float:
-        return max(1.0, math.floor(self.dsp_share * self.board.usable * self.board.dsp
-                                   / DSP_PER_MAC[self.precision]))
-
-    def pass_cycles(self, layers: Sequence[int], batch: int, passes: float) -> float:
-        cycles = 0.0
-        for a, b in zip(layers[:-1], layers[1:], strict=False):
-            cycles += passes * (math.ceil(batch * a * b / self.macs_per_cycle)
-                                + self.layer_fill_cycles)
-        return cycles
+    source: str = ("the learner's cycle model (hrl.mapping.learner_schedule) on a 16x16 array "
+                   "at the default clock, no learner table in the profile")
 
     def infer_seconds(self, layers: Sequence[int], batch: int) -> float:
-        return self.pass_cycles(layers, batch, 1.0) / self.clock_hz + self.invoke_overhead_s
-
-    def train_seconds(self, networks: Mapping[str, Sequence[int]], batch: int) -> float:
-        """Same pass counts as `Workload.train_flops` (dqn 5 q; ddpg 4 actor + 7 critic)."""
-        if "q" in networks:
-            cycles = self.pass_cycles(networks["q"], batch, 5.0)
-        else:
-            cycles = (self.pass_cycles(networks["actor"], batch, 4.0)
-                      + self.pass_cycles(networks["critic"], batch, 7.0))
+        """One forward pass of the policy on `batch` states."""
+        cycles = learner_schedule.inference_cycles(list(layers), self.rows, self.cols, batch)
         return cycles / self.clock_hz + self.invoke_overhead_s
 
+    def train_seconds(self, networks: Mapping[str, Sequence[int]], batch: int) -> float:
+        """One SGD step: DQN's double-Q step on `networks["q"]`, or DDPG's critic and actor
+        steps on `networks["actor"]` and `networks["critic"]`."""
+        if "q" in networks:
+            got = learner_schedule.step_cycles("dqn", list(networks["q"]), batch, self.rows,
+                                               self.cols)
+        else:
+            got = learner_schedule.step_cycles("ddpg", list(networks["actor"]), batch,
+                                               self.rows, self.cols,
+                                               critic=list(networks["critic"]))
+        return got["total"] / self.clock_hz + self.invoke_overhead_s
 
-def learner_seconds(engine: LearnerEngine, call: str, workload) -> float:
-    """Seconds of one call of an FPGA learner, `call` "infer" (the policy on the workload's
+    @classmethod
+    def from_table(cls, rows: list[dict], array: str = "16x16") -> ArrayLearner:
+        """The learner of the table's `array` (R x C), at the clock the table's figures were
+        taken at (its cycles over its microseconds). Raises ValueError when the table has no
+        row of that array or no clock."""
+        mine = [r for r in rows if r.get("array") == array and float(r.get("us") or 0) > 0]
+        if not mine:
+            raise ValueError(f"the learner's cycle table has no {array} array")
+        clocks = sorted(float(r["total_cycles"]) / float(r["us"]) * 1e6 for r in mine)
+        clock = clocks[len(clocks) // 2]
+        r, c = (int(x) for x in array.split("x"))
+        sim = sum(1 for x in mine if x.get("sim") == "yes")
+        return cls(r, c, clock, source=(
+            f"the learner's cycle model on its {array} array ({sim} of the table's {len(mine)} "
+            f"points simulated in RTL, cycle for cycle), at the table's {clock / 1e6:.0f} MHz "
+            "(yosys's estimate; experiments/results/fpga_learner/cycles.csv)"))
+
+
+def learner_seconds(learner: ArrayLearner, call: str, workload) -> float:
+    """Seconds of one call of the FPGA learner, `call` "infer" (the policy on the workload's
     num_envs observations) or "train" (one SGD step on its batch), for a `Workload`: the one
-    place the mapping model reads an FPGA learner's times from (`platform.fpga_placement`).
-    Today `engine`'s DSP-bounded formula (`LearnerEngine`, MODELLED); measured tables of an
-    FPGA learning module would replace this body."""
+    place the mapping model reads an FPGA learner's times from (`platform.fpga_placement`)."""
     if call == "infer":
-        return engine.infer_seconds(workload.policy_layers(), workload.num_envs)
+        return learner.infer_seconds(workload.policy_layers(), workload.num_envs)
     if call == "train":
-        return engine.train_seconds(workload.networks(), workload.batch_size)
+        return learner.train_seconds(workload.networks(), workload.batch_size)
     raise ValueError(f"an FPGA learner runs infer or train, not {call!r}")

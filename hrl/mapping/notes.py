@@ -30,7 +30,8 @@ def device_notes(p) -> list[str]:
                      if timing.clock_table else f"{timing.clock_hz / 1e6:.0f} MHz")
             out.append(f"{dev}: modelled (RMM timing: {timing.source}; clock "
                        f"{clock}; logic: {p.logic.source}; board "
-                       "resources from its data sheet; learner: MLP engine bounded by DSPs)")
+                       "resources from its data sheet; learner: "
+                       f"{p.learner.source})")
         elif dev == "gpu" and p.gpu_spec is not None:
             whole = p.calibration.loops["fused"].whole
             out.append(f"gpu, gpu-fused: MODELLED from public specs ({p.gpu_spec.device}), not "

@@ -61,7 +61,11 @@ from hrl.mapping.platform import (
     gpu_spec_placement,
     measured_placement,
 )
-from hrl.mapping.rtl_tables import logic_from_profile, rmm_timing_from_profile
+from hrl.mapping.rtl_tables import (
+    learner_from_profile,
+    logic_from_profile,
+    rmm_timing_from_profile,
+)
 from hrl.mapping.uncertainty import profiled_box
 from hrl.mapping.workload import CALLS, Workload
 
@@ -89,6 +93,8 @@ class Plan:
     scaling: str = "weak"
     # Per workload size (num_envs, batch, width): the (lowest, highest) the profile measured.
     box: dict = dataclasses.field(default_factory=dict)
+    # The FPGA learning module a modelled FPGA's infer and train are priced by.
+    learner: fpga_model.ArrayLearner = fpga_model.ArrayLearner()
 
     @functools.cached_property
     def notes(self) -> list[str]:
@@ -138,10 +144,12 @@ def placements_for(profile: dict | None, devices: list[str] | None,
     out: list[Placement] = []
     timing = rmm_timing_from_profile(profile)
     logic = logic_from_profile(profile)
+    learner = learner_from_profile(profile)
     spec = None
     for dev in devices:
         if dev.startswith("fpga:"):
-            out.append(fpga_placement(dev.split(":", 1)[1], timing=timing, logic=logic))
+            out.append(fpga_placement(dev.split(":", 1)[1], timing=timing, logic=logic,
+                                      learner=learner))
             continue
         names = [p for p in measured if p == dev or p == f"{dev}-fused"]
         if names:
@@ -184,7 +192,8 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
             cal.cores, scaling) for mode in ("strict", "relaxed")}
     return Plan(workload, placements, cal.models, cal.links, exp, cal,
                 rmm_timing_from_profile(profile), logic_from_profile(profile), devices, spec,
-                data_parallel, counts, scaling, profiled_box(profile))
+                data_parallel, counts, scaling, profiled_box(profile),
+                learner_from_profile(profile))
 
 
 def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:

@@ -99,17 +99,20 @@ def measured_placement(name: str, models: dict[tuple, LinearModel], kind: str = 
 
 
 # ----------------------------------------------------------------------------- FPGA
+DEFAULT_LEARNER = fpga_model.ArrayLearner()
+
+
 def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
                    logic: fpga_model.LogicCoefficients | None = None,
-                   learner: bool = True, precision: str = "fp32") -> Placement:
-    """The RMM (sample, update, insert) and, if `learner`, an MLP engine (infer, train) on a
-    board. The RMM architecture (K, lanes) is the fastest one that fits the board for the
-    workload's capacity; the tree keeps the workload's K when that fits (the software and
-    hardware trees then agree on sampling), else the best fitting K is used."""
+                   learner: fpga_model.ArrayLearner | None = DEFAULT_LEARNER) -> Placement:
+    """The RMM (sample, update, insert) and, unless `learner` is None, the learning module
+    (infer, train; `fpga_model.ArrayLearner`) on a board. The RMM architecture (K, lanes) is
+    the fastest one that fits the board for the workload's capacity; the tree keeps the
+    workload's K when that fits (the software and hardware trees then agree on sampling),
+    else the best fitting K is used."""
     board = fpga_model.get_board(board_name)
     timing = timing or fpga_model.RmmTiming()
     logic = logic or fpga_model.LogicCoefficients()
-    engine = fpga_model.LearnerEngine(board, precision=precision, clock_hz=timing.clock_hz)
 
     def arch_for(w: Workload) -> dict:
         rows = [r for r in fpga_model.explore(w.capacity, board, w.batch_size, timing, logic)
@@ -125,10 +128,10 @@ def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
             n = w.num_envs * w.rollout_length if call == "insert" else w.batch_size
             return timing.seconds(n, arch["depth"], arch["lanes"], arch["fanout"])
         if call in ("infer", "train"):
-            return fpga_model.learner_seconds(engine, call, w)
+            return fpga_model.learner_seconds(learner, call, w)
         return NAN
 
-    prims = {"sample", "update"} | ({"infer", "train"} if learner else set())
+    prims = {"sample", "update"} | ({"infer", "train"} if learner is not None else set())
     name = f"fpga:{board_name}"
     return Placement(name, "fpga-model", name, board.link, frozenset(prims), "fpga-model",
                      latency)

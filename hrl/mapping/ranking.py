@@ -25,7 +25,7 @@ from hrl.config import ConfigError, apply_override, config_from_dict, to_dict
 from hrl.mapping import parallel
 from hrl.mapping.devices import RANKED_EXECUTORS, SECOND_CPU, SECOND_CPU_LABEL, XLA_TREE
 from hrl.mapping.plan import Plan, plan
-from hrl.mapping.profile.grids import GPU_LOOP
+from hrl.mapping.profile.grids import GPU_LOOP, RTL_TABLE_CALLS
 from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.uncertainty import UNKNOWN_UNCERTAINTY, uncertainty_of
 from hrl.mapping.validate import (
@@ -38,7 +38,7 @@ from hrl.mapping.workload import PRIMITIVES, workload_from_config
 from hrl.runtime.executor_choice import choose_executor, env_is_jax
 
 # Profile rows whose placement names a loop, a link or an RTL table, not where a call ran.
-_NOT_PLACEMENTS = ("loop", GPU_LOOP, "host", "rtl-cycles", "rtl-resources")
+_NOT_PLACEMENTS = ("loop", GPU_LOOP, "host", *RTL_TABLE_CALLS)
 @dataclasses.dataclass(frozen=True)
 class RankedMapping:
     """One mapping the runtime can instantiate, with its predicted iteration time."""

@@ -1,7 +1,9 @@
 """The RTL's measured tables a profile carries, read into the FPGA model's terms: the replay
-manager's cycle counts (experiments/results/rtl/cycles.csv and kernel_cycles_fit.csv) and
-yosys's resource counts (fpga_rtl/syn/resources.csv). A profile without them gives the RTL's
-documented pipeline and the default logic coefficients."""
+manager's cycle counts (experiments/results/rtl/cycles.csv and kernel_cycles_fit.csv),
+yosys's resource counts (fpga_rtl/syn/resources.csv) and the learning module's cycle table
+(experiments/results/fpga_learner/cycles.csv). A profile without them gives the RTL's
+documented pipeline, the default logic coefficients and the learner's cycle model at the
+default clock."""
 
 from __future__ import annotations
 
@@ -34,6 +36,18 @@ def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
         except (KeyError, TypeError, ValueError):
             pass
     return timing
+
+
+def learner_from_profile(profile: dict | None) -> fpga_model.ArrayLearner:
+    """The FPGA learner of the learner's cycle table (its 16x16 array, the table's clock) if
+    the profile carries the table, else the cycle model at the default clock."""
+    rows = [dict(r.extra) for r in profile_rows(profile) if r.call == "rtl-learner-cycles"]
+    if rows:
+        try:
+            return fpga_model.ArrayLearner.from_table(rows)
+        except (KeyError, TypeError, ValueError):
+            pass
+    return fpga_model.ArrayLearner()
 
 
 def logic_from_profile(profile: dict | None) -> fpga_model.LogicCoefficients:

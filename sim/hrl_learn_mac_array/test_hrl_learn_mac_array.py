@@ -15,7 +15,6 @@ import os
 
 import cocotb
 import jax.numpy as jnp
-import learn_schedule
 import numpy as np
 import pytest
 import rtl_runner
@@ -24,6 +23,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from learn_tb import pack, random_words, unpack
 
 from hrl.fixed_point import Fx, matmul
+from hrl.mapping import learner_schedule
 
 MODES = ("forward", "backward", "wgrad")
 
@@ -294,7 +294,7 @@ DEFAULT_SCHEDULE = [[(5, 1, 3)], [(9, 2, 6), (3, 7, 2)], [(6, 12, 9)], [(1, 3, 8
 
 @cocotb.test()
 async def test_schedule_cycles(dut):
-    """Each phase takes exactly learn_schedule.phase_cycles cycles, the model the cycle
+    """Each phase takes exactly learner_schedule.phase_cycles cycles, the model the cycle
     tables use. LEARN_SCHEDULE (JSON phases) replaces the default schedule; the counts are
     written to LEARN_CYCLES_OUT when set."""
     tb = TB(dut, seed=3)
@@ -304,7 +304,7 @@ async def test_schedule_cycles(dut):
     counts = []
     for phase in phases:
         got = await stream_phase(tb, [tuple(p) for p in phase])
-        want = learn_schedule.phase_cycles(phase, tb.R, tb.C)
+        want = learner_schedule.phase_cycles(phase, tb.R, tb.C)
         counts.append((phase, got, want))
     bad = [c for c in counts if c[1] != c[2]]
     assert not bad, f"(phase, simulated, model): {bad}"

@@ -1,14 +1,19 @@
 """Mapping model core: work terms, least-squares fits, links, FPGA model and board budgets."""
 
+import csv
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hrl.mapping import fpga
+from hrl.mapping import learner_schedule as ls
 from hrl.mapping.links import LINKS, Link, get_link
 from hrl.mapping.model import fit_models
 from hrl.mapping.workload import Workload, workload_from_config
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ----------------------------------------------------------------------------- workload
@@ -178,21 +183,30 @@ def test_logic_calibration_recovers_coefficients():
         fpga.calibrate_logic(rows[:1])
 
 
-def test_learner_is_bounded_by_dsps():
-    u200 = fpga.get_board("u200")
-    e = fpga.LearnerEngine(u200, precision="fp32", dsp_share=0.5, layer_fill_cycles=0,
-                           invoke_overhead_s=0)
-    assert e.macs_per_cycle == math.floor(0.5 * 0.7 * 6840 / 5)
-    layers = [4, 64, 2]
-    cycles = sum(math.ceil(32 * a * b / e.macs_per_cycle) for a, b in ((4, 64), (64, 2)))
-    assert e.infer_seconds(layers, 32) == pytest.approx(cycles / 200e6)
-    bigger = fpga.LearnerEngine(fpga.get_board("u250"), precision="fp32", dsp_share=0.5,
-                                layer_fill_cycles=0, invoke_overhead_s=0)
-    big_net = {"q": [4, 1024, 1024, 2]}
-    assert bigger.train_seconds(big_net, 256) < e.train_seconds(big_net, 256)
-    with pytest.raises(ValueError, match="precision"):
-        fpga.LearnerEngine(u200, precision="fp8")
-    assert np.isfinite(e.train_seconds({"actor": [3, 8, 1], "critic": [4, 8, 1]}, 16))
+def test_the_fpga_learner_is_its_cycle_model_at_the_table_s_clock():
+    """ArrayLearner prices a call by the learner's cycle model (learner_schedule) at the clock
+    the committed cycle table was written at; it reads the table's rows for its array only,
+    and a table without that array is refused."""
+    with (REPO / "experiments/results/fpga_learner/cycles.csv").open() as f:
+        table = list(csv.DictReader(f))
+    learner = fpga.ArrayLearner.from_table(table)
+    assert (learner.rows, learner.cols) == (16, 16) and "16x16" in learner.source
+    for r in table:
+        if r["array"] == "16x16" and r["op"] == "sgd_step" and r["net"] == "dqn 4-64-64-2":
+            want = float(r["us"]) * 1e-6 + learner.invoke_overhead_s
+            got = learner.train_seconds({"q": [4, 64, 64, 2]}, int(r["batch"]))
+            assert got == pytest.approx(want, rel=1e-3)
+    one = learner.infer_seconds([4, 64, 64, 2], 1) - learner.invoke_overhead_s
+    assert one * learner.clock_hz == pytest.approx(ls.inference_cycles([4, 64, 64, 2], 16, 16))
+    # A wider array is faster on a large step; DDPG's two nets are priced.
+    wide = fpga.ArrayLearner(32, 32, learner.clock_hz)
+    assert wide.train_seconds({"q": [4, 256, 256, 2]}, 256) < \
+        learner.train_seconds({"q": [4, 256, 256, 2]}, 256)
+    assert np.isfinite(learner.train_seconds({"actor": [3, 8, 1], "critic": [4, 8, 1]}, 16))
+    with pytest.raises(ValueError, match="64x64"):
+        fpga.ArrayLearner.from_table(table, array="64x64")
+    with pytest.raises(ValueError, match="infer or train"):
+        fpga.learner_seconds(learner, "sample", None)
 
 
 def test_rmm_timing_from_the_rtl_cycle_table_columns():

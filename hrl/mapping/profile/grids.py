@@ -117,4 +117,7 @@ RTL_CYCLE_CSVS = ("experiments/results/rtl/cycles.csv",)
 RTL_RESOURCE_CSVS = ("fpga_rtl/syn/resources.csv",)  # written by fpga_rtl/syn/run_syn.py
 # written by experiments/rtl/report_kernel_cycles.py: the XRT kernel's cycles per item against P
 RTL_KERNEL_CSVS = ("experiments/results/rtl/kernel_cycles_fit.csv",)
-RTL_TABLE_CALLS = ("rtl-cycles", "rtl-kernel-cycles", "rtl-resources")  # rows of the CSVs above
+# written by experiments/rtl/learner_cycles.py: the FPGA learner's cycles per network, batch, array
+RTL_LEARNER_CSVS = ("experiments/results/fpga_learner/cycles.csv",)
+RTL_TABLE_CALLS = ("rtl-cycles", "rtl-kernel-cycles", "rtl-resources",
+                   "rtl-learner-cycles")  # rows of the CSVs above

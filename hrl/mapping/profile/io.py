@@ -21,6 +21,7 @@ from hrl.mapping.profile.grids import (
     ROW_FIELDS,
     RTL_CYCLE_CSVS,
     RTL_KERNEL_CSVS,
+    RTL_LEARNER_CSVS,
     RTL_RESOURCE_CSVS,
     RTL_TABLE_CALLS,
 )
@@ -45,11 +46,11 @@ def find_repo_file(candidates) -> Path | None:
 
 def rtl_cycle_rows() -> list[ProfileRow]:
     """The RTL's cycle tables (core, kernel) and yosys resource table as profile rows
-    (`rtl-cycles`, `rtl-kernel-cycles`, `rtl-resources`; mode `table`, the CSV's columns in
-    `extra`), for those that exist; they feed the FPGA model, not a fit."""
+    (`rtl-cycles`, `rtl-kernel-cycles`, `rtl-resources`, `rtl-learner-cycles`; mode `table`,
+    the CSV's columns in `extra`), for those that exist; they feed the FPGA model, not a fit."""
     out = []
-    for call, names in zip(RTL_TABLE_CALLS, (RTL_CYCLE_CSVS, RTL_KERNEL_CSVS, RTL_RESOURCE_CSVS),
-                           strict=True):
+    for call, names in zip(RTL_TABLE_CALLS, (RTL_CYCLE_CSVS, RTL_KERNEL_CSVS, RTL_RESOURCE_CSVS,
+                                            RTL_LEARNER_CSVS), strict=True):
         path = find_repo_file(names)
         if path is None:
             continue

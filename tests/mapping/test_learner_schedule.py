@@ -1,19 +1,13 @@
-"""The learning module's schedule and cycle model (sim/learn_schedule.py), without a
+"""The learning module's schedule and cycle model (hrl.mapping.learner_schedule), without a
 simulator: the products of a step are the reference's, the model's arithmetic on hand-counted
 cases, and the engine's limits refuse in one line. The model itself is checked against the
 RTL cycle for cycle by the array testbench (test_schedule_cycles)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "sim"))
-
-import learn_schedule as ls  # noqa: E402
+from hrl.mapping import learner_schedule as ls
 
 
 def test_dqn_step_products():
