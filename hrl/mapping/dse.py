@@ -20,7 +20,7 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   (`links.Link.time`: latency + bytes / bandwidth). Two accelerators talk through the host.
 * strict dependency: everything on the critical path, in order -> the sum of calls and links;
 * relaxed dependency (staleness s > 0), as the host loops run it
-  (`HostLoop._overlapped_round`): with the
+  (`SequentialLoop._overlapped_round`): with the
   tree on another placement than train and off its call queue, a thread writes update(t-s)
   and draws sample(t+1) while train(t) runs, one thread hand-off per SGD step (`link:thread`
   in the profile); in train's queue (its placement, or the XLA tree `cpu-xla` on the same

@@ -28,12 +28,12 @@ import jax
 
 from hrl.runtime import rate_limit as rl
 from hrl.runtime.executors.actors import ProcessActors, ThreadActors
-from hrl.runtime.executors.sequential import HostLoop, host_settings
+from hrl.runtime.executors.sequential import SequentialLoop, host_settings
 from hrl.runtime.iteration import ChunkOut, TrainState
 from hrl.runtime.rate_limit import LimiterState, rate_limit_of
 
 
-class PipelinedLoop(HostLoop):
+class PipelinedLoop(SequentialLoop):
     """The pipelined executor (see the module docstring). `actors`: "thread" or "process";
     process actors are built from `config` (env, agent and primitives only) and take a host
     env's simulator state (`host_env`) at each chunk's ends, so checkpoints keep working."""

@@ -28,9 +28,10 @@ from hrl.runtime.primitives import Primitives
 
 def replay_off_learner(backend: str, placement: dict) -> bool:
     """Whether the tree's calls run away from the learner's device and are slow enough that
-    relaxed dependency runs them in a thread beside train(t) (`HostLoop._overlapped_round`): an
-    OpenCL or RTL tree, or sample and update placed on another device than train. Not the
-    native host tree: its calls are shorter than a hand-off between threads."""
+    relaxed dependency runs them in a thread beside train(t)
+    (`SequentialLoop._overlapped_round`): an OpenCL or RTL tree, or sample and update placed on
+    another device than train. Not the native host tree: its calls are shorter than a hand-off
+    between threads."""
     if backend in ("opencl", "rtl"):
         return True
     tree = {placement.get("sample"), placement.get("update")} - {None}
@@ -46,7 +47,7 @@ def host_settings(parts) -> dict:
                 replay=parts.replay, host_env=None if spec.is_jax else parts.env)
 
 
-class HostLoop(StateHoldsAll):
+class SequentialLoop(StateHoldsAll):
     """The sequential executor (see the module docstring).
 
     `overlap_replay`: in relaxed dependency, run the tree's update(t-s) and sample(t+1) in a
@@ -144,7 +145,7 @@ class HostLoop(StateHoldsAll):
         return agent, replay, logs
 
     @classmethod
-    def from_parts(cls, parts) -> HostLoop:
+    def from_parts(cls, parts) -> SequentialLoop:
         """The sequential executor of a run's `registry.Parts`."""
         return cls(parts.prims, parts.schedule, **host_settings(parts))
 

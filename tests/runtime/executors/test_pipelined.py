@@ -22,7 +22,7 @@ def test_pipelined_depth_0_equals_sequential_bit_for_bit(config):
     seq_built, seq, seq_out = _small_run(config, ["train.executor=sequential"])
     pip_built, pip, pip_out = _small_run(
         config, ["train.executor=pipelined", "train.pipeline_depth=0"])
-    assert type(seq_built.loop).__name__ == "HostLoop"
+    assert type(seq_built.loop).__name__ == "SequentialLoop"
     assert type(pip_built.loop).__name__ == "PipelinedLoop"
     assert int(seq.updates) > 0
     assert_trees_equal(seq, pip)
