@@ -11,7 +11,7 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   charged to the host CPU (the host loop) or to the fused loop's device; a host loop's per
   dependency mode, in the CPU dispatch `train.cpu_dispatch: auto` gives it in that mode; a
   fused loop that runs faster than its calls timed apart also leaves unpaid a share of their
-  fixed per-call costs (`constants.FusedLoop`): fused = calls + links - unpaid + bookkeeping;
+  fixed per-call costs (`constants.FusedLoopCosts`): fused = calls + links - unpaid + bookkeeping;
 * the constants are `constants.LoopConstants` (every time >= 0), fitted by
   `calibration.calibrate`; the formulas are `hrl.mapping.formulas`, one function per executor;
 * links: every edge (src -> dst, bytes, count) whose ends sit on different placements costs

@@ -66,7 +66,7 @@ class Inputs(NamedTuple):
     host_actor_relaxed: jax.Array
     pipelined_wait: jax.Array
     replay_handoff: jax.Array
-    fused_bookkeeping: jax.Array  # (P,) each placement's fused loop (`FusedLoop`)
+    fused_bookkeeping: jax.Array  # (P,) each placement's fused loop (`constants.FusedLoopCosts`)
     fused_unpaid: jax.Array
     overlap: jax.Array  # (P,) the replay thread's share, sequential executor
     overlap_pipelined: jax.Array  # (P,) pipelined executor
@@ -196,7 +196,7 @@ class FusedTimes(NamedTuple):
 
 def fused_times(x: Inputs, m: Priced, n_resources: int) -> FusedTimes:
     """The fused loop on the exclusive placement p that holds every primitive:
-    calls - unpaid(p) + bookkeeping(p) (`constants.FusedLoop`), all on p's device."""
+    calls - unpaid(p) + bookkeeping(p) (`constants.FusedLoopCosts`), all on p's device."""
     p = m.assign[:, 0]
     loop = x.fused_bookkeeping[p] - x.fused_unpaid[p]
     seconds = m.call_time.sum(1) + m.edge_time.sum(1) + loop
