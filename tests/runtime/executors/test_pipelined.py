@@ -48,7 +48,7 @@ def test_host_executors_store_next_obs_once_by_default_and_train_as_stored(confi
     assert type(stored_built.replay).__name__ == "PrioritizedReplay"
     assert int(slot.updates) > 0 and int(slot.replay.lost) == 0
     assert_trees_equal(stored.agent, slot.agent)
-    assert_trees_equal(stored.replay.tree, slot.replay.tree)
+    assert_trees_equal(stored.replay.tree, slot.replay.inner.tree)
     assert_trees_equal(out_s, out)
     assert replay_bytes_per_item(built.replay, built.example_transition) < \
         replay_bytes_per_item(stored_built.replay, stored_built.example_transition)
