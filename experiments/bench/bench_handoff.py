@@ -1,7 +1,7 @@
 """What one hand-off to a second thread and back costs: `ThreadPoolExecutor(1)` (submit + result,
-as the relaxed dependency's replay thread does it: `HostLoop._overlapped_round`) against a bare
-thread fed and answered through two `queue.SimpleQueue`s, a no-op job, interleaved rounds in one
-process. The relaxed host loop pays one per SGD step, so this is the least a replay call must
+as the relaxed dependency's replay thread does it: `SequentialLoop._overlapped_round`) against
+a bare thread fed and answered through two `queue.SimpleQueue`s, a no-op job, interleaved rounds
+in one process. The relaxed host loop pays one per SGD step, so this is the least a replay call must
 take for the overlap to pay.
 
     .venv/bin/python experiments/bench/bench_handoff.py [--calls 20000] [--rounds 5]

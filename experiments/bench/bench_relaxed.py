@@ -19,8 +19,8 @@ CPU device (sample and update placed on cpu:1, the env, inference and training o
 fixed-point priorities), on request (`--trees rtl`). Strict: sample(t+1) waits for update(t),
 which waits for train(t). Relaxed with staleness s: update(t-s) and sample(t+1) need nothing
 from train(t); for a tree off the learner's device (opencl, cpu:1, rtl) a second thread runs
-them while train(t) runs (`HostLoop._overlapped_round`), for the others they run after it, in
-order. Interleaved rounds; speed-up = strict wall / relaxed wall within a round, median over
+them while train(t) runs (`SequentialLoop._overlapped_round`), for the others they run after
+it, in order. Interleaved rounds; speed-up = strict wall / relaxed wall within a round, median over
 rounds; each tree's strict speed is also compared with the `jax` tree's in the same round. Each
 run times 150 iterations (1.5-4 s): over 30, the PoCL ratio at the balanced size moved from
 1.01x to 1.40x between two rounds, over 150 it stayed within 1.28x-1.32x. Each run is measured

@@ -95,7 +95,7 @@ def measure(cfg_dict: dict, setting: str, seconds: float) -> dict:
     state, _ = loop.run(state, chunk)  # compile + first chunk
     jax.block_until_ready(state)
     compile_s = time.perf_counter() - t0
-    while int(state.replay.size) < cfg.train.learning_starts:  # fill past learning_starts
+    while int(built.replay.size(state.replay)) < cfg.train.learning_starts:  # fill past it
         state, _ = loop.run(state, chunk)
     jax.block_until_ready(state)
     steps0, updates0 = int(state.env_steps), int(state.updates)

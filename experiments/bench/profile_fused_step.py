@@ -132,7 +132,7 @@ def main() -> None:
         jax.block_until_ready(holder["state"])
 
     run_chunk(args.iters)
-    while int(holder["state"].replay.size) < cfg.train.learning_starts:
+    while int(built.replay.size(holder["state"].replay)) < cfg.train.learning_starts:
         run_chunk(args.iters)
     hlo = loop._run.lower(holder["state"], args.iters).compile().as_text()
     owners = kernel_owners(hlo)

@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", nargs="+",
                     help="directory holding existing profile/ and profile-gymnasium/ (skip "
                          "step 1); several: their rounds merged as the profiler merges its "
-                         "rounds (profile.merge_rounds, see --merge)")
+                         "rounds (profile.merge.merge_rounds, see --merge)")
     ap.add_argument("--merge", choices=["min", "median"], default=None,
                     help="which round of a profiled row the model reads: the fastest or the "
                          f"median (default {VALIDATION_GRID['merge']}; with --held-out "

@@ -18,9 +18,10 @@ from rich.console import Console
 
 from hrl.config import ConfigError, load_config
 from hrl.mapping import parallel
+from hrl.mapping.devices import SECOND_CPU
 from hrl.mapping.plan import plan
 from hrl.mapping.platform import GpuSpec
-from hrl.mapping.profile import SECOND_CPU, load_profile, profile_rows, start_profiling_backend
+from hrl.mapping.profile import load_profile, profile_rows, start_profiling_backend
 from hrl.mapping.ranking import rank_mappings
 from hrl.mapping.report import print_summary, write_report
 from hrl.mapping.speed import speed_check

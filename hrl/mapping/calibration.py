@@ -13,7 +13,7 @@ constants at a workload for the exploration (`constants.LoopConstants`).
   where that fit says the loop runs faster than its calls timed apart (a step's bookkeeping
   below zero: XLA shares work across one program's calls), its calls' work plus the shares
   it pays of their fixed per-call costs, the intercepts of their models
-  (`constants.FusedLoop`, `fit_loop`); no constant that stands for a time is negative;
+  (`constants.FusedLoopCosts`, `fit_loop`); no constant that stands for a time is negative;
 * process link (latency, bandwidth): a batch through the pipelined executor's queue, both
   ends (`link:process`); host link and cpu-device link: a copy to a host backend, a move
   between XLA CPU devices (`link:host`, `link:cpu-device`);
@@ -37,7 +37,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hrl.mapping.constants import FusedLoop, LoopConstants
+from hrl.mapping.constants import FusedLoopCosts, LoopConstants
 from hrl.mapping.devices import SECOND_CPU
 from hrl.mapping.links import Link
 from hrl.mapping.model import METRICS, LinearModel, fit_models
@@ -249,9 +249,9 @@ class LoopOverhead:
         """The per-actor-step share, which the actors' side pays when pipelined."""
         return self.c_step * workload.rollout_length
 
-    def fused_at(self, workload: Workload) -> FusedLoop:
+    def fused_at(self, workload: Workload) -> FusedLoopCosts:
         """The fused loop's constants at `workload` (what the exploration reads)."""
-        return FusedLoop(self(workload), self.unpaid(workload))
+        return FusedLoopCosts(self(workload), self.unpaid(workload))
 
 
 def _loop_rows(profile: dict, kind: str, dispatch: str,

@@ -7,7 +7,7 @@ misspelt name is an error, never a constant of 0).
 
 Every constant that stands for a time is >= 0 (ValueError otherwise): where a fit would give
 a negative time, the model's structure for that executor is what changes (a fused loop faster
-than its calls timed apart does not pay their fixed per-call costs in full, `FusedLoop`,
+than its calls timed apart does not pay their fixed per-call costs in full, `FusedLoopCosts`,
 instead of paying them plus a negative bookkeeping term).
 """
 
@@ -28,7 +28,7 @@ def _time(name: str, value) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class FusedLoop:
+class FusedLoopCosts:
     """One iteration of a fused loop (the whole iteration in one jitted scan) on its device:
 
         its calls, as timed apart - unpaid + bookkeeping
@@ -71,8 +71,8 @@ class LoopConstants:
     host_actor: float = 0.0
     host_relaxed: float | None = None
     host_actor_relaxed: float | None = None
-    fused: FusedLoop = FusedLoop()
-    fused_by_placement: Mapping[str, FusedLoop] = dataclasses.field(default_factory=dict)
+    fused: FusedLoopCosts = FusedLoopCosts()
+    fused_by_placement: Mapping[str, FusedLoopCosts] = dataclasses.field(default_factory=dict)
     pipelined_wait: float = 0.0
     replay_handoff: float = 0.0
     replay_overlap: Mapping[str, float] = dataclasses.field(default_factory=dict)
@@ -84,10 +84,10 @@ class LoopConstants:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _time(name, value))
-        fused = self.fused if isinstance(self.fused, FusedLoop) else FusedLoop(self.fused)
+        fused = self.fused if isinstance(self.fused, FusedLoopCosts) else FusedLoopCosts(self.fused)
         object.__setattr__(self, "fused", fused)
         object.__setattr__(self, "fused_by_placement", MappingProxyType({
-            k: v if isinstance(v, FusedLoop) else FusedLoop(v)
+            k: v if isinstance(v, FusedLoopCosts) else FusedLoopCosts(v)
             for k, v in self.fused_by_placement.items()}))
         for name in ("replay_overlap", "replay_overlap_pipelined"):
             object.__setattr__(self, name, MappingProxyType(
@@ -107,7 +107,7 @@ class LoopConstants:
             raise ValueError(f"unknown loop constant(s) {unknown}; known: {sorted(known)}")
         return cls(**given)
 
-    def fused_on(self, placement: str) -> FusedLoop:
+    def fused_on(self, placement: str) -> FusedLoopCosts:
         return self.fused_by_placement.get(placement, self.fused)
 
     def relaxed(self) -> tuple[float, float]:

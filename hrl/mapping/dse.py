@@ -11,7 +11,7 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   charged to the host CPU (the host loop) or to the fused loop's device; a host loop's per
   dependency mode, in the CPU dispatch `train.cpu_dispatch: auto` gives it in that mode; a
   fused loop that runs faster than its calls timed apart also leaves unpaid a share of their
-  fixed per-call costs (`constants.FusedLoop`): fused = calls + links - unpaid + bookkeeping;
+  fixed per-call costs (`constants.FusedLoopCosts`): fused = calls + links - unpaid + bookkeeping;
 * the constants are `constants.LoopConstants` (every time >= 0), fitted by
   `calibration.calibrate`; the formulas are `hrl.mapping.formulas`, one function per executor;
 * links: every edge (src -> dst, bytes, count) whose ends sit on different placements costs
@@ -20,7 +20,7 @@ Iteration time of a mapping (one iteration = `workload.Workload`'s loop body):
   (`links.Link.time`: latency + bytes / bandwidth). Two accelerators talk through the host.
 * strict dependency: everything on the critical path, in order -> the sum of calls and links;
 * relaxed dependency (staleness s > 0), as the host loops run it
-  (`HostLoop._overlapped_round`): with the
+  (`SequentialLoop._overlapped_round`): with the
   tree on another placement than train and off its call queue, a thread writes update(t-s)
   and draws sample(t+1) while train(t) runs, one thread hand-off per SGD step (`link:thread`
   in the profile); in train's queue (its placement, or the XLA tree `cpu-xla` on the same

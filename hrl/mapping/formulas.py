@@ -5,7 +5,7 @@ Each function takes the problem (`Inputs`, from `dse.Problem.inputs`) and what e
 reads per mapping (`Priced`, from `price`: the calls' and the hops' seconds, feasibility) and
 returns its named times, arrays over the M = P**5 mappings:
 
-* `sequential_times`: the host loop, strict and relaxed (`HostLoopTimes`);
+* `sequential_times`: the host loop, strict and relaxed (`SequentialTimes`);
 * `fused_times`: the fused loop on an exclusive placement (`FusedTimes`);
 * `pipelined_times`: the pipelined executor with process actors (`Pipelined`: per mode its
   actor side, learner side and shared-CPU bound);
@@ -66,7 +66,7 @@ class Inputs(NamedTuple):
     host_actor_relaxed: jax.Array
     pipelined_wait: jax.Array
     replay_handoff: jax.Array
-    fused_bookkeeping: jax.Array  # (P,) each placement's fused loop (`FusedLoop`)
+    fused_bookkeeping: jax.Array  # (P,) each placement's fused loop (`constants.FusedLoopCosts`)
     fused_unpaid: jax.Array
     overlap: jax.Array  # (P,) the replay thread's share, sequential executor
     overlap_pipelined: jax.Array  # (P,) pipelined executor
@@ -165,7 +165,7 @@ def _replay_saving(x: Inputs, m: Priced, overlap: jax.Array) -> jax.Array:
     return jnp.where(overlaps, overlap[tree] * shorter - x.sgd_steps * x.replay_handoff, 0.0)
 
 
-class HostLoopTimes(NamedTuple):
+class SequentialTimes(NamedTuple):
     """The sequential executor's seconds per iteration, and each resource's busy seconds."""
 
     strict: jax.Array
@@ -174,7 +174,7 @@ class HostLoopTimes(NamedTuple):
     busy_relaxed: jax.Array
 
 
-def sequential_times(x: Inputs, m: Priced, n_resources: int) -> HostLoopTimes:
+def sequential_times(x: Inputs, m: Priced, n_resources: int) -> SequentialTimes:
     """The host loop: strict = calls + links + host; relaxed = max(calls + links +
     host_relaxed - replay saving, busiest resource / its cores) (module docstring)."""
     busy = jnp.einsum("mc,mcr->mr", m.call_time, m.res_onehot) + _hops_busy(x, m, n_resources)
@@ -182,8 +182,8 @@ def sequential_times(x: Inputs, m: Priced, n_resources: int) -> HostLoopTimes:
     busy_relaxed = busy + x.host_relaxed * m.host_cpu[None, :]
     relaxed = jnp.maximum(in_order + x.host_relaxed - _replay_saving(x, m, x.overlap),
                           _busiest(busy_relaxed, m))
-    return HostLoopTimes(in_order + x.host, relaxed, busy + x.host * m.host_cpu[None, :],
-                         busy_relaxed)
+    return SequentialTimes(in_order + x.host, relaxed, busy + x.host * m.host_cpu[None, :],
+                           busy_relaxed)
 
 
 class FusedTimes(NamedTuple):
@@ -196,7 +196,7 @@ class FusedTimes(NamedTuple):
 
 def fused_times(x: Inputs, m: Priced, n_resources: int) -> FusedTimes:
     """The fused loop on the exclusive placement p that holds every primitive:
-    calls - unpaid(p) + bookkeeping(p) (`constants.FusedLoop`), all on p's device."""
+    calls - unpaid(p) + bookkeeping(p) (`constants.FusedLoopCosts`), all on p's device."""
     p = m.assign[:, 0]
     loop = x.fused_bookkeeping[p] - x.fused_unpaid[p]
     seconds = m.call_time.sum(1) + m.edge_time.sum(1) + loop
@@ -235,7 +235,7 @@ def _learner(x: Inputs, m: Priced, n_resources: int):
     return in_order, relaxed
 
 
-def pipelined_times(x: Inputs, m: Priced, seq: HostLoopTimes, n_resources: int) -> Pipelined:
+def pipelined_times(x: Inputs, m: Priced, seq: SequentialTimes, n_resources: int) -> Pipelined:
     """Process actors (module docstring): max(actor side, learner side, host CPU busy /
     cores); each side pays the process link (`ipc_seconds`) and the wait; the host loop's
     bookkeeping splits into the actors' part (host_actor) and the learner's (the rest)."""
@@ -256,7 +256,7 @@ def pipelined_times(x: Inputs, m: Priced, seq: HostLoopTimes, n_resources: int) 
         sides(x.host_relaxed, x.host_actor_relaxed, learner_relaxed, seq.busy_relaxed))
 
 
-def thread_times(x: Inputs, m: Priced, seq: HostLoopTimes,
+def thread_times(x: Inputs, m: Priced, seq: SequentialTimes,
                       n_resources: int) -> Pipelined:
     """Thread actors (module docstring): the process actors' sides with a thread hand-off
     (`replay_handoff`) per iteration instead of the process link and no wait, and the GIL:

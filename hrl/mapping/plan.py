@@ -34,22 +34,7 @@ import numpy as np
 
 from hrl.mapping import dse, notes, parallel
 from hrl.mapping import fpga as fpga_model
-from hrl.mapping.calibration import (  # noqa: F401  (older callers import these from here)
-    MEASURED_KINDS,
-    Calibration,
-    LoopOverhead,
-    _loop_row_workload,
-    calibrate,
-    cpu_device_link_from_profile,
-    executor_errors,
-    host_cores,
-    host_link_from_profile,
-    loop_overheads,
-    models_from_profile,
-    pipelined_wait_from_profile,
-    replay_overlap_from_profile,
-    thread_handoff_from_profile,
-)
+from hrl.mapping.calibration import MEASURED_KINDS, Calibration, calibrate, models_from_profile
 from hrl.mapping.devices import normalize_placement
 from hrl.mapping.links import Link
 from hrl.mapping.model import LinearModel

@@ -37,7 +37,8 @@ The contract, what every implementation guarantees:
 * Every buffer gives `PrioritizedReplay`'s numbers on the same calls (the same random bits,
   stored priorities, IS weights and bookkeeping); the tests of each variant check it, bit for
   bit where the format allows (see each module).
-* `state.size` (and `size(state)`) is the number of filled slots; `capacity` the ring's slots.
+* `size(state)` is the number of filled slots (read it through the buffer: a state need not
+  carry it at its top, `NextSlotState` keeps it in `inner`); `capacity` the ring's slots.
   `add` overwrites the oldest slots first; new items take the priorities passed to it (raw,
   before alpha; inside jit and on the host buffers a NaN, inf or negative one takes the
   largest priority seen) or, without them, the largest priority seen so far.

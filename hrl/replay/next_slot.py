@@ -82,31 +82,6 @@ class NextSlotState:
     lost: jax.Array  # int32: items dropped because the side store overflowed
     layout: RowLayout = struct.field(pytree_node=False)  # the whole transition's layout
 
-    # What the executors read of a replay state, as `ReplayState` has it.
-    @property
-    def size(self):
-        return self.inner.size
-
-    @property
-    def tree(self):
-        return self.inner.tree
-
-    @property
-    def min_tree(self):
-        return self.inner.min_tree
-
-    @property
-    def insert_pos(self):
-        return self.inner.insert_pos
-
-    @property
-    def added(self):
-        return self.inner.added
-
-    @property
-    def max_priority(self):
-        return self.inner.max_priority
-
 
 def _same_bits(a, b):
     """(M,) bool: item k of `a` and `b` (leading axis M) hold the same bits. Floats compare

@@ -14,8 +14,8 @@ from hrl.runtime.executors import (
     DataParallelLoop,
     Executor,
     FusedLoop,
-    HostLoop,
     PipelinedLoop,
+    SequentialLoop,
     make_mesh,
 )
 from hrl.runtime.iteration import ChunkOut, Schedule, TrainState, init_train_state
@@ -32,11 +32,11 @@ __all__ = [
     "DataParallelLoop",
     "Executor",
     "FusedLoop",
-    "HostLoop",
     "PendingUpdates",
     "PipelinedLoop",
     "Primitives",
     "Schedule",
+    "SequentialLoop",
     "TrainState",
     "beta_at",
     "build",

@@ -34,8 +34,8 @@ from hrl.runtime.executor_choice import runs_host_loop
 
 # The dispatch `auto` gives a host loop on one device, per dependency mode; the mapping model
 # prices each mode's bookkeeping with the profile's rows in the same dispatch. Relaxed runs
-# sync too: what overlaps there is the replay thread (`HostLoop._overlapped_round`), not async
-# dispatch (experiments/bench/bench_relaxed.py and experiments/mapping/validate_mapping.py
+# sync too: what overlaps there is the replay thread (`SequentialLoop._overlapped_round`), not
+# async dispatch (experiments/bench/bench_relaxed.py and experiments/mapping/validate_mapping.py
 # measure both).
 HOST_LOOP_DISPATCH = {"strict": "sync", "relaxed": "sync"}
 

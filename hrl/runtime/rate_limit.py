@@ -25,8 +25,11 @@ first learning round comes within a period of learning_starts; each round pays o
 the period's inserts). `fused` and `sequential` are that order. The `pipelined` executor lets
 the actors run ahead of the learner, and there the limiter blocks the actors (see
 `hrl.runtime.executors.actors`); the learner cannot run ahead, since it takes the actors'
-iterations in order. A tolerance below U*B would block both sides for good, so it is refused
-(`check_tolerance`).
+iterations in order. A tolerance below U*B would block both sides for good, so it is refused.
+
+The settings are checked once, where the config is loaded (`hrl.config.schema`, by the rules
+of `hrl.config.rules`: `check_limit`, r = train_ratio * batch_size, `check_tolerance`), so a
+`RateLimit` from `rate_limit_of` is workable; one built by hand is taken as given.
 
 State is data: `LimiterState` (two counters) and `RateLimit` (the static settings); the
 functions are pure, `f(limit, state, n) -> (state, ok)`.
@@ -37,18 +40,13 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
-from hrl.config.rules import check_limit, check_tolerance, round_samples
-
 __all__ = [
     "LimiterState",
     "RateLimit",
     "can_insert",
-    "check_limit",
-    "check_tolerance",
     "error",
     "insert",
     "live_ratio",
-    "round_samples",
     "sample",
 ]
 
@@ -67,9 +65,6 @@ class RateLimit:
     samples_per_insert: float  # r: samples per inserted transition
     tolerance: float  # the error band, in samples (Reverb's error_buffer)
     min_size: int  # no sample before the buffer holds this many (train.learning_starts)
-
-    def __post_init__(self):
-        check_limit(self.samples_per_insert, self.tolerance, self.min_size)
 
 
 def error(limit: RateLimit, state: LimiterState) -> float:

@@ -14,6 +14,8 @@ def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_pa
 
     from hrl.cli import main
     from hrl.mapping import profile as prof
+    from hrl.mapping.profile.grids import FUSED_CALL_SETTINGS, LOOP_LONG_CALL, LOOP_SETTINGS
+    from hrl.mapping.profile.loops import loop_iterations
 
     asked, sized = [], []
 
@@ -29,9 +31,9 @@ def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_pa
     before = prof.load_profile(run_dir)
     assert main(["profile", CONFIG, "--only", "loop-fused", "--run-dir", str(run_dir),
                  "--no-progress"]) == 0
-    n = prof.loop_iterations(prof.GRIDS["quick"]["repeats"])
-    want = ([(s_, u, n) for s_, u in prof.LOOP_SETTINGS]
-            + [(s_, u, n * prof.LOOP_LONG_CALL) for s_, u in prof.FUSED_CALL_SETTINGS])
+    n = loop_iterations(prof.GRIDS["quick"]["repeats"])
+    want = ([(s_, u, n) for s_, u in LOOP_SETTINGS]
+            + [(s_, u, n * LOOP_LONG_CALL) for s_, u in FUSED_CALL_SETTINGS])
     assert asked == [("fused", "async", want)]
     # at the profile's own smallest sizes, where its primitives were measured
     prims = [r for r in before["rows"] if r.call.startswith(("train:", "infer:"))]
@@ -49,7 +51,8 @@ def test_profile_only_adds_the_collective_row_to_an_existing_profile(tiny_profil
     import shutil
 
     from hrl.cli import main
-    from hrl.mapping.profile import COLLECTIVE_SIZES, load_profile
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.profile.grids import COLLECTIVE_SIZES
 
     run_dir = tmp_path / "profile"
     shutil.copytree(tiny_profile[0], run_dir)

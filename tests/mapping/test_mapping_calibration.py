@@ -14,7 +14,7 @@ from hrl.mapping.calibration import (
     fit_loop,
     models_from_profile,
 )
-from hrl.mapping.constants import FusedLoop, LoopConstants
+from hrl.mapping.constants import FusedLoopCosts, LoopConstants
 from hrl.mapping.platform import Placement, measured_placement
 from hrl.mapping.profile.grids import FUSED_CALL_SETTINGS, LOOP_SETTINGS
 from hrl.mapping.profile.io import load_profile
@@ -43,7 +43,7 @@ def test_a_constant_that_stands_for_a_time_is_never_negative(field):
     with pytest.raises(ValueError, match="fused-loop bookkeeping is a time"):
         LoopConstants.of({"fused": -1e-6})
     with pytest.raises(ValueError, match="fused-loop unpaid fixed cost is a time"):
-        FusedLoop(unpaid=-0.1)
+        FusedLoopCosts(unpaid=-0.1)
     # A share of the shorter side is not a time: below 0 it says the two sides slow each
     # other down.
     assert LoopConstants(replay_overlap={"pocl": -0.5}).overlap("pocl") == -0.5
@@ -59,7 +59,7 @@ def test_fused_loop_pays_its_calls_less_what_it_does_not_pay_plus_its_bookkeepin
     on the same calls pays them whole."""
     w = Workload(num_envs=4, batch_size=8, sgd_steps=2.0, rollout_length=3)
     fused = _cpu(exclusive=True, name="cpu-fused")
-    loop = FusedLoop(bookkeeping=0.2 * MS, unpaid=1.5 * MS)
+    loop = FusedLoopCosts(bookkeeping=0.2 * MS, unpaid=1.5 * MS)
     exp = dse.explore([_cpu(), fused], w, loop_overhead=LoopConstants(fused=loop, host=1 * MS))
     calls = sum(w.counts().values()) * MS
     row = exp.row_of({p: "cpu-fused" for p in PRIMITIVES})

@@ -13,7 +13,7 @@ OLD_PROFILE = ROOT / "experiments" / "results" / "mapping" / "run10" / "profile"
 
 
 def test_a_profile_row_round_trips_through_dict_and_json():
-    from hrl.mapping.profile import ProfileRow
+    from hrl.mapping.profile.rows import ProfileRow
 
     timed = {"call": "sample", "placement": "cpu", "mode": "dispatched",
              "env": "gymnax:CartPole-v1", "algo": "dqn", "num_envs": 1, "width": 32,
@@ -43,7 +43,8 @@ def test_a_profile_row_round_trips_through_dict_and_json():
 
 
 def test_write_and_load_keep_a_profile_s_rows_as_they_were(tmp_path):
-    from hrl.mapping.profile import ProfileRow, load_profile, write_profile
+    from hrl.mapping.profile import load_profile, write_profile
+    from hrl.mapping.profile.rows import ProfileRow
 
     rows = [{"call": "link:host", "placement": "host", "mode": "host", "work": 1024.0,
              "latency_s": 1e-6, "repeats": 3},

@@ -203,7 +203,7 @@ def _with_collective(profile: dict, latency: float = 50e-6, bandwidth: float = 2
 
 
 def test_collective_row_is_fitted_as_a_link():
-    from hrl.mapping.plan import host_link_from_profile
+    from hrl.mapping.calibration import host_link_from_profile
 
     link = host_link_from_profile(_with_collective(_synthetic_profile()), "wall",
                                   "link:cpu-collective")

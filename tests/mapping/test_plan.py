@@ -36,7 +36,7 @@ def test_the_pipelined_wait_is_measured_by_the_profile_s_own_loop_rows(tiny_prof
     same rows 0.4 ms slower give a wait of 0.4 ms, which the pipelined prediction then
     carries; no rows, no wait."""
     from hrl.mapping import dse
-    from hrl.mapping.plan import (
+    from hrl.mapping.calibration import (
         MEASURED_KINDS,
         _loop_row_workload,
         executor_errors,
@@ -44,8 +44,8 @@ def test_the_pipelined_wait_is_measured_by_the_profile_s_own_loop_rows(tiny_prof
         loop_overheads,
         models_from_profile,
         pipelined_wait_from_profile,
-        plan,
     )
+    from hrl.mapping.plan import plan
     from hrl.mapping.platform import measured_placement
     from hrl.mapping.profile import load_profile
 
@@ -88,7 +88,7 @@ def test_the_pipelined_wait_is_measured_by_the_profile_s_own_loop_rows(tiny_prof
 def _exact_loop_row(placement, call: str, steps: int, sgd: int, beyond: float, **fields):
     """A loop row of the profiler's loop sizes whose time is exactly its primitives' predicted
     time on `placement` plus `beyond` seconds of bookkeeping."""
-    from hrl.mapping.plan import _loop_row_workload
+    from hrl.mapping.calibration import _loop_row_workload
 
     row = {"call": call, "env": "gymnax:CartPole-v1", "algo": "dqn", "width": 32,
            "num_envs": 1, "batch": 16, "capacity": 4096, "fanout": 16, "rollout": steps,
@@ -104,14 +104,15 @@ def test_host_loop_bookkeeping_is_fitted_per_cpu_dispatch_and_priced_per_mode(ti
     only prices the sync dispatch with them; the exploration charges each mode its own
     bookkeeping."""
     from hrl.mapping import dse
-    from hrl.mapping.plan import (
+    from hrl.mapping.calibration import (
         MEASURED_KINDS,
         _loop_row_workload,
         loop_overheads,
         models_from_profile,
     )
     from hrl.mapping.platform import measured_placement
-    from hrl.mapping.profile import LOOP_SETTINGS, load_profile
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.profile.grids import LOOP_SETTINGS
 
     profile = load_profile(tiny_profile[0])
     models = models_from_profile(profile)
@@ -149,13 +150,14 @@ def test_fused_loop_cost_per_call_is_fitted_apart_and_priced_per_chunk(tiny_prof
     workload's iterations per call (`hrl train`: a chunk of train.chunk_env_steps), none where
     that is not known; rows at one chunk length keep it in c0, as before."""
     from hrl.config import load_config
-    from hrl.mapping.plan import (
+    from hrl.mapping.calibration import (
         MEASURED_KINDS,
         loop_overheads,
         models_from_profile,
     )
     from hrl.mapping.platform import measured_placement
-    from hrl.mapping.profile import FUSED_CALL_SETTINGS, LOOP_SETTINGS, load_profile
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.profile.grids import FUSED_CALL_SETTINGS, LOOP_SETTINGS
     from hrl.mapping.workload import Workload, workload_from_config
 
     profile = load_profile(tiny_profile[0])
@@ -184,7 +186,7 @@ def test_fused_loop_cost_per_call_is_fitted_apart_and_priced_per_chunk(tiny_prof
 
 
 def test_plan_prices_the_relaxed_overlap_measured_nearest_the_workload():
-    from hrl.mapping.plan import replay_overlap_from_profile
+    from hrl.mapping.calibration import replay_overlap_from_profile
     from hrl.mapping.workload import Workload
 
     def row(place, width, batch, eta, call="overlap:loop", **more):
@@ -222,7 +224,7 @@ def test_plan_forms_the_overlap_from_the_loop_s_saving_with_the_profile_s_hand_o
     """A loop row holds what relaxed saved and the two sides; the overlap is formed with the
     hand-off the model takes back off, so the model's saving at the measured point is the
     measured saving, whatever hand-off the profile holds."""
-    from hrl.mapping.plan import replay_overlap_from_profile
+    from hrl.mapping.calibration import replay_overlap_from_profile
     from hrl.mapping.workload import Workload
 
     row = {"call": "overlap:loop", "placement": "cpu1", "width": 64, "batch": 32,

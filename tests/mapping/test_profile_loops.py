@@ -9,7 +9,8 @@ from tiny_profiles import CONFIG
 @pytest.mark.parametrize("dispatch", ["sync", pytest.param("async", marks=pytest.mark.long)])
 def test_loop_rows_are_measured_in_a_process_with_their_dispatch(dispatch):
     from hrl.config import load_config, to_dict
-    from hrl.mapping.profile import GRIDS, loop_rows_subprocess, loop_sizes
+    from hrl.mapping.profile.grids import GRIDS, loop_sizes
+    from hrl.mapping.profile.spawn import loop_rows_subprocess
 
     got = loop_rows_subprocess(to_dict(load_config(CONFIG)), "host", dispatch, repeats=2,
                                settings=[(1, 2, 3)], sizes=loop_sizes(GRIDS["quick"], "host"))
@@ -23,7 +24,8 @@ def test_loop_row_configs_run_the_row_s_actor_and_sgd_steps(loop):
     sizes: the grid's smallest point, with at least 8 envs in the host loops (a host env step
     costs more in a loop)."""
     from hrl.config import load_config, to_dict
-    from hrl.mapping.profile import GRIDS, LOOP_ENVS, loop_row_config, loop_sizes
+    from hrl.mapping.profile.grids import GRIDS, LOOP_ENVS, loop_sizes
+    from hrl.mapping.profile.loops import loop_row_config
     from hrl.mapping.workload import workload_from_config
 
     grid = {**GRIDS["quick"], "num_envs": (4, 64), "width": (64, 256), "batch": (32, 128)}

@@ -7,7 +7,7 @@ from tiny_profiles import CONFIG, TINY_GRID
 
 
 def test_rounds_keep_each_row_as_measured_where_it_was_fastest():
-    from hrl.mapping.profile import merge_rounds
+    from hrl.mapping.profile.merge import merge_rounds
 
     def row(call, batch, latency, **extra):
         return {"call": call, "placement": "cpu", "mode": "dispatched", "batch": batch,
@@ -36,11 +36,11 @@ def test_rounds_merge_to_each_row_s_median_round_and_a_profile_keeps_them(tmp_pa
     from hrl.mapping.profile import (
         Profiler,
         load_profile,
-        merge_rounds,
         merged_rows,
         update_profile,
         write_profile,
     )
+    from hrl.mapping.profile.merge import merge_rounds
 
     def row(call, latency, **extra):
         return {"call": call, "placement": "cpu", "mode": "dispatched", "batch": 4,
@@ -80,7 +80,8 @@ def test_rounds_measured_in_a_slow_spell_are_left_out(tmp_path):
     measured stays), the profile's reference is the steady rounds' samples, and
     load_profile merges a profile written without the rule again by it."""
     from hrl.config import load_config, to_dict
-    from hrl.mapping.profile import load_profile, merge_rounds, write_profile
+    from hrl.mapping.profile import load_profile, write_profile
+    from hrl.mapping.profile.merge import merge_rounds
     from hrl.mapping.speed import steady_rounds, steady_samples
 
     def row(call, latency, n):

@@ -17,7 +17,7 @@ def test_relaxed_overlap_probe_times_the_runtime_loops(backend, executors):
     fresh process. The row holds what relaxed saved per SGD step and the two sides the strict
     loop's timers saw; the overlap is formed in `plan`, with the profile's link:thread."""
     from hrl.config import load_config, to_dict
-    from hrl.mapping.profile import overlap_rows_subprocess
+    from hrl.mapping.profile.spawn import overlap_rows_subprocess
     from hrl.replay.backends import BackendUnavailableError, opencl
 
     if backend == "opencl":
@@ -45,7 +45,8 @@ def test_overlap_loops_are_the_runtime_s_in_both_modes():
     """The loops an overlap row compares differ in their dependency alone, and put the tree
     where the row says: the JAX tree on the second CPU device, a host backend as itself."""
     from hrl.config import load_config, to_dict
-    from hrl.mapping.profile import SECOND_CPU_PLACEMENT, overlap_loop_config
+    from hrl.mapping.devices import SECOND_CPU_PLACEMENT
+    from hrl.mapping.profile.overlap import overlap_loop_config
 
     base = to_dict(load_config(CONFIG))
     strict, relaxed = (overlap_loop_config(base, "jax", 1024, 4, 64, 32, "pipelined", r)

@@ -68,14 +68,15 @@ def test_profile_times_every_primitive_on_cpu(tiny_profile):
 
 
 def test_a_call_is_timed_after_the_calls_that_precede_it_in_the_loop():
-    from hrl.mapping.profile import LOOP_CYCLE, LoopContext, _median_time
+    from hrl.mapping.profile.context import LOOP_CYCLE, LoopContext
+    from hrl.mapping.profile.timers import median_time
 
     made = []
     context = LoopContext({c: (lambda c=c: made.append(c)) for c in LOOP_CYCLE})
-    t = _median_time(lambda: made.append("timed"), 2, context.around("train"))
+    t = median_time(lambda: made.append("timed"), 2, context.around("train"))
     between = ["update", "env", "infer", "sample"]
     assert made == ["timed", "timed", *between, "timed", *between, "timed"]  # 2 warm-ups
-    assert t["context"] == "loop" and "context" not in _median_time(lambda: None, 1)
+    assert t["context"] == "loop" and "context" not in median_time(lambda: None, 1)
     made.clear()
     context.around("insert")()  # once an iteration, where the first sample is
     assert made == ["train", "update", "env", "infer"]
@@ -84,11 +85,11 @@ def test_a_call_is_timed_after_the_calls_that_precede_it_in_the_loop():
 def test_profiler_children_see_no_gpu_whatever_the_parent_runs_on(monkeypatch):
     """Every probe child measures CPU loops and links: on a GPU machine a child that started
     the GPU backend took GPU memory beside its parent and failed out of memory (H100)."""
-    from hrl.mapping.profile import _child_env
+    from hrl.mapping.profile.spawn import child_env
 
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
-    env = _child_env(XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=2")
     assert env["JAX_PLATFORMS"] == "cpu"
     assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2"
     assert env["PYTHONPATH"].split(os.pathsep)[-1] == "/elsewhere"
@@ -128,7 +129,7 @@ for label, task in prof.tasks():
         task()
 links = [r for r in prof.rows if r["call"] == "link:cpu-device"]
 rows = sorted({(r["call"], r["placement"], r["batch"]) for r in prof.rows if r not in links})
-from hrl.mapping.plan import cpu_device_link_from_profile
+from hrl.mapping.calibration import cpu_device_link_from_profile
 link = cpu_device_link_from_profile({"rows": links})
 print(json.dumps([labels, rows, [r["work"] for r in links], link.latency, link.bandwidth]))
 """

@@ -58,7 +58,7 @@ def test_next_obs_from_the_next_slot_trains_exactly_as_stored(n_step):
     assert type(build(default).replay).__name__ == "NextSlotReplay"
     slot, out_n = run_iterations(default, ITERATIONS)
     assert int(slot.updates) > 0 and int(slot.replay.lost) == 0
-    assert int(slot.replay.added) > 203
+    assert int(slot.replay.inner.added) > 203
     assert_trees_equal(stored.agent, slot.agent)
-    assert_trees_equal(stored.replay.tree, slot.replay.tree)
+    assert_trees_equal(stored.replay.tree, slot.replay.inner.tree)
     assert_trees_equal(out_s, out_n)

@@ -11,9 +11,9 @@ import pytest
 from tiny_runs import CONFIGS, SMALL, assert_trees_equal
 
 from hrl.config import ConfigError, load_config
+from hrl.config.rules import check_limit, check_tolerance
 from hrl.runtime import build, initial_state
 from hrl.runtime import rate_limit as rl
-from hrl.runtime.executors import PipelinedLoop
 from hrl.runtime.rate_limit import LimiterState, RateLimit
 
 # ----------------------------------------------------------------------------- functions
@@ -83,8 +83,9 @@ def test_alternating_schedule_stays_in_the_band():
     ({"min_size": -1}, r"'train.learning_starts'"),
 ])
 def test_bad_limits_name_the_key_value_and_range(kwargs, message):
+    limit = {"samples_per_insert": 4.0, "tolerance": 32.0, "min_size": 10, **kwargs}
     with pytest.raises(ValueError, match=message):
-        RateLimit(**{"samples_per_insert": 4.0, "tolerance": 32.0, "min_size": 10, **kwargs})
+        check_limit(**limit)
 
 
 def test_negative_counts_are_refused():
@@ -95,9 +96,9 @@ def test_negative_counts_are_refused():
 
 
 def test_tolerance_below_one_round_is_refused():
-    rl.check_tolerance(128.0, 16, 8)
+    check_tolerance(128.0, 16, 8)
     with pytest.raises(ValueError, match=r"tolerance': must be >= .* 16 x 8 = 128.*got 127"):
-        rl.check_tolerance(127.0, 16, 8)
+        check_tolerance(127.0, 16, 8)
 
 
 # ----------------------------------------------------------------------------- config
@@ -135,18 +136,6 @@ def test_limiter_keys_accepted_in_every_host_executor(executor):
     cfg = load_config(CONFIGS / "dqn_cartpole.yaml",
                       SMALL + ["train.executor=fused", "train.samples_per_insert=4"])
     assert cfg.train.samples_per_insert == 4.0
-
-
-def test_pipelined_loop_refuses_a_limit_the_schedule_contradicts():
-    built = build(load_config(CONFIGS / "dqn_cartpole_gymnasium.yaml",
-                              SMALL + ["train.executor=pipelined"]))
-    loop = built.loop
-    args = (loop.prims, loop.schedule, False)
-    with pytest.raises(ValueError, match="'train.samples_per_insert': must equal the "
-                                         "iteration's 4"):
-        PipelinedLoop(*args, rate_limit=RateLimit(8.0, 1024.0, 32))
-    with pytest.raises(ValueError, match="tolerance': must be >= one learning round"):
-        PipelinedLoop(*args, rate_limit=RateLimit(4.0, 100.0, 32))
 
 
 # ----------------------------------------------------------------------------- executor

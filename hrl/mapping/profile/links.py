@@ -141,8 +141,9 @@ def profile_process_link(prof, repeats: int) -> None:
 
 def profile_thread_handoff(prof, repeats: int) -> None:
     """A hand-off to a second thread and back (`link:thread`): what the relaxed dependency
-    pays per SGD step to run update and sample beside train (`HostLoop._overlapped_round`,
-    a ThreadPoolExecutor of one thread). `timers.thread_handoff_time`."""
+    pays per SGD step to run update and sample beside train
+    (`SequentialLoop._overlapped_round`, a ThreadPoolExecutor of one thread).
+    `timers.thread_handoff_time`."""
     prof.rows.append(link_row(HANDOFF_CALL, 0, thread_handoff_time(repeats), repeats))
 
 

@@ -4,7 +4,7 @@
 | --------------- | ------------------ | -------------------------------------------------------- |
 | fused           | `FusedLoop`        | the whole iteration as one `lax.scan` on one JAX device  |
 | data-parallel   | `DataParallelLoop` | the fused iteration under `shard_map` over D devices     |
-| sequential      | `HostLoop`         | each primitive its own call, actors then learner         |
+| sequential      | `SequentialLoop`   | each primitive its own call, actors then learner         |
 | pipelined       | `PipelinedLoop`    | the actors (thread or process) beside the learner        |
 | distributed     | `DistributedLoop`  | N actor workers on Ray feeding the learner (Ape-X)       |
 
@@ -24,7 +24,7 @@ from hrl.runtime.executors.host_calls import HostCalls, HostTrain, put_for_call
 from hrl.runtime.executors.pipelined import PipelinedLoop
 from hrl.runtime.executors.ray_actors import DistributedLoop, start_ray
 from hrl.runtime.executors.registry import Parts, executor_class, make_executor
-from hrl.runtime.executors.sequential import HostLoop
+from hrl.runtime.executors.sequential import SequentialLoop
 
 __all__ = [
     "AXIS",
@@ -34,10 +34,10 @@ __all__ = [
     "Executor",
     "FusedLoop",
     "HostCalls",
-    "HostLoop",
     "HostTrain",
     "Parts",
     "PipelinedLoop",
+    "SequentialLoop",
     "choose_executor",
     "executor_class",
     "make_executor",

@@ -100,8 +100,9 @@ class DataParallelLoop(FusedLoop):
                 f"schedule ({schedule.devices}), replay ({replay.num_shards}) and mesh "
                 f"({mesh.size}) disagree on the number of devices"
             )
-        super().__init__(prims, schedule, replay.capacity)  # no shard owns index capacity
-        self.replay = replay
+        # No shard owns index capacity; `replay.size` is the psum over the shards, the same on
+        # every device, so every device's learning cond agrees.
+        super().__init__(prims, schedule, replay)
         self.mesh = mesh
 
         def chunk(state, num_iters, seeds):
@@ -141,10 +142,7 @@ class DataParallelLoop(FusedLoop):
         """Whether the replicas agree (`replicas_agree`), beside the fused loop's fields."""
         return {**super().summary_fields(state), **replicas_agree(state.agent)}
 
-    # --- FusedLoop's hooks -------------------------------------------------------------
-    def _held(self, replay):
-        return self.replay.global_size(replay)  # the same on every device: the cond agrees
-
+    # --- FusedLoop's hook --------------------------------------------------------------
     def _actor_index(self):
         return jax.lax.axis_index(AXIS)
 

@@ -2,7 +2,8 @@
 
 Everything runs on one JAX device; the host wakes up only between chunks (progress, logging,
 checkpoints). `DataParallelLoop` (`data_parallel.py`) runs this same program on every device
-of a mesh, through the three hooks below.
+of a mesh: its sharded replay's `size` counts every shard, and `_actor_index` (below) says
+which device's actors a program steps.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from hrl.replay.interface import Replay
 from hrl.runtime.executors.base import InitOne, StateHoldsAll
 from hrl.runtime.iteration import (
     ChunkOut,
@@ -40,8 +42,10 @@ class FusedLoop(StateHoldsAll):
     """All five primitives on one JAX device, fused into one jitted `lax.scan` per chunk.
 
     `run(state, n)` compiles once per distinct `n`; `run_seeds` runs a stack of independent
-    states (leading axis: seed) as one vmapped program. `capacity`: the replay's (a static
-    setting), the index past its end that a relaxed queue's empty slots write to."""
+    states (leading axis: seed) as one vmapped program. `replay`: the buffer the primitives
+    were built from (a static structure): its `size(state)` says how many transitions the
+    state holds, and its capacity is the index past its end that a relaxed queue's empty
+    slots write to."""
 
     name = "fused"
     runs_seeds_at_once = True
@@ -49,10 +53,11 @@ class FusedLoop(StateHoldsAll):
     inserts_in_order = True
     spans_processes = False
 
-    def __init__(self, prims: Primitives, schedule: Schedule, capacity: int):
+    def __init__(self, prims: Primitives, schedule: Schedule, replay: Replay):
         self.prims = prims
         self.schedule = schedule
-        self.capacity = capacity
+        self.replay = replay
+        capacity = replay.capacity
         self._actor_calls = traced_actor_calls(prims, schedule)
         self._learner_calls = LearnerCalls(
             sample=prims.sample,
@@ -71,13 +76,9 @@ class FusedLoop(StateHoldsAll):
     @classmethod
     def from_parts(cls, parts) -> FusedLoop:
         """The fused executor of a run's `registry.Parts`."""
-        return cls(parts.prims, parts.schedule, parts.replay.capacity)
+        return cls(parts.prims, parts.schedule, parts.replay)
 
     # --- what a data-parallel loop changes (`DataParallelLoop`) ------------------------
-    def _held(self, replay):
-        """Transitions the replay holds (over all devices)."""
-        return replay.size
-
     def _actor_index(self):
         """Which device's actors this program steps (0 on one device)."""
         return 0
@@ -115,7 +116,7 @@ class FusedLoop(StateHoldsAll):
         batch_of = lambda x: x.reshape((sch.inserts_per_iter,) + x.shape[2:])  # noqa: E731
         replay = p.insert(state.replay, jax.tree.map(batch_of, transitions))
 
-        do_learn = learns(self._held(replay), state.iteration, sch)
+        do_learn = learns(self.replay.size(replay), state.iteration, sch)
         learn = lambda: self._learn(state.agent, replay, state.pending, k_learn, env_steps)  # noqa: E731
         metrics_shape = jax.eval_shape(learn)[-1]
 

@@ -11,13 +11,15 @@ while it steps and every primitive call is a Python dispatch, so thread actors o
 learner little; process actors do not share the GIL, at the price of moving weights and
 transitions between processes (`experiments/bench/bench_executors.py` compares them).
 
-`rate_limit` (a `hrl.runtime.rate_limit.RateLimit`, or None: off) bounds the actors' lead in
-samples per insert as well: an actor iteration waits until its inserts keep the limiter's
-error within the tolerance. It changes when the actors run, never which weights they use, so
-the results are those without it, bit for bit. The learner needs no limit: it takes the actors'
-iterations in order, so it cannot sample ahead of their inserts (checked at every round).
-`limiter_band` holds the chunk's (lowest, highest) error (lowest: the learner's view after its
-rounds, highest: the actors' at their inserts; both bounds of the true values), or None.
+`rate_limit` (a `hrl.runtime.rate_limit.RateLimit`, or None: off; `rate_limit_of` builds it
+from a config the schema checked: its ratio is the iteration's, its tolerance at least one
+round's) bounds the actors' lead in samples per insert as well: an actor iteration waits until
+its inserts keep the limiter's error within the tolerance. It changes when the actors run,
+never which weights they use, so the results are those without it, bit for bit. The learner
+needs no limit: it takes the actors' iterations in order, so it cannot sample ahead of their
+inserts (checked at every round). `limiter_band` holds the chunk's (lowest, highest) error
+(lowest: the learner's view after its rounds, highest: the actors' at their inserts; both
+bounds of the true values), or None.
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ import jax
 
 from hrl.runtime import rate_limit as rl
 from hrl.runtime.executors.actors import ProcessActors, ThreadActors
-from hrl.runtime.executors.sequential import HostLoop, host_settings
+from hrl.runtime.executors.sequential import SequentialLoop, host_settings
 from hrl.runtime.iteration import ChunkOut, TrainState
 from hrl.runtime.rate_limit import LimiterState, rate_limit_of
 
 
-class PipelinedLoop(HostLoop):
+class PipelinedLoop(SequentialLoop):
     """The pipelined executor (see the module docstring). `actors`: "thread" or "process";
     process actors are built from `config` (env, agent and primitives only) and take a host
     env's simulator state (`host_env`) at each chunk's ends, so checkpoints keep working."""
@@ -43,14 +45,6 @@ class PipelinedLoop(HostLoop):
     def __init__(self, *args, depth: int = 1, weight_sync_period: int = 1,
                  actors: str = "thread", config=None, rate_limit=None, **kwargs):
         super().__init__(*args, **kwargs)
-        sch = self.schedule
-        if rate_limit is not None:
-            fixed = sch.updates_per_round * sch.batch_size / (sch.period * sch.inserts_per_iter)
-            if abs(rate_limit.samples_per_insert - fixed) > 1e-6 * fixed:
-                raise ValueError(
-                    f"config key 'train.samples_per_insert': must equal the iteration's "
-                    f"{fixed:g} (train_ratio x batch_size), got {rate_limit.samples_per_insert!r}")
-            rl.check_tolerance(rate_limit.tolerance, sch.batch_size, sch.updates_per_round)
         if depth < 0 or weight_sync_period < 1:
             raise ValueError(f"pipelined loop: depth {depth} must be >= 0 and "
                              f"weight_sync_period {weight_sync_period} >= 1")

@@ -20,7 +20,7 @@ from hrl.runtime.executors.data_parallel import DataParallelLoop
 from hrl.runtime.executors.fused import FusedLoop
 from hrl.runtime.executors.pipelined import PipelinedLoop
 from hrl.runtime.executors.ray_actors import DistributedLoop
-from hrl.runtime.executors.sequential import HostLoop
+from hrl.runtime.executors.sequential import SequentialLoop
 from hrl.runtime.iteration import Schedule
 from hrl.runtime.primitives import Primitives
 
@@ -46,7 +46,7 @@ class Parts:
 EXECUTOR_CLASSES: dict[str, type] = {
     "fused": FusedLoop,
     "data-parallel": DataParallelLoop,
-    "sequential": HostLoop,
+    "sequential": SequentialLoop,
     "pipelined": PipelinedLoop,
     "distributed": DistributedLoop,
 }

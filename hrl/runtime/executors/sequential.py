@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hrl.envs.gymnasium_env import HostEnvStateError
+from hrl.replay.interface import Replay
 from hrl.runtime.checkpoint import read_actors_state, read_host_state
 from hrl.runtime.executors.base import InitOne, StateHoldsAll
 from hrl.runtime.executors.host_calls import HostCalls
@@ -28,9 +29,10 @@ from hrl.runtime.primitives import Primitives
 
 def replay_off_learner(backend: str, placement: dict) -> bool:
     """Whether the tree's calls run away from the learner's device and are slow enough that
-    relaxed dependency runs them in a thread beside train(t) (`HostLoop._overlapped_round`): an
-    OpenCL or RTL tree, or sample and update placed on another device than train. Not the
-    native host tree: its calls are shorter than a hand-off between threads."""
+    relaxed dependency runs them in a thread beside train(t)
+    (`SequentialLoop._overlapped_round`): an OpenCL or RTL tree, or sample and update placed on
+    another device than train. Not the native host tree: its calls are shorter than a hand-off
+    between threads."""
     if backend in ("opencl", "rtl"):
         return True
     tree = {placement.get("sample"), placement.get("update")} - {None}
@@ -46,7 +48,7 @@ def host_settings(parts) -> dict:
                 replay=parts.replay, host_env=None if spec.is_jax else parts.env)
 
 
-class HostLoop(StateHoldsAll):
+class SequentialLoop(StateHoldsAll):
     """The sequential executor (see the module docstring).
 
     `overlap_replay`: in relaxed dependency, run the tree's update(t-s) and sample(t+1) in a
@@ -55,9 +57,11 @@ class HostLoop(StateHoldsAll):
     XLA:CPU device the calls run in the order they were issued anyway, so a call issued beside
     train(t) would wait for it (`experiments/bench/bench_relaxed.py` measures both).
 
-    `replay` (the buffer, a host one rebuilds its backend's tree at a resume) and `host_env`
-    (a gymnasium env, whose simulators a checkpoint saves): what `restore` and
-    `checkpoint_extras` need beyond the state; None where the run has none."""
+    `replay`: the buffer the primitives were built from (a static structure): the learner
+    reads how many transitions the state holds through its `size`, and a host one rebuilds
+    its backend's tree at a resume (`restore`). `host_env` (a gymnasium env, whose simulators
+    a checkpoint saves; None for a JAX env): what `restore` and `checkpoint_extras` need
+    beyond the state."""
 
     name = "sequential"
     runs_seeds_at_once = False
@@ -67,7 +71,7 @@ class HostLoop(StateHoldsAll):
 
     def __init__(self, prims: Primitives, schedule: Schedule, env_is_jax: bool,
                  replay_is_jax: bool = True, placement: dict[str, Any] | None = None,
-                 overlap_replay: bool = False, replay=None, host_env=None):
+                 overlap_replay: bool = False, *, replay: Replay, host_env=None):
         self.calls = HostCalls(prims, schedule, env_is_jax, replay_is_jax, placement)
         self.prims, self.schedule, self.placement = prims, schedule, self.calls.placement
         self.env_is_jax, self.replay_is_jax = env_is_jax, replay_is_jax
@@ -93,7 +97,7 @@ class HostLoop(StateHoldsAll):
             replay = c.timed("update", c.insert, replay, batch)
         else:
             replay = c.timed("update", c.insert, replay, batch, priorities)
-        do_learn = bool(learns(int(replay.size), int(iteration), self.schedule))
+        do_learn = bool(learns(int(self._replay.size(replay)), int(iteration), self.schedule))
         if not do_learn:
             return agent, replay, pending, False, [], []
         # The relaxed queue stays on the host from round to round; `settle` turns it back into
@@ -144,7 +148,7 @@ class HostLoop(StateHoldsAll):
         return agent, replay, logs
 
     @classmethod
-    def from_parts(cls, parts) -> HostLoop:
+    def from_parts(cls, parts) -> SequentialLoop:
         """The sequential executor of a run's `registry.Parts`."""
         return cls(parts.prims, parts.schedule, **host_settings(parts))
 

@@ -29,5 +29,5 @@ def test_fused_loop_matches_host_loop():
     # in the test above, so it comes from the compilation cache).
     strict, _ = run_iterations(tiny_config(), ITERATIONS, fused=True)
     assert int(strict.updates) == int(fused.updates) > 0
-    assert not np.array_equal(np.asarray(strict.replay.tree.levels[-1]),
-                              np.asarray(fused.replay.tree.levels[-1]))
+    assert not np.array_equal(np.asarray(strict.replay.inner.tree.levels[-1]),
+                              np.asarray(fused.replay.inner.tree.levels[-1]))

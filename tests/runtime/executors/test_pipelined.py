@@ -22,7 +22,7 @@ def test_pipelined_depth_0_equals_sequential_bit_for_bit(config):
     seq_built, seq, seq_out = _small_run(config, ["train.executor=sequential"])
     pip_built, pip, pip_out = _small_run(
         config, ["train.executor=pipelined", "train.pipeline_depth=0"])
-    assert type(seq_built.loop).__name__ == "HostLoop"
+    assert type(seq_built.loop).__name__ == "SequentialLoop"
     assert type(pip_built.loop).__name__ == "PipelinedLoop"
     assert int(seq.updates) > 0
     assert_trees_equal(seq, pip)
@@ -48,7 +48,7 @@ def test_host_executors_store_next_obs_once_by_default_and_train_as_stored(confi
     assert type(stored_built.replay).__name__ == "PrioritizedReplay"
     assert int(slot.updates) > 0 and int(slot.replay.lost) == 0
     assert_trees_equal(stored.agent, slot.agent)
-    assert_trees_equal(stored.replay.tree, slot.replay.tree)
+    assert_trees_equal(stored.replay.tree, slot.replay.inner.tree)
     assert_trees_equal(out_s, out)
     assert replay_bytes_per_item(built.replay, built.example_transition) < \
         replay_bytes_per_item(stored_built.replay, stored_built.example_transition)
