@@ -110,13 +110,12 @@ class FixedDQN:
                              f"{self.fmts.value}")
         return word
 
-    def sgd_step(self, state: AgentState, batch, weights):
-        """One SGD step in words. Returns (state, |td| value words (B,), td words, metrics)."""
-        if self.grad_axis is not None:
-            raise ValueError("train.devices: the fixed-point learner is one module; data "
-                             "parallelism over devices is not implemented")
+    def _td_words(self, state: AgentState, batch, weights):
+        """The loss unit's inputs and outputs in words, shared by `sgd_step` and `td_errors`:
+        the online net on s (with its layer inputs and ReLU masks, for the backward pass) and
+        on s' (double Q), the target net on s', then the loss unit. Returns ((online operand,
+        IS weight words, q, inputs, masks, delta, td, |td|), saturations)."""
         c, f = self.cfg, self.fmts
-        b = check_batch(self.spec, batch, weights)
         (x, xn, reward, discount, w), n_in = self._loss_inputs(state, batch, weights)
         action = jnp.asarray(batch["action"], jnp.int32)
         online, n_op = optim.operand(state.params, f)
@@ -129,6 +128,18 @@ class FixedDQN:
             qn_online, n3 = qn_target, jnp.int32(0)
         delta, td, abs_td, n4 = dqn_loss_unit(q, qn_online, qn_target, action, reward, discount,
                                               w, self._huber(), c.double, f)
+        return ((online, w, q, inputs, masks, delta, td, abs_td),
+                n_in + n_op + n_opt + n1 + n2 + n3 + n4)
+
+    def sgd_step(self, state: AgentState, batch, weights):
+        """One SGD step in words. Returns (state, |td| value words (B,), td words, metrics)."""
+        if self.grad_axis is not None:
+            raise ValueError("train.devices: the fixed-point learner is one module; data "
+                             "parallelism over devices is not implemented")
+        c, f = self.cfg, self.fmts
+        b = check_batch(self.spec, batch, weights)
+        (online, w, q, inputs, masks, delta, td, abs_td), n_fwd = self._td_words(
+            state, batch, weights)
         grads, _, n5 = mlp_backward(online, inputs, masks, delta, f.act, f.weight, f.delta,
                                     f.grad)
         word, end = lr_words(c.learning_rate, c.lr_end_factor, b, f, c.lr_decay_steps,
@@ -140,7 +151,7 @@ class FixedDQN:
         steps = state.train_steps + 1
         target_params, n7 = optim.update_target(state.target_params, params, steps,
                                                 c.target_update_period, c.tau, f)
-        saturations = n_in + n_op + n_opt + n1 + n2 + n3 + n4 + n5 + n6 + n7
+        saturations = n_fwd + n5 + n6 + n7
         td_f = dequantize(td, f.value)
         weights_f = dequantize(w, f.prob)
         huber = jnp.abs(td_f) - 0.5 * c.huber_delta
@@ -160,18 +171,9 @@ class FixedDQN:
 
     def td_errors(self, state: AgentState, batch) -> jax.Array:
         """The TD errors `train_step` would compute, with no step taken (float32 (B,))."""
-        f, c = self.fmts, self.cfg
         weights = jnp.ones(batch["reward"].shape, jnp.float32)
-        (x, xn, reward, discount, w), _ = self._loss_inputs(state, batch, weights)
-        online, _ = optim.operand(state.params, f)
-        target, _ = optim.operand(state.target_params, f)
-        q = mlp_forward(online, x, f.act, f.weight, f.value)[0]
-        qt = mlp_forward(target, xn, f.act, f.weight, f.value)[0]
-        qo = mlp_forward(online, xn, f.act, f.weight, f.value)[0] if c.double else qt
-        action = jnp.asarray(batch["action"], jnp.int32)
-        _, td, _, _ = dqn_loss_unit(q, qo, qt, action, reward, discount, w, self._huber(),
-                                    c.double, f)
-        return dequantize(td, f.value)
+        td = self._td_words(state, batch, weights)[0][6]
+        return dequantize(td, self.fmts.value)
 
 
 def make_fixed_dqn(cfg: DQNConfig, spec: EnvSpec, batch_size: int | None = None) -> FixedDQN:
