@@ -31,3 +31,26 @@ def tiny_profile(tmp_path_factory):
     """The tiny jax-only profile (tiny_profiles.py) the mapping and command tests read, taken
     once per test process."""
     return make_tiny_profile(tmp_path_factory)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks the ids of tests/long_tier.py `long` (before `-m` deselects), and refuses a list
+    that has rotted: an id or a twin that names no test of a collected file, or a twin that is
+    not itself in `make test`."""
+    from long_tier import LONG
+
+    by_id = {item.nodeid: item for item in items}
+    files = {nodeid.split("::")[0] for nodeid in by_id}
+    for long_id, twin in LONG.items():
+        if long_id.split("::")[0] in files:
+            if long_id not in by_id:
+                raise pytest.UsageError(f"tests/long_tier.py: {long_id} names no test")
+            by_id[long_id].add_marker(pytest.mark.long)
+        if twin.split("::")[0] in files:
+            twins = [i for n, i in by_id.items() if n == twin or n.startswith(twin + "[")]
+            if not twins:
+                raise pytest.UsageError(f"tests/long_tier.py: twin {twin} names no test")
+            if any(i.get_closest_marker("long") or i.get_closest_marker("slow")
+                   for i in twins) or twin in LONG:
+                raise pytest.UsageError(f"tests/long_tier.py: twin {twin} is not in make test")

@@ -1,0 +1,66 @@
+"""Tests moved to the `long` tier by id, each with the quicker test in `make test` that checks
+the same contract (its "twin").
+
+`make test` must stay within its time on 2 cores; CI runs the long tier right after it
+(`make test-long`), so nothing here leaves CI. A test goes here, not under a
+`@pytest.mark.long` in its file, when only some of its parameter sets are long or when its file
+is a testbench's (sim/), so that the whole list, and why each entry may go, is read in one
+place. `tests/conftest.py` marks these ids at collection and refuses the list when an id or a
+twin names no test of a collected file, or a twin is not in `make test` itself.
+"""
+
+from __future__ import annotations
+
+# id of the long test -> id of its twin in `make test`
+LONG: dict[str, str] = {
+    # RTL: the same RMM in the same simulator at smaller or shallower parameter sets.
+    "tests/rtl/test_rtl.py::test_verilator[K4-D7-P2-W32-deep]":
+        "tests/rtl/test_rtl.py::test_verilator[K16-D2-P2-W32]",
+    "tests/rtl/test_rtl.py::test_verilator[K4-D3-P4-W24-N50]":
+        "tests/rtl/test_rtl.py::test_verilator[K16-D2-P2-W32]",
+    "tests/rtl/test_rtl.py::test_verilator[K16-D3-P1-W32-N4000]":
+        "tests/rtl/test_rtl.py::test_verilator[K16-D2-P2-W32]",
+    "tests/replay/test_backends_rtl.py::test_memory_side_feeds_every_lane":
+        "tests/replay/test_backends_rtl.py::test_same_op_stream_same_trees_and_samples",
+    "tests/replay/test_backends_rtl.py::test_same_op_stream_same_trees_and_samples"
+    "[N300-K8-W32-P2]":
+        "tests/replay/test_backends_rtl.py::test_same_op_stream_same_trees_and_samples"
+        "[N50-K4-W24-cocotbext]",
+    # Trees: the same kernels against the same reference at other sizes and fanouts.
+    "tests/replay/test_pallas_sumtree.py::test_sample_equals_reference[5000-16-fixed]":
+        "tests/replay/test_pallas_sumtree.py::test_sample_equals_reference[1000-4-fixed]",
+    "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+    "leaf_read[2-fixed]":
+        "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+        "leaf_read[4-fixed]",
+    "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+    "leaf_read[2-float32]":
+        "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+        "leaf_read[4-float32]",
+    "tests/replay/test_sharded_replay.py::test_float32_uneven_shards_sample_the_single_tree_"
+    "distribution":
+        "tests/replay/test_sharded_replay.py::test_fixed_point_same_bits_same_indices_as_one_tree",
+    # Runs: the same guarantee through a cheaper path.
+    "tests/runtime/executors/test_data_parallel.py::test_several_devices_keep_one_set_of_"
+    "parameters":
+        "tests/runtime/executors/test_data_parallel.py::test_one_device_reproduces_the_fused_"
+        "loop_bit_for_bit",
+    "tests/runtime/test_cpu_dispatch.py::test_set_at_build_in_a_fresh_process_and_results_"
+    "equal_bit_for_bit":
+        "tests/runtime/test_cpu_dispatch.py::test_a_started_backend_leaves_the_environment_alone",
+    "tests/runtime/test_cpu_dispatch.py::test_a_placement_on_cpu_1_makes_the_second_device_"
+    "itself":
+        "tests/runtime/test_placement.py::test_config_placement_runs_each_primitive_on_its_"
+        "device_with_the_same_result",
+    "tests/runtime/test_placement.py::test_placement_on_two_cpu_devices_equals_one":
+        "tests/runtime/test_placement.py::test_config_placement_runs_each_primitive_on_its_"
+        "device_with_the_same_result",
+    "tests/runtime/test_reliability.py::test_kill_9_of_a_host_loop_run_resumes_bit_for_bit":
+        "tests/runtime/test_run.py::test_ctrl_c_leaves_a_resumable_checkpoint",
+    "tests/runtime/test_evaluation.py::test_evaluation_changes_nothing_in_training_and_keeps_"
+    "the_best":
+        "tests/runtime/test_evaluation.py::test_resume_with_evaluation_is_exact",
+    "tests/mapping/test_profiler.py::test_the_profile_times_the_tree_alone_on_a_second_cpu_"
+    "device":
+        "tests/mapping/test_profiler.py::test_profile_times_every_primitive_on_cpu",
+}
