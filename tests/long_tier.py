@@ -40,6 +40,37 @@ LONG: dict[str, str] = {
     "tests/replay/test_sharded_replay.py::test_float32_uneven_shards_sample_the_single_tree_"
     "distribution":
         "tests/replay/test_sharded_replay.py::test_fixed_point_same_bits_same_indices_as_one_tree",
+    "tests/replay/test_native_sumtree.py::test_sample_matches_reference":
+        "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+        "leaf_read[16-fixed]",
+    "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+    "leaf_read[64-fixed]":
+        "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+        "leaf_read[16-fixed]",
+    "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+    "leaf_read[64-float32]":
+        "tests/replay/test_native_sumtree.py::test_sample_with_key_equals_bits_descent_clamp_and_"
+        "leaf_read[16-float32]",
+    "tests/replay/test_pallas_sumtree.py::test_sample_equals_reference[5000-16-float32]":
+        "tests/replay/test_pallas_sumtree.py::test_sample_equals_reference[1000-4-float32]",
+    "tests/replay/test_pallas_sumtree.py::test_buffer_impl_pallas_equals_xla[fixed:16:6]":
+        "tests/replay/test_pallas_sumtree.py::test_buffer_impl_pallas_equals_xla[fixed]",
+    "tests/replay/test_host_buffer.py::test_host_buffer_equals_prioritized_replay[fixed-global]":
+        "tests/replay/test_host_buffer.py::test_host_buffer_equals_prioritized_replay"
+        "[fixed:16:6-global]",
+    "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[2-3-4-50-False-xla]":
+        "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
+    "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[3-1-2-61-False-xla]":
+        "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
+    "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[3-4-1-40-False-xla]":
+        "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
+    "tests/replay/test_host_native.py::test_resume_from_a_checkpoint_equals_the_uninterrupted_run":
+        "tests/runtime/test_run.py::test_seeded_run_is_reproducible_and_resume_is_exact",
+    # The conv lowering: the same check on the other network shapes.
+    "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape1-layers1]":
+        "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape2-layers2]",
+    "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape3-layers3]":
+        "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape2-layers2]",
     # Runs: the same guarantee through a cheaper path.
     "tests/runtime/executors/test_data_parallel.py::test_several_devices_keep_one_set_of_"
     "parameters":

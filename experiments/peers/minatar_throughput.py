@@ -21,8 +21,9 @@ again on one intra-op thread and on a thread per core (`train.cpu_threads`): on 
 at most 2 cores `auto` gives the fused loop one thread, while the peer runs on XLA's default
 of a thread per core, so the three hrl sides say how much of the ratio is the thread count.
 
-Writes experiments/results/peers/minatar/: throughput.csv (one row per side and round),
-throughput.md (medians and ratios) and throughput.png.
+Writes experiments/results/peers/minatar/<cores>core-<game>/ (or --out): throughput.csv (one
+row per side and round), throughput.md (medians and ratios) and throughput.png;
+`minatar_summary.py` gathers every run into one table.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ def _parse(argv=None):
     p.add_argument("--rollout", type=int, default=8, help="L actor steps per iteration")
     p.add_argument("--seconds", type=float, default=40.0, help="timed seconds per run")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--out", type=Path, default=None,
+                   help="results folder (default experiments/results/peers/minatar/"
+                   "<cores>core-<game>)")
     p.add_argument("--sides", default=",".join(SIDES),
                    help="comma-separated subset of " + ", ".join(SIDES) + " (default: all); "
                    "the peer is always run, as the ratio's denominator")
@@ -80,6 +83,7 @@ def _parse(argv=None):
         p.error(f"--sides: unknown side(s) {sorted(set(sides) - set(SIDES))}; known: "
                 f"{', '.join(SIDES)}")
     args.sides = [x for x in SIDES if x in sides or x == "peer"]
+    args.out = args.out or OUT / f"{os.cpu_count()}core-{args.game}"
     if args.seconds <= 0 or args.rounds < 1:
         p.error(f"--seconds must be > 0 and --rounds >= 1, got {args.seconds}, {args.rounds}")
     return args
