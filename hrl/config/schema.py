@@ -195,7 +195,7 @@ class TrainConfig:
     # process. Results are the same bit for bit either way.
     cpu_dispatch: Literal["auto", "async", "sync"] = "auto"
     # XLA:CPU's intra-op threads (how many cores one jitted call may split its work over): a
-    # number, or "auto" (1 for any run on one device of a machine of at most 2 cores: there
+    # number, or "auto" (1 for an MLP run on one device of a machine of at most 2 cores: there
     # two threads compete with the process's Python thread, and a process may run many times
     # slower for it; else XLA's default, one per core; hrl/runtime/cpu_backend.py says why,
     # experiments/results/cpu_threads has the measurements). Fixed

@@ -401,8 +401,8 @@ class ArrayLearner:
 
     Its times are the cycle model `hrl.mapping.learner_schedule` (the array's schedule,
     checked cycle for cycle against the simulated RTL by the array's testbench; the loss and
-    optimizer units modelled) at `clock_hz`. `from_table` takes the array sizes and the clock
-    from the learner's cycle table (experiments/results/fpga_learner/cycles.csv, written by
+    optimizer units modelled) at `clock_hz`. `from_table` takes the clock of an array the
+    learner's cycle table holds (experiments/results/fpga_learner/cycles.csv, written by
     experiments/rtl/learner_cycles.py at yosys's clock estimate); `source` says which.
     Cost: pure arithmetic over the network's layers, microseconds per call."""
 

@@ -11,8 +11,11 @@ the pipelined executor's other side) for the same two cores. At small sizes the 
 more than it gains; at larger ones (a 256-wide MLP, a conv net) a process with two threads
 runs in one of two modes, fixed for its life: as fast as one thread, or many times slower, each
 kernel waiting on a thread the scheduler has not run. Which mode a process lands in is chance,
-so `auto` gives every single-device run one thread there: the fused loop, the host loops and
-the pipelined executor's actors' process alike.
+so `auto` gives every single-device MLP run one thread there: the fused loop, the host loops
+and the pipelined executor's actors' process alike. A conv net keeps XLA's default: its collapse
+came from the optimizer's flat parameter vector and the convolution's lowering
+(`hrl.agents.networks.SlicedConv`, `flatten_small`), both gone, and on MinAtar two threads now
+run faster than one (experiments/results/peers/minatar/summary.md).
 `experiments/bench/bench_cpu_threads.py` measures both (results in
 experiments/results/cpu_threads/).
 """
@@ -59,10 +62,10 @@ def usable_cores() -> int:
 def cpu_threads_of(cfg: RunConfig) -> int | None:
     """`train.cpu_threads` resolved: XLA:CPU's intra-op threads, or None for XLA's default
     (one per usable core). A number above the usable cores is capped to them, with a
-    one-line warning. `auto` is 1 for any single-device run on a machine of at most 2
+    one-line warning. `auto` is 1 for a single-device MLP run on a machine of at most 2
     cores (module docstring: two threads there are a lottery between full speed and a
-    collapse). Elsewhere it keeps the default: larger machines, and the data-parallel loop
-    over virtual devices, have not been measured."""
+    collapse). Elsewhere it keeps the default: conv nets, which two threads speed up there;
+    larger machines; and the data-parallel loop over virtual devices, not measured."""
     n = cfg.train.cpu_threads
     if n != "auto":
         cores = usable_cores()
@@ -73,7 +76,8 @@ def cpu_threads_of(cfg: RunConfig) -> int | None:
                           f"cores: running with {cores}", stacklevel=2)
             return cores
         return n
-    return 1 if cfg.train.devices == 1 and usable_cores() <= 2 else None
+    conv = getattr(cfg.agent, "network", "mlp") in ("conv", "minatar")
+    return 1 if cfg.train.devices == 1 and usable_cores() <= 2 and not conv else None
 
 
 def cpu_devices_of(cfg: RunConfig) -> int:

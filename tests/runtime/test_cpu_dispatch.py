@@ -83,6 +83,7 @@ def test_set_at_build_in_a_fresh_process_and_results_equal_bit_for_bit():
     (["train.executor=sequential"], 2, 1),  # the host loops too
     (["train.executor=pipelined", "train.actors=process"], 2, 1),
     (["train.executor=sequential"], 16, None),
+    (["agent.network=conv"], 2, None),  # a conv net: two threads are faster (module docstring)
 ])
 def test_cpu_threads_auto_resolves_by_cores_and_devices(monkeypatch, overrides, cores, expected):
     from hrl.runtime import cpu_backend
