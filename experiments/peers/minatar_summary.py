@@ -54,7 +54,12 @@ def main() -> int:
         ratio = f"**{m['hrl'] / m['peer']:.2f}x**" if "hrl" in m and "peer" in m else "-"
         lines.append(f"| `{r['folder']}` | {r['game']} | {r['machine']} | {r['rounds']} | "
                      + " | ".join(cells) + f" | {ratio} |")
-    lines += ["", "`before-d03e4a4` is the issue's baseline, before the optimizer and convolution "
+    lines += ["", "Since `train.cpu_threads: auto` gives a conv net XLA's default threads on a "
+              "2-core machine (it gave one before), the `hrl` column of `2core-asterix` and "
+              "`2core-space_invaders`, measured before that change, is one thread; their `hrl "
+              "all threads` column is what `auto` runs now. `2core-breakout` was measured "
+              "after it.", "",
+              "`before-d03e4a4` is the issue's baseline, before the optimizer and convolution "
               "fixes. In the `gpu` run the peer's flashbax buffer is the one built for the CPU "
               "(`device=\"cpu\"`), as in every other run: read that row's hrl against "
               "`cpu-16core`'s (the same loop on the same machine's 16 cores), not as a ratio "
