@@ -1,6 +1,6 @@
 """The FPGA learner's crossover: hrl's measured float32 SGD step on each JAX device of this
-machine (CPU, and the GPU where there is one) beside the simulated FPGA learner's cycles, for
-the same DQN networks and batches.
+machine (CPU, and the GPU where there is one) beside the FPGA learner's cycle table, for the
+same DQN networks and batches.
 
     python experiments/rtl/learner_crossover.py measure [--steps 200] [--reps 5]
     python experiments/rtl/learner_crossover.py report
@@ -128,9 +128,11 @@ def measure(args) -> None:
 def report(_args) -> None:
     from matplotlib.figure import Figure
 
-    measured = list(csv.DictReader(MEASURED.open()))
-    fpga = [r for r in csv.DictReader(CYCLES.open()) if r["op"] == "sgd_step"
-            and r["net"].startswith("dqn ") and r["array"] in ("16x16", "32x32")]
+    with MEASURED.open() as f:
+        measured = list(csv.DictReader(f))
+    with CYCLES.open() as f:
+        fpga = [r for r in csv.DictReader(f) if r["op"] == "sgd_step"
+                and r["net"].startswith("dqn ") and r["array"] in ("16x16", "32x32")]
     sides: dict[str, dict] = {}  # side -> {(net, batch): us}
     for r in measured:
         side = (f"gpu: {r['device_kind']}" if r["device"] == "gpu" else
