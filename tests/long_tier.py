@@ -66,6 +66,22 @@ LONG: dict[str, str] = {
         "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
     "tests/replay/test_host_native.py::test_resume_from_a_checkpoint_equals_the_uninterrupted_run":
         "tests/runtime/test_run.py::test_seeded_run_is_reproducible_and_resume_is_exact",
+    "tests/replay/test_native_sumtree.py::test_update_stream_matches_reference":
+        "tests/replay/test_native_sumtree.py::test_replay_update_equals_the_reference_steps",
+    "tests/replay/test_native_sumtree.py::test_nested_vmap_two_by_two":
+        "tests/replay/test_native_sumtree.py::test_vmap_over_trees",
+    "tests/replay/test_pallas_sumtree.py::test_update_matches_reference[5000-16-fixed]":
+        "tests/replay/test_pallas_sumtree.py::test_update_matches_reference[1000-4-fixed]",
+    "tests/replay/test_sharded_replay.py::test_shard_map_on_four_devices_matches_the_single_tree":
+        "tests/replay/test_sharded_replay.py::test_fixed_point_same_bits_same_indices_as_one_tree",
+    "tests/replay/test_buffer.py::test_native_and_xla_kernels_give_the_same_buffer[float32]":
+        "tests/replay/test_buffer.py::test_native_and_xla_kernels_give_the_same_buffer[fixed]",
+    "tests/replay/test_compact_obs.py::test_sharded_buffer_round_trip[bool]":
+        "tests/replay/test_compact_obs.py::test_sharded_buffer_round_trip[uint8]",
+    "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-True-xla]":
+        "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
+    "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[2-3-4-50-True-xla]":
+        "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
     # The conv lowering: the same check on the other network shapes.
     "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape1-layers1]":
         "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape2-layers2]",
@@ -91,6 +107,9 @@ LONG: dict[str, str] = {
     "tests/runtime/test_evaluation.py::test_evaluation_changes_nothing_in_training_and_keeps_"
     "the_best":
         "tests/runtime/test_evaluation.py::test_resume_with_evaluation_is_exact",
+    "tests/mapping/test_profile_overlap.py::test_relaxed_overlap_probe_times_the_runtime_loops"
+    "[opencl-executors0]":
+        "tests/mapping/test_profile_overlap.py::test_overlap_loops_are_the_runtime_s_in_both_modes",
     "tests/mapping/test_profiler.py::test_the_profile_times_the_tree_alone_on_a_second_cpu_"
     "device":
         "tests/mapping/test_profiler.py::test_profile_times_every_primitive_on_cpu",
