@@ -17,9 +17,9 @@ both; each figure is the median over rounds, and the ratio is hrl's over the pee
 The peer is written for this comparison, after PureJaxRL's and purejaxql's structure (not
 their code): flax + optax + flashbax's prioritised flat buffer, each transition with its own
 s' (flashbax's `first` of a pair only). hrl runs the fused loop as `hrl train` runs it, and
-again on one intra-op thread and on a thread per core (`train.cpu_threads`): on a machine of
-at most 2 cores `auto` gives the fused loop one thread, while the peer runs on XLA's default
-of a thread per core, so the three hrl sides say how much of the ratio is the thread count.
+again on one intra-op thread and on a thread per core (`train.cpu_threads`; `auto` gives a conv
+net XLA's default, a thread per core, as the peer runs), so the hrl sides say how much of the
+ratio is the thread count.
 
 Writes experiments/results/peers/minatar/<cores>core-<game>/ (or --out): throughput.csv (one
 row per side and round), throughput.md (medians and ratios) and throughput.png;
