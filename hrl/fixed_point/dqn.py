@@ -172,7 +172,7 @@ class FixedDQN:
     def td_errors(self, state: AgentState, batch) -> jax.Array:
         """The TD errors `train_step` would compute, with no step taken (float32 (B,))."""
         weights = jnp.ones(batch["reward"].shape, jnp.float32)
-        td = self._td_words(state, batch, weights)[0][6]
+        (_, _, _, _, _, _, td, _), _ = self._td_words(state, batch, weights)
         return dequantize(td, self.fmts.value)
 
 

@@ -115,11 +115,22 @@ class Plan:
         return sorted(out, key=lambda x: -x[1])
 
 
+def fpga_models(profile: dict | None) -> tuple[fpga_model.RmmTiming,
+                                               fpga_model.LogicCoefficients,
+                                               fpga_model.ArrayLearner]:
+    """What a modelled FPGA is priced with, read from the RTL tables the profile carries:
+    the RMM's timing, its logic coefficients and the learning module."""
+    return (rmm_timing_from_profile(profile), logic_from_profile(profile),
+            learner_from_profile(profile))
+
+
 def placements_for(profile: dict | None, devices: list[str] | None,
                    gpu_spec: GpuSpec | None = None, metric: str = "wall",
-                   models: dict | None = None) -> tuple[list[Placement], list[str], GpuSpec | None]:
+                   models: dict | None = None, fpga: tuple | None = None
+                   ) -> tuple[list[Placement], list[str], GpuSpec | None]:
     """Placements for the requested devices (default: every measured one), the devices each
-    spelt once, and the GPU spec a modelled `gpu` is priced from (None: none modelled)."""
+    spelt once, and the GPU spec a modelled `gpu` is priced from (None: none modelled).
+    `fpga`: `fpga_models(profile)`, when the caller has read it already."""
     if models is None:
         models = models_from_profile(profile, metric) if profile else {}
     measured = sorted({p for (_, p) in models})
@@ -127,9 +138,7 @@ def placements_for(profile: dict | None, devices: list[str] | None,
         devices = sorted({p.removesuffix("-fused") for p in measured})
     devices = [normalize_placement(d) for d in devices]  # `cpu1` reads as `cpu:1`
     out: list[Placement] = []
-    timing = rmm_timing_from_profile(profile)
-    logic = logic_from_profile(profile)
-    learner = learner_from_profile(profile)
+    timing, logic, learner = fpga or fpga_models(profile)
     spec = None
     for dev in devices:
         if dev.startswith("fpga:"):
@@ -165,7 +174,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     if scaling not in parallel.SCALINGS:
         raise ValueError(f"scaling must be one of {parallel.SCALINGS}, got {scaling!r}")
     cal = calibrate(profile, metric)
-    placements, devices, spec = placements_for(profile, devices, gpu_spec, metric, cal.models)
+    fpga = fpga_models(profile)
+    placements, devices, spec = placements_for(profile, devices, gpu_spec, metric, cal.models,
+                                               fpga)
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=cal.links,
                       loop_overhead=cal.constants(workload), process_link=cal.process_link,
                       host_cores=cal.cores)
@@ -175,10 +186,9 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
         data_parallel = {mode: parallel.candidates(
             placements, workload, counts, mode, staleness, cal.links, cal.loops["fused"],
             cal.cores, scaling) for mode in ("strict", "relaxed")}
-    return Plan(workload, placements, cal.models, cal.links, exp, cal,
-                rmm_timing_from_profile(profile), logic_from_profile(profile), devices, spec,
-                data_parallel, counts, scaling, profiled_box(profile),
-                learner_from_profile(profile))
+    timing, logic, learner = fpga
+    return Plan(workload, placements, cal.models, cal.links, exp, cal, timing, logic, devices,
+                spec, data_parallel, counts, scaling, profiled_box(profile), learner)
 
 
 def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:
