@@ -40,9 +40,18 @@ OUT = ROOT / "results" / "fixed_point"
 FLOAT = ROOT / "results" / "learning"
 
 FIXED = ["agent.numerics=fixed", "agent.optimizer=sgd", "agent.max_grad_norm=null"]
+# Adam (the fixed-point optimizer unit's, no bias correction) at the float configs' rates; the
+# fixed-point learner has no global-norm clipping.
+FIXED_ADAM = ["agent.numerics=fixed", "agent.optimizer=adam", "agent.max_grad_norm=null"]
 # variant -> (config, overrides). The formats are the defaults of agent.fixed_point unless a
 # variant names others.
 VARIANTS = {
+    # The float32 learner with the fixed-point learner's algorithm (Adam without bias
+    # correction, no clipping): what the arithmetic alone costs is the difference to it.
+    "dqn_cartpole_float_adam_uncorrected": ("dqn_cartpole", [
+        "agent.optimizer=adam_uncorrected", "agent.max_grad_norm=null"]),
+    "dqn_cartpole_fixed_adam": ("dqn_cartpole", FIXED_ADAM),
+    "ddpg_pendulum_fixed_adam": ("ddpg_pendulum", FIXED_ADAM),
     "dqn_cartpole_fixed": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.005",
                                             "agent.fixed_point.lr_frac=28"]),
     "dqn_cartpole_fixed_lr2e-3": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.002"]),
@@ -63,7 +72,8 @@ FIELDS = ("variant", "config", "seeds", "solved", "ended_at_bar", "threshold", "
 
 def _parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--variants", nargs="+", default=["dqn_cartpole_fixed", "ddpg_pendulum_fixed"])
+    p.add_argument("--variants", nargs="+", default=["dqn_cartpole_fixed_adam",
+                                                     "ddpg_pendulum_fixed_adam"])
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--report-only", action="store_true",
                    help="read the runs already under results/fixed_point/runs")

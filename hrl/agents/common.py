@@ -24,7 +24,9 @@ from hrl.envs.spec import DiscreteActions, EnvSpec
 
 BATCH_KEYS = ("obs", "action", "reward", "next_obs", "discount")
 ACTIVATIONS = {"relu": nn.relu, "tanh": nn.tanh, "gelu": nn.gelu, "silu": nn.silu, "elu": nn.elu}
-OPTIMIZERS = ("adam", "adamw", "rmsprop", "sgd")
+# adam_uncorrected: Adam without bias correction, the fixed-point learner's optimizer
+# (hrl.fixed_point.optim.adam) in float32, to tell its arithmetic apart from its algorithm.
+OPTIMIZERS = ("adam", "adam_uncorrected", "adamw", "rmsprop", "sgd")
 
 
 @struct.dataclass
@@ -76,6 +78,24 @@ class MLP(nn.Module):
         return nn.Dense(self.out_size, kernel_init=init)(x)
 
 
+def scale_by_adam_uncorrected(b1: float = 0.9, b2: float = 0.999,
+                              eps: float = 1e-8) -> optax.GradientTransformation:
+    """Adam's scaling without bias correction: m / (sqrt(v) + eps), the moments zero-started
+    averages of g and g^2. Its first steps are up to (1 - b1) / sqrt(1 - b2) ~ 3x Adam's."""
+
+    def init(params):
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return (zeros, jax.tree.map(jnp.zeros_like, params))
+
+    def update(grads, state, params=None):
+        del params
+        m = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state[0], grads)
+        v = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, state[1], grads)
+        return jax.tree.map(lambda m, v: m / (jnp.sqrt(v) + eps), m, v), (m, v)
+
+    return optax.GradientTransformation(init, update)
+
+
 def make_optimizer(
     name: str, learning_rate, max_grad_norm: float | None, eps: float = 1e-8
 ) -> optax.GradientTransformation:
@@ -83,6 +103,9 @@ def make_optimizer(
     a number, or an optax schedule of the optimizer's step count."""
     if name == "adam":
         opt = optax.adam(learning_rate, eps=eps)
+    elif name == "adam_uncorrected":
+        opt = optax.chain(scale_by_adam_uncorrected(eps=eps),
+                          optax.scale_by_learning_rate(learning_rate))
     elif name == "adamw":
         opt = optax.adamw(learning_rate, eps=eps)
     elif name == "rmsprop":

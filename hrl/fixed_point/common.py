@@ -25,8 +25,8 @@ def check_fixed_config(cfg, algo: str) -> None:
         raise ValueError(f"agent.activation: the fixed-point learner has ReLU only, got "
                          f"{cfg.activation!r}")
     if cfg.optimizer not in OPTIMIZERS:
-        raise ValueError(f"agent.optimizer: the fixed-point learner implements {OPTIMIZERS} "
-                         f"(with agent.fixed_point.momentum), got {cfg.optimizer!r}")
+        raise ValueError(f"agent.optimizer: the fixed-point learner implements {OPTIMIZERS}, "
+                         f"got {cfg.optimizer!r}")
     if cfg.max_grad_norm is not None:
         raise ValueError("agent.max_grad_norm: the fixed-point learner has no global-norm "
                          "clipping (its gradient words saturate, counted); set it to null")
@@ -36,23 +36,26 @@ def check_fixed_config(cfg, algo: str) -> None:
         raise ValueError("agent.noise: the fixed-point learner's actor takes gaussian noise")
 
 
-def lr_words(learning_rate: float, end_factor: float, batch_size: int, fmts: FxFormats,
+def lr_words(learning_rate: float, end_factor: float, divisor: int, fmts: FxFormats,
              decay_steps: int, key: str) -> tuple[int, int]:
-    """The per-step rate learning_rate / batch_size as an `lr` word, and its end word.
-    ValueError names `key` when it rounds to 0 or saturates."""
+    """The per-step rate learning_rate / divisor (`optim.rate_divisor`: the batch size for
+    SGD, 1 for Adam) as an `lr` word, and its end word. ValueError names `key` when it rounds
+    to 0 or saturates."""
     fmt = fmts.lr
-    rate = learning_rate / batch_size
+    rate = learning_rate / divisor
     word = round(rate * 2**fmt.frac)
-    lo, hi = fmt.lsb / 2 * batch_size, fmt.max_value * batch_size
+    lo, hi = fmt.lsb / 2 * divisor, fmt.max_value * divisor
     if word < 1 or word > fmt.max_int:
+        per = f" / batch {divisor}" if divisor > 1 else ""
         raise ValueError(
-            f"agent.{key}: {learning_rate} / batch {batch_size} does not fit the learning-rate "
-            f"word Q16.{fmt.frac} (learning rates {lo:.3g}..{hi:.3g} at this batch; "
+            f"agent.{key}: {learning_rate}{per} does not fit the learning-rate word "
+            f"Q{fmt.width}.{fmt.frac} (learning rates {lo:.3g}..{hi:.3g}; "
             f"agent.fixed_point.lr_frac moves the range)")
     end = round(word * end_factor) if decay_steps else word
     if decay_steps and (word - end) * decay_steps >= 2**31:
         raise ValueError(f"agent.lr_decay_steps: {decay_steps} steps of a {word}-word rate "
-                         "overflow the schedule's int32 product")
+                         "overflow the schedule's int32 product (a smaller "
+                         "agent.fixed_point.lr_frac shortens the word)")
     return word, end
 
 

@@ -7,12 +7,12 @@ through where the step points back into the box, so an output past a bound keeps
 The actor's last layer is initialised small (as the float actor's) so it starts inside.
 
 `sgd_step`, all in words: the critic's step (target actor and critic on next_obs, critic on
-(obs, action), the loss unit, backward, momentum SGD), then the actor's step against the
-updated critic (actor forward, critic forward on (obs, mu(obs)), the critic's backward to its
-action inputs with output delta -1, the clip's backward, the actor's backward, momentum SGD),
-then Polyak (or hard) target updates of both. `metrics['saturations']` counts every
-narrowing that clipped. Exploration noise is added to the dequantized action outside the
-module (float, as the float agent's).
+(obs, action), the loss unit, backward, the optimizer: Adam or momentum SGD), then the
+actor's step against the updated critic (actor forward, critic forward on (obs, mu(obs)),
+the critic's backward to its action inputs with output delta -1, the clip's backward, the
+actor's backward, the optimizer), then Polyak (or hard) target updates of both.
+`metrics['saturations']` counts every narrowing that clipped. Exploration noise is added to
+the dequantized action outside the module (float, as the float agent's).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from hrl.fixed_point.common import (
     init_mlp,
     lr_words,
     scheduled_lr,
-    zeros_like_tree,
 )
 from hrl.fixed_point.formats import FxFormats
 from hrl.fixed_point.layers import (
@@ -52,7 +51,7 @@ class FixedDDPG(DDPG):
 
     @property
     def fmts(self) -> FxFormats:
-        return self.cfg.fixed_point.formats()
+        return self.cfg.fixed_point.formats(self.cfg.optimizer)
 
     @property
     def _obs_size(self) -> int:
@@ -81,7 +80,8 @@ class FixedDDPG(DDPG):
             "critic": init_mlp(critic_key, self.cfg.critic_hidden_sizes,
                                self._obs_size + self._act_size, 1, f),
         }
-        return AgentState(params, params, zeros_like_tree(params), jnp.int32(0))
+        opt_state = optim.init_state(params, self.cfg.optimizer)
+        return AgentState(params, params, opt_state, jnp.int32(0))
 
     # ------------------------------------------------------------------ infer
     def _mu_words(self, actor_params, x):
@@ -151,7 +151,8 @@ class FixedDDPG(DDPG):
         c, f = self.cfg, self.fmts
         out = []
         for key in ("critic_learning_rate", "actor_learning_rate"):
-            word, end = lr_words(getattr(c, key), c.lr_end_factor, b, f, c.lr_decay_steps, key)
+            word, end = lr_words(getattr(c, key), c.lr_end_factor,
+                                 optim.rate_divisor(c.optimizer, b), f, c.lr_decay_steps, key)
             out.append(scheduled_lr(word, end, c.lr_decay_steps, train_steps))
         return out
 
@@ -165,15 +166,15 @@ class FixedDDPG(DDPG):
         b = check_batch(self.spec, batch, weights)
         (x, xn, a, reward, discount, w), n_in = self._inputs(batch, weights)
         lr_critic, lr_actor = self._rates(b, state.train_steps)
-        mu = optim.unit_word(c.fixed_point.momentum, f, "fixed_point.momentum")
-        params, vel = state.params, state.opt_state
+        params, opt = state.params, state.opt_state
 
         (critic, inputs, masks, delta, td, abs_td, q), n1 = self._critic_td(
             state, x, xn, a, reward, discount, w)
         c_grads, _, n2 = mlp_backward(critic, inputs, masks, delta, f.act, f.weight, f.delta,
                                       f.grad)
-        critic_params, critic_vel, n3 = optim.sgd_momentum(params["critic"], vel["critic"],
-                                                           c_grads, mu, lr_critic, f)
+        critic_params, critic_opt, n3 = optim.step(c.optimizer, params["critic"],
+                                                   opt["critic"], c_grads, lr_critic,
+                                                   c.fixed_point, f)
 
         mu_a, (actor, a_inputs, a_masks, lo, hi), n4 = self._mu_words(params["actor"], x)
         critic2, n5 = optim.operand(critic_params, f)
@@ -183,8 +184,8 @@ class FixedDDPG(DDPG):
         d_z = clip_output_backward(d_in[:, self._obs_size:], lo, hi)
         a_grads, _, n8 = mlp_backward(actor, a_inputs, a_masks, d_z, f.act, f.weight, f.delta,
                                       f.grad)
-        actor_params, actor_vel, n9 = optim.sgd_momentum(params["actor"], vel["actor"],
-                                                         a_grads, mu, lr_actor, f)
+        actor_params, actor_opt, n9 = optim.step(c.optimizer, params["actor"], opt["actor"],
+                                                 a_grads, lr_actor, c.fixed_point, f)
 
         new_params = {"actor": actor_params, "critic": critic_params}
         steps = state.train_steps + 1
@@ -198,7 +199,7 @@ class FixedDDPG(DDPG):
             "td_abs_mean": jnp.mean(jnp.abs(td_f)),
             "saturations": saturations,
         }
-        new_state = AgentState(new_params, target, {"actor": actor_vel, "critic": critic_vel},
+        new_state = AgentState(new_params, target, {"actor": actor_opt, "critic": critic_opt},
                                steps)
         return new_state, abs_td, td, metrics
 

@@ -2,15 +2,15 @@
 agent's interface (`init`, `act`, `policy`, `train_step`, `td_errors`), so every executor
 runs it unchanged. Selected by `agent.numerics: fixed` (see `hrl.runtime.components`).
 
-    agent = make_fixed_dqn(DQNConfig(numerics="fixed", optimizer="sgd", max_grad_norm=None),
-                           spec)
+    agent = make_fixed_dqn(DQNConfig(numerics="fixed", max_grad_norm=None), spec)
     state, td_errors, metrics = agent.train_step(state, batch, weights)
 
 `sgd_step` is the whole SGD step in words: quantize the batch, three forward passes (online
-on obs, online and target on next_obs), the loss unit, one backward pass, momentum SGD, the
-target update. `metrics['saturations']` counts every narrowing that clipped in the step
-(the batch's quantization included). The TD errors it returns are the value words as floats
-(exact), so the replay's priorities are the module's |TD|.
+on obs, online and target on next_obs), the loss unit, one backward pass, the optimizer
+(Adam or momentum SGD; `optim`), the target update. `metrics['saturations']` counts every
+narrowing that clipped in the step (the batch's quantization included). The TD errors it
+returns are the value words as floats (exact), so the replay's priorities are the module's
+|TD|.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from hrl.fixed_point.common import (
     init_mlp,
     lr_words,
     scheduled_lr,
-    zeros_like_tree,
 )
 from hrl.fixed_point.formats import FxFormats
 from hrl.fixed_point.layers import mlp_backward, mlp_forward
@@ -48,12 +47,13 @@ class FixedDQN:
 
     @property
     def fmts(self) -> FxFormats:
-        return self.cfg.fixed_point.formats()
+        return self.cfg.fixed_point.formats(self.cfg.optimizer)
 
     def init(self, key) -> AgentState:
         size = int(np.prod(self.spec.obs_shape))
         params = init_mlp(key, self.cfg.hidden_sizes, size, self.spec.action.n, self.fmts)
-        return AgentState(params, params, zeros_like_tree(params), jnp.int32(0))
+        opt_state = optim.init_state(params, self.cfg.optimizer)
+        return AgentState(params, params, opt_state, jnp.int32(0))
 
     # ------------------------------------------------------------------ infer
     def epsilon(self, env_step) -> jax.Array:
@@ -142,12 +142,12 @@ class FixedDQN:
             state, batch, weights)
         grads, _, n5 = mlp_backward(online, inputs, masks, delta, f.act, f.weight, f.delta,
                                     f.grad)
-        word, end = lr_words(c.learning_rate, c.lr_end_factor, b, f, c.lr_decay_steps,
+        word, end = lr_words(c.learning_rate, c.lr_end_factor,
+                             optim.rate_divisor(c.optimizer, b), f, c.lr_decay_steps,
                              "learning_rate")
         lr = scheduled_lr(word, end, c.lr_decay_steps, state.train_steps)
-        mu = optim.unit_word(c.fixed_point.momentum, f, "fixed_point.momentum")
-        params, velocity, n6 = optim.sgd_momentum(state.params, state.opt_state, grads, mu, lr,
-                                                  f)
+        params, opt_state, n6 = optim.step(c.optimizer, state.params, state.opt_state, grads,
+                                           lr, c.fixed_point, f)
         steps = state.train_steps + 1
         target_params, n7 = optim.update_target(state.target_params, params, steps,
                                                 c.target_update_period, c.tau, f)
@@ -162,7 +162,7 @@ class FixedDQN:
             "td_abs_mean": jnp.mean(jnp.abs(td_f)),
             "saturations": saturations,
         }
-        return AgentState(params, target_params, velocity, steps), abs_td, td, metrics
+        return AgentState(params, target_params, opt_state, steps), abs_td, td, metrics
 
     def train_step(self, state: AgentState, batch, weights):
         """The agent interface: (state, td_errors (B,) float32, metrics)."""
@@ -185,6 +185,7 @@ def make_fixed_dqn(cfg: DQNConfig, spec: EnvSpec, batch_size: int | None = None)
     agent = FixedDQN(cfg, spec)
     agent._huber()
     if batch_size is not None:
-        lr_words(cfg.learning_rate, cfg.lr_end_factor, batch_size, agent.fmts,
-                 cfg.lr_decay_steps, "learning_rate")
+        lr_words(cfg.learning_rate, cfg.lr_end_factor,
+                 optim.rate_divisor(cfg.optimizer, batch_size), agent.fmts, cfg.lr_decay_steps,
+                 "learning_rate")
     return agent

@@ -23,9 +23,22 @@ and `optim` name which. Why each is what it is:
 * `master` Q28.24 (+-8, step 6e-8): the weights the optimizer updates and the target network.
   A step is lr / B x velocity, often 1e-7 to 1e-5 of a weight: 24 fractional bits keep it;
   28 bits keep a difference of two masters (Polyak) within an int32 word.
-* `unit` Q16.15 ([-1, 1)): momentum and tau (a tau of 1 is a hard copy, no multiply).
+* `moment` Q28.16 (+-2048): Adam's first moment, an average of `grad` with 4 more fractional
+  bits, so that (1 - beta1) x a one-lsb gradient still registers.
+* `second` Q29.20 (0..256, step 9.5e-7): Adam's second moment, an average of grad^2. The
+  widest range that fits: its difference with grad^2 must fit 30 bits. A gradient over 16
+  saturates grad^2 (counted; Adam's step of it is then smaller, never larger). With
+  beta2 = 0.999 a word below about 500 lsb no longer decays (its decay rounds away), which
+  acts as an epsilon of about 0.02 on the root.
+* `rsqrt` Q24.12 (0.0625..1024): 1 / sqrt(second), from the table of `rsqrt`; its product
+  with `moment` must stay within the exact accumulator (widths summing to at most 55).
+* `step` Q20.16 (+-8): Adam's normalized step m / sqrt(v), about +-1, at most
+  (1 - beta1) / sqrt(1 - beta2) ~ 3.2 after a single spike.
+* `unit` Q16.15 ([-1, 1)): momentum, tau, 1 - beta1 and 1 - beta2 (a tau of 1 is a hard
+  copy, no multiply).
 * `prob` Q17.15 ([-2, 2)): discounts and importance weights, which reach exactly 1.
-* `lr` Q16.`lr_frac` (default 26): the learning rate divided by the batch size, per step.
+* `lr` Q24.`lr_frac` (default 26 for SGD, 24 for Adam; LR_FRAC): the rate per step: for SGD
+  the learning rate divided by the batch size, for Adam the learning rate.
 
 The accumulator is exact by construction (`numerics`): no format names it.
 """
@@ -34,10 +47,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from hrl.fixed_point.numerics import Fx
+from hrl.fixed_point.numerics import MAX_WIDTH, Fx
 
 NUMERICS = ("float", "fixed")  # agent.numerics: the float32 learner or this one
-OPTIMIZERS = ("sgd",)  # what the fixed-point learner's optimizer unit implements (see optim)
+OPTIMIZERS = ("adam", "sgd")  # what the fixed-point learner's optimizer unit implements (see optim)
+# The rate word's default fractional bits per optimizer: SGD's rate is learning_rate / batch
+# (about 1e-5), Adam's the learning rate (about 1e-3); each leaves the linear decay's int32
+# product (rate word x decay steps) room for 10^5 steps.
+LR_FRAC = {"sgd": 26, "adam": 24}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +68,13 @@ class FxFormats:
     grad: Fx = Fx(24, 12)
     velocity: Fx = Fx(28, 14)
     master: Fx = Fx(28, 24)
+    moment: Fx = Fx(28, 16)
+    second: Fx = Fx(29, 20)
+    rsqrt: Fx = Fx(24, 12)
+    step: Fx = Fx(20, 16)
     unit: Fx = Fx(16, 15)
     prob: Fx = Fx(17, 15)
-    lr: Fx = Fx(16, 26)
+    lr: Fx = Fx(24, 26)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +82,8 @@ class FixedPointConfig:
     """The `agent.fixed_point` section: the learner's formats, used with `agent.numerics: fixed`.
 
     Each format is [width, fractional bits]; the defaults are argued in the module docstring
-    and are what experiments/results/fixed_point/ ran (no width sweep measured yet). The
-    optimizer is SGD with momentum (`agent.optimizer: sgd`), per parameter one multiply-add
-    for the momentum and one for the step.
+    and are what experiments/results/fixed_point/ ran. The optimizer is `agent.optimizer`:
+    `adam` (the moments below, no bias correction; see `optim`) or `sgd` (with `momentum`).
     """
 
     act: tuple[int, int] = (16, 8)  # observations, hidden activations, actions
@@ -73,13 +93,21 @@ class FixedPointConfig:
     grad: tuple[int, int] = (24, 12)  # weight and bias gradients (sums over the batch)
     velocity: tuple[int, int] = (28, 14)  # the momentum buffer
     master: tuple[int, int] = (28, 24)  # master and target weights
-    lr_frac: int = 26  # fractional bits of the per-step rate learning_rate / batch (16 bits)
+    moment: tuple[int, int] = (28, 16)  # Adam's first moment
+    second: tuple[int, int] = (29, 20)  # Adam's second moment
+    rsqrt: tuple[int, int] = (24, 12)  # 1 / sqrt(second moment)
+    step: tuple[int, int] = (20, 16)  # Adam's normalized step
+    lr_frac: int | None = None  # fractional bits of the 24-bit rate word; None: LR_FRAC
     momentum: float = 0.9  # SGD momentum in [0, 1); 0 is plain SGD
+    beta1: float = 0.9  # Adam's first-moment decay, in [0, 1)
+    beta2: float = 0.999  # Adam's second-moment decay, in [0, 1)
 
-    def formats(self) -> FxFormats:
-        """The formats as `Fx`; ValueError names the key of a bad one."""
+    def formats(self, optimizer: str = "adam") -> FxFormats:
+        """The formats as `Fx` for `optimizer` (which picks the rate word's default fractional
+        bits); ValueError names the key of a bad one."""
         out = {}
-        for name in ("act", "weight", "value", "delta", "grad", "velocity", "master"):
+        for name in ("act", "weight", "value", "delta", "grad", "velocity", "master", "moment",
+                     "second", "rsqrt", "step"):
             value = getattr(self, name)
             ok = (isinstance(value, tuple) and len(value) == 2
                   and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
@@ -90,12 +118,28 @@ class FixedPointConfig:
                 out[name] = Fx(*value)
             except ValueError as err:
                 raise ValueError(f"agent.fixed_point.{name}: {err}") from None
-        if not isinstance(self.lr_frac, int) or isinstance(self.lr_frac, bool):
-            raise ValueError(f"agent.fixed_point.lr_frac must be an int, got {self.lr_frac!r}")
-        return FxFormats(**out, lr=Fx(16, self.lr_frac))
+        lr_frac = LR_FRAC.get(optimizer, 26) if self.lr_frac is None else self.lr_frac
+        if not isinstance(lr_frac, int) or isinstance(lr_frac, bool):
+            raise ValueError(f"agent.fixed_point.lr_frac must be an int, got {lr_frac!r}")
+        # Adam's two exact differences (grad - moment, grad^2 - second) need a bit more.
+        g, m = out["grad"], out["moment"]
+        need = max(g.width - g.frac, m.width - m.frac) + max(g.frac, m.frac) + 1
+        if need > MAX_WIDTH:
+            raise ValueError(f"agent.fixed_point.moment: grad - moment needs {need} bits with "
+                             f"grad {g}; at most {MAX_WIDTH}")
+        m, r = out["moment"], out["rsqrt"]
+        if m.width + r.width > 2 * MAX_WIDTH - 5:
+            raise ValueError(f"agent.fixed_point.rsqrt: moment x rsqrt is {m.width + r.width} "
+                             f"bits wide; the exact product holds at most {2 * MAX_WIDTH - 5}")
+        if out["second"].width + 1 > MAX_WIDTH:
+            raise ValueError(f"agent.fixed_point.second: width {out['second'].width} leaves "
+                             f"no bit for grad^2 - second; at most {MAX_WIDTH - 1}")
+        return FxFormats(**out, lr=Fx(24, lr_frac))
 
     def __post_init__(self):
         self.formats()
-        m = self.momentum
-        if not isinstance(m, int | float) or isinstance(m, bool) or not 0.0 <= m < 1.0:
-            raise ValueError(f"agent.fixed_point.momentum must be a number in [0, 1), got {m!r}")
+        for key in ("momentum", "beta1", "beta2"):
+            m = getattr(self, key)
+            if not isinstance(m, int | float) or isinstance(m, bool) or not 0.0 <= m < 1.0:
+                raise ValueError(f"agent.fixed_point.{key} must be a number in [0, 1), got "
+                                 f"{m!r}")

@@ -50,11 +50,13 @@ def test_config_selects_the_fixed_point_learner():
 
 @pytest.mark.parametrize("change,message", [
     (dict(network="conv"), "agent.network: the fixed-point learner"),
-    (dict(optimizer="adam"), "agent.optimizer: the fixed-point learner implements"),
+    (dict(optimizer="rmsprop"), "agent.optimizer: the fixed-point learner implements"),
+    (dict(optimizer="adam", learning_rate=0.6), r"agent.learning_rate: 0.6 does not fit"),
     (dict(max_grad_norm=10.0), "agent.max_grad_norm"),
     (dict(activation="tanh"), "agent.activation"),
     (dict(learning_rate=1e-9), r"agent.learning_rate: 1e-09 / batch 32 does not fit"),
-    (dict(learning_rate=0.5), r"agent.learning_rate: 0.5 / batch 32 does not fit"),
+    (dict(learning_rate=0.5, fixed_point=FixedPointConfig(lr_frac=30)),
+     r"agent.learning_rate: 0.5 / batch 32 does not fit"),
     (dict(tau=1e-6), "agent.tau: 1e-06 rounds to 0"),
 ])
 def test_dqn_refuses_what_it_does_not_implement(change, message):
@@ -86,10 +88,12 @@ def test_bad_formats_refused_naming_the_key():
         load_config("experiments/configs/dqn_cartpole.yaml", ["agent.numerics=fp16"])
 
 
-def test_dqn_step_is_deterministic_jit_and_vmap_safe_and_learns():
+@pytest.mark.parametrize("optimizer,lr", [("sgd", 0.005), ("adam", 0.003)])
+def test_dqn_step_is_deterministic_jit_and_vmap_safe_and_learns(optimizer, lr):
     """A few hundred SGD steps on a regression batch, vmapped over 4 seeds: the loss falls
     by far more than its seed-to-seed spread, and a jitted single seed repeats bit for bit."""
-    cfg = DQNConfig(**FIXED, hidden_sizes=(16, 16), learning_rate=0.005)
+    cfg = DQNConfig(**{**FIXED, "optimizer": optimizer}, hidden_sizes=(16, 16),
+                    learning_rate=lr)
     agent = make_fixed_dqn(cfg, DQN_SPEC, batch_size=32)
     batch = dqn_batch(jax.random.PRNGKey(7))
     weights = jnp.ones(32)
@@ -157,7 +161,8 @@ def test_config_reference_lists_the_new_keys():
     from hrl.config.reference import config_keys  # noqa: PLC0415
 
     keys = {r.key for rows in config_keys().values() for r in rows}
-    assert {"agent.numerics", "agent.fixed_point.act", "agent.fixed_point.momentum"} <= keys
+    assert {"agent.numerics", "agent.fixed_point.act", "agent.fixed_point.momentum",
+            "agent.fixed_point.beta2", "agent.fixed_point.second"} <= keys
 
 
 def test_float_learner_unchanged_by_default():

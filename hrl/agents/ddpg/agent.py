@@ -73,10 +73,10 @@ class DDPGConfig:
     # Clipped double Q (TD3's twin critics): two critics, the TD target takes their minimum.
     twin_critics: bool = False
     # The learner's arithmetic: float (float32, optax) or fixed (the FPGA learning module's
-    # fixed-point reference, hrl.fixed_point: MLP, ReLU, optimizer sgd with momentum, no
+    # fixed-point reference, hrl.fixed_point: MLP, ReLU, optimizer adam or sgd (momentum), no
     # max_grad_norm; the FPGA's arithmetic on any executor, with no simulator).
     numerics: str = "float"
-    # numerics: fixed only: the formats of its words ([width, frac] each) and its momentum.
+    # numerics: fixed only: its words' formats ([width, frac] each), momentum, betas.
     fixed_point: FixedPointConfig = dataclasses.field(default_factory=FixedPointConfig)
 
     def __post_init__(self):

@@ -66,10 +66,10 @@ class DQNConfig:
     eps_decay_steps: int = 10_000
     eval_epsilon: float = 0.0  # epsilon when explore=False
     # The learner's arithmetic: float (float32, optax) or fixed (the FPGA learning module's
-    # fixed-point reference, hrl.fixed_point: MLP, ReLU, optimizer sgd with momentum, no
+    # fixed-point reference, hrl.fixed_point: MLP, ReLU, optimizer adam or sgd (momentum), no
     # max_grad_norm; the FPGA's arithmetic on any executor, with no simulator).
     numerics: str = "float"
-    # numerics: fixed only: the formats of its words ([width, frac] each) and its momentum.
+    # numerics: fixed only: its words' formats ([width, frac] each), momentum, betas.
     fixed_point: FixedPointConfig = dataclasses.field(default_factory=FixedPointConfig)
 
     def __post_init__(self):
