@@ -80,7 +80,7 @@ class FixedDDPG(DDPG):
             "critic": init_mlp(critic_key, self.cfg.critic_hidden_sizes,
                                self._obs_size + self._act_size, 1, f),
         }
-        opt_state = optim.init_state(params, self.cfg.optimizer)
+        opt_state = {k: optim.init_state(p, self.cfg.optimizer) for k, p in params.items()}
         return AgentState(params, params, opt_state, jnp.int32(0))
 
     # ------------------------------------------------------------------ infer

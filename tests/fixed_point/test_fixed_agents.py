@@ -88,7 +88,8 @@ def test_bad_formats_refused_naming_the_key():
         load_config("experiments/configs/dqn_cartpole.yaml", ["agent.numerics=fp16"])
 
 
-@pytest.mark.parametrize("optimizer,lr", [("sgd", 0.005), ("adam", 0.003)])
+@pytest.mark.parametrize("optimizer,lr", [
+    ("sgd", 0.005), pytest.param("adam", 0.003, marks=pytest.mark.long)])
 def test_dqn_step_is_deterministic_jit_and_vmap_safe_and_learns(optimizer, lr):
     """A few hundred SGD steps on a regression batch, vmapped over 4 seeds: the loss falls
     by far more than its seed-to-seed spread, and a jitted single seed repeats bit for bit."""
@@ -121,9 +122,12 @@ def test_dqn_step_is_deterministic_jit_and_vmap_safe_and_learns(optimizer, lr):
 
 
 @pytest.mark.long
-def test_ddpg_step_learns_the_critic_and_moves_the_actor_uphill():
-    cfg = DDPGConfig(**FIXED, actor_hidden_sizes=(16,), critic_hidden_sizes=(16, 16),
-                     actor_learning_rate=0.002, critic_learning_rate=0.005)
+@pytest.mark.parametrize("optimizer,lr_actor,lr_critic", [("sgd", 0.002, 0.005),
+                                                          ("adam", 0.001, 0.003)])
+def test_ddpg_step_learns_the_critic_and_moves_the_actor_uphill(optimizer, lr_actor, lr_critic):
+    cfg = DDPGConfig(**{**FIXED, "optimizer": optimizer}, actor_hidden_sizes=(16,),
+                     critic_hidden_sizes=(16, 16), actor_learning_rate=lr_actor,
+                     critic_learning_rate=lr_critic)
     agent = make_fixed_ddpg(cfg, DDPG_SPEC, batch_size=32)
     k1, k2 = jax.random.split(jax.random.PRNGKey(3))
     obs = jax.random.normal(k1, (32, 3))
