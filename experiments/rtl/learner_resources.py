@@ -78,6 +78,9 @@ def synthesize(module: str, size: int, timeout: float = 3600) -> dict:
                                                   "IW": 9}
     elif module == "hrl_learn_activation":
         srcs, prm = ["hrl_learn_activation.v"], {"C": size, "W": 24, "SW": 32}
+    elif module == "hrl_learn_adam":  # one lane; an array of C columns updates C per cycle
+        srcs, prm = ["hrl_learn_narrow.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v",
+                     "hrl_learn_adam.v"], {}
     else:
         raise ValueError(f"unknown module {module!r}")
     work = WORK / f"{module}-{size}"
@@ -127,7 +130,10 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
             "3 bank sets (weights, activations, deltas). An array size missing here did not "
             "finish within the session that made the table (yosys took 7-8 min per array "
-            "at 4x4 and 8x8 on a shared 2-core machine; rerun with `--size 16`).\n\n"
+            "at 4x4 and 8x8 on a shared 2-core machine; rerun with `--size 16`). "
+            "`hrl_learn_adam` is one lane of the optimizer unit (Adam with its reciprocal "
+            "square root and ROM; size 1): an array of C columns has C lanes, not in "
+            "`total` (`--lanes` reruns only it).\n\n"
             + head + body)
     if clock:
         text += ("\n## Clock estimate\n\nThe narrowing unit (the array's output stage, "
@@ -141,13 +147,41 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
     return text
 
 
+LANE_UNITS = ("hrl_learn_adam",)
+
+
+def lanes(timeout: float) -> int:
+    """Synthesize the per-lane units and replace their rows in resources.csv/.md."""
+    path = OUT / "resources.csv"
+    rows = [r for r in csv.DictReader(path.read_text().splitlines())
+            if r["module"] not in LANE_UNITS] if path.exists() else []
+    rows = [{c: (int(r[c]) if r[c].lstrip("-").isdigit() else r[c]) for c in COLUMNS}
+            for r in rows]
+    for module in LANE_UNITS:
+        rows.append(synthesize(module, 1, timeout))
+        print(rows[-1], flush=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    text = (OUT / "resources.md").read_text() if (OUT / "resources.md").exists() else ""
+    clock = text[text.index("\n## Clock estimate"):] if "## Clock estimate" in text else ""
+    (OUT / "resources.md").write_text(markdown(rows, None) + clock)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--size", type=int, action="append", default=[],
                     help="array size R = C (repeatable); default: every size in SIZES")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
+    ap.add_argument("--lanes", action="store_true",
+                    help="only the per-lane units (the optimizer's Adam lane), replacing their "
+                         "rows in the table and keeping the rest")
     args = ap.parse_args(argv)
+    if args.lanes:
+        return lanes(args.timeout)
     sizes = args.size or SIZES
     rows, clock = [], None
     try:

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from hrl.agents.common import MLP
 from hrl.fixed_point.formats import OPTIMIZERS, FxFormats
-from hrl.fixed_point.optim import quantize_tree
+from hrl.fixed_point.optim import quantize_tree, unit_word
 
 
 def check_fixed_config(cfg, algo: str) -> None:
@@ -34,6 +34,19 @@ def check_fixed_config(cfg, algo: str) -> None:
         raise ValueError("agent.twin_critics: the fixed-point learner has one critic")
     if algo == "ddpg" and cfg.noise == "ou":
         raise ValueError("agent.noise: the fixed-point learner's actor takes gaussian noise")
+
+
+def check_constants(cfg, fmts: FxFormats) -> None:
+    """Refuse, before anything is traced, a constant its word cannot hold: tau (unless a hard
+    copy), the SGD momentum, Adam's 1 - beta1 and 1 - beta2 (one line naming the key)."""
+    if cfg.tau != 1.0:
+        unit_word(cfg.tau, fmts, "tau")
+    fp = cfg.fixed_point
+    if cfg.optimizer == "adam":
+        unit_word(1.0 - fp.beta1, fmts, "fixed_point.beta1 (as 1 - beta1)")
+        unit_word(1.0 - fp.beta2, fmts, "fixed_point.beta2 (as 1 - beta2)")
+    else:
+        unit_word(fp.momentum, fmts, "fixed_point.momentum")
 
 
 def lr_words(learning_rate: float, end_factor: float, divisor: int, fmts: FxFormats,

@@ -28,6 +28,7 @@ from hrl.agents.ddpg.agent import DDPG, DDPGConfig
 from hrl.envs.spec import ContinuousActions, EnvSpec
 from hrl.fixed_point import optim
 from hrl.fixed_point.common import (
+    check_constants,
     check_fixed_config,
     init_mlp,
     lr_words,
@@ -224,6 +225,7 @@ def make_fixed_ddpg(cfg: DDPGConfig, spec: EnvSpec, batch_size: int | None = Non
     agent = FixedDDPG(cfg, spec)
     agent._bounds()
     agent._huber()
+    check_constants(cfg, agent.fmts)
     if batch_size is not None:
         agent._rates(batch_size, 0)
     return agent

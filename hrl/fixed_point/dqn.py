@@ -26,6 +26,7 @@ from hrl.agents.dqn.agent import DQNConfig
 from hrl.envs.spec import DiscreteActions, EnvSpec
 from hrl.fixed_point import optim
 from hrl.fixed_point.common import (
+    check_constants,
     check_fixed_config,
     init_mlp,
     lr_words,
@@ -184,6 +185,7 @@ def make_fixed_dqn(cfg: DQNConfig, spec: EnvSpec, batch_size: int | None = None)
     check_fixed_config(cfg, "dqn")
     agent = FixedDQN(cfg, spec)
     agent._huber()
+    check_constants(cfg, agent.fmts)
     if batch_size is not None:
         lr_words(cfg.learning_rate, cfg.lr_end_factor,
                  optim.rate_divisor(cfg.optimizer, batch_size), agent.fmts, cfg.lr_decay_steps,

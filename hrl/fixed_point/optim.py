@@ -170,7 +170,7 @@ def unit_word(value: float, fmts: FxFormats, key: str) -> int:
     a nonzero value rounds to 0."""
     word = int(round(value * 2**fmts.unit.frac))
     if value > 0 and word == 0:
-        raise ValueError(f"agent.{key}: {value} rounds to 0 in {fmts.unit}; the smallest is "
+        raise ValueError(f"agent.{key}: {value:.3g} rounds to 0 in {fmts.unit}; the smallest is "
                          f"{fmts.unit.lsb:.3g}")
     return min(word, fmts.unit.max_int)
 

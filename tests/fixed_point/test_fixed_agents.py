@@ -58,6 +58,8 @@ def test_config_selects_the_fixed_point_learner():
     (dict(learning_rate=0.5, fixed_point=FixedPointConfig(lr_frac=30)),
      r"agent.learning_rate: 0.5 / batch 32 does not fit"),
     (dict(tau=1e-6), "agent.tau: 1e-06 rounds to 0"),
+    (dict(optimizer="adam", learning_rate=1e-3, fixed_point=FixedPointConfig(beta2=0.99999)),
+     r"agent.fixed_point.beta2 \(as 1 - beta2\): 1e-05 rounds to 0"),
 ])
 def test_dqn_refuses_what_it_does_not_implement(change, message):
     cfg = DQNConfig(**{**FIXED, **change})
