@@ -1,7 +1,8 @@
 """cocotb testbench of fpga_rtl/rtl/hrl_learn_loss_ddpg.v against
 hrl.fixed_point.losses.ddpg_critic_unit and ddpg_actor_delta: random batches of critic
 samples (Q(s, a), Q'(s', mu'(s')), rewards, discounts, 0 at terminals, and importance
-weights), with and without Huber clipping, with extreme words (the most negative and the
+weights), fed with random bubbles (cycles of junk words, not valid), with and without Huber
+clipping, with extreme words (the most negative and the
 largest, zeros) that saturate each narrowing and odd products that land on the rounding's
 ties; then batches where actor samples (the constant delta -1) and critic samples alternate
 at random, cycle by cycle. Every delta, td, |td| and each sample's saturation count must
@@ -101,6 +102,11 @@ async def run_batch(tb: TB, huber, actor: np.ndarray):
     d.huber.value = 0 if huber is None else huber
     start = len(tb.out)
     for i in range(BATCH):
+        if tb.rng.random() < 0.15:  # a bubble: junk words that must not come out
+            await FallingEdge(d.clk)
+            d.in_valid.value = 0
+            d.in_q.value = d.in_q_next.value = d.in_reward.value = mask_v
+            d.in_actor.value = int(tb.rng.integers(0, 2))
         await FallingEdge(d.clk)
         d.in_valid.value = 1
         d.in_actor.value = int(actor[i])

@@ -7,7 +7,8 @@ largest, zeros), online words near their targets (a trained net's small steps), 
 bits below the weight format are exactly one half (the operand's ties) and taus of one half
 (Polyak's ties on every odd difference), the largest and the most negative tau words and
 tau = 1 lsb and 0; negative taus and, in formats with fewer fractional bits, taus above 1
-push Polyak out of range (saturations). Then passes where copy and Polyak words alternate
+push Polyak out of range (saturations). Random bubbles (cycles of junk words, not valid)
+come between the words. Then passes where copy and Polyak words alternate
 cycle by cycle. Every word and flag must equal the reference's, each word's flags its
 saturation counts from the reference run on that word alone (vmapped), and a pass's total
 the count the reference returns for the whole pass.
@@ -119,6 +120,11 @@ async def run_pass(tb: TB, tau: int, copy: np.ndarray):
     d.tau.value = tau & ((1 << f.unit.width) - 1)
     start = len(tb.out)
     for c in range(CYCLES):
+        if tb.rng.random() < 0.15:  # a bubble: junk words that must not come out
+            await FallingEdge(d.clk)
+            d.in_valid.value = 0
+            d.in_online.value = d.in_target.value = (1 << (tb.P * f.master.width)) - 1
+            d.in_copy.value = int(tb.rng.integers(0, 2))
         await FallingEdge(d.clk)
         d.in_valid.value = 1
         d.in_copy.value = int(copy[c])
