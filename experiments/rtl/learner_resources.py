@@ -3,6 +3,8 @@
     python experiments/rtl/learner_resources.py        # every size in SIZES ->
         experiments/results/fpga_learner/resources.{csv,md}
     python experiments/rtl/learner_resources.py --size 8 --size 16
+    python experiments/rtl/learner_resources.py --units  # only the per-learner units ->
+        experiments/results/fpga_learner/units.{csv,md}
 
 The same flow as the replay manager's (`fpga_rtl/syn/run_syn.py`): yosys `synth_xilinx
 -family xcup` (UltraScale+, the Alveo U200 family), hierarchical, `stat -top` composing the
@@ -13,6 +15,13 @@ so 18 x 18 operands; 24-bit outputs; an exact 44-bit accumulator for K up to 256
 hrl_learn_mac_array (R = C = size), hrl_learn_weight_bank (L = size lanes; one bank set
 per matrix kind: weights, activations, deltas, each of DEPTH words per lane) and
 hrl_learn_activation. `total` sums the array, the activation unit and three bank sets.
+
+The per-learner units, which do not grow with the array (one sample or one parameter word a
+cycle), are synthesized once at the same formats, into units.{csv,md}: the loss units
+hrl_learn_loss_dqn (A = 2, CartPole's actions) and hrl_learn_loss_ddpg, and the target and
+operand unit hrl_learn_target (P = 1 and 4 lanes), and one lane of the optimizer's Adam
+(hrl_learn_adam, with its reciprocal square root and ROM). Every run writes them; `--units`
+writes only them (a few minutes of yosys each at most).
 
 Clock estimate: the narrowing unit (the array's deepest stage: a barrel shift of the
 accumulator, the rounding compare, the clamp) is synthesized flattened alone and measured
@@ -47,6 +56,31 @@ SIZES = [4, 8, 16, 32]
 ARRAY = {"AW": 18, "BW": 18, "BIASW": 16, "BSMAX": 24, "KMAX": 256, "ACCW": 44, "OW": 24,
          "TAGW": 8}
 BANK_DEPTH = 1024  # words per lane: 16 lanes hold 16k words, a 128-128 MLP's weights
+# The per-learner units at the learner's formats (hrl.fixed_point.formats.FxFormats): value
+# Q24.8, prob Q17.15, delta Q18.12; master Q28.24, weight Q16.12, unit Q16.15.
+LOSS_FORMATS = {"VW": 24, "VF": 8, "PW": 17, "PF": 15, "DW": 18, "DF": 12}
+TARGET_FORMATS = {"P": 1, "MW": 28, "MF": 24, "WW": 16, "WF": 12, "UW": 16, "UF": 15}
+# (module, sources, parameters set by chparam, parameters as reported). The DQN unit runs
+# at its defaults, which are these: yosys cannot chparam its A (the action index width AB, a
+# localparam, sizes a port declared before it).
+UNITS = [
+    ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"], {},
+     {"A": 2, **LOSS_FORMATS}),
+    ("hrl_learn_loss_ddpg", ["hrl_learn_narrow.v", "hrl_learn_loss_ddpg.v"], LOSS_FORMATS,
+     LOSS_FORMATS),
+    ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"], TARGET_FORMATS,
+     TARGET_FORMATS),
+    ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"],
+     {**TARGET_FORMATS, "P": 4}, {**TARGET_FORMATS, "P": 4}),
+    # One lane of the optimizer's Adam at its defaults (the FxFormats above): an array of C
+    # columns updates C parameters a cycle with C lanes.
+    ("hrl_learn_adam", ["hrl_learn_narrow.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v",
+                        "hrl_learn_adam.v"], {},
+     {"GW": 24, "GF": 12, "MW": 28, "MF": 16, "SW": 29, "SF": 20, "RW": 24, "RF": 12,
+      "TW": 20, "TF": 16, "WW": 28, "WF": 24, "LW": 24, "LF": 24}),
+]
+UNIT_COLUMNS = ["module", "parameters", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP",
+                "CARRY", "seconds"]
 COLUMNS = ["module", "size", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP", "CARRY",
            "seconds"]
 
@@ -54,7 +88,8 @@ COLUMNS = ["module", "size", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP", "CA
 def _yosys(top: str, sources: list[str], params: dict, workdir: Path, flat: bool,
            extra: str = "", timeout: float = 3600) -> str:
     workdir.mkdir(parents=True, exist_ok=True)
-    chparam = "chparam " + " ".join(f"-set {k} {v}" for k, v in params.items()) + f" {top}"
+    chparam = ("chparam " + " ".join(f"-set {k} {v}" for k, v in params.items()) + f" {top}"
+               if params else "")
     stat = "stat" if flat else f"stat -top {top}"
     script = (f"read_verilog -sv {' '.join(str(RTL / s) for s in sources)}\n{chparam}\n"
               f"synth_xilinx -family xcup -top {top}{' -flatten' if flat else ''}\n"
@@ -78,26 +113,27 @@ def synthesize(module: str, size: int, timeout: float = 3600) -> dict:
                                                   "IW": 9}
     elif module == "hrl_learn_activation":
         srcs, prm = ["hrl_learn_activation.v"], {"C": size, "W": 24, "SW": 32}
-    elif module == "hrl_learn_adam":  # one lane; an array of C columns updates C per cycle
-        srcs, prm = ["hrl_learn_narrow.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v",
-                     "hrl_learn_adam.v"], {}
     else:
         raise ValueError(f"unknown module {module!r}")
-    work = WORK / f"{module}-{size}"
+    return {"module": module, "size": size,
+            **_cached(module, srcs, prm, WORK / f"{module}-{size}", timeout)}
+
+
+def _cached(top: str, srcs: list[str], prm: dict, work: Path, timeout: float) -> dict:
+    """The cell counts and seconds of one hierarchical yosys run in `work`."""
     stat_file = work / "stat.txt"
     deps = [RTL / s for s in srcs]
     if stat_file.exists() and all(stat_file.stat().st_mtime > d.stat().st_mtime for d in deps):
-        # A finished run newer than the RTL: reused (rerun after changing ARRAY or
-        # BANK_DEPTH by deleting sim_build/syn-learn).
+        # A finished run newer than the RTL: reused (rerun after changing ARRAY,
+        # BANK_DEPTH or UNITS by deleting sim_build/syn-learn).
         seconds = int((work / "seconds.txt").read_text()) \
             if (work / "seconds.txt").exists() else ""
-        return {"module": module, "size": size,
-                **run_syn.count_cells(stat_file.read_text()), "seconds": seconds}
+        return {**run_syn.count_cells(stat_file.read_text()), "seconds": seconds}
     t0 = time.time()
-    stat = _yosys(module, srcs, prm, work, flat=False, timeout=timeout)
+    stat = _yosys(top, srcs, prm, work, flat=False, timeout=timeout)
     seconds = round(time.time() - t0)
     (work / "seconds.txt").write_text(f"{seconds}\n")
-    return {"module": module, "size": size, **run_syn.count_cells(stat), "seconds": seconds}
+    return {**run_syn.count_cells(stat), "seconds": seconds}
 
 
 def narrow_clock(timeout: float = 3600) -> dict:
@@ -130,10 +166,7 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
             "3 bank sets (weights, activations, deltas). An array size missing here did not "
             "finish within the session that made the table (yosys took 7-8 min per array "
-            "at 4x4 and 8x8 on a shared 2-core machine; rerun with `--size 16`). "
-            "`hrl_learn_adam` is one lane of the optimizer unit (Adam with its reciprocal "
-            "square root and ROM; size 1): an array of C columns has C lanes, not in "
-            "`total` (`--lanes` reruns only it).\n\n"
+            "at 4x4 and 8x8 on a shared 2-core machine; rerun with `--size 16`).\n\n"
             + head + body)
     if clock:
         text += ("\n## Clock estimate\n\nThe narrowing unit (the array's output stage, "
@@ -147,27 +180,39 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
     return text
 
 
-LANE_UNITS = ("hrl_learn_adam",)
+def units_markdown(rows: list[dict]) -> str:
+    head = "| " + " | ".join(UNIT_COLUMNS) + " |\n|" + "---|" * len(UNIT_COLUMNS) + "\n"
+    body = "".join("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float) else str(r[c])
+                                      for c in UNIT_COLUMNS) + " |\n" for r in rows)
+    return ("# FPGA learner: the per-learner units (yosys synth_xilinx -family xcup)\n\n"
+            "Regenerate: `python experiments/rtl/learner_resources.py --units`. Cell counts "
+            "after yosys synthesis, not a placed Vivado result, at the learner's formats "
+            "(hrl.fixed_point.formats.FxFormats). These units do not grow with the array: a "
+            "loss unit takes one sample a cycle, the target unit P parameter words a cycle "
+            "(rows for P = 1 and 4), an Adam lane one parameter a cycle (an array of C "
+            "columns has C lanes). `seconds`: the yosys run's wall "
+            "time on a shared machine (effort, not a benchmark).\n\n" + head + body)
 
 
-def lanes(timeout: float) -> int:
-    """Synthesize the per-lane units and replace their rows in resources.csv/.md."""
-    path = OUT / "resources.csv"
-    rows = [r for r in csv.DictReader(path.read_text().splitlines())
-            if r["module"] not in LANE_UNITS] if path.exists() else []
-    rows = [{c: (int(r[c]) if r[c].lstrip("-").isdigit() else r[c]) for c in COLUMNS}
-            for r in rows]
-    for module in LANE_UNITS:
-        rows.append(synthesize(module, 1, timeout))
+def write_units(timeout: float) -> None:
+    """Synthesize every unit of UNITS; write units.{csv,md}."""
+    rows = []
+    for module, srcs, chparam, shown in UNITS:
+        name = "-".join([module, *(f"{k}{v}" for k, v in chparam.items())])
+        try:
+            cells = _cached(module, srcs, chparam, WORK / name, timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{name}: did not finish in {timeout:.0f} s", flush=True)
+            continue
+        rows.append({"module": module,
+                     "parameters": " ".join(f"{k}={v}" for k, v in shown.items()), **cells})
         print(rows[-1], flush=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "units.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=UNIT_COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    text = (OUT / "resources.md").read_text() if (OUT / "resources.md").exists() else ""
-    clock = text[text.index("\n## Clock estimate"):] if "## Clock estimate" in text else ""
-    (OUT / "resources.md").write_text(markdown(rows, None) + clock)
-    return 0
+    (OUT / "units.md").write_text(units_markdown(rows))
 
 
 def main(argv=None) -> int:
@@ -176,12 +221,12 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, action="append", default=[],
                     help="array size R = C (repeatable); default: every size in SIZES")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
-    ap.add_argument("--lanes", action="store_true",
-                    help="only the per-lane units (the optimizer's Adam lane), replacing their "
-                         "rows in the table and keeping the rest")
+    ap.add_argument("--units", action="store_true",
+                    help="only the per-learner units (loss, target, Adam) -> units.{csv,md}")
     args = ap.parse_args(argv)
-    if args.lanes:
-        return lanes(args.timeout)
+    write_units(args.timeout)
+    if args.units:
+        return 0
     sizes = args.size or SIZES
     rows, clock = [], None
     try:

@@ -28,7 +28,7 @@ import rtl_runner  # noqa: E402
 pytestmark = pytest.mark.hw
 
 MODULES = ["hrl_learn_mac_array", "hrl_learn_weight_bank", "hrl_learn_activation",
-           "hrl_learn_loss_dqn"]
+           "hrl_learn_loss_dqn", "hrl_learn_loss_ddpg", "hrl_learn_target"]
 
 for _module in MODULES:
     globals().update(rtl_runner.sweeps(_module, f"test_{_module}"))
@@ -48,6 +48,11 @@ LINT = [
      [{}, {"C": 1}, {"C": 16, "W": 24}]),
     ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"],
      [{}, {"A": 1}, {"A": 6, "VW": 20, "VF": 6, "PW": 16, "PF": 14, "DW": 16, "DF": 10}]),
+    ("hrl_learn_loss_ddpg", ["hrl_learn_narrow.v", "hrl_learn_loss_ddpg.v"],
+     [{}, {"VW": 16, "VF": 4, "PW": 12, "PF": 10, "DW": 12, "DF": 11}]),
+    ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"],
+     [{}, {"P": 4, "MW": 24, "MF": 18, "WW": 12, "WF": 8, "UW": 12, "UF": 9},
+      {"P": 3, "MW": 20, "MF": 14, "WW": 18, "WF": 16, "UW": 10, "UF": 10}]),
 ]
 
 
@@ -91,6 +96,8 @@ ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"])
 BANK = ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"])
 ACT = ("hrl_learn_activation", ["hrl_learn_activation.v"])
 LOSS = ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"])
+DDPG = ("hrl_learn_loss_ddpg", ["hrl_learn_narrow.v", "hrl_learn_loss_ddpg.v"])
+TARGET = ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"])
 
 
 @pytest.mark.parametrize(
@@ -103,6 +110,9 @@ LOSS = ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"])
         (*BANK, {"L": 6}, r"L=6 must be a power of two in 1..64"),
         (*ACT, {"SW": 2}, r"SW=2 must be in 4..64"),
         (*LOSS, {"PF": 25}, r"PF=25 must be in 0..24"),
+        (*DDPG, {"DW": 12, "DF": 12}, r"DF=12 must be in 0..DW-1=11"),
+        (*TARGET, {"MW": 30}, r"MW=30 must be in 2..29"),
+        (*TARGET, {"MF": 24, "WF": 29}, r"MF-WF=-5 must be in -4..MW=28"),
     ],
 )
 def test_illegal_parameters_stop(top, srcs, bad, pattern, tmp_path):
@@ -118,6 +128,8 @@ ARRAY_PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "BIASW": 16, "BSMAX": 24, "KMAX
 BANK_PRM = {"L": 4, "DW": 16, "DEPTH": 256, "IW": 9}
 ACT_PRM = {"C": 4, "W": 24, "SW": 32}
 LOSS_PRM = {"A": 2, "VW": 24, "VF": 8, "PW": 17, "PF": 15, "DW": 18, "DF": 12}
+DDPG_PRM = {"VW": 24, "VF": 8, "PW": 17, "PF": 15, "DW": 18, "DF": 12}
+TARGET_PRM = {"P": 2, "MW": 28, "MF": 24, "WW": 16, "WF": 12, "UW": 16, "UF": 15}
 MUTATIONS = [
     pytest.param(*ARRAY, "hrl_learn_narrow.v", r"\(sticky \|\| fl\[0\]\)",
                  "(sticky || 1'b1)", ARRAY_PRM,
@@ -155,6 +167,27 @@ MUTATIONS = [
                  LOSS_PRM, "no-huber", id="loss-no-huber", marks=pytest.mark.long),
     pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"\(r_x <<< PF\)", "r_x", LOSS_PRM,
                  "reward-unaligned", id="loss-reward-unaligned", marks=pytest.mark.long),
+    pytest.param(*DDPG, "hrl_learn_loss_ddpg.v", r"out_delta <= actor3 \? minus_one",
+                 "out_delta <= 1'b0 ? minus_one", DDPG_PRM, "no-actor-delta",
+                 id="ddpg-no-actor-delta", marks=pytest.mark.long),
+    pytest.param(*DDPG, "hrl_learn_loss_ddpg.v", r"!use_huber \? td_s", "1'b1 ? td_s",
+                 DDPG_PRM, "no-huber", id="ddpg-no-huber", marks=pytest.mark.long),
+    pytest.param(*DDPG, "hrl_learn_loss_ddpg.v", r"\? \{1'b0, \{\(VW-1\)\{1'b1\}\}\}",
+                 "? td3", DDPG_PRM, "abs-min-wraps", id="ddpg-abs-min-wraps",
+                 marks=pytest.mark.long),
+    pytest.param(*DDPG, "hrl_learn_narrow.v", r"\(sticky \|\| fl\[0\]\)",
+                 "(sticky || 1'b1)", DDPG_PRM, "ties-away", id="ddpg-narrow-ties-away",
+                 marks=pytest.mark.long),
+    pytest.param(*TARGET, "hrl_learn_target.v", r"\(tg_x <<< UF\)", "tg_x", TARGET_PRM,
+                 "target-unaligned", id="target-unaligned", marks=pytest.mark.long),
+    pytest.param(*TARGET, "hrl_learn_target.v", r"\{on\[MW-1\], on\} - \{tg\[MW-1\], tg\}",
+                 "{on - tg}", TARGET_PRM, "difference-wraps", id="target-difference-wraps",
+                 marks=pytest.mark.long),
+    pytest.param(*TARGET, "hrl_learn_target.v", r"!copy1 && pk_sat", "pk_sat", TARGET_PRM,
+                 "copy-sats-counted", id="target-copy-sats-counted", marks=pytest.mark.long),
+    pytest.param(*TARGET, "hrl_learn_narrow.v", r"\(sticky \|\| fl\[0\]\)",
+                 "(sticky || 1'b1)", TARGET_PRM, "ties-away", id="target-narrow-ties-away",
+                 marks=pytest.mark.long),
 ]
 
 
