@@ -131,6 +131,13 @@ class FixedPointConfig:
         if m.width + r.width > 2 * MAX_WIDTH - 5:
             raise ValueError(f"agent.fixed_point.rsqrt: moment x rsqrt is {m.width + r.width} "
                              f"bits wide; the exact product holds at most {2 * MAX_WIDTH - 5}")
+        if out["master"].width + 1 > MAX_WIDTH:
+            raise ValueError(f"agent.fixed_point.master: width {out['master'].width} leaves no "
+                             f"bit for the Polyak difference; at most {MAX_WIDTH - 1}")
+        d = out["delta"]
+        if not 0 <= d.frac < d.width:
+            raise ValueError(f"agent.fixed_point.delta: {d} cannot hold -1 (DDPG's actor "
+                             f"delta); needs 0 <= frac < width")
         if out["second"].width + 1 > MAX_WIDTH:
             raise ValueError(f"agent.fixed_point.second: width {out['second'].width} leaves "
                              f"no bit for grad^2 - second; at most {MAX_WIDTH - 1}")

@@ -156,6 +156,10 @@ def test_adam_formats_refused_naming_the_key():
         FixedPointConfig(second=(30, 20))
     with pytest.raises(ValueError, match=r"agent.fixed_point.rsqrt: moment x rsqrt is 58"):
         FixedPointConfig(rsqrt=(30, 18))
+    with pytest.raises(ValueError, match=r"agent.fixed_point.master: width 30 leaves no bit"):
+        FixedPointConfig(master=(30, 24))
+    with pytest.raises(ValueError, match=r"agent.fixed_point.delta: Q18.18 cannot hold -1"):
+        FixedPointConfig(delta=(18, 18))
     with pytest.raises(ValueError, match=r"agent.fixed_point.beta2 must be a number in"):
         FixedPointConfig(beta2=1.0)
     with pytest.raises(ValueError, match=r"agent.fixed_point.beta2 \(as 1 - beta2\): "):
