@@ -50,6 +50,9 @@ VARIANTS = {
     # correction, no clipping): what the arithmetic alone costs is the difference to it.
     "dqn_cartpole_float_adam_uncorrected": ("dqn_cartpole", [
         "agent.optimizer=adam_uncorrected", "agent.max_grad_norm=null"]),
+    # ... and the float learner's Adam (bias-corrected) without clipping: which of the two
+    # differences from the float config matters.
+    "dqn_cartpole_float_adam_noclip": ("dqn_cartpole", ["agent.max_grad_norm=null"]),
     "dqn_cartpole_fixed_adam": ("dqn_cartpole", FIXED_ADAM),
     "ddpg_pendulum_fixed_adam": ("ddpg_pendulum", FIXED_ADAM),
     "dqn_cartpole_fixed": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.005",
