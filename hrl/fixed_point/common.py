@@ -8,11 +8,15 @@ and a float run of one seed start from the same network up to rounding.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from hrl.agents.common import MLP
 from hrl.fixed_point.formats import OPTIMIZERS, FxFormats
+from hrl.fixed_point.numerics import Fx, multiply
 from hrl.fixed_point.optim import quantize_tree, unit_word
 
 
@@ -38,13 +42,16 @@ def check_fixed_config(cfg, algo: str) -> None:
 
 def check_constants(cfg, fmts: FxFormats) -> None:
     """Refuse, before anything is traced, a constant its word cannot hold: tau (unless a hard
-    copy), the SGD momentum, Adam's 1 - beta1 and 1 - beta2 (one line naming the key)."""
+    copy), the SGD momentum, Adam's 1 - beta1 and 1 - beta2 and its bias correction (one line
+    naming the key)."""
     if cfg.tau != 1.0:
         unit_word(cfg.tau, fmts, "tau")
     fp = cfg.fixed_point
     if cfg.optimizer == "adam":
         unit_word(1.0 - fp.beta1, fmts, "fixed_point.beta1 (as 1 - beta1)")
         unit_word(1.0 - fp.beta2, fmts, "fixed_point.beta2 (as 1 - beta2)")
+        if fp.bias_correction:
+            adam_correction_table(fp.beta1, fp.beta2)
     else:
         unit_word(fp.momentum, fmts, "fixed_point.momentum")
 
@@ -79,6 +86,49 @@ def scheduled_lr(word: int, end: int, decay_steps: int, train_steps):
         return jnp.int32(word)
     t = jnp.minimum(jnp.asarray(train_steps, jnp.int32), decay_steps)
     return jnp.int32(word) - (jnp.int32(word - end) * t) // decay_steps
+
+
+CORRECTION = Fx(30, 23)  # Adam's bias-correction factor: 1.0 is 2**23, at most 64
+CORRECTION_STEPS = 1 << 16  # the longest table: the factor must reach 1.0 within it
+
+
+@functools.cache
+def adam_correction_table(beta1: float, beta2: float) -> np.ndarray:
+    """Adam's bias correction sqrt(1 - beta2**t) / (1 - beta1**t) for steps t = 1, 2, ... as
+    CORRECTION words (int32), up to the step from which it rounds to 1.0 for good (every later
+    step uses 1.0). The powers are running float64 products (np.cumprod), the root IEEE's, the
+    rounding to nearest even: the same table on any machine. The host holds it and writes
+    the corrected rate per step, so the module itself has no correction hardware.
+    ValueError names the key when the factor does not settle within CORRECTION_STEPS steps
+    or outgrows its word."""
+    n = CORRECTION_STEPS
+    p1 = np.cumprod(np.full(n, beta1, np.float64))
+    p2 = np.cumprod(np.full(n, beta2, np.float64))
+    corr = np.sqrt(1.0 - p2) / (1.0 - p1)
+    words = np.rint(corr * 2.0**CORRECTION.frac)
+    if words.max() > CORRECTION.max_int:
+        raise ValueError(f"agent.fixed_point.beta1: Adam's bias correction reaches "
+                         f"{corr.max():.3g} at beta1={beta1}, beta2={beta2}; at most "
+                         f"{CORRECTION.max_value:.3g} (or agent.fixed_point.bias_correction: "
+                         "false)")
+    off = np.nonzero(words != 1 << CORRECTION.frac)[0]
+    end = int(off[-1]) + 2 if len(off) else 1
+    if end > n:
+        raise ValueError(f"agent.fixed_point.beta2: Adam's bias correction at beta2={beta2} "
+                         f"does not settle within {n} steps; set "
+                         "agent.fixed_point.bias_correction: false")
+    return words[:end].astype(np.int32)
+
+
+def corrected_rate(rate, fp, train_steps, fmts: FxFormats):
+    """The rate word of SGD step `train_steps` + 1 times Adam's bias correction when
+    `fp.bias_correction` (a table read and one multiply on the host), else the rate word."""
+    if not fp.bias_correction:
+        return rate
+    table = jnp.asarray(adam_correction_table(fp.beta1, fp.beta2))
+    t = jnp.minimum(jnp.asarray(train_steps, jnp.int32), table.shape[0] - 1)
+    word, _ = multiply(rate, fmts.lr, table[t], CORRECTION, fmts.lr)
+    return word
 
 
 def init_mlp(key, hidden_sizes, in_size: int, out_size: int, fmts: FxFormats,

@@ -30,6 +30,7 @@ from hrl.fixed_point import optim
 from hrl.fixed_point.common import (
     check_constants,
     check_fixed_config,
+    corrected_rate,
     init_mlp,
     lr_words,
     scheduled_lr,
@@ -154,7 +155,10 @@ class FixedDDPG(DDPG):
         for key in ("critic_learning_rate", "actor_learning_rate"):
             word, end = lr_words(getattr(c, key), c.lr_end_factor,
                                  optim.rate_divisor(c.optimizer, b), f, c.lr_decay_steps, key)
-            out.append(scheduled_lr(word, end, c.lr_decay_steps, train_steps))
+            rate = scheduled_lr(word, end, c.lr_decay_steps, train_steps)
+            if c.optimizer == "adam":
+                rate = corrected_rate(rate, c.fixed_point, train_steps, f)
+            out.append(rate)
         return out
 
     def sgd_step(self, state: AgentState, batch, weights):

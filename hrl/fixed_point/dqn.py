@@ -28,6 +28,7 @@ from hrl.fixed_point import optim
 from hrl.fixed_point.common import (
     check_constants,
     check_fixed_config,
+    corrected_rate,
     init_mlp,
     lr_words,
     scheduled_lr,
@@ -147,6 +148,8 @@ class FixedDQN:
                              optim.rate_divisor(c.optimizer, b), f, c.lr_decay_steps,
                              "learning_rate")
         lr = scheduled_lr(word, end, c.lr_decay_steps, state.train_steps)
+        if c.optimizer == "adam":
+            lr = corrected_rate(lr, c.fixed_point, state.train_steps, f)
         params, opt_state, n6 = optim.step(c.optimizer, state.params, state.opt_state, grads,
                                            lr, c.fixed_point, f)
         steps = state.train_steps + 1

@@ -101,6 +101,9 @@ class FixedPointConfig:
     momentum: float = 0.9  # SGD momentum in [0, 1); 0 is plain SGD
     beta1: float = 0.9  # Adam's first-moment decay, in [0, 1)
     beta2: float = 0.999  # Adam's second-moment decay, in [0, 1)
+    # Adam's bias correction, as the float learner's: the host scales the rate word per step
+    # (common.corrected_rate); no hardware in the module. False: the uncorrected Adam.
+    bias_correction: bool = True
 
     def formats(self, optimizer: str = "adam") -> FxFormats:
         """The formats as `Fx` for `optimizer` (which picks the rate word's default fractional
@@ -145,6 +148,9 @@ class FixedPointConfig:
 
     def __post_init__(self):
         self.formats()
+        if not isinstance(self.bias_correction, bool):
+            raise ValueError(f"agent.fixed_point.bias_correction must be true or false, got "
+                             f"{self.bias_correction!r}")
         for key in ("momentum", "beta1", "beta2"):
             m = getattr(self, key)
             if not isinstance(m, int | float) or isinstance(m, bool) or not 0.0 <= m < 1.0:

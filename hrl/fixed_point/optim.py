@@ -30,13 +30,15 @@ gradient would leave v at 0 while m follows it, and m / sqrt(v) would be the gra
 lsb's root. With the floor, such a step is at most about 1 (sqrt(1 / (2 c2)) lsb is where a
 gradient registers), as Adam's is.
 
-Adam here has no bias correction: its moments start at zero and the first steps are up to
-(1 - beta1) / sqrt(1 - beta2) ~ 3x the rate until they warm up. Correcting would need a
-per-step factor with a power and a square root of its own. The float32 learner runs the same
-algorithm as `agent.optimizer: adam_uncorrected`, the control in experiments/results/
-fixed_point/. Against momentum SGD it costs three more multipliers and a table read per
-parameter, and it is what the float learner's configs are tuned for: momentum SGD at their
-rates does not learn CartPole in float32 either.
+The unit has no bias correction: its moments start at zero, so uncorrected its first steps
+are up to (1 - beta1) / sqrt(1 - beta2) ~ 3x the rate until they warm up. The correction
+sqrt(1 - beta2^t) / (1 - beta1^t) is one factor per step, the same for every parameter, so
+the host folds it into the rate word it writes each step (`common.corrected_rate`, from a
+table; `agent.fixed_point.bias_correction`, on by default as in the float learner's Adam).
+The float32 learner runs the uncorrected algorithm as `agent.optimizer: adam_uncorrected`.
+Against momentum SGD it costs three more multipliers and a table read per parameter, and it
+is what the float learner's configs are tuned for: momentum SGD at their rates does not
+learn CartPole in float32 either.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hrl.fixed_point import optim
+from hrl.fixed_point import common, optim
 from hrl.fixed_point.formats import FixedPointConfig, FxFormats
 from hrl.fixed_point.numerics import Fx
 from hrl.fixed_point.rsqrt import INDEX_BITS, TABLE_BITS, rsqrt, rsqrt_table
@@ -151,6 +151,37 @@ def test_adam_step_stays_about_one_where_the_second_moment_cannot_resolve_the_gr
     assert np.all(step < 1.05), step
 
 
+def test_bias_correction_table_and_rate():
+    """The table is sqrt(1 - b2^t) / (1 - b1^t) rounded, ends where it settles at 1.0, and the
+    corrected rate is the rate word times it, rounded once (half to even)."""
+    table = common.adam_correction_table(0.9, 0.999)
+    one = 1 << common.CORRECTION.frac
+    for t in (1, 2, 10, 1000):
+        exact = math.sqrt(1 - 0.999**t) / (1 - 0.9**t) * one
+        assert abs(int(table[t - 1]) - exact) <= 0.5 + 1e-6 * exact
+    assert int(table[-1]) == one and int(table[-2]) != one
+    fp = FixedPointConfig()
+    rate = 16777
+    for t in (0, 1, 500, len(table) + 10):
+        got = int(common.corrected_rate(jnp.int32(rate), fp, jnp.int32(t), F))
+        word = int(table[min(t, len(table) - 1)])
+        assert got == sat(rne(rate * word, common.CORRECTION.frac), F.lr)[0]
+    off = FixedPointConfig(bias_correction=False)
+    assert int(common.corrected_rate(jnp.int32(rate), off, jnp.int32(0), F)) == rate
+
+
+def test_corrected_first_step_is_the_rate():
+    """With the correction, Adam's first step moves each weight by the rate, as float Adam's,
+    for gradients whose first (1 - beta2) g^2 clears the floor (epsilon)."""
+    lr = round(1e-3 * 2**F.lr.frac)
+    rate = int(common.corrected_rate(jnp.int32(lr), FixedPointConfig(), jnp.int32(0), F))
+    w0 = jnp.zeros(3, jnp.int32)
+    g = jnp.asarray([4000, -10000, 30000], jnp.int32)  # 0.98, 2.4, 7.3
+    w, _, _ = optim.adam(w0, optim.init_state(w0, "adam"), g, 3277, 33, rate, F)
+    moved = np.asarray(w, np.float64) * F.master.lsb
+    np.testing.assert_allclose(moved, [-1e-3, 1e-3, -1e-3], rtol=0.01)
+
+
 def test_adam_formats_refused_naming_the_key():
     with pytest.raises(ValueError, match=r"agent.fixed_point.second: width 30 leaves no bit"):
         FixedPointConfig(second=(30, 20))
@@ -162,5 +193,7 @@ def test_adam_formats_refused_naming_the_key():
         FixedPointConfig(delta=(18, 18))
     with pytest.raises(ValueError, match=r"agent.fixed_point.beta2 must be a number in"):
         FixedPointConfig(beta2=1.0)
+    with pytest.raises(ValueError, match=r"agent.fixed_point.beta2: Adam's bias correction"):
+        common.adam_correction_table(0.9, 0.99999)
     with pytest.raises(ValueError, match=r"agent.fixed_point.beta2 \(as 1 - beta2\): "):
         optim.step("adam", {}, ({}, {}), {}, 1, FixedPointConfig(beta2=0.99999), F)
