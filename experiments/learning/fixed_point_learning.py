@@ -126,7 +126,8 @@ def report(variant: str) -> dict:
     grid = np.linspace(0, max(reached_steps, 1), 201)[1:].astype(np.int64)
     curve = aggregate_curve(logs, window, grid)
     write_curve_csv(OUT / f"{variant}.csv", curve)
-    curves = {f"fixed point, {len(seed_dirs)} seeds": curve}
+    kind = "fixed point" if cfg.agent.numerics == "fixed" else f"float32 {cfg.agent.optimizer}"
+    curves = {f"{kind}, {len(seed_dirs)} seeds": curve}
     float_csv = FLOAT / f"{name}.csv"
     if float_csv.exists():
         rows = list(csv.DictReader(float_csv.read_text().splitlines()))
@@ -134,7 +135,7 @@ def report(variant: str) -> dict:
             k: np.asarray([float(r[k]) if r[k] != "" else np.nan for r in rows])
             for k in rows[0]}
     state = "" if complete else f" (stopped at {reached_steps:,} of {cfg.train.total_env_steps:,})"
-    plot_curves(OUT / f"{variant}.png", curves, f"{variant}: fixed point beside float32{state}",
+    plot_curves(OUT / f"{variant}.png", curves, f"{variant} beside float32{state}",
                 window, float(threshold))
     per_seed = []
     for d, (steps, returns) in zip(seed_dirs, logs, strict=True):
@@ -177,6 +178,26 @@ def report(variant: str) -> dict:
     }
 
 
+READING = """
+## How to read it
+
+- `*_fixed_adam`: the fixed-point learner as configured by default (`agent.numerics=fixed`,
+  Adam with the host's bias correction), at the float configs' rates. It has no global-norm
+  clipping, so `agent.max_grad_norm=null`.
+- `dqn_cartpole_float_adam_noclip`: a float32 control, the float learner's Adam without
+  clipping: what the fixed-point learner should match, the arithmetic being the only
+  difference. `dqn_cartpole_float_adam_uncorrected`: float32 with the same Adam without its bias
+  correction (`agent.optimizer=adam_uncorrected`), the algorithm of the module's unit alone.
+- The momentum-SGD rows (`dqn_cartpole_fixed`, `dqn_cartpole_fixed_lr2e-3`,
+  `ddpg_pendulum_fixed`) are an earlier session's runs, stopped part way (`complete` False);
+  kept as they ran. A float32 control with plain SGD (`hrl train
+  experiments/configs/dqn_cartpole.yaml --seeds 4 --set agent.optimizer=sgd --set
+  agent.learning_rate=0.02 --set agent.max_grad_norm=null --set train.total_env_steps=15360`,
+  `float32_sgd_control.csv` and `.png`) collapsed as they did: the optimizer, not the words,
+  failed there, which is why the learner's optimizer is now Adam.
+"""
+
+
 def write_tables(rows: list[dict]) -> None:
     path = OUT / "fixed_point_learning.csv"
     old = []
@@ -211,7 +232,7 @@ def write_tables(rows: list[dict]) -> None:
             f"{r['steps_ratio']} | {r['final_eval_median']} | {r['recent_return_median']} | "
             f"{r['saturations_per_step']} | "
             f"{r['meets_issue']} | {r['wall_s']} | `{r['overrides']}` |")
-    (OUT / "fixed_point_learning.md").write_text("\n".join(lines) + "\n")
+    (OUT / "fixed_point_learning.md").write_text("\n".join(lines) + "\n" + READING)
 
 
 def main() -> int:
