@@ -14,8 +14,11 @@ experiments/rtl/learner_cycles.py simulate some points and take the model for th
 
 `DEP_GAP` is the controller's cost between dependent phases (the activation unit's
 register, the bank write, the bank's 2-cycle read) and `loss_cycles` / `update_cycles` the
-loss unit's and the optimizer-and-target unit's; those units are modeled here, not yet
-built in RTL, and the tables say so.
+loss unit's and the optimizer-and-target unit's. Those units exist in RTL (hrl_learn_loss_dqn
+and _ddpg: one sample a cycle; hrl_learn_adam: one parameter a cycle per lane, C lanes;
+hrl_learn_target beside it), but no controller sequences them with the array yet, so their
+cycles here are counted from their throughput and latency, not simulated, and the tables say
+so.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ import math
 
 DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
 OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
-LOSS_PIPE = 10  # the loss unit's pipeline depth (modeled)
-UPDATE_PIPE = 6  # the optimizer's pipeline depth (modeled)
+LOSS_PIPE = 10  # the loss unit's 4 stages, plus the Q rows' hand-off from the array (modeled)
+UPDATE_PIPE = 6  # hrl_learn_adam's latency (the target unit's 3 run beside it)
 
 
 def tiles(m: int, n: int, r: int, c: int) -> list[int]:
@@ -87,8 +90,8 @@ def params(dims) -> int:
 
 
 def update_cycles(dims, c: int) -> int:
-    """Optimizer (momentum, step, the operand's rounding) and target update, in parallel,
-    one row block of C parameters per cycle (modeled)."""
+    """Optimizer (C Adam lanes: moments, root, step) and target update (with the operand's
+    rounding), in parallel, one row block of C parameters per cycle."""
     return sum((dims[i] + 1) * math.ceil(dims[i + 1] / c) for i in range(len(dims) - 1)) \
         + UPDATE_PIPE
 
