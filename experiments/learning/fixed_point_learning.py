@@ -55,6 +55,14 @@ VARIANTS = {
     "dqn_cartpole_float_adam_noclip": ("dqn_cartpole", ["agent.max_grad_norm=null"]),
     "dqn_cartpole_fixed_adam": ("dqn_cartpole", FIXED_ADAM),
     "ddpg_pendulum_fixed_adam": ("ddpg_pendulum", FIXED_ADAM),
+    # DDPG's batch-summed critic gradients reach the hundreds: the default second moment
+    # (up to 256, so |grad| <= 16) saturates and the step with it. Six fewer fractional bits
+    # hold |grad| up to 128; the root's word gets six more so its small values keep their
+    # precision.
+    "ddpg_pendulum_fixed_adam_v14": ("ddpg_pendulum", [
+        *FIXED_ADAM, "agent.fixed_point.second=[29,14]", "agent.fixed_point.rsqrt=[24,18]"]),
+    "dqn_cartpole_fixed_adam_v14": ("dqn_cartpole", [
+        *FIXED_ADAM, "agent.fixed_point.second=[29,14]", "agent.fixed_point.rsqrt=[24,18]"]),
     "dqn_cartpole_fixed": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.005",
                                             "agent.fixed_point.lr_frac=28"]),
     "dqn_cartpole_fixed_lr2e-3": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.002"]),
