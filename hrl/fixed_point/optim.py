@@ -71,7 +71,8 @@ def sgd_momentum(master, velocity, grad, mu, lr, fmts: FxFormats):
 
 
 def adam(master, moments, grad, c1, c2, lr, fmts: FxFormats):
-    """One Adam step (no bias correction) on every parameter. `moments` is (m, v), two pytrees
+    """One Adam step of the unit (its bias correction is in `lr`, see the module docstring)
+    on every parameter. `moments` is (m, v), two pytrees
     like `master`. Returns (master', (m', v'), n_sat)."""
     m_diff = Fx(max(fmts.grad.width - fmts.grad.frac, fmts.moment.width - fmts.moment.frac)
                 + max(fmts.grad.frac, fmts.moment.frac) + 1,
