@@ -1,6 +1,6 @@
 """What `hrl train --mapping auto` costs: the same run with and without it, side by side.
 
-    .venv/bin/python experiments/bench/bench_mapping_auto.py [--rounds 3] [--steps 30720]
+    .venv/bin/python experiments/bench/bench_mapping_auto.py [--rounds 3] [--steps 102400]
         [--profile experiments/results/mapping/profile]
 
 Each side is the user's command, `hrl train experiments/configs/dqn_cartpole.yaml` at a
@@ -64,7 +64,7 @@ def one_run(auto: bool, steps: int, profile: Path, workdir: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=30720)
+    ap.add_argument("--steps", type=int, default=102400)
     ap.add_argument("--profile", type=Path, default=OUT / "profile")
     args = ap.parse_args()
     rows = []
