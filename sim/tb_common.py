@@ -1,5 +1,5 @@
 """What the cocotb testbenches under sim/ share: the reset pulse, a monitor started once from
-the first reset on, and backpressure as random pauses.
+the first reset on, the learner units' stream testbench, and backpressure as random pauses.
 
 Each helper keeps the order in which the testbenches draw their random numbers (a pause
 generator draws its seed when the bus first asks it, not when it is made), so a testbench's
@@ -8,11 +8,13 @@ stimulus is the same whether it writes these lines itself or calls them here.
 
 from __future__ import annotations
 
+import abc
 import random
 from collections.abc import Callable, Iterable, Iterator
 
 import cocotb
-from cocotb.triggers import RisingEdge
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, RisingEdge
 
 
 async def pulse_reset(clk, rst, cycles: int = 3) -> None:
@@ -41,6 +43,39 @@ class MonitoredTB:
 
     async def _monitor(self):
         raise NotImplementedError
+
+
+class StreamTB(abc.ABC):
+    """A learning-module unit that takes one input per cycle (`in_valid`) and gives one
+    output per cycle (`out_valid`) some cycles later: a 10 ns clock, a reset that zeroes
+    `in_valid` and the inputs named in INPUTS and holds `rst` for 2 cycles, and a monitor
+    that appends `sample()` to `self.out` at every falling edge where `out_valid` is high."""
+
+    INPUTS: tuple[str, ...] = ()
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.out = []
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        cocotb.start_soon(self._monitor())
+
+    async def reset(self):
+        d = self.dut
+        d.in_valid.value = 0
+        for name in self.INPUTS:
+            getattr(d, name).value = 0
+        await pulse_reset(d.clk, d.rst, cycles=2)
+
+    async def _monitor(self):
+        d = self.dut
+        while True:
+            await FallingEdge(d.clk)
+            if str(d.out_valid.value) == "1":
+                self.out.append(self.sample())
+
+    @abc.abstractmethod
+    def sample(self):
+        """The output words of this cycle, read from the DUT's ports."""
 
 
 def pauses(draw_seed: Callable[[], int | float], prob: float) -> Iterator[bool]:

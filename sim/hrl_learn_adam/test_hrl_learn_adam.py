@@ -14,9 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rtl_runner
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge
 from learn_tb import random_words, unpack
+from tb_common import StreamTB
 
 from hrl.fixed_point import Fx, optim
 from hrl.fixed_point.formats import FxFormats
@@ -28,9 +28,11 @@ def _fmt(name: str, width: int, frac: int) -> Fx:
     return Fx(rtl_runner.param(name + "W", width), rtl_runner.param(name + "F", frac))
 
 
-class TB:
+class TB(StreamTB):
+    INPUTS = ("c1", "c2", "lr", "v_floor", "in_w", "in_m", "in_v", "in_g")
+
     def __init__(self, dut, seed: int = 11):
-        self.dut = dut
+        super().__init__(dut)
         d = FxFormats()
         self.f = FxFormats(grad=_fmt("G", d.grad.width, d.grad.frac),
                            moment=_fmt("M", d.moment.width, d.moment.frac),
@@ -41,28 +43,13 @@ class TB:
                            unit=_fmt("U", d.unit.width, d.unit.frac),
                            lr=_fmt("L", 24, 24))
         self.rng = np.random.default_rng(seed)
-        self.out = []
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        cocotb.start_soon(self._monitor())
 
-    async def reset(self):
-        d = self.dut
-        d.rst.value, d.in_valid.value = 1, 0
-        for s in ("c1", "c2", "lr", "v_floor", "in_w", "in_m", "in_v", "in_g"):
-            getattr(d, s).value = 0
-        for _ in range(2):
-            await RisingEdge(d.clk)
-        d.rst.value = 0
-
-    async def _monitor(self):
+    def sample(self):
         d, f = self.dut, self.f
-        while True:
-            await FallingEdge(d.clk)
-            if str(d.out_valid.value) == "1":
-                self.out.append((unpack(int(d.out_w.value), 1, f.master.width)[0],
-                                 unpack(int(d.out_m.value), 1, f.moment.width)[0],
-                                 unpack(int(d.out_v.value), 1, f.second.width)[0],
-                                 int(d.out_sat.value)))
+        return (unpack(int(d.out_w.value), 1, f.master.width)[0],
+                unpack(int(d.out_m.value), 1, f.moment.width)[0],
+                unpack(int(d.out_v.value), 1, f.second.width)[0],
+                int(d.out_sat.value))
 
     def params(self):
         rng, f = self.rng, self.f

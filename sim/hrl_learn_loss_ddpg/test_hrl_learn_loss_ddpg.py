@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rtl_runner
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge
 from learn_tb import random_words, unpack
+from tb_common import StreamTB
 
 from hrl.fixed_point import Fx
 from hrl.fixed_point.formats import FxFormats
@@ -29,36 +29,23 @@ from hrl.fixed_point.losses import ddpg_actor_delta, ddpg_critic_unit
 BATCH = 48
 
 
-class TB:
+class TB(StreamTB):
+    INPUTS = ("use_huber", "huber", "in_actor", "in_q", "in_q_next", "in_reward", "in_discount",
+              "in_weight")
+
     def __init__(self, dut, seed: int = 23):
-        self.dut = dut
+        super().__init__(dut)
         self.f = FxFormats(value=Fx(rtl_runner.param("VW", 24), rtl_runner.param("VF", 8)),
                            prob=Fx(rtl_runner.param("PW", 17), rtl_runner.param("PF", 15)),
                            delta=Fx(rtl_runner.param("DW", 18), rtl_runner.param("DF", 12)))
         self.rng = np.random.default_rng(seed + self.f.value.width)
-        self.out = []
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        cocotb.start_soon(self._monitor())
 
-    async def reset(self):
-        d = self.dut
-        d.rst.value, d.in_valid.value = 1, 0
-        for s in ("use_huber", "huber", "in_actor", "in_q", "in_q_next", "in_reward",
-                  "in_discount", "in_weight"):
-            getattr(d, s).value = 0
-        for _ in range(2):
-            await RisingEdge(d.clk)
-        d.rst.value = 0
-
-    async def _monitor(self):
+    def sample(self):
         d, f = self.dut, self.f
-        while True:
-            await FallingEdge(d.clk)
-            if str(d.out_valid.value) == "1":
-                self.out.append((unpack(int(d.out_delta.value), 1, f.delta.width)[0],
-                                 unpack(int(d.out_td.value), 1, f.value.width)[0],
-                                 unpack(int(d.out_abs_td.value), 1, f.value.width)[0],
-                                 int(d.out_sat.value)))
+        return (unpack(int(d.out_delta.value), 1, f.delta.width)[0],
+                unpack(int(d.out_td.value), 1, f.value.width)[0],
+                unpack(int(d.out_abs_td.value), 1, f.value.width)[0],
+                int(d.out_sat.value))
 
     def batch(self):
         rng, f = self.rng, self.f

@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rtl_runner
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge
 from learn_tb import unpack
+from tb_common import StreamTB
 
 from hrl.fixed_point import Fx
 from hrl.fixed_point.rsqrt import rsqrt
@@ -21,30 +21,19 @@ from hrl.fixed_point.rsqrt import rsqrt
 RANDOM = 400
 
 
-class TB:
+class TB(StreamTB):
+    INPUTS = ("in_v",)
+
     def __init__(self, dut, seed: int = 5):
-        self.dut = dut
+        super().__init__(dut)
         self.vf = Fx(rtl_runner.param("VW", 29), rtl_runner.param("VF", 20))
         self.rf = Fx(rtl_runner.param("RW", 24), rtl_runner.param("RF", 12))
         self.rng = np.random.default_rng(seed)
-        self.out = []
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        cocotb.start_soon(self._monitor())
 
-    async def reset(self):
+    def sample(self):
         d = self.dut
-        d.rst.value, d.in_valid.value, d.in_v.value = 1, 0, 0
-        for _ in range(2):
-            await RisingEdge(d.clk)
-        d.rst.value = 0
-
-    async def _monitor(self):
-        d = self.dut
-        while True:
-            await FallingEdge(d.clk)
-            if str(d.out_valid.value) == "1":
-                self.out.append((unpack(int(d.out_r.value), 1, self.rf.width)[0],
-                                 int(d.out_sat.value)))
+        return (unpack(int(d.out_r.value), 1, self.rf.width)[0],
+                int(d.out_sat.value))
 
     def words(self) -> np.ndarray:
         w = self.vf.width

@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rtl_runner
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge
 from learn_tb import pack, random_words, unpack
+from tb_common import StreamTB
 
 from hrl.fixed_point import Fx
 from hrl.fixed_point.formats import FxFormats
@@ -33,38 +33,25 @@ from hrl.fixed_point.optim import hard_copy, operand, polyak
 CYCLES = 40
 
 
-class TB:
+class TB(StreamTB):
+    INPUTS = ("tau", "in_copy", "in_online", "in_target")
+
     def __init__(self, dut, seed: int = 31):
-        self.dut = dut
+        super().__init__(dut)
         self.P = rtl_runner.param("P", 1)
         self.f = FxFormats(master=Fx(rtl_runner.param("MW", 28), rtl_runner.param("MF", 24)),
                            weight=Fx(rtl_runner.param("WW", 16), rtl_runner.param("WF", 12)),
                            unit=Fx(rtl_runner.param("UW", 16), rtl_runner.param("UF", 15)))
         self.rng = np.random.default_rng(seed + self.P + self.f.master.width)
-        self.out = []
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        cocotb.start_soon(self._monitor())
 
-    async def reset(self):
-        d = self.dut
-        d.rst.value, d.in_valid.value = 1, 0
-        for s in ("tau", "in_copy", "in_online", "in_target"):
-            getattr(d, s).value = 0
-        for _ in range(2):
-            await RisingEdge(d.clk)
-        d.rst.value = 0
-
-    async def _monitor(self):
+    def sample(self):
         d, f, p = self.dut, self.f, self.P
-        while True:
-            await FallingEdge(d.clk)
-            if str(d.out_valid.value) == "1":
-                m_sat, w_sat = int(d.out_sat_master.value), int(d.out_sat_weight.value)
-                self.out.append((unpack(int(d.out_master.value), p, f.master.width),
-                                 unpack(int(d.out_weight.value), p, f.weight.width),
-                                 [(m_sat >> i) & 1 for i in range(p)],
-                                 [(w_sat >> i) & 1 for i in range(p)],
-                                 int(d.out_nsat.value)))
+        m_sat, w_sat = int(d.out_sat_master.value), int(d.out_sat_weight.value)
+        return (unpack(int(d.out_master.value), p, f.master.width),
+                unpack(int(d.out_weight.value), p, f.weight.width),
+                [(m_sat >> i) & 1 for i in range(p)],
+                [(w_sat >> i) & 1 for i in range(p)],
+                int(d.out_nsat.value))
 
     def words(self):
         """(online, target) master words, (CYCLES, P) each."""
