@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from int_model import rne, sat
 
 from hrl.fixed_point import common, optim
 from hrl.fixed_point.formats import FixedPointConfig, FxFormats
@@ -19,17 +20,8 @@ from hrl.fixed_point.rsqrt import INDEX_BITS, TABLE_BITS, rsqrt, rsqrt_table
 F = FxFormats()
 
 
-def rne(v: int, s: int) -> int:
-    if s <= 0:
-        return v << -s
-    q, r = divmod(v, 1 << s)
-    half = 1 << (s - 1)
-    return q + (1 if r > half or (r == half and q & 1) else 0)
 
 
-def sat(v: int, f: Fx) -> tuple[int, int]:
-    c = min(max(v, f.min_int), f.max_int)
-    return c, int(c != v)
 
 
 def model_rsqrt(v: int, vf: Fx, out: Fx, t: int = INDEX_BITS) -> tuple[int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from int_model import rne, sat
 
 from hrl.fixed_point import layers, losses, optim
 from hrl.fixed_point.formats import FxFormats
@@ -17,17 +18,8 @@ from hrl.fixed_point.numerics import Fx
 F = FxFormats()
 
 
-def rne(v: int, s: int) -> int:
-    if s <= 0:
-        return v << -s
-    q, r = divmod(v, 1 << s)
-    half = 1 << (s - 1)
-    return q + (1 if r > half or (r == half and q & 1) else 0)
 
 
-def sat(v: int, f: Fx) -> tuple[int, int]:
-    c = min(max(v, f.min_int), f.max_int)
-    return c, int(c != v)
 
 
 def words(rng, f: Fx, shape, scale=1.0):

@@ -5,23 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from int_model import rne, sat
 
 from hrl.fixed_point import numerics as fx
 from hrl.fixed_point.numerics import Fx
-
-
-def rne_shift(v: int, s: int) -> int:
-    """round(v / 2**s), ties to even, for a Python int (s may be negative)."""
-    if s <= 0:
-        return v << -s
-    q, r = divmod(v, 1 << s)  # floor division: 0 <= r < 2**s
-    half = 1 << (s - 1)
-    return q + (1 if r > half or (r == half and q & 1) else 0)
-
-
-def sat(v: int, f: Fx) -> tuple[int, bool]:
-    c = min(max(v, f.min_int), f.max_int)
-    return c, c != v
 
 
 def ints(rng, f: Fx, shape):
@@ -56,7 +43,7 @@ def test_matmul_is_exact_then_rounds_half_even_and_saturates(a, b, out, k):
     for i in range(5):
         for j in range(6):
             exact = sum(int(x[i, t]) * int(w[t, j]) for t in range(k))
-            want[i, j], s = sat(rne_shift(exact, a.frac + b.frac - out.frac), out)
+            want[i, j], s = sat(rne(exact, a.frac + b.frac - out.frac), out)
             nsat += s
     np.testing.assert_array_equal(np.asarray(got), want)
     assert int(n_sat) == nsat
@@ -80,7 +67,7 @@ def test_narrow_any_shift(frac_in, out):
     x[40:48] = [2**31 - 1, -(2**31), 0, 1, -1, 2**(frac_in) if frac_in < 31 else 1, 7, -9]
     x = x.astype(np.int32)
     got, n = fx.narrow(x, frac_in, out)
-    pairs = [sat(rne_shift(int(v), frac_in - out.frac), out) for v in x]
+    pairs = [sat(rne(int(v), frac_in - out.frac), out) for v in x]
     np.testing.assert_array_equal(np.asarray(got), [p[0] for p in pairs])
     assert int(n) == sum(p[1] for p in pairs)
 
@@ -91,13 +78,13 @@ def test_multiply_and_add(a, b, out):
     x, y = ints(rng, a, 300), ints(rng, b, 300)
     got, n = fx.multiply(x, a, y, b, out)
     shift = a.frac + b.frac - out.frac
-    pairs = [sat(rne_shift(int(p) * int(q), shift), out) for p, q in zip(x, y, strict=True)]
+    pairs = [sat(rne(int(p) * int(q), shift), out) for p, q in zip(x, y, strict=True)]
     np.testing.assert_array_equal(np.asarray(got), [p[0] for p in pairs])
     assert int(n) == sum(p[1] for p in pairs)
     if abs(a.frac - b.frac) + max(a.width, b.width) <= 30:
         got, n = fx.add(x, a, y, b, out)
         f = max(a.frac, b.frac)
-        pairs = [sat(rne_shift((int(p) << (f - a.frac)) + (int(q) << (f - b.frac)),
+        pairs = [sat(rne((int(p) << (f - a.frac)) + (int(q) << (f - b.frac)),
                                f - out.frac), out)
                  for p, q in zip(x, y, strict=True)]
         np.testing.assert_array_equal(np.asarray(got), [p[0] for p in pairs])
@@ -132,7 +119,7 @@ def test_matmul_bias_enters_the_accumulator_exactly(a, b, out):
     for i in range(4):
         for j in range(3):
             exact = sum(int(x[i, t]) * int(w[t, j]) for t in range(9)) + (int(bias[j]) << shift)
-            v, s = sat(rne_shift(exact, a.frac + b.frac - out.frac), out)
+            v, s = sat(rne(exact, a.frac + b.frac - out.frac), out)
             want.append(v)
             nsat += s
     np.testing.assert_array_equal(np.asarray(got).ravel(), want)
@@ -155,7 +142,7 @@ def test_multiply_add_is_exact_then_rounds_once(a, b, c, out):
     want, nsat = [], 0
     for xi, yi, zi in zip(x.tolist(), y.tolist(), z.tolist(), strict=True):
         exact = xi * yi + (zi << (a.frac + b.frac - c.frac))
-        v, s = sat(rne_shift(exact, a.frac + b.frac - out.frac), out)
+        v, s = sat(rne(exact, a.frac + b.frac - out.frac), out)
         want.append(v)
         nsat += s
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
