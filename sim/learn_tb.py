@@ -7,8 +7,10 @@ reference value.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +85,36 @@ def mutation_kills(module: str, sources: list[str], target: str, pattern: str,
     except SystemExit as exc:
         return exc.code not in (0, None)
     return False
+
+
+def verilator_lint(top: str, srcs: list[str], prm: dict) -> tuple[bool, str]:
+    """`verilator --lint-only -Wall` of fpga_rtl/rtl/`srcs` with `top` at parameters `prm`:
+    (clean: exit 0 and no diagnostic line, everything it printed)."""
+    from hrl.replay.backends import rtl_model  # noqa: PLC0415 (only where Verilator runs)
+
+    env = {**os.environ, **rtl_model.verilator_env()}
+    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", top,
+           *(f"-G{k}={v}" for k, v in prm.items()),
+           *(str(rtl_runner.RTL / s) for s in srcs)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    text = out.stdout + out.stderr
+    diagnostics = [line for line in text.splitlines() if line.startswith("%")]
+    return out.returncode == 0 and not diagnostics, text
+
+
+def elaborate(top: str, srcs: list[str], prm: dict, workdir: Path) -> str:
+    """Build `top` with Icarus and run it for time 0; returns everything it printed (where
+    an illegal parameter's $fatal shows)."""
+    out_vvp = workdir / f"{top}.vvp"
+    cmd = ["iverilog", "-g2012", "-o", str(out_vvp), "-s", top]
+    cmd += [f"-P{top}.{k}={v}" for k, v in prm.items()]
+    cmd += [str(rtl_runner.RTL / s) for s in srcs]
+    build = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if build.returncode != 0:
+        return build.stdout + build.stderr
+    run = subprocess.run(["vvp", "-n", str(out_vvp)], capture_output=True, text=True,
+                         timeout=120)
+    return run.stdout + run.stderr
 
 
 def relpath(p: Path) -> str:

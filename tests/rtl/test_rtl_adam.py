@@ -8,9 +8,7 @@ small parameter set per module runs in `make test`, the rest in the long tier.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +21,6 @@ sys.path.insert(0, str(ROOT / "experiments" / "rtl"))
 import gen_rsqrt_rom  # noqa: E402
 import learn_tb  # noqa: E402
 import rtl_runner  # noqa: E402
-from test_rtl_learn import elaborate  # noqa: E402
 
 pytestmark = pytest.mark.hw
 
@@ -53,16 +50,8 @@ LINT = [("hrl_learn_rsqrt", ROOT_SRCS, {}),
 def test_verilator_lint(top, srcs, prm):
     """`verilator --lint-only -Wall` gives no diagnostic."""
     rtl_runner.require("verilator")
-    from hrl.replay.backends import rtl_model
-
-    env = {**os.environ, **rtl_model.verilator_env()}
-    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", top,
-           *(f"-G{k}={v}" for k, v in prm.items()),
-           *(str(rtl_runner.RTL / s) for s in srcs)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    text = out.stdout + out.stderr
-    diagnostics = [line for line in text.splitlines() if line.startswith("%")]
-    assert out.returncode == 0 and not diagnostics, f"lint of {top} {prm}:\n{text}"
+    clean, text = learn_tb.verilator_lint(top, srcs, prm)
+    assert clean, f"lint of {top} {prm}:\n{text}"
 
 
 @pytest.mark.parametrize("top,srcs,bad,pattern", [
@@ -73,7 +62,7 @@ def test_verilator_lint(top, srcs, prm):
 def test_illegal_parameters_stop(top, srcs, bad, pattern, tmp_path):
     """Illegal parameters stop the simulation at time 0 with $fatal naming the value."""
     rtl_runner.require("icarus")
-    text = elaborate(top, srcs, bad, tmp_path)
+    text = learn_tb.elaborate(top, srcs, bad, tmp_path)
     assert re.search(pattern, text), text
 
 

@@ -11,9 +11,7 @@ tier (`make test-long`, which CI runs).
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -66,30 +64,9 @@ def _lint_cases():
 def test_verilator_lint(top, srcs, prm):
     """`verilator --lint-only -Wall` gives no diagnostic."""
     rtl_runner.require("verilator")
-    from hrl.replay.backends import rtl_model
+    clean, text = learn_tb.verilator_lint(top, srcs, prm)
+    assert clean, f"lint of {top} {prm}:\n{text}"
 
-    env = {**os.environ, **rtl_model.verilator_env()}
-    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", top,
-           *(f"-G{k}={v}" for k, v in prm.items()),
-           *(str(rtl_runner.RTL / s) for s in srcs)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    text = out.stdout + out.stderr
-    diagnostics = [line for line in text.splitlines() if line.startswith("%")]
-    assert out.returncode == 0 and not diagnostics, f"lint of {top} {prm}:\n{text}"
-
-
-def elaborate(top: str, srcs: list[str], prm: dict, tmp_path: Path) -> str:
-    """Build `top` with Icarus and run it for time 0; returns everything it printed."""
-    out_vvp = tmp_path / f"{top}.vvp"
-    cmd = ["iverilog", "-g2012", "-o", str(out_vvp), "-s", top]
-    cmd += [f"-P{top}.{k}={v}" for k, v in prm.items()]
-    cmd += [str(rtl_runner.RTL / s) for s in srcs]
-    build = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if build.returncode != 0:
-        return build.stdout + build.stderr
-    run = subprocess.run(["vvp", "-n", str(out_vvp)], capture_output=True, text=True,
-                         timeout=120)
-    return run.stdout + run.stderr
 
 
 ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"])
@@ -118,7 +95,7 @@ TARGET = ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"])
 def test_illegal_parameters_stop(top, srcs, bad, pattern, tmp_path):
     """Illegal parameters stop the simulation at time 0 with $fatal naming the value."""
     rtl_runner.require("icarus")
-    text = elaborate(top, srcs, bad, tmp_path)
+    text = learn_tb.elaborate(top, srcs, bad, tmp_path)
     assert re.search(pattern, text), text
 
 
