@@ -17,7 +17,7 @@ import numpy as np
 from hrl.agents.common import MLP
 from hrl.fixed_point.formats import OPTIMIZERS, FxFormats
 from hrl.fixed_point.numerics import Fx, multiply
-from hrl.fixed_point.optim import quantize_tree, unit_word
+from hrl.fixed_point.optim import quantize_tree, rate_divisor, unit_word
 
 
 def check_fixed_config(cfg, algo: str) -> None:
@@ -129,6 +129,19 @@ def corrected_rate(rate, fp, train_steps, fmts: FxFormats):
     t = jnp.minimum(jnp.asarray(train_steps, jnp.int32), table.shape[0] - 1)
     word, _ = multiply(rate, fmts.lr, table[t], CORRECTION, fmts.lr)
     return word
+
+
+def step_rate(cfg, key: str, batch_size: int, train_steps, fmts: FxFormats):
+    """The rate word the host writes for SGD step `train_steps` + 1 of the learning rate
+    `cfg.<key>`: its word for the optimizer (`lr_words`), on the linear schedule
+    (`scheduled_lr`), times Adam's bias correction for Adam (`corrected_rate`). Raises the
+    one-line errors of `lr_words` for a rate its word cannot hold."""
+    word, end = lr_words(getattr(cfg, key), cfg.lr_end_factor,
+                         rate_divisor(cfg.optimizer, batch_size), fmts, cfg.lr_decay_steps, key)
+    rate = scheduled_lr(word, end, cfg.lr_decay_steps, train_steps)
+    if cfg.optimizer == "adam":
+        rate = corrected_rate(rate, cfg.fixed_point, train_steps, fmts)
+    return rate
 
 
 def init_mlp(key, hidden_sizes, in_size: int, out_size: int, fmts: FxFormats,

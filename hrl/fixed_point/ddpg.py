@@ -30,10 +30,8 @@ from hrl.fixed_point import optim
 from hrl.fixed_point.common import (
     check_constants,
     check_fixed_config,
-    corrected_rate,
     init_mlp,
-    lr_words,
-    scheduled_lr,
+    step_rate,
 )
 from hrl.fixed_point.formats import FxFormats
 from hrl.fixed_point.layers import (
@@ -150,16 +148,8 @@ class FixedDDPG(DDPG):
         return (critic, inputs, masks, delta, td, abs_td, q), n0 + n1 + n2 + n3 + n4 + n5
 
     def _rates(self, b: int, train_steps):
-        c, f = self.cfg, self.fmts
-        out = []
-        for key in ("critic_learning_rate", "actor_learning_rate"):
-            word, end = lr_words(getattr(c, key), c.lr_end_factor,
-                                 optim.rate_divisor(c.optimizer, b), f, c.lr_decay_steps, key)
-            rate = scheduled_lr(word, end, c.lr_decay_steps, train_steps)
-            if c.optimizer == "adam":
-                rate = corrected_rate(rate, c.fixed_point, train_steps, f)
-            out.append(rate)
-        return out
+        return [step_rate(self.cfg, key, b, train_steps, self.fmts)
+                for key in ("critic_learning_rate", "actor_learning_rate")]
 
     def sgd_step(self, state: AgentState, batch, weights):
         """One critic and one actor step in words, then the target updates.

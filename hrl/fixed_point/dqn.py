@@ -28,10 +28,8 @@ from hrl.fixed_point import optim
 from hrl.fixed_point.common import (
     check_constants,
     check_fixed_config,
-    corrected_rate,
     init_mlp,
-    lr_words,
-    scheduled_lr,
+    step_rate,
 )
 from hrl.fixed_point.formats import FxFormats
 from hrl.fixed_point.layers import mlp_backward, mlp_forward
@@ -144,12 +142,7 @@ class FixedDQN:
             state, batch, weights)
         grads, _, n5 = mlp_backward(online, inputs, masks, delta, f.act, f.weight, f.delta,
                                     f.grad)
-        word, end = lr_words(c.learning_rate, c.lr_end_factor,
-                             optim.rate_divisor(c.optimizer, b), f, c.lr_decay_steps,
-                             "learning_rate")
-        lr = scheduled_lr(word, end, c.lr_decay_steps, state.train_steps)
-        if c.optimizer == "adam":
-            lr = corrected_rate(lr, c.fixed_point, state.train_steps, f)
+        lr = step_rate(c, "learning_rate", b, state.train_steps, f)
         params, opt_state, n6 = optim.step(c.optimizer, state.params, state.opt_state, grads,
                                            lr, c.fixed_point, f)
         steps = state.train_steps + 1
@@ -190,7 +183,5 @@ def make_fixed_dqn(cfg: DQNConfig, spec: EnvSpec, batch_size: int | None = None)
     agent._huber()
     check_constants(cfg, agent.fmts)
     if batch_size is not None:
-        lr_words(cfg.learning_rate, cfg.lr_end_factor,
-                 optim.rate_divisor(cfg.optimizer, batch_size), agent.fmts, cfg.lr_decay_steps,
-                 "learning_rate")
+        step_rate(cfg, "learning_rate", batch_size, 0, agent.fmts)
     return agent
