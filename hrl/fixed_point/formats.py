@@ -57,6 +57,13 @@ OPTIMIZERS = ("adam", "sgd")  # what the fixed-point learner's optimizer unit im
 LR_FRAC = {"sgd": 26, "adam": 24}
 
 
+def exact_difference(a: Fx, b: Fx) -> tuple[int, int]:
+    """(width, frac) of the narrowest format that holds a - b exactly for any words of `a`
+    and `b`: the finer grid, the wider integer part, and a bit for the carry."""
+    frac = max(a.frac, b.frac)
+    return max(a.width - a.frac, b.width - b.frac) + frac + 1, frac
+
+
 @dataclasses.dataclass(frozen=True)
 class FxFormats:
     """The formats of every word of the learner (see the module docstring for why)."""
@@ -126,7 +133,7 @@ class FixedPointConfig:
             raise ValueError(f"agent.fixed_point.lr_frac must be an int, got {lr_frac!r}")
         # Adam's two exact differences (grad - moment, grad^2 - second) need a bit more.
         g, m = out["grad"], out["moment"]
-        need = max(g.width - g.frac, m.width - m.frac) + max(g.frac, m.frac) + 1
+        need = exact_difference(g, m)[0]
         if need > MAX_WIDTH:
             raise ValueError(f"agent.fixed_point.moment: grad - moment needs {need} bits with "
                              f"grad {g}; at most {MAX_WIDTH}")
@@ -134,14 +141,14 @@ class FixedPointConfig:
         if m.width + r.width > 2 * MAX_WIDTH - 5:
             raise ValueError(f"agent.fixed_point.rsqrt: moment x rsqrt is {m.width + r.width} "
                              f"bits wide; the exact product holds at most {2 * MAX_WIDTH - 5}")
-        if out["master"].width + 1 > MAX_WIDTH:
+        if exact_difference(out["master"], out["master"])[0] > MAX_WIDTH:
             raise ValueError(f"agent.fixed_point.master: width {out['master'].width} leaves no "
                              f"bit for the Polyak difference; at most {MAX_WIDTH - 1}")
         d = out["delta"]
         if not 0 <= d.frac < d.width:
             raise ValueError(f"agent.fixed_point.delta: {d} cannot hold -1 (DDPG's actor "
                              f"delta); needs 0 <= frac < width")
-        if out["second"].width + 1 > MAX_WIDTH:
+        if exact_difference(out["second"], out["second"])[0] > MAX_WIDTH:
             raise ValueError(f"agent.fixed_point.second: width {out['second'].width} leaves "
                              f"no bit for grad^2 - second; at most {MAX_WIDTH - 1}")
         return FxFormats(**out, lr=Fx(24, lr_frac))

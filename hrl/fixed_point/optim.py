@@ -46,7 +46,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hrl.fixed_point.formats import FixedPointConfig, FxFormats
+from hrl.fixed_point.formats import FixedPointConfig, FxFormats, exact_difference
 from hrl.fixed_point.numerics import Fx, multiply, multiply_add, narrow, quantize
 from hrl.fixed_point.rsqrt import rsqrt
 
@@ -74,10 +74,8 @@ def adam(master, moments, grad, c1, c2, lr, fmts: FxFormats):
     """One Adam step of the unit (its bias correction is in `lr`, see the module docstring)
     on every parameter. `moments` is (m, v), two pytrees
     like `master`. Returns (master', (m', v'), n_sat)."""
-    m_diff = Fx(max(fmts.grad.width - fmts.grad.frac, fmts.moment.width - fmts.moment.frac)
-                + max(fmts.grad.frac, fmts.moment.frac) + 1,
-                max(fmts.grad.frac, fmts.moment.frac))
-    v_diff = Fx(fmts.second.width + 1, fmts.second.frac)
+    m_diff = Fx(*exact_difference(fmts.grad, fmts.moment))
+    v_diff = Fx(*exact_difference(fmts.second, fmts.second))
     v_floor = second_floor(c2, fmts)
 
     def one(w, m, v, g):
@@ -138,7 +136,7 @@ def operand(master, fmts: FxFormats):
 
 def polyak(target, online, tau, fmts: FxFormats):
     """target <- target + tau * (online - target), rounded once per parameter."""
-    diff_fmt = Fx(fmts.master.width + 1, fmts.master.frac)
+    diff_fmt = Fx(*exact_difference(fmts.master, fmts.master))
 
     def one(t, w):
         return multiply_add(w - t, diff_fmt, tau, fmts.unit, t, fmts.master, fmts.master)
