@@ -55,12 +55,12 @@ VARIANTS = {
     "dqn_cartpole_float_adam_noclip": ("dqn_cartpole", ["agent.max_grad_norm=null"]),
     "dqn_cartpole_fixed_adam": ("dqn_cartpole", FIXED_ADAM),
     "ddpg_pendulum_fixed_adam": ("ddpg_pendulum", FIXED_ADAM),
-    # DDPG's batch-summed critic gradients reach the hundreds: the default second moment
-    # (up to 256, so |grad| <= 16) saturates and the step with it. Six fewer fractional bits
-    # hold |grad| up to 128; the root's word gets six more so its small values keep their
-    # precision.
-    "ddpg_pendulum_fixed_adam_v14": ("ddpg_pendulum", [
-        *FIXED_ADAM, "agent.fixed_point.second=[29,14]", "agent.fixed_point.rsqrt=[24,18]"]),
+    # The formats of one algorithm on the other (agent.fixed_point.second and rsqrt default per
+    # algorithm, hrl.fixed_point.formats.SECOND_DEFAULT): DDPG with DQN's second moment (up to
+    # 256, so |grad| <= 16), which its batch-summed critic gradients saturate; DQN with DDPG's
+    # (six fewer fractional bits, so a floor of about 0.17 on the root).
+    "ddpg_pendulum_fixed_adam_v20": ("ddpg_pendulum", [
+        *FIXED_ADAM, "agent.fixed_point.second=[29,20]", "agent.fixed_point.rsqrt=[24,12]"]),
     "dqn_cartpole_fixed_adam_v14": ("dqn_cartpole", [
         *FIXED_ADAM, "agent.fixed_point.second=[29,14]", "agent.fixed_point.rsqrt=[24,18]"]),
     "dqn_cartpole_fixed": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.005",
@@ -190,8 +190,14 @@ READING = """
 ## How to read it
 
 - `*_fixed_adam`: the fixed-point learner as configured by default (`agent.numerics=fixed`,
-  Adam with the host's bias correction), at the float configs' rates. It has no global-norm
-  clipping, so `agent.max_grad_norm=null`.
+  Adam with the host's bias correction, the algorithm's formats), at the float configs'
+  rates. It has no global-norm clipping, so `agent.max_grad_norm=null`.
+- `dqn_cartpole_fixed_adam_v14` and `ddpg_pendulum_fixed_adam_v20`: each algorithm with the
+  other's second-moment and root formats (DQN's default second moment is Q29.20, DDPG's
+  Q29.14): why the default differs per algorithm. `ddpg_pendulum_fixed_adam` ran as
+  `ddpg_pendulum_fixed_adam_v14` (the same overrides, explicit) and
+  `ddpg_pendulum_fixed_adam_v20` as `ddpg_pendulum_fixed_adam`, before DDPG's default
+  became Q29.14: the same configs, renamed.
 - `dqn_cartpole_float_adam_noclip`: a float32 control, the float learner's Adam without
   clipping: what the fixed-point learner should match, the arithmetic being the only
   difference. `dqn_cartpole_float_adam_uncorrected`: float32 with the same Adam without its bias

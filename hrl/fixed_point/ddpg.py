@@ -51,7 +51,7 @@ class FixedDDPG(DDPG):
 
     @property
     def fmts(self) -> FxFormats:
-        return self.cfg.fixed_point.formats(self.cfg.optimizer)
+        return self.cfg.fixed_point.formats(self.cfg.optimizer, "ddpg")
 
     @property
     def _obs_size(self) -> int:

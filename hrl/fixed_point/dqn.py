@@ -47,7 +47,7 @@ class FixedDQN:
 
     @property
     def fmts(self) -> FxFormats:
-        return self.cfg.fixed_point.formats(self.cfg.optimizer)
+        return self.cfg.fixed_point.formats(self.cfg.optimizer, "dqn")
 
     def init(self, key) -> AgentState:
         size = int(np.prod(self.spec.obs_shape))

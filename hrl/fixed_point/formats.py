@@ -25,13 +25,20 @@ and `optim` name which. Why each is what it is:
   28 bits keep a difference of two masters (Polyak) within an int32 word.
 * `moment` Q28.16 (+-2048): Adam's first moment, an average of `grad` with 4 more fractional
   bits, so that (1 - beta1) x a one-lsb gradient still registers.
-* `second` Q29.20 (0..256, step 9.5e-7): Adam's second moment, an average of grad^2. The
-  widest range that fits: its difference with grad^2 must fit 30 bits. A gradient over 16
-  saturates grad^2 (counted; Adam's step of it is then smaller, never larger). With
-  beta2 = 0.999 a word below about 500 lsb no longer decays (its decay rounds away), which
-  acts as an epsilon of about 0.02 on the root.
-* `rsqrt` Q24.12 (0.0625..1024): 1 / sqrt(second), from the table of `rsqrt`; its product
-  with `moment` must stay within the exact accumulator (widths summing to at most 55).
+* `second`: Adam's second moment, an average of grad^2, 29 bits so that its difference with
+  grad^2 fits 30. Its default depends on the algorithm (SECOND_DEFAULT), because 29 bits
+  cannot hold both algorithms' gradients: with beta2 = 0.999 a word below about 500 lsb no
+  longer decays (its decay rounds away), which acts as an epsilon on the root, so the
+  fractional bits set the smallest gradient Adam resolves and the integer bits the largest.
+  DQN, Q29.20 (0..256, step 9.5e-7): its batch-summed gradients are about 0.1, and the floor
+  is an epsilon of about 0.02; a gradient over 16 saturates grad^2 (counted; Adam's step of
+  it is then smaller, never larger). DDPG, Q29.14 (0..16384): its critic's batch-summed
+  gradients reach the hundreds, which Q29.20 saturates on every step; the floor is then an
+  epsilon of about 0.17. Measured both ways on both algorithms:
+  experiments/results/fixed_point/.
+* `rsqrt`: 1 / sqrt(second), from the table of `rsqrt`; its product with `moment` must stay
+  within the exact accumulator (widths summing to at most 55). Per algorithm with `second`:
+  Q24.12 (0.0625..1024) for DQN, Q24.18 for DDPG, whose smallest root is 64 times smaller.
 * `step` Q20.16 (+-8): Adam's normalized step m / sqrt(v), about +-1, at most
   (1 - beta1) / sqrt(1 - beta2) ~ 3.2 after a single spike.
 * `unit` Q16.15 ([-1, 1)): momentum, tau, 1 - beta1 and 1 - beta2 (a tau of 1 is a hard
@@ -55,6 +62,9 @@ OPTIMIZERS = ("adam", "sgd")  # what the fixed-point learner's optimizer unit im
 # (about 1e-5), Adam's the learning rate (about 1e-3); each leaves the linear decay's int32
 # product (rate word x decay steps) room for 10^5 steps.
 LR_FRAC = {"sgd": 26, "adam": 24}
+ALGORITHMS = ("dqn", "ddpg")  # what the learning module's loss unit implements
+# Per algorithm, the default (second, rsqrt) formats (see the module docstring for why).
+SECOND_DEFAULT = {"dqn": ((29, 20), (24, 12)), "ddpg": ((29, 14), (24, 18))}
 
 
 def exact_difference(a: Fx, b: Fx) -> tuple[int, int]:
@@ -101,8 +111,9 @@ class FixedPointConfig:
     velocity: tuple[int, int] = (28, 14)  # the momentum buffer
     master: tuple[int, int] = (28, 24)  # master and target weights
     moment: tuple[int, int] = (28, 16)  # Adam's first moment
-    second: tuple[int, int] = (29, 20)  # Adam's second moment
-    rsqrt: tuple[int, int] = (24, 12)  # 1 / sqrt(second moment)
+    # Adam's second moment and its reciprocal root; None: the algorithm's (SECOND_DEFAULT)
+    second: tuple[int, int] | None = None
+    rsqrt: tuple[int, int] | None = None
     step: tuple[int, int] = (20, 16)  # Adam's normalized step
     lr_frac: int | None = None  # fractional bits of the 24-bit rate word; None: LR_FRAC
     momentum: float = 0.9  # SGD momentum in [0, 1); 0 is plain SGD
@@ -112,13 +123,17 @@ class FixedPointConfig:
     # (common.corrected_rate); no hardware in the module. False: the uncorrected Adam.
     bias_correction: bool = True
 
-    def formats(self, optimizer: str = "adam") -> FxFormats:
+    def formats(self, optimizer: str = "adam", algorithm: str = "dqn") -> FxFormats:
         """The formats as `Fx` for `optimizer` (which picks the rate word's default fractional
-        bits); ValueError names the key of a bad one."""
+        bits) and `algorithm` (which picks the second moment's and the root's defaults);
+        ValueError names the key of a bad one."""
+        defaults = dict(zip(("second", "rsqrt"), SECOND_DEFAULT[algorithm], strict=True))
         out = {}
         for name in ("act", "weight", "value", "delta", "grad", "velocity", "master", "moment",
                      "second", "rsqrt", "step"):
             value = getattr(self, name)
+            if value is None and name in defaults:
+                value = defaults[name]
             ok = (isinstance(value, tuple) and len(value) == 2
                   and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
             if not ok:
@@ -154,7 +169,8 @@ class FixedPointConfig:
         return FxFormats(**out, lr=Fx(24, lr_frac))
 
     def __post_init__(self):
-        self.formats()
+        for algorithm in ALGORITHMS:
+            self.formats(algorithm=algorithm)
         if not isinstance(self.bias_correction, bool):
             raise ValueError(f"agent.fixed_point.bias_correction must be true or false, got "
                              f"{self.bias_correction!r}")

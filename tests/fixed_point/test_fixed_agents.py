@@ -16,6 +16,7 @@ from hrl.envs.spec import ContinuousActions, DiscreteActions, EnvSpec
 from hrl.fixed_point.ddpg import FixedDDPG, make_fixed_ddpg
 from hrl.fixed_point.dqn import FixedDQN, make_fixed_dqn
 from hrl.fixed_point.formats import FixedPointConfig
+from hrl.fixed_point.numerics import Fx
 from hrl.runtime.components import make_env_agent
 
 DQN_SPEC = EnvSpec(name="toy", num_envs=1, obs_shape=(4,), obs_dtype=np.float32, is_jax=True,
@@ -23,6 +24,25 @@ DQN_SPEC = EnvSpec(name="toy", num_envs=1, obs_shape=(4,), obs_dtype=np.float32,
 DDPG_SPEC = EnvSpec(name="toy", num_envs=1, obs_shape=(3,), obs_dtype=np.float32, is_jax=True,
                     action=ContinuousActions((1,), (-2.0,), (2.0,)))
 FIXED = dict(numerics="fixed", optimizer="sgd", max_grad_norm=None)
+
+
+def test_second_moment_formats_default_per_algorithm():
+    """DQN's and DDPG's gradients need different second-moment ranges (formats docstring):
+    each algorithm gets its own default, a key the user sets wins for both, and each agent
+    reads its algorithm's."""
+    fp = FixedPointConfig()
+    dqn, ddpg = fp.formats("adam", "dqn"), fp.formats("adam", "ddpg")
+    assert (dqn.second, dqn.rsqrt) == (Fx(29, 20), Fx(24, 12))
+    assert (ddpg.second, ddpg.rsqrt) == (Fx(29, 14), Fx(24, 18))
+    set_one = FixedPointConfig(second=(29, 16))
+    assert set_one.formats("adam", "ddpg").second == set_one.formats("adam", "dqn").second
+    assert set_one.formats("adam", "ddpg").second == Fx(29, 16)
+    assert set_one.formats("adam", "ddpg").rsqrt == Fx(24, 18)
+    for name, want in (("dqn_cartpole", dqn), ("ddpg_pendulum", ddpg)):
+        cfg = load_config(f"experiments/configs/{name}.yaml",
+                          ["agent.numerics=fixed", "agent.max_grad_norm=null"])
+        _, agent = make_env_agent(cfg)
+        assert agent.fmts == want
 
 
 def dqn_batch(key, b=32):
