@@ -189,4 +189,3 @@ def test_adam_formats_refused_naming_the_key():
         common.adam_correction_table(0.9, 0.99999)
     with pytest.raises(ValueError, match=r"agent.fixed_point.beta2 \(as 1 - beta2\): "):
         optim.step("adam", {}, ({}, {}), {}, 1, FixedPointConfig(beta2=0.99999), F)
-
