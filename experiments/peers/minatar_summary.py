@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "experiments" / "results" / "peers" / "minatar"
-SIDES = ("hrl", "hrl-1thread", "hrl-allthreads", "peer")
+SIDES = ("hrl", "hrl-1thread", "hrl-allthreads", "peer", "peer-1thread")
 
 
 def summarize(folder: Path) -> dict | None:
@@ -47,13 +47,16 @@ def main() -> int:
              "as `hrl train` runs it (`train.cpu_threads: auto`). Regenerate this table: "
              "`python experiments/peers/minatar_summary.py`; each run: its command below.", "",
              "| run | game | machine | rounds | hrl | hrl 1 thread | hrl all threads | peer | "
-             "hrl / peer |", "|---|---|---|---|---|---|---|---|---|"]
+             "peer 1 thread | hrl / peer | hrl / peer, both 1 thread |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         m = r["median"]
         cells = [f"{m[s]:,.0f}" if s in m else "-" for s in SIDES]
         ratio = f"**{m['hrl'] / m['peer']:.2f}x**" if "hrl" in m and "peer" in m else "-"
+        one = (f"**{m['hrl-1thread'] / m['peer-1thread']:.2f}x**"
+               if "hrl-1thread" in m and "peer-1thread" in m else "-")
         lines.append(f"| `{r['folder']}` | {r['game']} | {r['machine']} | {r['rounds']} | "
-                     + " | ".join(cells) + f" | {ratio} |")
+                     + " | ".join(cells) + f" | {ratio} | {one} |")
     lines += ["", "Since `train.cpu_threads: auto` gives a conv net XLA's default threads on a "
               "2-core machine (it gave one before), the `hrl` column of `2core-asterix` and "
               "`2core-space_invaders`, measured before that change, is one thread; their `hrl "

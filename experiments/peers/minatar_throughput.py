@@ -19,7 +19,9 @@ their code): flax + optax + flashbax's prioritised flat buffer, each transition 
 s' (flashbax's `first` of a pair only). hrl runs the fused loop as `hrl train` runs it, and
 again on one intra-op thread and on a thread per core (`train.cpu_threads`; `auto` gives a conv
 net XLA's default, a thread per core, as the peer runs), so the hrl sides say how much of the
-ratio is the thread count.
+ratio is the thread count. The peer runs on XLA's default threads and, as `peer-1thread`, on
+one (XLA:CPU's intra-op pool sized by the variable `hrl train` sets for `train.cpu_threads`),
+so hrl is compared with the peer at the same thread count too.
 
 Writes experiments/results/peers/minatar/<cores>core-<game>/ (or --out): throughput.csv (one
 row per side and round), throughput.md (medians and ratios) and throughput.png;
@@ -43,6 +45,8 @@ from peer_jax_flashbax import make_sgd_step  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `write` imports hrl when the script runs from a plain checkout
+from hrl.runtime.cpu_backend import POOL_SIZE_VARIABLE  # noqa: E402
+
 CONFIG = ROOT / "experiments" / "configs" / "dqn_minatar_breakout.yaml"
 OUT = ROOT / "experiments" / "results" / "peers" / "minatar"
 GAMES = {"breakout": "Breakout-MinAtar", "space_invaders": "SpaceInvaders-MinAtar",
@@ -54,10 +58,13 @@ S = {"batch_size": 32, "train_ratio": 0.25, "capacity": 100_000, "learning_rate"
      "eps_end": 0.1, "eps_decay_steps": 50_000, "alpha": 0.6, "beta": 0.4,
      "learning_starts": 1000, "conv_filters": 16, "hidden": 128}
 # hrl as `hrl train` runs it (`train.cpu_threads: auto`), hrl on one intra-op thread and on
-# every core (`train.cpu_threads` 1 and the machine's cores), and the peer (XLA's default: a
-# thread per core).
-SIDES = ("hrl", "hrl-1thread", "hrl-allthreads", "peer")
+# every core (`train.cpu_threads` 1 and the machine's cores), the peer (XLA's default: a
+# thread per core) and the peer on one intra-op thread.
+SIDES = ("hrl", "hrl-1thread", "hrl-allthreads", "peer", "peer-1thread")
 HRL_THREADS = {"hrl": "auto", "hrl-1thread": 1, "hrl-allthreads": os.cpu_count() or 1}
+PEER_THREADS = {"peer": None, "peer-1thread": 1}  # None: XLA's default
+# Which peer side each hrl side is compared with at the same thread count.
+SAME_THREADS = {"hrl-1thread": "peer-1thread", "hrl-allthreads": "peer"}
 
 
 def _parse(argv=None):
@@ -235,14 +242,27 @@ def child(side: str, args) -> dict:
     """One run of `side` in a fresh Python; its result line."""
     cmd = [sys.executable, __file__, "--worker", side, "--game", args.game, "--envs",
            str(args.envs), "--rollout", str(args.rollout), "--seconds", str(args.seconds)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                              [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    if PEER_THREADS.get(side) is not None:  # the pool size hrl's cpu_threads sets, for the peer
+        env[POOL_SIZE_VARIABLE] = str(PEER_THREADS[side])
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False, env=env)
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     if done.returncode or not lines:
         raise RuntimeError(f"{side} run failed (exit {done.returncode}): "
                            f"{done.stderr.strip().splitlines()[-1:]}")
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def _threads(side: str):
+    """The intra-op threads a side runs on, as the table shows them."""
+    if side in HRL_THREADS:
+        return HRL_THREADS[side]
+    return PEER_THREADS[side] or "XLA default"
+
+
+def _same(med: dict, side: str, peer: str) -> float:
+    return med[side]["sgd_steps_per_s"] / med[peer]["sgd_steps_per_s"]
 
 
 def write(rows: list[dict], args) -> None:
@@ -274,10 +294,13 @@ def write(rows: list[dict], args) -> None:
         f"{args.seconds:g} s from its first chunk with SGD steps; sides interleaved over "
         f"{args.rounds} rounds, medians shown (the script's docstring says what both do).", "",
         "| side | intra-op threads | env steps/s | SGD steps/s | / peer |", "|---|---|---|---|---|",
-        *(f"| {side} | {HRL_THREADS.get(side, 'XLA default')} | "
+        *(f"| {side} | {_threads(side)} | "
           f"{med[side]['env_steps_per_s']:,.0f} | {med[side]['sgd_steps_per_s']:,.0f} | "
           f"**{ratio[side]['sgd_steps_per_s']:.2f}x** |" for side in args.sides), "",
-        "`hrl` is the kit as `hrl train` runs it (`train.cpu_threads: auto`).", ""]
+        "`hrl` is the kit as `hrl train` runs it (`train.cpu_threads: auto`).", "",
+        *(f"At the same threads, {side} / {peer}: **{_same(med, side, peer):.2f}x** SGD "
+          f"steps/s." for side, peer in SAME_THREADS.items()
+          if side in args.sides and peer in args.sides), ""]
     (args.out / "throughput.md").write_text("\n".join(lines))
     fig = Figure(figsize=(6, 3.2), dpi=110)
     ax = fig.subplots()
@@ -301,7 +324,7 @@ def write(rows: list[dict], args) -> None:
 def main(argv=None) -> int:
     args = _parse(argv)
     if args.worker:
-        got = (run_peer if args.worker == "peer" else run_hrl)(args)
+        got = (run_peer if args.worker in PEER_THREADS else run_hrl)(args)
         print("RESULT " + json.dumps(got), flush=True)
         return 0
     rows = []
