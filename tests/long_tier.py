@@ -14,6 +14,16 @@ from __future__ import annotations
 # id of the long test -> id of its twin in `make test`
 LONG: dict[str, str] = {
     # RTL: the same RMM in the same simulator at smaller or shallower parameter sets.
+    "tests/rtl/test_rtl.py::test_icarus[K4-D4-P1-W32]":  # Icarus: two minutes on 2 cores
+        "tests/rtl/test_rtl.py::test_verilator[K16-D2-P2-W32]",
+    "tests/rtl/test_rtl_kernel.py::test_kernel_verilator[K4-D3-P1-W32]":  # a minute's build
+        "tests/rtl/test_rtl_kernel.py::test_kernel_icarus[K16-D2-P2-W24-DW64-N200-stall]",
+    "tests/rtl/test_rtl.py::test_verilator_lint[lint-K64-D2-P3-W32]":
+        "tests/rtl/test_rtl.py::test_verilator_lint[lint-K16-D3-P2-W32]",
+    "tests/rtl/test_rtl.py::test_verilator_lint[lint-K4-D3-P16-W32]":
+        "tests/rtl/test_rtl.py::test_verilator_lint[lint-K4-D3-P4-W24]",
+    "tests/rtl/test_rtl_modules.py::test_hrl_update_step[K16-W32-P2-L1-LPS1]":
+        "tests/rtl/test_rtl_modules.py::test_hrl_update_step[K16-W24-P4-L0-LPS8]",
     "tests/rtl/test_rtl.py::test_verilator[K4-D7-P2-W32-deep]":
         "tests/rtl/test_rtl.py::test_verilator[K16-D2-P2-W32]",
     "tests/rtl/test_rtl.py::test_verilator[K4-D3-P4-W24-N50]":
@@ -82,12 +92,30 @@ LONG: dict[str, str] = {
         "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
     "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[2-3-4-50-True-xla]":
         "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-xla]",
+    "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[2-3-4-50-False-native]":
+        "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-native]",
+    "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[3-1-2-61-False-native]":
+        "tests/replay/test_next_slot.py::test_samples_equal_the_twice_stored_layout_bit_for_bit[1-2-8-37-False-native]",
+    "tests/replay/test_compact_obs.py::test_jax_buffer_round_trip[pallas-uint8]":
+        "tests/replay/test_compact_obs.py::test_jax_buffer_round_trip[pallas-bool]",
     # The conv lowering: the same check on the other network shapes.
     "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape1-layers1]":
         "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape2-layers2]",
     "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape3-layers3]":
         "tests/agents/test_conv_lowering.py::test_same_parameters_outputs_and_gradients_as_nn_conv[obs_shape2-layers2]",
     # Runs: the same guarantee through a cheaper path.
+    "tests/runtime/executors/test_pipelined.py::test_host_executors_store_next_obs_once_by_"
+    "default_and_train_as_stored[dqn_cartpole-sequential]":
+        "tests/runtime/executors/test_pipelined.py::test_host_executors_store_next_obs_once_by_"
+        "default_and_train_as_stored[dqn_cartpole_gymnasium-pipelined]",
+    "tests/runtime/test_rate_limit.py::test_fast_actors_are_held_in_the_band_and_results_do_"
+    "not_change[process]":
+        "tests/runtime/test_rate_limit.py::test_fast_actors_are_held_in_the_band_and_results_do_"
+        "not_change[thread]",
+    "tests/replay/test_host_buffer.py::test_host_buffer_equals_prioritized_replay"
+    "[float32-global]":
+        "tests/replay/test_host_buffer.py::test_host_buffer_equals_prioritized_replay"
+        "[float32-batch]",
     "tests/runtime/executors/test_data_parallel.py::test_several_devices_keep_one_set_of_"
     "parameters":
         "tests/runtime/executors/test_data_parallel.py::test_one_device_reproduces_the_fused_"

@@ -582,9 +582,9 @@ def params(k, d, p, w):
 # (params, capacity, ops, extra env). Capacities that are not powers of K leave a padded
 # last row, as the reference does. >= 10**4 random ops per set in the default suite.
 # Icarus is the slow simulator (about 1 min of CPU per 10**4 ops at K=4 and P=1, several
-# at P=4 or K=16), Verilator the fast one, so `make test` simulates one set in Icarus and the
-# rest in Verilator: K=4 and K=16, P=1 and P>1, a small and a deep tree, >= 10**4 random ops
-# each. The P=4 set runs in Icarus too in the long tier (`make test-long`, run by CI).
+# at P=4 or K=16), Verilator the fast one: K=4 and K=16, P=1 and P>1, a small and a deep
+# tree, >= 10**4 random ops each. `make test` runs one Verilator set; the other sets, and
+# both Icarus sets, run in the long tier (`make test-long`, run by CI; tests/long_tier.py).
 DEFAULT_SETS = [
     pytest.param(params(4, 4, 1, 32), 256, 10_000, {}, id="K4-D4-P1-W32"),
     pytest.param(params(4, 3, 4, 24), 50, 10_000, {}, id="K4-D3-P4-W24-N50",

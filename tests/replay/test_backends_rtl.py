@@ -251,6 +251,8 @@ def test_device_layer_refuses_what_a_board_refuses(rtl_trees):
 
 
 @pytest.mark.hw
+# A second simulator binary to build (a minute); the other refusals are in make test.
+@pytest.mark.long
 def test_binary_of_another_fanout_is_refused():
     """The kernel's K comes from the binary: a driver for another fanout says so."""
     from hrl.replay.backends import rtl_kernel, rtl_sim

@@ -124,6 +124,8 @@ def test_bad_input_is_named():
         pk.update(ref.init(10, 4), np.arange(3), np.ones(4, np.float32))
 
 
+# Half a minute of interpreted Pallas; the kernels' equality with the reference is above.
+@pytest.mark.long
 def test_vmapped_instances_equal_one_at_a_time():
     trees = [filled(300, 4, "fixed", seed) for seed in range(3)]
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *trees)

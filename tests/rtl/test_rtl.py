@@ -46,8 +46,8 @@ def params(k, d, p, w):
 
 # Every bound of every parameter is in some set: K 2..64, D 1..16, P 1..16, W 8..32. Lint time
 # grows with P x K x D (the update steps select each row word by position), so the widest
-# set, K16-D5-P16, takes minutes of CPU and runs in the long tier; K4-D3-P16 lints the
-# largest P in seconds.
+# set, K16-D5-P16, takes minutes of CPU and runs in the long tier, as do K64-D2-P3 and
+# K4-D3-P16 (half a minute each; tests/long_tier.py).
 LINT_SETS = [
     params(2, 1, 1, 8), params(4, 4, 1, 32), params(4, 3, 4, 24), params(16, 3, 2, 32),
     params(64, 2, 3, 32), params(2, 16, 1, 16), params(4, 8, 2, 32), params(4, 3, 16, 32),
@@ -106,6 +106,8 @@ def test_illegal_parameters_stop(bad, pattern, tmp_path):
     assert re.search(pattern, text), text
 
 
+# Half a minute of yosys on 2 cores; fpga_rtl/syn/run_syn.py regenerates the resources.
+@pytest.mark.long
 def test_yosys_synth_small():
     """synth_xilinx -family xcup runs on a small set and reports LUTs, FFs and a DSP count."""
     require("yosys")

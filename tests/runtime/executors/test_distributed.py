@@ -104,6 +104,8 @@ def test_one_worker_is_the_pipelined_executor_with_process_actors(local_ray):
     np.testing.assert_array_equal(_returns(outs), _returns(got))
 
 
+# A minute or more; one_worker_is_the_pipelined_executor runs workers in make test.
+@pytest.mark.long
 def test_workers_start_their_cpu_backend_with_synchronous_dispatch(local_ray):
     """Each worker's first use of JAX is `actor_calls_of`, which sets its CPU backend as the
     actors' process's (synchronous dispatch; JAX's default is asynchronous)."""
@@ -117,6 +119,7 @@ def test_workers_start_their_cpu_backend_with_synchronous_dispatch(local_ray):
         loop.close()
 
 
+@pytest.mark.long  # minutes: a run, a killed worker and the run again
 def test_a_killed_worker_is_restarted_and_the_fixed_schedule_gives_the_same_run(local_ray,
                                                                                capfd):
     whole, whole_out, _ = _run({"train.num_actors": 2})
@@ -177,6 +180,8 @@ def test_distributed_config_mistakes_are_one_line():
         tiny_config(**{"train.executor": "pipelined", "train.actor_priorities": True})
 
 
+# A minute; one_worker_is_the_pipelined_executor checks a run end to end in make test.
+@pytest.mark.long
 def test_actor_priorities_are_the_learners_from_the_same_weights_and_are_inserted(local_ray):
     """With train.actor_priorities each worker sends |td| + eps of its transitions from the
     weights it acted with (j*(t), the fixed schedule's); the learner computes the same from the
@@ -252,6 +257,8 @@ def _stop_and_resume(cfg, tmp_path):
     return (full, ends[0]), (resumed, ends[1])
 
 
+# A minute or more; tests/runtime/test_resume.py checks exact resumes in make test.
+@pytest.mark.long
 def test_a_gymnasium_run_stopped_and_resumed_is_the_uninterrupted_run(local_ray, tmp_path,
                                                                       capfd):
     """N = 2, fixed schedule, a host env: each worker's simulators are saved beside the
