@@ -1,0 +1,551 @@
+// hrl_learn_forward: the learning module's forward pass (the `infer` primitive), driven by a
+// table of layer operations, so that one set of parameters runs any ReLU MLP up to NL layers
+// of widths up to NMAX on batches up to BMAX. Bit for bit hrl.fixed_point.layers.mlp_forward
+// (dense_forward chained), given the table the host writes from hrl.fixed_point formats.
+//
+// Parts: three hrl_learn_weight_bank memories (activations: LA = max(R, C) lanes of OW-bit
+// words; weights: C lanes of BW bits; biases: C lanes of BW bits), one hrl_learn_mac_array
+// (R x C, its forward mode: x = a column block of the layer's input, w = a row block of its
+// weights, the bias preloaded on a tile's first beat) and one hrl_learn_activation (ReLU or
+// linear, the saturation count).
+//
+// The host, while the engine is idle (busy low):
+//   * writes matrices into the banks (h_wr_*: a row block of one bank, the banks' own layout,
+//     row stride 2**slog words of a bank; hrl_learn_weight_bank's header);
+//   * writes the op table (op_wr_*: op `op_wr_op`, field `op_wr_field`, value `op_wr_data`):
+//       0 X_BASE  activation-bank base of the layer's input X (M x K), 1 X_SLOG its stride
+//       2 M rows (the batch, 1..BMAX)   3 K inputs (1..NMAX)   4 N outputs (1..NMAX)
+//       5 W_BASE  weight-bank base of W (K x N), 6 W_SLOG its stride
+//       7 B_BASE  bias-bank base of the bias (1 x N, read as row 0 with stride 1)
+//       8 Y_BASE  activation-bank base of the output Y (M x N), 9 Y_SLOG its stride
+//      10 RELU    1: y = max(z, 0) (a hidden layer), 0: linear (the last layer)
+//      11 SHIFT   the narrowing's right shift x.frac + w.frac - y.frac (signed 8 bits, -4..)
+//      12 WIDTH   the output word's width (2..OW); 13 BSHIFT the bias's left shift
+//                 x.frac + w.frac - bias.frac (0..BSMAX)
+//     The input words of every op must fit AW bits (the array's x operand); the output is
+//     stored sign-extended to OW bits, so a value-format last layer is stored whole.
+//   * pulses `start` with `n_ops` (1..NL); the engine runs ops 0..n_ops-1 in order and pulses
+//     `done`; `cycles` then holds the cycles it was busy (the edge that took `start` to the
+//     one that raised `done`), `sat_count` the outputs that saturated (every op's, as
+//     mlp_forward's n_sat), `error` whether an op's fields were out of range (the run stops
+//     at that op), `fault` whether a beat was ever refused by the array (never, by the rule
+//     below: a testbench check);
+//   * reads any matrix of the activation bank back (h_rd_*: a row block, 2 cycles later), the
+//     last layer's output (Q values) in particular.
+//
+// Schedule: an op's output is walked in tiles, row block major (R rows by C columns, K beats
+// each; ragged last blocks read zeros past the matrix's edge and drain only their rows). A
+// beat is issued every cycle: the banks' reads take 2 cycles, so the array sees the beat 2
+// cycles after its issue. The array accumulates a tile while the previous one drains; its
+// in_ready rule (a tile's last beat waits until the previous tile's drain has at most 3 rows
+// left and no last beat is in flight) is applied here, at the issue, as "a last beat issues
+// no earlier than max(3, rows of the previous tile) cycles after the previous last beat" (the
+// same rule: hrl_learn_mac_array's header), so the 2-cycle read pipeline never stalls. A
+// tile of K beats after one of n' rows thus costs max(K, n', 3) cycles
+// (hrl.mapping.learner_schedule.phase_cycles). Drained rows pass the activation unit and are
+// written into the activation bank; an op starts when its predecessor's last row is written
+// (the next op reads it): its fields load in one cycle, its first read follows, so a layer
+// boundary costs DEP_GAP = 4 cycles between the last output row and the next first beat.
+`default_nettype none
+
+module hrl_learn_forward #(
+    // Rows of the array (samples of a tile); a power of two, 1..64.
+    parameter R = 4,
+    // Columns of the array (output neurons of a tile); a power of two, 1..64.
+    parameter C = 4,
+    // Width of an activation word as the array reads it (the act format's width).
+    parameter AW = 16,
+    // Width of a weight word and of a bias word (the weight format's width).
+    parameter BW = 16,
+    // Widest output word (the value format's width): the activation bank's word width.
+    parameter OW = 24,
+    // Largest layer width: any op's K and N, and the array's longest tile (KMAX).
+    parameter NMAX = 64,
+    // Largest number of layers (entries of the op table).
+    parameter NL = 4,
+    // Largest batch: any op's M.
+    parameter BMAX = 32,
+    // Largest left shift of a bias into the accumulator.
+    parameter BSMAX = 24,
+    // Width of the cycle and saturation counters.
+    parameter SW = 32
+) (
+    input  wire                 clk,
+    input  wire                 rst,
+    // control
+    input  wire                 start,      // with busy low: run ops 0..n_ops-1
+    input  wire [OPB:0]         n_ops,      // with start: 1..NL
+    output reg                  busy,
+    output reg                  done,       // one cycle, when the run ends
+    output reg                  error,      // the run stopped at an op with a field out of range
+    output reg                  fault,      // a beat was refused by the array (never expected)
+    output reg  [SW-1:0]        cycles,     // cycles of the last run
+    output wire [SW-1:0]        sat_count,  // saturated outputs of the last run
+    // the op table (while idle)
+    input  wire                 op_wr_en,
+    input  wire [OPB-1:0]       op_wr_op,
+    input  wire [3:0]           op_wr_field,
+    input  wire [FW-1:0]        op_wr_data,
+    // the banks' host write port (while idle): 0 activations, 1 weights, 2 biases
+    input  wire                 h_wr_en,
+    input  wire [1:0]           h_wr_sel,
+    input  wire [HAB-1:0]       h_wr_base,
+    input  wire [4:0]           h_wr_slog,
+    input  wire [IW-1:0]        h_wr_i,
+    input  wire [IW-1:0]        h_wr_j,
+    input  wire [LA-1:0]        h_wr_mask,  // the weight and bias banks take lanes 0..C-1
+    input  wire [LA*HW-1:0]     h_wr_data,  // lane c at [c*HW +: HW] (low bits of the bank's)
+    // the activation bank's host read port (while idle): row h_rd_i, columns h_rd_j..+LA-1
+    input  wire                 h_rd_en,
+    input  wire [AAB-1:0]       h_rd_base,
+    input  wire [4:0]           h_rd_slog,
+    input  wire [IW-1:0]        h_rd_i,
+    input  wire [IW-1:0]        h_rd_j,
+    input  wire [IW-1:0]        h_rd_rows,
+    input  wire [IW-1:0]        h_rd_cols,
+    output wire [LA*OW-1:0]     h_rd_data   // 2 cycles after h_rd_en, lane c at [c*OW +: OW]
+);
+    // ------------------------------------------------------------------ sizes
+    localparam LA = (R > C) ? R : C;           // activation-bank lanes
+    localparam LGA = $clog2(LA);
+    localparam DMAX = (NMAX > BMAX) ? NMAX : BMAX;
+    localparam IW = $clog2(DMAX + 1);          // a row or column index, a dimension
+    localparam SLA = $clog2((NMAX + LA - 1) / LA);  // widest row stride (log2) of an activation
+    localparam SLC = $clog2((NMAX + C - 1) / C);    // ... of a weight matrix
+    // Every layer's input and the last output kept (NL + 1 matrices of BMAX x NMAX), NL weight
+    // matrices, NL bias rows.
+    localparam ADEPTH = (NL + 1) * BMAX * (1 << SLA);
+    localparam WDEPTH = NL * NMAX * (1 << SLC);
+    localparam BDEPTH = NL * (1 << SLC);
+    localparam AAB = (ADEPTH > 1) ? $clog2(ADEPTH) : 1;
+    localparam WAB = (WDEPTH > 1) ? $clog2(WDEPTH) : 1;
+    localparam BAB = (BDEPTH > 1) ? $clog2(BDEPTH) : 1;
+    localparam HAB0 = (AAB > WAB) ? AAB : WAB;
+    localparam HAB = (HAB0 > BAB) ? HAB0 : BAB;
+    localparam HW = (OW > BW) ? OW : BW;
+    localparam OPB = (NL > 1) ? $clog2(NL) : 1;
+    localparam FW0 = (HAB > IW) ? HAB : IW;
+    localparam FW = (FW0 > 8) ? FW0 : 8;       // an op field's value
+    // The array's exact accumulator (hrl_learn_mac_array's bound).
+    localparam KB = (NMAX > 1) ? $clog2(NMAX) : 0;
+    localparam NEED_P = AW + BW - 2 + KB + 2;
+    localparam NEED_B = BW - 1 + BSMAX + 2;
+    localparam ACCW = (NEED_P > NEED_B) ? NEED_P : NEED_B;
+    localparam OB = (LGA > 0) ? LGA : 1;
+    localparam SHMAX = ACCW;                   // the largest narrowing shift
+    localparam RBW = (R > 1) ? $clog2(R) : 1;  // a row of a tile
+
+    initial begin
+        if (R < 1 || R > 64 || (R & (R - 1)) != 0)
+            $fatal(1, "hrl_learn_forward: R=%0d must be a power of two in 1..64", R);
+        if (C < 1 || C > 64 || (C & (C - 1)) != 0)
+            $fatal(1, "hrl_learn_forward: C=%0d must be a power of two in 1..64", C);
+        if (LA < 2) $fatal(1, "hrl_learn_forward: R=%0d, C=%0d: max(R, C) must be at least 2", R, C);
+        if (AW < 2 || AW > 27 || BW < 2 || BW > 27)
+            $fatal(1, "hrl_learn_forward: AW=%0d, BW=%0d must be in 2..27", AW, BW);
+        if (OW < AW || OW > 32)
+            $fatal(1, "hrl_learn_forward: OW=%0d must be in AW=%0d..32", OW, AW);
+        if (NMAX < 1 || NMAX > 1024)
+            $fatal(1, "hrl_learn_forward: NMAX=%0d must be in 1..1024", NMAX);
+        if (NL < 1 || NL > 64) $fatal(1, "hrl_learn_forward: NL=%0d must be in 1..64", NL);
+        if (BMAX < 1 || BMAX > 1024)
+            $fatal(1, "hrl_learn_forward: BMAX=%0d must be in 1..1024", BMAX);
+        if (BSMAX < 0 || BSMAX > 40)
+            $fatal(1, "hrl_learn_forward: BSMAX=%0d must be in 0..40", BSMAX);
+        if (ACCW > 96)
+            $fatal(1, "hrl_learn_forward: the accumulator needs %0d bits, at most 96", ACCW);
+        if (SW < 8 || SW > 64) $fatal(1, "hrl_learn_forward: SW=%0d must be in 8..64", SW);
+        if (HAB > 24)
+            $fatal(1, "hrl_learn_forward: banks of 2**%0d words exceed 2**24", HAB);
+    end
+
+    // ------------------------------------------------------------------ the op table
+    reg [AAB-1:0] t_xb   [0:NL-1];
+    reg [4:0]     t_xs   [0:NL-1];
+    reg [IW-1:0]  t_m    [0:NL-1];
+    reg [IW-1:0]  t_k    [0:NL-1];
+    reg [IW-1:0]  t_n    [0:NL-1];
+    reg [WAB-1:0] t_wb   [0:NL-1];
+    reg [4:0]     t_ws   [0:NL-1];
+    reg [BAB-1:0] t_bb   [0:NL-1];
+    reg [AAB-1:0] t_yb   [0:NL-1];
+    reg [4:0]     t_ys   [0:NL-1];
+    reg           t_relu [0:NL-1];
+    reg [7:0]     t_sh   [0:NL-1];
+    reg [5:0]     t_wd   [0:NL-1];
+    reg [5:0]     t_bs   [0:NL-1];
+
+    always @(posedge clk) begin
+        if (op_wr_en && !busy) begin
+            case (op_wr_field)
+                4'd0:  t_xb[op_wr_op] <= op_wr_data[AAB-1:0];
+                4'd1:  t_xs[op_wr_op] <= op_wr_data[4:0];
+                4'd2:  t_m[op_wr_op] <= op_wr_data[IW-1:0];
+                4'd3:  t_k[op_wr_op] <= op_wr_data[IW-1:0];
+                4'd4:  t_n[op_wr_op] <= op_wr_data[IW-1:0];
+                4'd5:  t_wb[op_wr_op] <= op_wr_data[WAB-1:0];
+                4'd6:  t_ws[op_wr_op] <= op_wr_data[4:0];
+                4'd7:  t_bb[op_wr_op] <= op_wr_data[BAB-1:0];
+                4'd8:  t_yb[op_wr_op] <= op_wr_data[AAB-1:0];
+                4'd9:  t_ys[op_wr_op] <= op_wr_data[4:0];
+                4'd10: t_relu[op_wr_op] <= op_wr_data[0];
+                4'd11: t_sh[op_wr_op] <= op_wr_data[7:0];
+                4'd12: t_wd[op_wr_op] <= op_wr_data[5:0];
+                4'd13: t_bs[op_wr_op] <= op_wr_data[5:0];
+                default: ;
+            endcase
+        end
+    end
+
+    // ------------------------------------------------------------------ the controller
+    localparam [2:0] S_IDLE = 3'd0, S_LOAD = 3'd1, S_ISSUE = 3'd2, S_WAIT = 3'd3;
+
+    reg [2:0]     state;
+    reg [OPB:0]   op, ops;
+    // the issuing op's fields
+    reg [AAB-1:0] xb;
+    reg [4:0]     xs;
+    reg [IW-1:0]  m, k, n;
+    reg [WAB-1:0] wb;
+    reg [4:0]     ws;
+    reg [BAB-1:0] bb;
+    reg [7:0]     sh;
+    reg [5:0]     wd, bs;
+    // the draining op's fields (the write side)
+    reg [AAB-1:0] yb;
+    reg [4:0]     ys;
+    reg [IW-1:0]  ym, yn;
+    reg           relu;
+    // the walk: tile (r0, c0), beat kk
+    reg [IW-1:0]  r0, c0, kk;
+    reg [7:0]     gap;        // cycles since the last last beat was issued (saturating)
+    reg [6:0]     rows_prev;  // rows of the tile of that last beat
+
+    localparam [IW+7:0] RS = R[IW+7:0];
+    localparam [IW+7:0] CS = C[IW+7:0];
+    localparam [6:0]    R7 = R[6:0];
+    wire [IW+7:0] r0_end = {8'd0, r0} + RS;
+    wire [IW+7:0] c0_end = {8'd0, c0} + CS;
+    wire          last_col = c0_end >= {8'd0, n};
+    wire          last_row = r0_end >= {8'd0, m};
+    wire [IW+7:0] rows_left = {8'd0, m} - {8'd0, r0};
+    wire [6:0]    tile_rows = (rows_left >= RS) ? R7 : rows_left[6:0];
+    wire          beat_last = ({1'b0, kk} + 1'b1) == {1'b0, k};
+    wire [7:0]    need = (rows_prev > 7'd3) ? {1'b0, rows_prev} : 8'd3;
+    wire          issue = (state == S_ISSUE) && (!beat_last || gap >= need);
+
+    // An op's fields out of range (checked as they load).
+    wire [OPB-1:0] opi = op[OPB-1:0];
+    wire signed [7:0] op_sh = t_sh[opi];
+    localparam signed [7:0] SHMAX8 = SHMAX[7:0];
+    localparam [IW:0]  BMAXS = BMAX[IW:0];
+    localparam [IW:0]  NMAXS = NMAX[IW:0];
+    localparam [5:0]   OWS = OW[5:0];
+    localparam [5:0]   BSMAXS = BSMAX[5:0];
+    localparam [OPB:0] NLS = NL[OPB:0];
+    wire bad_op = t_m[opi] == 0 || {1'b0, t_m[opi]} > BMAXS || t_k[opi] == 0
+                  || {1'b0, t_k[opi]} > NMAXS || t_n[opi] == 0 || {1'b0, t_n[opi]} > NMAXS
+                  || t_wd[opi] < 6'd2 || t_wd[opi] > OWS
+                  || op_sh < -8'sd4 || op_sh > SHMAX8 || t_bs[opi] > BSMAXS;
+    // The last row of the draining op was written this cycle.
+    wire op_written;
+
+    always @(posedge clk) begin
+        done <= 1'b0;
+        if (busy) cycles <= cycles + 1'b1;
+        if (issue) begin
+            if (beat_last) begin
+                gap <= 8'd1;
+                rows_prev <= tile_rows;
+            end else if (gap != 8'hff) begin
+                gap <= gap + 1'b1;
+            end
+        end else if (gap != 8'hff) begin
+            gap <= gap + 1'b1;
+        end
+        if (mac_in_valid && !mac_in_ready) fault <= 1'b1;
+        case (state)
+            S_IDLE: if (start) begin
+                busy <= 1'b1;
+                error <= 1'b0;
+                fault <= 1'b0;
+                cycles <= {{(SW-1){1'b0}}, 1'b1};
+                op <= {(OPB+1){1'b0}};
+                ops <= n_ops;
+                state <= S_LOAD;
+            end
+            S_LOAD: begin
+                xb <= t_xb[opi];
+                xs <= t_xs[opi];
+                m <= t_m[opi];
+                k <= t_k[opi];
+                n <= t_n[opi];
+                wb <= t_wb[opi];
+                ws <= t_ws[opi];
+                bb <= t_bb[opi];
+                sh <= t_sh[opi];
+                wd <= t_wd[opi];
+                bs <= t_bs[opi];
+                yb <= t_yb[opi];
+                ys <= t_ys[opi];
+                ym <= t_m[opi];
+                yn <= t_n[opi];
+                relu <= t_relu[opi];
+                r0 <= {IW{1'b0}};
+                c0 <= {IW{1'b0}};
+                kk <= {IW{1'b0}};
+                if (bad_op || ops == 0 || ops > NLS) begin
+                    error <= 1'b1;
+                    busy <= 1'b0;
+                    done <= 1'b1;
+                    state <= S_IDLE;
+                end else begin
+                    state <= S_ISSUE;
+                end
+            end
+            S_ISSUE: if (issue) begin
+                if (beat_last) begin
+                    kk <= {IW{1'b0}};
+                    if (last_col) begin
+                        c0 <= {IW{1'b0}};
+                        if (last_row) state <= S_WAIT;
+                        else r0 <= r0_end[IW-1:0];
+                    end else begin
+                        c0 <= c0_end[IW-1:0];
+                    end
+                end else begin
+                    kk <= kk + 1'b1;
+                end
+            end
+            S_WAIT: if (op_written) begin
+                if (op + 1'b1 == ops) begin
+                    busy <= 1'b0;
+                    done <= 1'b1;
+                    state <= S_IDLE;
+                end else begin
+                    op <= op + 1'b1;
+                    state <= S_LOAD;
+                end
+            end
+            default: state <= S_IDLE;
+        endcase
+        if (rst) begin
+            state <= S_IDLE;
+            busy <= 1'b0;
+            done <= 1'b0;
+            error <= 1'b0;
+            fault <= 1'b0;
+            cycles <= {SW{1'b0}};
+            gap <= 8'hff;
+            rows_prev <= 7'd0;
+        end
+    end
+
+    // ------------------------------------------------------------------ the reads
+    // The activation bank's column read is aligned to LA rows; the tile's R rows are lanes
+    // off..off+R-1 of it (off = r0 mod LA, a multiple of R).
+    wire [IW-1:0] r0_al = (r0 >> LGA) << LGA;
+    wire [IW-1:0] r0_off = r0 - r0_al;
+
+    // The beat's side band, waiting with it for the banks' 2 cycles.
+    reg       p1_v, p1_first, p1_last, p2_v, p2_first, p2_last;
+    reg [6:0] p1_rows, p2_rows;
+    reg [OB-1:0] p1_off, p2_off;
+    always @(posedge clk) begin
+        p1_v <= issue;
+        p1_first <= kk == 0;
+        p1_last <= beat_last;
+        p1_rows <= tile_rows;
+        p1_off <= r0_off[OB-1:0];
+        p2_v <= p1_v;
+        p2_first <= p1_first;
+        p2_last <= p1_last;
+        p2_rows <= p1_rows;
+        p2_off <= p1_off;
+        if (rst) begin
+            p1_v <= 1'b0;
+            p2_v <= 1'b0;
+        end
+    end
+
+    wire [LA*OW-1:0] a_rd_data;
+    wire [C*BW-1:0]  w_rd_data, b_rd_data;
+    wire             host = !busy;
+
+    // The activation bank: the engine reads X (column blocks) and writes Y (row blocks);
+    // the host writes inputs and reads outputs while idle.
+    wire             act_wr_en;
+    wire [AAB-1:0]   act_wr_base;
+    wire [4:0]       act_wr_slog;
+    wire [IW-1:0]    act_wr_i, act_wr_j;
+    wire [LA-1:0]    act_wr_mask;
+    wire [LA*OW-1:0] act_wr_data;
+    wire [LA*OW-1:0] h_act_data;
+    genvar g;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_hact
+            assign h_act_data[g*OW +: OW] = h_wr_data[g*HW +: OW];
+        end
+    endgenerate
+
+    hrl_learn_weight_bank #(.L(LA), .DW(OW), .DEPTH(ADEPTH), .IW(IW)) act_bank_inst (
+        .clk(clk),
+        .rd_en(host ? h_rd_en : issue),
+        .rd_col(!host),
+        .rd_base(host ? h_rd_base : xb),
+        .rd_slog(host ? h_rd_slog : xs),
+        .rd_i(host ? h_rd_i : r0_al),
+        .rd_j(host ? h_rd_j : kk),
+        .rd_rows(host ? h_rd_rows : m),
+        .rd_cols(host ? h_rd_cols : k),
+        .rd_data(a_rd_data),
+        .wr_en(host ? (h_wr_en && h_wr_sel == 2'd0) : act_wr_en),
+        .wr_base(host ? h_wr_base[AAB-1:0] : act_wr_base),
+        .wr_slog(host ? h_wr_slog : act_wr_slog),
+        .wr_i(host ? h_wr_i : act_wr_i),
+        .wr_j(host ? h_wr_j : act_wr_j),
+        .wr_mask(host ? h_wr_mask : act_wr_mask),
+        .wr_data(host ? h_act_data : act_wr_data));
+    assign h_rd_data = a_rd_data;
+
+    wire [C*BW-1:0] h_wb_data;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_hw
+            assign h_wb_data[g*BW +: BW] = h_wr_data[g*HW +: BW];
+        end
+    endgenerate
+
+    // The weights: row k, columns c0..c0+C-1.
+    hrl_learn_weight_bank #(.L(C), .DW(BW), .DEPTH(WDEPTH), .IW(IW)) w_bank_inst (
+        .clk(clk),
+        .rd_en(issue), .rd_col(1'b0), .rd_base(wb), .rd_slog(ws), .rd_i(kk), .rd_j(c0),
+        .rd_rows(k), .rd_cols(n), .rd_data(w_rd_data),
+        .wr_en(host && h_wr_en && h_wr_sel == 2'd1), .wr_base(h_wr_base[WAB-1:0]),
+        .wr_slog(h_wr_slog), .wr_i(h_wr_i), .wr_j(h_wr_j), .wr_mask(h_wr_mask[C-1:0]),
+        .wr_data(h_wb_data));
+
+    // The biases: row 0, columns c0..c0+C-1 (used on a tile's first beat).
+    hrl_learn_weight_bank #(.L(C), .DW(BW), .DEPTH(BDEPTH), .IW(IW)) b_bank_inst (
+        .clk(clk),
+        .rd_en(issue), .rd_col(1'b0), .rd_base(bb), .rd_slog(5'd0), .rd_i({IW{1'b0}}),
+        .rd_j(c0), .rd_rows({{(IW-1){1'b0}}, 1'b1}), .rd_cols(n), .rd_data(b_rd_data),
+        .wr_en(host && h_wr_en && h_wr_sel == 2'd2), .wr_base(h_wr_base[BAB-1:0]),
+        .wr_slog(h_wr_slog), .wr_i(h_wr_i), .wr_j(h_wr_j), .wr_mask(h_wr_mask[C-1:0]),
+        .wr_data(h_wb_data));
+
+    // ------------------------------------------------------------------ the array
+    wire [R*AW-1:0] mac_x;
+    generate
+        for (g = 0; g < R; g = g + 1) begin : g_x
+            wire [OW-1:0] word = a_rd_data[({{(32-OB){1'b0}}, p2_off} + g) * OW +: OW];
+            assign mac_x[g*AW +: AW] = word[AW-1:0];
+            if (OW > AW) begin : g_unused
+                // The word was narrowed to AW bits (the host's contract): the rest is sign.
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire unused = ^word[OW-1:AW];
+                /* verilator lint_on UNUSEDSIGNAL */
+            end
+        end
+    endgenerate
+
+    wire               mac_in_valid = p2_v;
+    wire               mac_in_ready;
+    wire               mac_out_valid, mac_out_last;
+    wire [RBW-1:0]     mac_out_row;
+    wire [C*OW-1:0]    mac_out_data;
+    wire [C-1:0]       mac_out_sat;
+    wire               mac_out_tag;
+
+    hrl_learn_mac_array #(.R(R), .C(C), .AW(AW), .BW(BW), .BIASW(BW), .BSMAX(BSMAX),
+                          .KMAX(NMAX), .ACCW(ACCW), .OW(OW), .TAGW(1)) mac_inst (
+        .clk(clk), .rst(rst),
+        .in_valid(mac_in_valid), .in_ready(mac_in_ready),
+        .in_first(p2_first), .in_last(p2_last),
+        .in_x(mac_x), .in_w(w_rd_data), .in_bias(b_rd_data), .in_bias_shift(bs),
+        .in_shift(sh), .in_width(wd), .in_tag(1'b0), .in_rows(p2_rows),
+        .out_valid(mac_out_valid), .out_row(mac_out_row), .out_last(mac_out_last),
+        .out_data(mac_out_data), .out_sat(mac_out_sat), .out_tag(mac_out_tag));
+
+    // ------------------------------------------------------------------ drain and write
+    // The tile being drained (the array drains tiles in issue order).
+    reg [IW-1:0] d_r0, d_c0;
+    wire [IW+7:0] d_r0_end = {8'd0, d_r0} + RS;
+    wire [IW+7:0] d_c0_end = {8'd0, d_c0} + CS;
+    wire          d_last_col = d_c0_end >= {8'd0, yn};
+    wire          d_last_row = d_r0_end >= {8'd0, ym};
+    wire [C-1:0]  d_lanes;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_lanes
+            wire [IW+7:0] col = {8'd0, d_c0} + g;
+            assign d_lanes[g] = col < {8'd0, yn};
+        end
+    endgenerate
+
+    always @(posedge clk) begin
+        if (mac_out_valid && mac_out_last) begin
+            if (d_last_col) begin
+                d_c0 <= {IW{1'b0}};
+                d_r0 <= d_last_row ? {IW{1'b0}} : d_r0_end[IW-1:0];
+            end else begin
+                d_c0 <= d_c0_end[IW-1:0];
+            end
+        end
+        if (rst || state == S_LOAD) begin
+            d_r0 <= {IW{1'b0}};
+            d_c0 <= {IW{1'b0}};
+        end
+    end
+
+    wire             act_out_valid;
+    wire [C*OW-1:0]  act_out_y;
+    wire [C-1:0]     act_out_lanes;
+    hrl_learn_activation #(.C(C), .W(OW), .SW(SW)) act_inst (
+        .clk(clk), .rst(rst), .clear(state == S_IDLE && start),
+        .mode({1'b0, relu}), .in_valid(mac_out_valid), .in_z(mac_out_data),
+        .in_sat(mac_out_sat), .in_lanes(d_lanes), .in_m({C*OW{1'b0}}),
+        .out_valid(act_out_valid), .out_y(act_out_y), .out_lanes(act_out_lanes),
+        .sat_total(sat_count));
+
+    // The row's place, waiting with it for the activation unit's register.
+    reg [IW-1:0] a_i, a_c0;
+    reg          a_final;
+    wire [IW+7:0] d_i = {8'd0, d_r0} + {{(IW+8-RBW){1'b0}}, mac_out_row};
+    always @(posedge clk) begin
+        a_i <= d_i[IW-1:0];
+        a_c0 <= d_c0;
+        a_final <= mac_out_valid && mac_out_last && d_last_col && d_last_row;
+    end
+
+    wire [IW-1:0] a_c0_al = (a_c0 >> LGA) << LGA;
+    wire [IW-1:0] a_off = a_c0 - a_c0_al;
+    assign act_wr_en = act_out_valid;
+    assign act_wr_base = yb;
+    assign act_wr_slog = ys;
+    assign act_wr_i = a_i;
+    assign act_wr_j = a_c0_al;
+    generate
+        if (LA == C) begin : g_wr_full
+            assign act_wr_mask = act_out_lanes;
+            assign act_wr_data = act_out_y;
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire unused = ^a_off;
+            /* verilator lint_on UNUSEDSIGNAL */
+        end else begin : g_wr_part
+            // C < LA: the row's C words go to lanes off..off+C-1 of an LA-lane block.
+            wire [OB-1:0] off = a_off[OB-1:0];
+            assign act_wr_mask = {{(LA-C){1'b0}}, act_out_lanes} << off;
+            assign act_wr_data = {{((LA-C)*OW){1'b0}}, act_out_y} << (off * OW);
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire unused = ^a_off[IW-1:OB];
+            /* verilator lint_on UNUSEDSIGNAL */
+        end
+    endgenerate
+    assign op_written = act_out_valid && a_final && state == S_WAIT;
+
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_misc = ^{mac_out_tag, r0_off, r0_end, c0_end, rows_left, d_r0_end, d_c0_end,
+                         d_i};
+    /* verilator lint_on UNUSEDSIGNAL */
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,325 @@
+"""cocotb testbench of fpga_rtl/rtl/hrl_learn_forward.v against hrl.fixed_point.layers.mlp_forward.
+
+The host's side as a driver would do it: random ReLU MLPs of random shapes (DQN CartPole's
+4-64-64-2 among them, widths and batches that are not multiples of R or C), random batches,
+random words in the formats of hrl.fixed_point.formats.FxFormats (act, weight, value), the
+matrices written row block by row block into the banks, one op per layer written into the op
+table from the formats (shift, width, bias shift), then start / done. Every layer's output
+(hidden activations and the last layer's values) is read back through the host read port and
+must equal mlp_forward's words, and the engine's saturation count its n_sat. Half of the
+networks use words over the formats' whole range (saturating sums), half the scale of a
+trained net.
+
+The reference runs on operands zero-padded to one shape per depth (a zero input column and
+weight row add nothing to an exact sum; a zero output column is 0 and saturates nothing),
+one batch row at a time under vmap, so that JAX compiles it once per depth, not per shape,
+and the saturations of the real rows alone are counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import rtl_runner
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
+from learn_tb import pack, random_words, unpack
+from tb_common import pulse_reset
+
+from hrl.fixed_point import layers
+from hrl.fixed_point.formats import FxFormats
+
+FIELDS = ("x_base", "x_slog", "m", "k", "n", "w_base", "w_slog", "b_base", "y_base", "y_slog",
+          "relu", "shift", "width", "bshift")  # the op table's fields, in field order
+SEL_ACT, SEL_W, SEL_B = 0, 1, 2
+
+
+def clog2(x: int) -> int:
+    return max(0, (int(x) - 1).bit_length())
+
+
+class TB:
+    def __init__(self, dut, seed: int = 1):
+        self.dut = dut
+        self.R = rtl_runner.param("R", 4)
+        self.C = rtl_runner.param("C", 4)
+        self.AW = rtl_runner.param("AW", 16)
+        self.BW = rtl_runner.param("BW", 16)
+        self.OW = rtl_runner.param("OW", 24)
+        self.NMAX = rtl_runner.param("NMAX", 64)
+        self.NL = rtl_runner.param("NL", 4)
+        self.BMAX = rtl_runner.param("BMAX", 32)
+        self.LA = max(self.R, self.C)
+        self.HW = max(self.OW, self.BW)
+        # The banks' depths (hrl_learn_forward's localparams): the layout below must fit.
+        self.adepth = (self.NL + 1) * self.BMAX << clog2(-(-self.NMAX // self.LA))
+        self.wdepth = self.NL * self.NMAX << clog2(-(-self.NMAX // self.C))
+        self.bdepth = self.NL << clog2(-(-self.NMAX // self.C))
+        self.fmt = FxFormats()
+        self.rng = np.random.default_rng(seed + 100 * self.R + self.C)
+        self._ref = {}
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+
+    async def reset(self):
+        d = self.dut
+        for s in ("start", "n_ops", "op_wr_en", "op_wr_op", "op_wr_field", "op_wr_data",
+                  "h_wr_en", "h_wr_sel", "h_wr_base", "h_wr_slog", "h_wr_i", "h_wr_j",
+                  "h_wr_mask", "h_wr_data", "h_rd_en", "h_rd_base", "h_rd_slog", "h_rd_i",
+                  "h_rd_j", "h_rd_rows", "h_rd_cols"):
+            getattr(d, s).value = 0
+        await pulse_reset(d.clk, d.rst)
+        await RisingEdge(d.clk)
+
+    # ------------------------------------------------------------------ host port
+    async def write_matrix(self, sel: int, base: int, slog: int, mat) -> None:
+        """A matrix into bank `sel`, one row block (L lanes) per cycle."""
+        d = self.dut
+        lanes = self.LA if sel == SEL_ACT else self.C
+        rows, cols = mat.shape
+        for i in range(rows):
+            for j0 in range(0, cols, lanes):
+                words = [int(mat[i, j0 + c]) if j0 + c < cols else 0 for c in range(lanes)]
+                await FallingEdge(d.clk)
+                d.h_wr_en.value = 1
+                d.h_wr_sel.value = sel
+                d.h_wr_base.value = base
+                d.h_wr_slog.value = slog
+                d.h_wr_i.value = i
+                d.h_wr_j.value = j0
+                d.h_wr_mask.value = sum(1 << c for c in range(lanes) if j0 + c < cols)
+                d.h_wr_data.value = pack(words + [0] * (self.LA - lanes), self.HW)
+        await FallingEdge(d.clk)
+        d.h_wr_en.value = 0
+
+    async def read_matrix(self, base: int, slog: int, rows: int, cols: int):
+        """A matrix of the activation bank, one row block per read (2 cycles each)."""
+        d, la = self.dut, self.LA
+        out = np.zeros((rows, cols), np.int64)
+        for i in range(rows):
+            for j0 in range(0, cols, la):
+                await FallingEdge(d.clk)
+                d.h_rd_en.value = 1
+                d.h_rd_base.value = base
+                d.h_rd_slog.value = slog
+                d.h_rd_i.value = i
+                d.h_rd_j.value = j0
+                d.h_rd_rows.value = rows
+                d.h_rd_cols.value = cols
+                await FallingEdge(d.clk)
+                d.h_rd_en.value = 0
+                await RisingEdge(d.clk)
+                await ReadOnly()
+                words = unpack(int(d.h_rd_data.value), la, self.OW)
+                n = min(la, cols - j0)
+                out[i, j0:j0 + n] = words[:n]
+        await FallingEdge(d.clk)
+        return out
+
+    async def write_op(self, op: int, fields: dict) -> None:
+        d = self.dut
+        for f, name in enumerate(FIELDS):
+            await FallingEdge(d.clk)
+            d.op_wr_en.value = 1
+            d.op_wr_op.value = op
+            d.op_wr_field.value = f
+            d.op_wr_data.value = int(fields[name]) & ((1 << len(d.op_wr_data)) - 1)
+        await FallingEdge(d.clk)
+        d.op_wr_en.value = 0
+
+    async def run(self, n_ops: int, timeout_cycles: int):
+        """start / done; returns (cycles, saturations, error, fault)."""
+        d = self.dut
+        await FallingEdge(d.clk)
+        d.start.value = 1
+        d.n_ops.value = n_ops
+        await FallingEdge(d.clk)
+        d.start.value = 0
+        await with_timeout(RisingEdge(d.done), 10 * timeout_cycles, "ns")
+        await ReadOnly()
+        return (int(d.cycles.value), int(d.sat_count.value), int(d.error.value),
+                int(d.fault.value))
+
+    # ------------------------------------------------------------------ one network
+    def layout(self, dims, batch):
+        """Bases and strides: the input then every layer's output packed in the activation
+        bank, each with the narrowest row stride it needs; weights and biases likewise."""
+        acts, base = [], 0
+        for width in dims:
+            slog = clog2(-(-width // self.LA))
+            acts.append((base, slog))
+            base += batch << slog
+        assert base <= self.adepth, f"activations need {base} > {self.adepth} words"
+        ws, bs, wbase, bbase = [], [], 0, 0
+        for i in range(len(dims) - 1):
+            slog = clog2(-(-dims[i + 1] // self.C))
+            ws.append((wbase, slog))
+            bs.append(bbase)
+            wbase += dims[i] << slog
+            bbase += 1 << slog
+        assert wbase <= self.wdepth and bbase <= self.bdepth
+        return acts, ws, bs
+
+    def network(self, dims, batch, trained: bool):
+        """Random words: the input (batch, d0) in act, each layer's w and b in weight."""
+        rng, f = self.rng, self.fmt
+
+        def words(shape, fmt, sigma):
+            if not trained:
+                return random_words(rng, shape, fmt.width)
+            q = np.rint(rng.normal(0.0, sigma, shape) * 2.0 ** fmt.frac)
+            return np.clip(q, fmt.min_int, fmt.max_int).astype(np.int32)
+
+        x = words((batch, dims[0]), f.act, 2.0)
+        net = [{"w": words((dims[i], dims[i + 1]), f.weight, 1.0 / np.sqrt(dims[i])),
+                "b": words((dims[i + 1],), f.weight, 0.1)} for i in range(len(dims) - 1)]
+        return x, net
+
+    def reference(self, dims, x, net):
+        """mlp_forward on operands padded to NMAX wide (exact), per row under vmap:
+        (every layer's output, unpadded, n_sat of the real rows)."""
+        depth = len(dims) - 1
+        if depth not in self._ref:
+            f = self.fmt
+
+            def one_row(ls, xr):
+                y, inputs, _, n = layers.mlp_forward(ls, xr[None], f.act, f.weight, f.value)
+                return [*inputs[1:], y], n
+
+            self._ref[depth] = jax.jit(jax.vmap(one_row, in_axes=(None, 0)))
+        p = self.NMAX
+        ls = []
+        for layer in net:
+            w = np.zeros((p, p), np.int32)
+            w[:layer["w"].shape[0], :layer["w"].shape[1]] = layer["w"]
+            b = np.zeros(p, np.int32)
+            b[:layer["b"].shape[0]] = layer["b"]
+            ls.append({"w": jnp.asarray(w), "b": jnp.asarray(b)})
+        xp = np.zeros((self.BMAX, p), np.int32)
+        xp[:x.shape[0], :x.shape[1]] = x
+        outs, n = self._ref[depth](ls, jnp.asarray(xp))
+        batch = x.shape[0]
+        ys = [np.asarray(o)[:batch, 0, :dims[i + 1]] for i, o in enumerate(outs)]
+        return ys, int(np.sum(np.asarray(n)[:batch]))
+
+    async def check(self, dims, batch, trained: bool = True):
+        """Load, run and compare one network; returns the cycles of the run."""
+        f = self.fmt
+        x, net = self.network(dims, batch, trained)
+        acts, ws, bs = self.layout(dims, batch)
+        await self.write_matrix(SEL_ACT, *acts[0], x)
+        for i, layer in enumerate(net):
+            await self.write_matrix(SEL_W, *ws[i], layer["w"])
+            await self.write_matrix(SEL_B, bs[i], 0, layer["b"][None, :])
+            last = i == len(net) - 1
+            out = f.value if last else f.act
+            await self.write_op(i, {
+                "x_base": acts[i][0], "x_slog": acts[i][1], "m": batch, "k": dims[i],
+                "n": dims[i + 1], "w_base": ws[i][0], "w_slog": ws[i][1], "b_base": bs[i],
+                "y_base": acts[i + 1][0], "y_slog": acts[i + 1][1], "relu": int(not last),
+                "shift": f.act.frac + f.weight.frac - out.frac, "width": out.width,
+                "bshift": f.act.frac})
+        macs = sum(batch * dims[i] * dims[i + 1] for i in range(len(net)))
+        cycles, sats, error, fault = await self.run(len(net), 1000 + 4 * macs)
+        assert not error, f"{dims} batch {batch}: error raised on a legal table"
+        assert not fault, f"{dims} batch {batch}: the array refused a beat"
+        want, want_sat = self.reference(dims, x, net)
+        for i, w in enumerate(want):
+            got = await self.read_matrix(*acts[i + 1], batch, dims[i + 1])
+            bad = np.argwhere(got != w)
+            assert bad.size == 0, (
+                f"{dims} batch {batch} ({'trained' if trained else 'full-range'}): layer {i} "
+                f"output: {len(bad)} words differ, first at {tuple(bad[0])}: got "
+                f"{got[tuple(bad[0])]} want {w[tuple(bad[0])]}")
+        assert sats == want_sat, f"{dims} batch {batch}: {sats} saturations, want {want_sat}"
+        return cycles
+
+    def random_dims(self):
+        rng = self.rng
+        depth = int(rng.integers(1, self.NL + 1))
+        hi = min(self.NMAX, 2 * max(self.R, self.C) + 3)
+        return tuple(int(v) for v in rng.integers(1, hi + 1, depth + 1))
+
+
+DQN = (4, 64, 64, 2)  # DQN CartPole's network
+
+
+@cocotb.test()
+async def test_random_networks(dut):
+    """Random networks (shapes around the array's size, ragged) and batches, trained-scale
+    and full-range words; then DQN's net at batch 1. FWD_TB_NETS sets the count."""
+    tb = TB(dut)
+    await tb.reset()
+    count = int(os.environ.get("FWD_TB_NETS", "4"))
+    for t in range(count):
+        batch = int(tb.rng.integers(1, tb.BMAX + 1))
+        await tb.check(tb.random_dims(), batch, trained=t % 2 == 0)
+    if tb.NMAX >= 64 and tb.NL >= 3:
+        await tb.check(DQN, 1)
+
+
+@cocotb.test()
+async def test_bad_op_stops(dut):
+    """An op wider than NMAX stops the run with `error`; the next legal run is exact."""
+    tb = TB(dut, seed=2)
+    await tb.reset()
+    await tb.write_op(0, {"x_base": 0, "x_slog": 0, "m": 1, "k": tb.NMAX + 1, "n": 1,
+                          "w_base": 0, "w_slog": 0, "b_base": 0, "y_base": 0, "y_slog": 0,
+                          "relu": 1, "shift": 12, "width": 16, "bshift": 8})
+    _, _, error, _ = await tb.run(1, 100)
+    assert error, f"K={tb.NMAX + 1} > NMAX={tb.NMAX} ran without error"
+    await tb.check((3, 5, 2), 2)
+
+
+@cocotb.test()
+async def test_listed_nets(dut):
+    """The networks of FWD_NETS (JSON [[dims, batch], ...]; default DQN's 4-64-64-2 at batch
+    1 and the largest batch up to 32), each checked word for word; their cycles are written
+    to FWD_CYCLES_OUT when set (experiments/rtl/forward_cycles.py)."""
+    tb = TB(dut, seed=3)
+    await tb.reset()
+    if "FWD_NETS" in os.environ:
+        nets = [(tuple(dims), batch) for dims, batch in json.loads(os.environ["FWD_NETS"])]
+    elif tb.NMAX >= 64 and tb.NL >= 3:
+        nets = [(DQN, 1), (DQN, min(32, tb.BMAX))]
+    else:
+        nets = [((3, tb.NMAX, 2), 1)]
+    counts = [await tb.check(dims, batch) for dims, batch in nets]
+    if os.environ.get("FWD_CYCLES_OUT"):
+        with open(os.environ["FWD_CYCLES_OUT"], "w") as f:
+            json.dump(counts, f)
+
+
+# --------------------------------------------------------------------------- pytest sweep
+# Collected by tests/rtl/test_rtl_forward.py; one build directory per case
+# (sim_build/hrl_learn_forward/<sim>-R..-C..-...). Any other set runs with
+# rtl_runner.run("hrl_learn_forward", {...}, sources=SOURCES, sim=...).
+
+SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
+           "hrl_learn_activation.v", "hrl_learn_forward.v"]
+
+
+def params(r, c, aw=16, bw=16, ow=24, nmax=64, nl=4, bmax=32, bsmax=24, sw=32):
+    return {"R": r, "C": c, "AW": aw, "BW": bw, "OW": ow, "NMAX": nmax, "NL": nl,
+            "BMAX": bmax, "BSMAX": bsmax, "SW": sw}
+
+
+SETS = [
+    pytest.param("icarus", params(4, 4), id="icarus-R4-C4"),
+    pytest.param("icarus", params(2, 8, nmax=24, nl=3, bmax=9), id="icarus-R2-C8",
+                 marks=pytest.mark.long),
+    pytest.param("verilator", params(8, 8), id="verilator-R8-C8", marks=pytest.mark.long),
+    pytest.param("verilator", params(8, 2, aw=18, bw=18, ow=24, nmax=40, nl=5, bmax=20),
+                 id="verilator-R8-C2", marks=pytest.mark.long),
+]
+
+
+@pytest.mark.parametrize("sim,prm", SETS)
+def test_hrl_learn_forward(sim, prm):
+    rtl_runner.require(sim)
+    rtl_runner.run("hrl_learn_forward", prm, sources=SOURCES, sim=sim)

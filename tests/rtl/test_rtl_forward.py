@@ -1,0 +1,87 @@
+"""The learning module's forward engine (fpga_rtl/rtl/hrl_learn_forward.v, the table-driven
+controller of the array, the banks and the activation unit): its cocotb testbench's sweep
+(sim/hrl_learn_forward/), Verilator -Wall lint, $fatal on illegal parameters, and mutation
+tests: the testbench must fail against a copy of the controller with one deliberate bug.
+
+As tests/rtl/test_rtl_learn.py: a missing tool skips with the reason outside CI and fails
+under CI=true; the small Icarus set and one mutation run in `make test`, the rest in the
+long tier.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "sim"))
+
+import learn_tb  # noqa: E402
+import rtl_runner  # noqa: E402
+
+pytestmark = pytest.mark.hw
+
+globals().update(rtl_runner.sweeps("hrl_learn_forward", "test_hrl_learn_forward"))
+
+TOP = "hrl_learn_forward"
+SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
+        "hrl_learn_activation.v", "hrl_learn_forward.v"]
+PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "OW": 24, "NMAX": 64, "NL": 4, "BMAX": 32,
+       "BSMAX": 24, "SW": 32}
+# A small set for the mutants: they need only fail, and a small engine builds and runs fast.
+SMALL = {**PRM, "NMAX": 16, "NL": 3, "BMAX": 9}
+
+
+@pytest.mark.parametrize("prm", [
+    {}, {"R": 2, "C": 8}, {"R": 8, "C": 2, "NL": 1, "BMAX": 1},
+    {"R": 16, "C": 16, "NMAX": 256, "BMAX": 256, "NL": 6, "AW": 18, "BW": 18},
+], ids=lambda p: rtl_runner.case_name(TOP, p))
+def test_verilator_lint(prm):
+    """`verilator --lint-only -Wall` gives no diagnostic."""
+    rtl_runner.require("verilator")
+    clean, text = learn_tb.verilator_lint(TOP, SRCS, prm)
+    assert clean, f"lint of {TOP} {prm}:\n{text}"
+
+
+@pytest.mark.parametrize("bad,pattern", [
+    ({"R": 3}, r"R=3 must be a power of two in 1..64"),
+    ({"R": 1, "C": 1}, r"max\(R, C\) must be at least 2"),
+    ({"OW": 12}, r"OW=12 must be in AW=16..32"),
+    ({"NL": 0}, r"NL=0 must be in 1..64"),
+])
+def test_illegal_parameters_stop(bad, pattern, tmp_path):
+    """Illegal parameters stop the simulation at time 0 with $fatal naming the value."""
+    rtl_runner.require("icarus")
+    text = learn_tb.elaborate(TOP, SRCS, bad, tmp_path)
+    assert re.search(pattern, text), text
+
+
+MUTATIONS = [
+    # The ragged edge: the last column block is taken as complete one column early.
+    pytest.param("hrl_learn_forward.v", r"wire          last_col = c0_end >= \{8'd0, n\};",
+                 "wire          last_col = c0_end + 1'b1 >= {8'd0, n};", "ragged-column",
+                 id="ragged-column"),
+    # The last layer through the ReLU (the op table's mode ignored).
+    pytest.param("hrl_learn_forward.v", r"\.mode\(\{1'b0, relu\}\)", ".mode(2'd1)",
+                 "relu-on-last", id="relu-on-last", marks=pytest.mark.long),
+    # A ragged row block drains R rows (rows past the batch written over the next matrix).
+    pytest.param("hrl_learn_forward.v", r"\? R7 : rows_left\[6:0\]", "? R7 : R7",
+                 "ragged-rows", id="ragged-rows", marks=pytest.mark.long),
+    # The next layer starts a cycle before the previous one's last row is written.
+    pytest.param("hrl_learn_forward.v",
+                 r"assign op_written = act_out_valid && a_final && state == S_WAIT;",
+                 "assign op_written = mac_out_valid && mac_out_last && d_last_col "
+                 "&& d_last_row && state == S_WAIT;", "early-next-layer",
+                 id="early-next-layer", marks=pytest.mark.long),
+]
+
+
+@pytest.mark.parametrize("target,pattern,repl,name", MUTATIONS)
+def test_testbench_catches_mutation(target, pattern, repl, name):
+    """The testbench fails against the engine with one deliberate bug."""
+    rtl_runner.require("icarus")
+    assert learn_tb.mutation_kills(TOP, SRCS, target, pattern, repl, SMALL, name), (
+        f"the {TOP} testbench passed against the mutant {name!r} of {target}")
