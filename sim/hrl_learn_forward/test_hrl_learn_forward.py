@@ -147,12 +147,15 @@ class TB:
 
     # ------------------------------------------------------------------ one network
     def layout(self, dims, batch):
-        """Bases and strides: the input then every layer's output packed in the activation
-        bank, each with the narrowest row stride it needs; weights and biases likewise."""
-        acts, base = [], 0
-        for width in dims:
-            slog = clog2(-(-width // self.LA))
-            acts.append((base, slog))
+        """Bases and strides: every layer's output and the input packed in the activation
+        bank, each with the narrowest row stride it needs; weights and biases likewise.
+        The activations lie in reverse order (the last output first, the input last), so a
+        write past an output matrix's rows lands in its own input, which is read back
+        after the run: a controller that spills is caught."""
+        acts, base = [None] * len(dims), 0
+        for i in range(len(dims) - 1, -1, -1):
+            slog = clog2(-(-dims[i] // self.LA))
+            acts[i] = (base, slog)
             base += batch << slog
         assert base <= self.adepth, f"activations need {base} > {self.adepth} words"
         ws, bs, wbase, bbase = [], [], 0, 0
@@ -229,12 +232,12 @@ class TB:
         assert not error, f"{dims} batch {batch}: error raised on a legal table"
         assert not fault, f"{dims} batch {batch}: the array refused a beat"
         want, want_sat = self.reference(dims, x, net)
-        for i, w in enumerate(want):
-            got = await self.read_matrix(*acts[i + 1], batch, dims[i + 1])
+        for i, w in enumerate([x, *want]):
+            got = await self.read_matrix(*acts[i], batch, dims[i])
             bad = np.argwhere(got != w)
             assert bad.size == 0, (
-                f"{dims} batch {batch} ({'trained' if trained else 'full-range'}): layer {i} "
-                f"output: {len(bad)} words differ, first at {tuple(bad[0])}: got "
+                f"{dims} batch {batch} ({'trained' if trained else 'full-range'}): layer "
+                f"{i - 1} output (-1: the input): {len(bad)} words differ, first at {tuple(bad[0])}: got "
                 f"{got[tuple(bad[0])]} want {w[tuple(bad[0])]}")
         assert sats == want_sat, f"{dims} batch {batch}: {sats} saturations, want {want_sat}"
         return cycles
