@@ -237,8 +237,8 @@ class TB:
             bad = np.argwhere(got != w)
             assert bad.size == 0, (
                 f"{dims} batch {batch} ({'trained' if trained else 'full-range'}): layer "
-                f"{i - 1} output (-1: the input): {len(bad)} words differ, first at {tuple(bad[0])}: got "
-                f"{got[tuple(bad[0])]} want {w[tuple(bad[0])]}")
+                f"{i - 1} output (-1: the input): {len(bad)} words differ, first at "
+                f"{tuple(bad[0])}: got {got[tuple(bad[0])]} want {w[tuple(bad[0])]}")
         assert sats == want_sat, f"{dims} batch {batch}: {sats} saturations, want {want_sat}"
         return cycles
 
