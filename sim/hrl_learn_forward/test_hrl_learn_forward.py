@@ -255,10 +255,12 @@ DQN = (4, 64, 64, 2)  # DQN CartPole's network
 @cocotb.test()
 async def test_random_networks(dut):
     """Random networks (shapes around the array's size, ragged) and batches, trained-scale
-    and full-range words; then DQN's net at batch 1. FWD_TB_NETS sets the count."""
+    and full-range words; then DQN's net at batch 1. FWD_TB_NETS sets the count (default 4
+    on Icarus, 16 on Verilator)."""
     tb = TB(dut)
     await tb.reset()
-    count = int(os.environ.get("FWD_TB_NETS", "4"))
+    fast = "verilator" in cocotb.SIM_NAME.lower()
+    count = int(os.environ.get("FWD_TB_NETS", "16" if fast else "4"))
     for t in range(count):
         batch = int(tb.rng.integers(1, tb.BMAX + 1))
         await tb.check(tb.random_dims(), batch, trained=t % 2 == 0)
@@ -314,8 +316,7 @@ def params(r, c, aw=16, bw=16, ow=24, nmax=64, nl=4, bmax=32, bsmax=24, sw=32):
 
 SETS = [
     pytest.param("icarus", params(4, 4), id="icarus-R4-C4"),
-    pytest.param("icarus", params(2, 8, nmax=24, nl=3, bmax=9), id="icarus-R2-C8",
-                 marks=pytest.mark.long),
+    pytest.param("icarus", params(2, 8, nmax=24, nl=3, bmax=9), id="icarus-R2-C8"),
     pytest.param("verilator", params(8, 8), id="verilator-R8-C8", marks=pytest.mark.long),
     pytest.param("verilator", params(8, 2, aw=18, bw=18, ow=24, nmax=40, nl=5, bmax=20),
                  id="verilator-R8-C2", marks=pytest.mark.long),
