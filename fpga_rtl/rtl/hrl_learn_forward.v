@@ -7,7 +7,12 @@
 // words; weights: C lanes of BW bits; biases: C lanes of BW bits), one hrl_learn_mac_array
 // (R x C, its forward mode: x = a column block of the layer's input, w = a row block of its
 // weights, the bias preloaded on a tile's first beat) and one hrl_learn_activation (ReLU or
-// linear, the saturation count).
+// linear, the saturation count). The banks' depths follow from the parameters: activations
+// (NL + 1) x BMAX x 2**ceil(log2(ceil(NMAX / LA))) words per lane (every layer's input and
+// the last output can stay, as the backward pass will need them), weights
+// NL x NMAX x 2**ceil(log2(ceil(NMAX / C))), biases NL x 2**ceil(log2(ceil(NMAX / C))). The
+// controller itself is counters, the op table (NL x 14 fields, registers) and comparators:
+// no multiplier outside the array.
 //
 // The host, while the engine is idle (busy low):
 //   * writes matrices into the banks (h_wr_*: a row block of one bank, the banks' own layout,
@@ -49,7 +54,7 @@
 `default_nettype none
 
 module hrl_learn_forward #(
-    // Rows of the array (samples of a tile); a power of two, 1..64.
+    // Rows of the array (samples of a tile); a power of two, 1..64 (max(R, C) at least 2).
     parameter R = 4,
     // Columns of the array (output neurons of a tile); a power of two, 1..64.
     parameter C = 4,
