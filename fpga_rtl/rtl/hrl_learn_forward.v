@@ -48,9 +48,19 @@
 // same rule: hrl_learn_mac_array's header), so the 2-cycle read pipeline never stalls. A
 // tile of K beats after one of n' rows thus costs max(K, n', 3) cycles
 // (hrl.mapping.learner_schedule.phase_cycles). Drained rows pass the activation unit and are
-// written into the activation bank; an op starts when its predecessor's last row is written
-// (the next op reads it): its fields load in one cycle, its first read follows, so a layer
-// boundary costs DEP_GAP = 4 cycles between the last output row and the next first beat.
+// written into the activation bank, tagged with their op's parity (two slots of output
+// fields: the draining op's and the issuing op's).
+//
+// Layers overlap: the next op's fields load as soon as an op's last beat is issued, and a
+// beat of an op waits only for the operand it reads. An op whose input is the previous op's
+// output (same base, stride, rows; K = the previous N: "chained") reads column k of row block
+// r0 once the previous op's tile holding it is written (a write position, the next tile to
+// be written, moves as each tile's last row is written); any other op waits for the previous
+// op to be written whole. Tiles drain in issue order, so an op's last beat (its last row
+// block, column K - 1) implies that the op before it is written whole: no third op is ever
+// in flight. A chained layer's first tiles thus run while the previous layer's last tiles
+// drain, instead of the drain, the write and the read (learner_schedule's DEP_GAP) between
+// layers.
 `default_nettype none
 
 module hrl_learn_forward #(
@@ -113,6 +123,7 @@ module hrl_learn_forward #(
     // ------------------------------------------------------------------ sizes
     localparam LA = (R > C) ? R : C;           // activation-bank lanes
     localparam LGA = $clog2(LA);
+    localparam LGC = $clog2(C);
     localparam DMAX = (NMAX > BMAX) ? NMAX : BMAX;
     localparam IW = $clog2(DMAX + 1);          // a row or column index, a dimension
     localparam SLA = $clog2((NMAX + LA - 1) / LA);  // widest row stride (log2) of an activation
@@ -203,7 +214,8 @@ module hrl_learn_forward #(
     end
 
     // ------------------------------------------------------------------ the controller
-    localparam [2:0] S_IDLE = 3'd0, S_LOAD = 3'd1, S_ISSUE = 3'd2, S_WAIT = 3'd3;
+    localparam [2:0] S_IDLE = 3'd0, S_LOAD = 3'd1, S_ISSUE = 3'd2, S_WAIT = 3'd3,
+                     S_ERR = 3'd4;
 
     reg [2:0]     state;
     reg [OPB:0]   op, ops;
@@ -216,15 +228,23 @@ module hrl_learn_forward #(
     reg [BAB-1:0] bb;
     reg [7:0]     sh;
     reg [5:0]     wd, bs;
-    // the draining op's fields (the write side)
-    reg [AAB-1:0] yb;
-    reg [4:0]     ys;
-    reg [IW-1:0]  ym, yn;
-    reg           relu;
+    reg           chained;    // this op reads the previous op's output, as it is written
+    // The output fields of the last two ops, by the op's parity (its tag through the array):
+    // op j's tiles drain after op j - 1's and before op j + 1's, and op j + 2 loads only
+    // once op j is written (see the dependency below), so two slots are enough.
+    reg [AAB-1:0] s_yb   [0:1];
+    reg [4:0]     s_ys   [0:1];
+    reg [IW-1:0]  s_ym   [0:1];
+    reg [IW-1:0]  s_yn   [0:1];
+    reg           s_relu [0:1];
     // the walk: tile (r0, c0), beat kk
     reg [IW-1:0]  r0, c0, kk;
     reg [7:0]     gap;        // cycles since the last last beat was issued (saturating)
     reg [6:0]     rows_prev;  // rows of the tile of that last beat
+    // The write position: the next tile to be written (wp_r0, wp_c0) of the op of parity
+    // wp_tag (tiles are written in issue order, op after op).
+    reg [IW-1:0]  wp_r0, wp_c0;
+    reg           wp_tag;
 
     localparam [IW+7:0] RS = R[IW+7:0];
     localparam [IW+7:0] CS = C[IW+7:0];
@@ -237,7 +257,15 @@ module hrl_learn_forward #(
     wire [6:0]    tile_rows = (rows_left >= RS) ? R7 : rows_left[6:0];
     wire          beat_last = ({1'b0, kk} + 1'b1) == {1'b0, k};
     wire [7:0]    need = (rows_prev > 7'd3) ? {1'b0, rows_prev} : 8'd3;
-    wire          issue = (state == S_ISSUE) && (!beat_last || gap >= need);
+    // The beat's operand is written: the previous op is written whole (the write position
+    // is at this op's parity), or this op is chained to it and the tile of the previous op
+    // that holds column kk of row block r0 is behind the write position.
+    wire          tag = op[0];
+    wire [IW-1:0] k_al = (kk >> LGC) << LGC;
+    wire          operand_ready = (wp_tag == tag)
+                  || (chained && (wp_r0 > r0 || (wp_r0 == r0 && wp_c0 > k_al)));
+    wire          issue = (state == S_ISSUE) && operand_ready
+                          && (!beat_last || gap >= need);
 
     // An op's fields out of range (checked as they load).
     wire [OPB-1:0] opi = op[OPB-1:0];
@@ -252,7 +280,11 @@ module hrl_learn_forward #(
                   || {1'b0, t_k[opi]} > NMAXS || t_n[opi] == 0 || {1'b0, t_n[opi]} > NMAXS
                   || t_wd[opi] < 6'd2 || t_wd[opi] > OWS
                   || op_sh < -8'sd4 || op_sh > SHMAX8 || t_bs[opi] > BSMAXS;
-    // The last row of the draining op was written this cycle.
+    // Op `op` reads what the op before it writes, where it writes it.
+    wire links = t_xb[opi] == s_yb[~tag] && t_xs[opi] == s_ys[~tag]
+                 && t_m[opi] == s_ym[~tag] && t_k[opi] == s_yn[~tag];
+    // The last row of the last op was written this cycle (S_WAIT: every earlier op is
+    // written, so the final tile written now is the last op's).
     wire op_written;
 
     always @(posedge clk) begin
@@ -291,19 +323,18 @@ module hrl_learn_forward #(
                 sh <= t_sh[opi];
                 wd <= t_wd[opi];
                 bs <= t_bs[opi];
-                yb <= t_yb[opi];
-                ys <= t_ys[opi];
-                ym <= t_m[opi];
-                yn <= t_n[opi];
-                relu <= t_relu[opi];
+                chained <= links;
+                s_yb[tag] <= t_yb[opi];
+                s_ys[tag] <= t_ys[opi];
+                s_ym[tag] <= t_m[opi];
+                s_yn[tag] <= t_n[opi];
+                s_relu[tag] <= t_relu[opi];
                 r0 <= {IW{1'b0}};
                 c0 <= {IW{1'b0}};
                 kk <= {IW{1'b0}};
                 if (bad_op || ops == 0 || ops > NLS) begin
                     error <= 1'b1;
-                    busy <= 1'b0;
-                    done <= 1'b1;
-                    state <= S_IDLE;
+                    state <= S_ERR;
                 end else begin
                     state <= S_ISSUE;
                 end
@@ -313,8 +344,18 @@ module hrl_learn_forward #(
                     kk <= {IW{1'b0}};
                     if (last_col) begin
                         c0 <= {IW{1'b0}};
-                        if (last_row) state <= S_WAIT;
-                        else r0 <= r0_end[IW-1:0];
+                        if (last_row) begin
+                            // Every beat issued; the next op loads at once (its beats wait
+                            // for their operands), the last one waits for its writes.
+                            if (op + 1'b1 == ops) begin
+                                state <= S_WAIT;
+                            end else begin
+                                op <= op + 1'b1;
+                                state <= S_LOAD;
+                            end
+                        end else begin
+                            r0 <= r0_end[IW-1:0];
+                        end
                     end else begin
                         c0 <= c0_end[IW-1:0];
                     end
@@ -323,14 +364,16 @@ module hrl_learn_forward #(
                 end
             end
             S_WAIT: if (op_written) begin
-                if (op + 1'b1 == ops) begin
-                    busy <= 1'b0;
-                    done <= 1'b1;
-                    state <= S_IDLE;
-                end else begin
-                    op <= op + 1'b1;
-                    state <= S_LOAD;
-                end
+                busy <= 1'b0;
+                done <= 1'b1;
+                state <= S_IDLE;
+            end
+            // An op out of range: nothing of it issued; stop once the ops before it are
+            // written (the banks' write port is the host's again after).
+            S_ERR: if (wp_tag == tag) begin
+                busy <= 1'b0;
+                done <= 1'b1;
+                state <= S_IDLE;
             end
             default: state <= S_IDLE;
         endcase
@@ -352,21 +395,32 @@ module hrl_learn_forward #(
     wire [IW-1:0] r0_al = (r0 >> LGA) << LGA;
     wire [IW-1:0] r0_off = r0 - r0_al;
 
-    // The beat's side band, waiting with it for the banks' 2 cycles.
-    reg       p1_v, p1_first, p1_last, p2_v, p2_first, p2_last;
+    // The beat's side band, waiting with it for the banks' 2 cycles (the op's narrowing too:
+    // the next op's fields load while this op's last beats are on their way).
+    reg       p1_v, p1_first, p1_last, p1_tag, p2_v, p2_first, p2_last, p2_tag;
     reg [6:0] p1_rows, p2_rows;
     reg [OB-1:0] p1_off, p2_off;
+    reg [7:0] p1_sh, p2_sh;
+    reg [5:0] p1_wd, p2_wd, p1_bs, p2_bs;
     always @(posedge clk) begin
         p1_v <= issue;
         p1_first <= kk == 0;
         p1_last <= beat_last;
+        p1_tag <= tag;
         p1_rows <= tile_rows;
         p1_off <= r0_off[OB-1:0];
+        p1_sh <= sh;
+        p1_wd <= wd;
+        p1_bs <= bs;
         p2_v <= p1_v;
         p2_first <= p1_first;
         p2_last <= p1_last;
+        p2_tag <= p1_tag;
         p2_rows <= p1_rows;
         p2_off <= p1_off;
+        p2_sh <= p1_sh;
+        p2_wd <= p1_wd;
+        p2_bs <= p1_bs;
         if (rst) begin
             p1_v <= 1'b0;
             p2_v <= 1'b0;
@@ -459,43 +513,45 @@ module hrl_learn_forward #(
     wire [RBW-1:0]     mac_out_row;
     wire [C*OW-1:0]    mac_out_data;
     wire [C-1:0]       mac_out_sat;
-    wire               mac_out_tag;
+    wire               mac_out_tag;     // the op's parity
 
     hrl_learn_mac_array #(.R(R), .C(C), .AW(AW), .BW(BW), .BIASW(BW), .BSMAX(BSMAX),
                           .KMAX(NMAX), .ACCW(ACCW), .OW(OW), .TAGW(1)) mac_inst (
         .clk(clk), .rst(rst),
         .in_valid(mac_in_valid), .in_ready(mac_in_ready),
         .in_first(p2_first), .in_last(p2_last),
-        .in_x(mac_x), .in_w(w_rd_data), .in_bias(b_rd_data), .in_bias_shift(bs),
-        .in_shift(sh), .in_width(wd), .in_tag(1'b0), .in_rows(p2_rows),
+        .in_x(mac_x), .in_w(w_rd_data), .in_bias(b_rd_data), .in_bias_shift(p2_bs),
+        .in_shift(p2_sh), .in_width(p2_wd), .in_tag(p2_tag), .in_rows(p2_rows),
         .out_valid(mac_out_valid), .out_row(mac_out_row), .out_last(mac_out_last),
         .out_data(mac_out_data), .out_sat(mac_out_sat), .out_tag(mac_out_tag));
 
     // ------------------------------------------------------------------ drain and write
-    // The tile being drained (the array drains tiles in issue order).
+    // The tile being drained (the array drains tiles in issue order; its tag is its op's
+    // parity, which picks that op's output fields).
     reg [IW-1:0] d_r0, d_c0;
+    wire [IW-1:0] d_m = s_ym[mac_out_tag];
+    wire [IW-1:0] d_n = s_yn[mac_out_tag];
     wire [IW+7:0] d_r0_end = {8'd0, d_r0} + RS;
     wire [IW+7:0] d_c0_end = {8'd0, d_c0} + CS;
-    wire          d_last_col = d_c0_end >= {8'd0, yn};
-    wire          d_last_row = d_r0_end >= {8'd0, ym};
+    wire          d_last_col = d_c0_end >= {8'd0, d_n};
+    wire          d_last_row = d_r0_end >= {8'd0, d_m};
+    // The tile after this one, in the op's walk ((0, 0) after its last).
+    wire [IW-1:0] d_nr0 = !d_last_col ? d_r0 : (d_last_row ? {IW{1'b0}} : d_r0_end[IW-1:0]);
+    wire [IW-1:0] d_nc0 = d_last_col ? {IW{1'b0}} : d_c0_end[IW-1:0];
     wire [C-1:0]  d_lanes;
     generate
         for (g = 0; g < C; g = g + 1) begin : g_lanes
             wire [IW+7:0] col = {8'd0, d_c0} + g;
-            assign d_lanes[g] = col < {8'd0, yn};
+            assign d_lanes[g] = col < {8'd0, d_n};
         end
     endgenerate
 
     always @(posedge clk) begin
         if (mac_out_valid && mac_out_last) begin
-            if (d_last_col) begin
-                d_c0 <= {IW{1'b0}};
-                d_r0 <= d_last_row ? {IW{1'b0}} : d_r0_end[IW-1:0];
-            end else begin
-                d_c0 <= d_c0_end[IW-1:0];
-            end
+            d_r0 <= d_nr0;
+            d_c0 <= d_nc0;
         end
-        if (rst || state == S_LOAD) begin
+        if (rst) begin
             d_r0 <= {IW{1'b0}};
             d_c0 <= {IW{1'b0}};
         end
@@ -506,26 +562,45 @@ module hrl_learn_forward #(
     wire [C-1:0]     act_out_lanes;
     hrl_learn_activation #(.C(C), .W(OW), .SW(SW)) act_inst (
         .clk(clk), .rst(rst), .clear(state == S_IDLE && start),
-        .mode({1'b0, relu}), .in_valid(mac_out_valid), .in_z(mac_out_data),
+        .mode({1'b0, s_relu[mac_out_tag]}), .in_valid(mac_out_valid), .in_z(mac_out_data),
         .in_sat(mac_out_sat), .in_lanes(d_lanes), .in_m({C*OW{1'b0}}),
         .out_valid(act_out_valid), .out_y(act_out_y), .out_lanes(act_out_lanes),
         .sat_total(sat_count));
 
     // The row's place, waiting with it for the activation unit's register.
-    reg [IW-1:0] a_i, a_c0;
-    reg          a_final;
+    reg [IW-1:0] a_i, a_c0, a_nr0, a_nc0;
+    reg          a_tag, a_tile_last, a_final;
     wire [IW+7:0] d_i = {8'd0, d_r0} + {{(IW+8-RBW){1'b0}}, mac_out_row};
     always @(posedge clk) begin
         a_i <= d_i[IW-1:0];
         a_c0 <= d_c0;
+        a_nr0 <= d_nr0;
+        a_nc0 <= d_nc0;
+        a_tag <= mac_out_tag;
+        a_tile_last <= mac_out_valid && mac_out_last;
         a_final <= mac_out_valid && mac_out_last && d_last_col && d_last_row;
+    end
+
+    // The write position moves as a tile's last row is written: a read issued in the next
+    // cycle sees it.
+    always @(posedge clk) begin
+        if (act_out_valid && a_tile_last) begin
+            wp_r0 <= a_nr0;
+            wp_c0 <= a_nc0;
+            if (a_final) wp_tag <= ~wp_tag;
+        end
+        if (rst || (state == S_IDLE && start)) begin
+            wp_r0 <= {IW{1'b0}};
+            wp_c0 <= {IW{1'b0}};
+            wp_tag <= 1'b0;
+        end
     end
 
     wire [IW-1:0] a_c0_al = (a_c0 >> LGA) << LGA;
     wire [IW-1:0] a_off = a_c0 - a_c0_al;
     assign act_wr_en = act_out_valid;
-    assign act_wr_base = yb;
-    assign act_wr_slog = ys;
+    assign act_wr_base = s_yb[a_tag];
+    assign act_wr_slog = s_ys[a_tag];
     assign act_wr_i = a_i;
     assign act_wr_j = a_c0_al;
     generate
@@ -548,8 +623,7 @@ module hrl_learn_forward #(
     assign op_written = act_out_valid && a_final && state == S_WAIT;
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_misc = ^{mac_out_tag, r0_off, r0_end, c0_end, rows_left, d_r0_end, d_c0_end,
-                         d_i};
+    wire unused_misc = ^{r0_off, r0_end, c0_end, rows_left, d_r0_end, d_c0_end, d_i};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
 

@@ -146,19 +146,20 @@ class TB:
                 int(d.fault.value))
 
     # ------------------------------------------------------------------ one network
-    def layout(self, dims, batch):
+    def layout(self, dims, batch, at=(0, 0, 0)):
         """Bases and strides: every layer's output and the input packed in the activation
-        bank, each with the narrowest row stride it needs; weights and biases likewise.
+        bank from at[0], each with the narrowest row stride it needs; weights and biases
+        likewise from at[1] and at[2]. Returns (acts, weights, biases, the bases after).
         The activations lie in reverse order (the last output first, the input last), so a
         write past an output matrix's rows lands in its own input, which is read back
         after the run: a controller that spills is caught."""
-        acts, base = [None] * len(dims), 0
+        acts, base = [None] * len(dims), at[0]
         for i in range(len(dims) - 1, -1, -1):
             slog = clog2(-(-dims[i] // self.LA))
             acts[i] = (base, slog)
             base += batch << slog
         assert base <= self.adepth, f"activations need {base} > {self.adepth} words"
-        ws, bs, wbase, bbase = [], [], 0, 0
+        ws, bs, wbase, bbase = [], [], at[1], at[2]
         for i in range(len(dims) - 1):
             slog = clog2(-(-dims[i + 1] // self.C))
             ws.append((wbase, slog))
@@ -166,7 +167,7 @@ class TB:
             wbase += dims[i] << slog
             bbase += 1 << slog
         assert wbase <= self.wdepth and bbase <= self.bdepth
-        return acts, ws, bs
+        return acts, ws, bs, (base, wbase, bbase)
 
     def network(self, dims, batch, trained: bool):
         """Random words: the input (batch, d0) in act, each layer's w and b in weight."""
@@ -210,35 +211,48 @@ class TB:
         ys = [np.asarray(o)[:batch, 0, :dims[i + 1]] for i, o in enumerate(outs)]
         return ys, int(np.sum(np.asarray(n)[:batch]))
 
-    async def check(self, dims, batch, trained: bool = True):
-        """Load, run and compare one network; returns the cycles of the run."""
+    async def load(self, dims, batch, trained: bool = True, op0: int = 0, at=(0, 0, 0)):
+        """Write a random network, its input and its ops (op0 on) at bases `at` (layout);
+        returns (x, net, acts, the bases after)."""
         f = self.fmt
         x, net = self.network(dims, batch, trained)
-        acts, ws, bs = self.layout(dims, batch)
+        acts, ws, bs, end = self.layout(dims, batch, at)
         await self.write_matrix(SEL_ACT, *acts[0], x)
         for i, layer in enumerate(net):
             await self.write_matrix(SEL_W, *ws[i], layer["w"])
             await self.write_matrix(SEL_B, bs[i], 0, layer["b"][None, :])
             last = i == len(net) - 1
             out = f.value if last else f.act
-            await self.write_op(i, {
+            await self.write_op(op0 + i, {
                 "x_base": acts[i][0], "x_slog": acts[i][1], "m": batch, "k": dims[i],
                 "n": dims[i + 1], "w_base": ws[i][0], "w_slog": ws[i][1], "b_base": bs[i],
                 "y_base": acts[i + 1][0], "y_slog": acts[i + 1][1], "relu": int(not last),
                 "shift": f.act.frac + f.weight.frac - out.frac, "width": out.width,
                 "bshift": f.act.frac})
+        return x, net, acts, end
+
+    async def compare(self, dims, batch, x, net, acts, layers_run: int, label: str):
+        """The input and the outputs of the first `layers_run` layers, read back, against
+        the reference; returns the reference's saturation count."""
+        want, want_sat = self.reference(dims, x, net)
+        for i, w in enumerate([x, *want[:layers_run]]):
+            got = await self.read_matrix(*acts[i], batch, dims[i])
+            bad = np.argwhere(got != w)
+            assert bad.size == 0, (
+                f"{dims} batch {batch} ({label}): layer {i - 1} output (-1: the input): "
+                f"{len(bad)} words differ, first at {tuple(bad[0])}: got "
+                f"{got[tuple(bad[0])]} want {w[tuple(bad[0])]}")
+        return want_sat
+
+    async def check(self, dims, batch, trained: bool = True):
+        """Load, run and compare one network; returns the cycles of the run."""
+        x, net, acts, _ = await self.load(dims, batch, trained)
         macs = sum(batch * dims[i] * dims[i + 1] for i in range(len(net)))
         cycles, sats, error, fault = await self.run(len(net), 1000 + 4 * macs)
         assert not error, f"{dims} batch {batch}: error raised on a legal table"
         assert not fault, f"{dims} batch {batch}: the array refused a beat"
-        want, want_sat = self.reference(dims, x, net)
-        for i, w in enumerate([x, *want]):
-            got = await self.read_matrix(*acts[i], batch, dims[i])
-            bad = np.argwhere(got != w)
-            assert bad.size == 0, (
-                f"{dims} batch {batch} ({'trained' if trained else 'full-range'}): layer "
-                f"{i - 1} output (-1: the input): {len(bad)} words differ, first at "
-                f"{tuple(bad[0])}: got {got[tuple(bad[0])]} want {w[tuple(bad[0])]}")
+        want_sat = await self.compare(dims, batch, x, net, acts, len(net),
+                                      "trained" if trained else "full-range")
         assert sats == want_sat, f"{dims} batch {batch}: {sats} saturations, want {want_sat}"
         return cycles
 
@@ -270,7 +284,9 @@ async def test_random_networks(dut):
 
 @cocotb.test()
 async def test_bad_op_stops(dut):
-    """An op wider than NMAX stops the run with `error`; the next legal run is exact."""
+    """An op out of range stops the run with `error`: as the first op (nothing runs), and
+    as the second, after the first's rows (still in flight as it loads) are written whole;
+    the next legal run is exact."""
     tb = TB(dut, seed=2)
     await tb.reset()
     await tb.write_op(0, {"x_base": 0, "x_slog": 0, "m": 1, "k": tb.NMAX + 1, "n": 1,
@@ -278,7 +294,39 @@ async def test_bad_op_stops(dut):
                           "relu": 1, "shift": 12, "width": 16, "bshift": 8})
     _, _, error, _ = await tb.run(1, 100)
     assert error, f"K={tb.NMAX + 1} > NMAX={tb.NMAX} ran without error"
+    dims, batch = (5, tb.C + 1, 3), tb.R + 1
+    x, net, acts, _ = await tb.load(dims, batch)
+    await tb.write_op(1, {"x_base": acts[1][0], "x_slog": acts[1][1], "m": batch,
+                          "k": dims[1], "n": dims[2], "w_base": 0, "w_slog": 0, "b_base": 0,
+                          "y_base": acts[2][0], "y_slog": acts[2][1], "relu": 0, "shift": 12,
+                          "width": 1, "bshift": 8})
+    _, _, error, _ = await tb.run(2, 1000)
+    assert error, "an output width of 1 ran without error"
+    await tb.compare(dims, batch, x, net, acts, 1, "first op before an illegal one")
     await tb.check((3, 5, 2), 2)
+
+
+@cocotb.test()
+async def test_two_networks(dut):
+    """Two networks in one table (as the online and the target net of a DQN step): the
+    second one's first op reads the host's input, not the op before it, so it waits for
+    that op to be written whole; both are exact and the saturations are their sum."""
+    tb = TB(dut, seed=4)
+    await tb.reset()
+    if tb.NL < 3 or tb.BMAX < 2:
+        return
+    batch = int(tb.rng.integers(1, tb.BMAX // 2 + 1))
+    hi = min(tb.NMAX, 2 * tb.LA + 1)
+    a = tuple(int(v) for v in tb.rng.integers(1, hi + 1, 3))
+    b = tuple(int(v) for v in tb.rng.integers(1, hi + 1, tb.NL - 1))
+    xa, net_a, acts_a, end = await tb.load(a, batch)
+    xb, net_b, acts_b, _ = await tb.load(b, batch, trained=False, op0=len(a) - 1, at=end)
+    ops = len(a) + len(b) - 2
+    cycles, sats, error, fault = await tb.run(ops, 1000 + 8 * batch * hi * hi * ops)
+    assert not error and not fault, f"error {error}, fault {fault}"
+    sat_a = await tb.compare(a, batch, xa, net_a, acts_a, len(net_a), "first network")
+    sat_b = await tb.compare(b, batch, xb, net_b, acts_b, len(net_b), "second network")
+    assert sats == sat_a + sat_b, f"{sats} saturations, want {sat_a} + {sat_b}"
 
 
 @cocotb.test()
