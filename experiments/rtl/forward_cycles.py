@@ -9,9 +9,9 @@ random weights and inputs in the default formats, the whole network through the 
 every output word checked against hrl.fixed_point.layers.mlp_forward, and the engine's own
 cycle counter (the edge that takes `start` to the one that raises `done`) read back. The
 model is hrl/mapping/learner_schedule.inference_cycles (the array's phases plus DEP_GAP
-between layers, from the first beat to the last output row); the difference is what the
-controller adds around them (the op load, the banks' read latency before the first beat,
-the activation register and the bank write after the last row). The model is not fitted.
+between layers, from the first beat to the last output row); the engine overlaps chained
+layers, which the model does not, and adds a few cycles around the run (the results file
+says which). The model is not fitted.
 
 `us` is the simulated count at the clock estimated by yosys for the array
 (experiments/results/fpga_learner/resources.md, read by learner_cycles.clock_mhz).
@@ -105,16 +105,21 @@ def main() -> None:
     one = [r for r in rows if r["net"] == "4-64-64-2" and r["batch"] == 1]
     lines += [
         "",
-        f"The simulated count minus the model's: {', '.join(map(str, diffs))} cycles. The model "
-        "counts from the first beat to the last output row; the engine's counter also holds the "
-        "first op's load and the banks' 2-cycle read before the first beat, and the activation "
-        "unit's register and the bank write after the last row.",
+        f"The simulated count minus the model's: {min(diffs)} to {max(diffs)} cycles. The "
+        "model runs the layers one after another: each to its last output row, then DEP_GAP "
+        "(the activation register, the bank write and read) before the next layer's first beat. "
+        "The engine overlaps them: a layer that reads the previous one's output starts its "
+        "tiles as soon as the previous layer's last beat is issued, each beat waiting only for "
+        "the tile it reads, so the drain between layers is hidden. It adds what the model "
+        "leaves out: the first op's load and the banks' 2-cycle read before the first beat, the "
+        "activation register and the bank write after the last row, and one cycle per further "
+        "layer to load its op.",
         "",
         f"One state's inference of DQN's net (the issue's target: at most {TARGET_US} us): "
         + "; ".join(f"{r['array']} {r['us']} us ({r['sim_cycles']} cycles)" for r in one)
         + f", at {mhz:.0f} MHz. At batch 1 only one of the array's R rows has work (x[r] is a "
-        "sample), so the count is the sum over layers of ceil(N / C) x K beats plus each "
-        "layer's drain.",
+        "sample), so the count is about the sum over layers of ceil(N / C) x K beats plus the "
+        "last layer's drain.",
     ]
     (OUT / "forward_cycles.md").write_text("\n".join(lines) + "\n")
     print((OUT / "forward_cycles.md").read_text())
