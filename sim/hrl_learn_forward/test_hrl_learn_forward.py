@@ -368,6 +368,8 @@ SETS = [
     pytest.param("verilator", params(8, 8), id="verilator-R8-C8", marks=pytest.mark.long),
     pytest.param("verilator", params(8, 2, aw=18, bw=18, ow=24, nmax=40, nl=5, bmax=20),
                  id="verilator-R8-C2", marks=pytest.mark.long),
+    pytest.param("verilator", params(16, 16, nmax=128, nl=4, bmax=64), id="verilator-R16-C16",
+                 marks=pytest.mark.long),
 ]
 
 
