@@ -4,7 +4,7 @@ controller of the array, the banks and the activation unit): its cocotb testbenc
 tests: the testbench must fail against a copy of the controller with one deliberate bug.
 
 As tests/rtl/test_rtl_learn.py: a missing tool skips with the reason outside CI and fails
-under CI=true; the two small Icarus sets, the lint, the $fatal checks and two mutations run in
+under CI=true; the two small Icarus sets, the lint, the $fatal checks and one mutation run in
 `make test` (seconds each), the Verilator sets and the other mutations in the long tier.
 """
 
@@ -66,7 +66,7 @@ MUTATIONS = [
                  id="ragged-column"),
     # The last layer through the ReLU (the op table's mode ignored).
     pytest.param("hrl_learn_forward.v", r"\.mode\(\{1'b0, s_relu\[mac_out_tag\]\}\)", ".mode(2'd1)",
-                 "relu-on-last", id="relu-on-last"),
+                 "relu-on-last", id="relu-on-last", marks=pytest.mark.long),
     # A ragged row block drains R rows (rows past the batch written over the next matrix).
     pytest.param("hrl_learn_forward.v", r"\? R7 : rows_left\[6:0\]", "? R7 : R7",
                  "ragged-rows", id="ragged-rows", marks=pytest.mark.long),
