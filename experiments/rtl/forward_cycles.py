@@ -1,10 +1,10 @@
-"""Cycles of the forward engine (fpga_rtl/rtl/hrl_learn_forward.v) per inference, counted in
+"""Cycles of the forward engine (fpga_rtl/rtl/hrl_learn_engine.v) per inference, counted in
 simulation, beside the cycle model's prediction.
 
     python experiments/rtl/forward_cycles.py        # -> experiments/results/fpga_learner/
                                                     #    forward_cycles.{csv,md}
 
-Each point runs the engine's testbench (sim/hrl_learn_forward, test_listed_nets) on Icarus:
+Each point runs the engine's testbench (sim/hrl_learn_engine, test_listed_nets) on Icarus:
 random weights and inputs in the default formats, the whole network through the op table,
 every output word checked against hrl.fixed_point.layers.mlp_forward, and the engine's own
 cycle counter (the edge that takes `start` to the one that raises `done`) read back. The
@@ -56,8 +56,8 @@ def simulate(size: int, nets) -> list[int]:
            "BSMAX": 24, "SW": 32}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cycles.json"
-        rtl_runner.run("hrl_learn_forward", prm, sources=rtl_runner.load_testbench(
-            "hrl_learn_forward").SOURCES, sim=SIM, testcase="test_listed_nets",
+        rtl_runner.run("hrl_learn_engine", prm, sources=rtl_runner.load_testbench(
+            "hrl_learn_engine").SOURCES, sim=SIM, testcase="test_listed_nets",
             env={"FWD_NETS": json.dumps([[list(d), b] for d, b in nets]),
                  "FWD_CYCLES_OUT": str(out)})
         return json.loads(out.read_text())
@@ -89,7 +89,7 @@ def main() -> None:
         "# FPGA learner: the forward engine's cycles per inference, simulated and modeled",
         "",
         "Regenerate: `python experiments/rtl/forward_cycles.py`. `sim_cycles`: "
-        "hrl_learn_forward simulated in Icarus, whole networks through its op table, every "
+        "hrl_learn_engine simulated in Icarus, whole networks through its op table, every "
         "output word checked against hrl.fixed_point.layers.mlp_forward, counted by the "
         "engine's own counter from `start` to `done`. `model_cycles`: "
         "hrl/mapping/learner_schedule.py `inference_cycles` (the array's phases, first beat to "

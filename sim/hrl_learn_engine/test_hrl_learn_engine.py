@@ -1,4 +1,4 @@
-"""cocotb testbench of fpga_rtl/rtl/hrl_learn_forward.v against hrl.fixed_point.layers.mlp_forward.
+"""cocotb testbench of fpga_rtl/rtl/hrl_learn_engine.v against hrl.fixed_point.layers.mlp_forward.
 
 The host's side as a driver would do it: random ReLU MLPs of random shapes (DQN CartPole's
 4-64-64-2 among them, widths and batches that are not multiples of R or C), random batches,
@@ -36,8 +36,8 @@ from hrl.fixed_point import layers
 from hrl.fixed_point.formats import FxFormats
 
 FIELDS = ("x_base", "x_slog", "m", "k", "n", "w_base", "w_slog", "b_base", "y_base", "y_slog",
-          "relu", "shift", "width", "bshift")  # the op table's fields, in field order
-SEL_ACT, SEL_W, SEL_B = 0, 1, 2
+          "relu", "shift", "width", "bshift", "kind", "m_base")  # the op table's, in order
+SEL_ACT, SEL_W, SEL_B, SEL_DELTA = 0, 1, 2, 3
 
 
 def clog2(x: int) -> int:
@@ -57,7 +57,7 @@ class TB:
         self.BMAX = rtl_runner.param("BMAX", 32)
         self.LA = max(self.R, self.C)
         self.HW = max(self.OW, self.BW)
-        # The banks' depths (hrl_learn_forward's localparams): the layout below must fit.
+        # The banks' depths (hrl_learn_engine's localparams): the layout below must fit.
         self.adepth = (self.NL + 1) * self.BMAX << clog2(-(-self.NMAX // self.LA))
         self.wdepth = self.NL * self.NMAX << clog2(-(-self.NMAX // self.C))
         self.bdepth = self.NL << clog2(-(-self.NMAX // self.C))
@@ -70,7 +70,7 @@ class TB:
         d = self.dut
         for s in ("start", "n_ops", "op_wr_en", "op_wr_op", "op_wr_field", "op_wr_data",
                   "h_wr_en", "h_wr_sel", "h_wr_base", "h_wr_slog", "h_wr_i", "h_wr_j",
-                  "h_wr_mask", "h_wr_data", "h_rd_en", "h_rd_base", "h_rd_slog", "h_rd_i",
+                  "h_wr_mask", "h_wr_data", "h_rd_en", "h_rd_sel", "h_rd_base", "h_rd_slog", "h_rd_i",
                   "h_rd_j", "h_rd_rows", "h_rd_cols"):
             getattr(d, s).value = 0
         await pulse_reset(d.clk, d.rst)
@@ -80,7 +80,7 @@ class TB:
     async def write_matrix(self, sel: int, base: int, slog: int, mat) -> None:
         """A matrix into bank `sel`, one row block (L lanes) per cycle."""
         d = self.dut
-        lanes = self.LA if sel == SEL_ACT else self.C
+        lanes = self.LA if sel in (SEL_ACT, SEL_DELTA) else self.C
         rows, cols = mat.shape
         for i in range(rows):
             for j0 in range(0, cols, lanes):
@@ -97,14 +97,16 @@ class TB:
         await FallingEdge(d.clk)
         d.h_wr_en.value = 0
 
-    async def read_matrix(self, base: int, slog: int, rows: int, cols: int):
-        """A matrix of the activation bank, one row block per read (2 cycles each)."""
+    async def read_matrix(self, base: int, slog: int, rows: int, cols: int, sel: int = 0):
+        """A matrix of the activation bank (sel 0) or the delta bank (1), one row block per
+        read (2 cycles each)."""
         d, la = self.dut, self.LA
         out = np.zeros((rows, cols), np.int64)
         for i in range(rows):
             for j0 in range(0, cols, la):
                 await FallingEdge(d.clk)
                 d.h_rd_en.value = 1
+                d.h_rd_sel.value = sel
                 d.h_rd_base.value = base
                 d.h_rd_slog.value = slog
                 d.h_rd_i.value = i
@@ -128,7 +130,7 @@ class TB:
             d.op_wr_en.value = 1
             d.op_wr_op.value = op
             d.op_wr_field.value = f
-            d.op_wr_data.value = int(fields[name]) & ((1 << len(d.op_wr_data)) - 1)
+            d.op_wr_data.value = int(fields.get(name, 0)) & ((1 << len(d.op_wr_data)) - 1)
         await FallingEdge(d.clk)
         d.op_wr_en.value = 0
 
@@ -350,11 +352,11 @@ async def test_listed_nets(dut):
 
 # --------------------------------------------------------------------------- pytest sweep
 # Collected by tests/rtl/test_rtl_forward.py; one build directory per case
-# (sim_build/hrl_learn_forward/<sim>-R..-C..-...). Any other set runs with
-# rtl_runner.run("hrl_learn_forward", {...}, sources=SOURCES, sim=...).
+# (sim_build/hrl_learn_engine/<sim>-R..-C..-...). Any other set runs with
+# rtl_runner.run("hrl_learn_engine", {...}, sources=SOURCES, sim=...).
 
 SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-           "hrl_learn_activation.v", "hrl_learn_forward.v"]
+           "hrl_learn_activation.v", "hrl_learn_engine.v"]
 
 
 def params(r, c, aw=16, bw=16, ow=24, nmax=64, nl=4, bmax=32, bsmax=24, sw=32):
@@ -374,6 +376,6 @@ SETS = [
 
 
 @pytest.mark.parametrize("sim,prm", SETS)
-def test_hrl_learn_forward(sim, prm):
+def test_hrl_learn_engine(sim, prm):
     rtl_runner.require(sim)
-    rtl_runner.run("hrl_learn_forward", prm, sources=SOURCES, sim=sim)
+    rtl_runner.run("hrl_learn_engine", prm, sources=SOURCES, sim=sim)

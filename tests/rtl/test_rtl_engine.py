@@ -1,6 +1,6 @@
-"""The learning module's forward engine (fpga_rtl/rtl/hrl_learn_forward.v, the table-driven
+"""The learning module's forward engine (fpga_rtl/rtl/hrl_learn_engine.v, the table-driven
 controller of the array, the banks and the activation unit): its cocotb testbench's sweep
-(sim/hrl_learn_forward/), Verilator -Wall lint, $fatal on illegal parameters, and mutation
+(sim/hrl_learn_engine/), Verilator -Wall lint, $fatal on illegal parameters, and mutation
 tests: the testbench must fail against a copy of the controller with one deliberate bug.
 
 As tests/rtl/test_rtl_learn.py: a missing tool skips with the reason outside CI and fails
@@ -24,11 +24,11 @@ import rtl_runner  # noqa: E402
 
 pytestmark = pytest.mark.hw
 
-globals().update(rtl_runner.sweeps("hrl_learn_forward", "test_hrl_learn_forward"))
+globals().update(rtl_runner.sweeps("hrl_learn_engine", "test_hrl_learn_engine"))
 
-TOP = "hrl_learn_forward"
+TOP = "hrl_learn_engine"
 SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-        "hrl_learn_activation.v", "hrl_learn_forward.v"]
+        "hrl_learn_activation.v", "hrl_learn_engine.v"]
 PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "OW": 24, "NMAX": 64, "NL": 4, "BMAX": 32,
        "BSMAX": 24, "SW": 32}
 # A small set for the mutants: they need only fail, and a small engine builds and runs fast.
@@ -61,23 +61,23 @@ def test_illegal_parameters_stop(bad, pattern, tmp_path):
 
 MUTATIONS = [
     # The ragged edge: the last column block is taken as complete one column early.
-    pytest.param("hrl_learn_forward.v", r"wire          last_col = c0_end >= \{8'd0, n\};",
+    pytest.param("hrl_learn_engine.v", r"wire          last_col = c0_end >= \{8'd0, n\};",
                  "wire          last_col = c0_end + 1'b1 >= {8'd0, n};", "ragged-column",
                  id="ragged-column"),
     # The last layer through the ReLU (the op table's mode ignored).
-    pytest.param("hrl_learn_forward.v", r"\.mode\(\{1'b0, s_relu\[mac_out_tag\]\}\)", ".mode(2'd1)",
+    pytest.param("hrl_learn_engine.v", r"\.mode\(\{1'b0, s_relu\[mac_out_tag\]\}\)", ".mode(2'd1)",
                  "relu-on-last", id="relu-on-last", marks=pytest.mark.long),
     # A ragged row block drains R rows (rows past the batch written over the next matrix).
-    pytest.param("hrl_learn_forward.v", r"\? R7 : rows_left\[6:0\]", "? R7 : R7",
+    pytest.param("hrl_learn_engine.v", r"\? R7 : rows_left\[6:0\]", "? R7 : R7",
                  "ragged-rows", id="ragged-rows", marks=pytest.mark.long),
     # The array's drain ignored: a tile's last beat issued 3 cycles after the previous
     # one's whatever that tile's rows (the array refuses it; `fault`, lost beats).
-    pytest.param("hrl_learn_forward.v", r"\(!beat_last \|\| gap >= need\)",
+    pytest.param("hrl_learn_engine.v", r"\(!beat_last \|\| gap >= need\)",
                  "(!beat_last || gap >= 8'd3)", "no-drain-wait", id="no-drain-wait",
                  marks=pytest.mark.long),
     # A chained layer's beat reads the previous layer's column block as it is being written
     # (the dependency one tile early).
-    pytest.param("hrl_learn_forward.v", r"wp_c0 > k_al", "wp_c0 >= k_al", "early-operand",
+    pytest.param("hrl_learn_engine.v", r"wp_c0 > k_al", "wp_c0 >= k_al", "early-operand",
                  id="early-operand", marks=pytest.mark.long),
 ]
 
