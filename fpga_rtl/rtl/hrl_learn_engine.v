@@ -24,14 +24,17 @@
 //                      bank, a row: the transposed read), D the delta (K x N at W_BASE of the
 //                      delta bank, a row); Y to the delta bank. K is the batch.
 //   kind 4 bias grad   Y (1 x N) = 1^T @ D: x the word 1 (format Q2.0), D as kind 3.
-// No kind but 0 adds a bias. The banks' depths follow from the parameters: activations
-// (NL + 1) x BMAX x 2**SLA words per lane, SLA = ceil(log2(ceil(NMAX / LA))) (every layer's
-// input and the last output stay for the backward pass), deltas and gradients that plus
-// NL x (NMAX + 1) x 2**SLA (each layer's weight gradient and bias gradient row), weights
-// NL x NMAX x 2**ceil(log2(ceil(NMAX / C))), biases NL x 2**ceil(log2(ceil(NMAX / C))). The
-// table holds 4 x NL ops (a forward and a backward pass of NL layers take 4 NL - 1). The
-// controller itself is counters, the op table (registers) and comparators: no multiplier
-// outside the array.
+// No kind but 0 adds a bias. An op may read the first M (or K) rows of a stored matrix with
+// more rows (the backward pass of the first B rows of s and s' stacked). The banks' depths
+// follow from the parameters: activations 2 (NL + 1) x BMAX x 2**SLA words per lane, SLA =
+// ceil(log2(ceil(NMAX / LA))) (every layer's input and the last output stay for the backward
+// pass, of an online and a target net), deltas and gradients ((NL + 1) x BMAX + NL x
+// (NMAX + 1)) x 2**SLA (each layer's delta, weight gradient and bias gradient row), weights
+// 2 NL x NMAX x 2**ceil(log2(ceil(NMAX / C))) and biases 2 NL x 2**ceil(log2(ceil(NMAX / C)))
+// (an online and a target net). The table holds 6 x NL ops (DQN's step of NL layers takes
+// 5 NL - 1: the online net on s and s' stacked, the target net on s', the backward pass on
+// the first rows of the online net's). The controller itself is counters, the op table
+// (registers) and comparators: no multiplier outside the array.
 //
 // The host, while the engine is idle (busy low):
 //   * writes matrices into the banks (h_wr_*: a row block of one bank, the banks' own layout,
@@ -50,7 +53,7 @@
 //      14 KIND    0..4 (above)      15 M_BASE  kind 2: activation-bank base of the mask
 //     The x words of every op must fit AW bits and the w words BW bits (a delta is both in
 //     kinds 1..4); every output is stored sign-extended to OW bits.
-//   * pulses `start` with `n_ops` (1..4 NL); the engine runs ops 0..n_ops-1 in order and
+//   * pulses `start` with `n_ops` (1..6 NL); the engine runs ops 0..n_ops-1 in order and
 //     pulses `done`; `cycles` then holds the cycles it was busy (the edge that took `start`
 //     to the one that raised `done`), `sat_count` the outputs that saturated (every op's, as
 //     the layers' n_sat), `error` whether an op's fields were out of range (the run stops
@@ -98,7 +101,7 @@ module hrl_learn_engine #(
     parameter OW = 24,
     // Largest layer width: any op's K and N, and the array's longest tile (KMAX).
     parameter NMAX = 64,
-    // Largest number of layers (the op table holds 4 x NL ops).
+    // Largest number of layers (the op table holds 6 x NL ops).
     parameter NL = 4,
     // Largest batch: any op's M.
     parameter BMAX = 32,
@@ -111,7 +114,7 @@ module hrl_learn_engine #(
     input  wire                 rst,
     // control
     input  wire                 start,      // with busy low: run ops 0..n_ops-1
-    input  wire [OPB:0]         n_ops,      // with start: 1..4 NL
+    input  wire [OPB:0]         n_ops,      // with start: 1..6 NL
     output reg                  busy,
     output reg                  done,       // one cycle, when the run ends
     output reg                  error,      // the run stopped at an op with a field out of range
@@ -152,12 +155,13 @@ module hrl_learn_engine #(
     localparam IW = $clog2(DMAX + 1);          // a row or column index, a dimension
     localparam SLA = $clog2((NMAX + LA - 1) / LA);  // widest row stride (log2) of an activation
     localparam SLC = $clog2((NMAX + C - 1) / C);    // ... of a weight matrix
-    // Every layer's input and the last output kept (NL + 1 matrices of BMAX x NMAX), NL weight
-    // matrices, NL bias rows.
-    localparam ADEPTH = (NL + 1) * BMAX * (1 << SLA);
-    localparam DDEPTH = ADEPTH + NL * (NMAX + 1) * (1 << SLA);
-    localparam WDEPTH = NL * NMAX * (1 << SLC);
-    localparam BDEPTH = NL * (1 << SLC);
+    // Every layer's input and the last output kept (NL + 1 matrices of BMAX x NMAX), twice
+    // (an online and a target net); the deltas (NL + 1 such matrices) and the gradients (NL
+    // matrices of NMAX + 1 rows); 2 NL weight matrices and bias rows.
+    localparam ADEPTH = 2 * (NL + 1) * BMAX * (1 << SLA);
+    localparam DDEPTH = ((NL + 1) * BMAX + NL * (NMAX + 1)) * (1 << SLA);
+    localparam WDEPTH = 2 * NL * NMAX * (1 << SLC);
+    localparam BDEPTH = 2 * NL * (1 << SLC);
     localparam AAB = (ADEPTH > 1) ? $clog2(ADEPTH) : 1;
     localparam DAB = (DDEPTH > 1) ? $clog2(DDEPTH) : 1;
     localparam WAB = (WDEPTH > 1) ? $clog2(WDEPTH) : 1;
@@ -165,7 +169,7 @@ module hrl_learn_engine #(
     localparam HAB0 = (DAB > WAB) ? DAB : WAB;   // DAB > AAB
     localparam HAB = (HAB0 > BAB) ? HAB0 : BAB;
     localparam HW = (OW > BW) ? OW : BW;
-    localparam NOPS = (NL > 0) ? 4 * NL : 4;   // entries of the op table (NL checked below)
+    localparam NOPS = (NL > 0) ? 6 * NL : 6;   // entries of the op table (NL checked below)
     localparam OPB = $clog2(NOPS);
     localparam FW0 = (HAB > IW) ? HAB : IW;
     localparam FW = (FW0 > 8) ? FW0 : 8;       // an op field's value

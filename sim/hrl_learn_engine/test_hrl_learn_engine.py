@@ -58,9 +58,11 @@ class TB:
         self.LA = max(self.R, self.C)
         self.HW = max(self.OW, self.BW)
         # The banks' depths (hrl_learn_engine's localparams): the layout below must fit.
-        self.adepth = (self.NL + 1) * self.BMAX << clog2(-(-self.NMAX // self.LA))
-        self.wdepth = self.NL * self.NMAX << clog2(-(-self.NMAX // self.C))
-        self.bdepth = self.NL << clog2(-(-self.NMAX // self.C))
+        self.adepth = 2 * (self.NL + 1) * self.BMAX << clog2(-(-self.NMAX // self.LA))
+        self.wdepth = 2 * self.NL * self.NMAX << clog2(-(-self.NMAX // self.C))
+        self.bdepth = 2 * self.NL << clog2(-(-self.NMAX // self.C))
+        self.ddepth = ((self.NL + 1) * self.BMAX + self.NL * (self.NMAX + 1)) << clog2(
+            -(-self.NMAX // self.LA))
         self.fmt = FxFormats()
         self.rng = np.random.default_rng(seed + 100 * self.R + self.C)
         self._ref = {}
@@ -70,8 +72,8 @@ class TB:
         d = self.dut
         for s in ("start", "n_ops", "op_wr_en", "op_wr_op", "op_wr_field", "op_wr_data",
                   "h_wr_en", "h_wr_sel", "h_wr_base", "h_wr_slog", "h_wr_i", "h_wr_j",
-                  "h_wr_mask", "h_wr_data", "h_rd_en", "h_rd_sel", "h_rd_base", "h_rd_slog", "h_rd_i",
-                  "h_rd_j", "h_rd_rows", "h_rd_cols"):
+                  "h_wr_mask", "h_wr_data", "h_rd_en", "h_rd_sel", "h_rd_base", "h_rd_slog",
+                  "h_rd_i", "h_rd_j", "h_rd_rows", "h_rd_cols"):
             getattr(d, s).value = 0
         await pulse_reset(d.clk, d.rst)
         await RisingEdge(d.clk)
@@ -265,6 +267,113 @@ class TB:
         return tuple(int(v) for v in rng.integers(1, hi + 1, depth + 1))
 
 
+    # ------------------------------------------------------------------ the backward pass
+    def backward_reference(self, dims, x, net, delta, input_delta: bool):
+        """mlp_forward then mlp_backward on operands zero-padded to BMAX x NMAX (a zero
+        delta row adds nothing to a batch sum and saturates nothing; zero columns likewise):
+        (the weight and bias gradients, the input delta or None, the backward n_sat)."""
+        key = ("bwd", len(dims) - 1, input_delta)
+        if key not in self._ref:
+            f = self.fmt
+
+            def step(ls, xp, dp):
+                _, inputs, masks, _ = layers.mlp_forward(ls, xp, f.act, f.weight, f.value)
+                return layers.mlp_backward(ls, inputs, masks, dp, f.act, f.weight, f.delta,
+                                           f.grad, input_delta=input_delta)
+
+            self._ref[key] = jax.jit(step)
+        p, batch = self.NMAX, x.shape[0]
+
+        def pad(a, rows, cols):
+            out = np.zeros((rows, cols), np.int32)
+            out[:a.shape[0], :a.shape[1]] = a
+            return jnp.asarray(out)
+
+        ls = [{"w": pad(la["w"], p, p), "b": pad(la["b"][None], 1, p)[0]} for la in net]
+        grads, d_in, n = self._ref[key](ls, pad(x, self.BMAX, p), pad(delta, self.BMAX, p))
+        gws = [np.asarray(g["w"])[:dims[i], :dims[i + 1]] for i, g in enumerate(grads)]
+        gbs = [np.asarray(g["b"])[None, :dims[i + 1]] for i, g in enumerate(grads)]
+        d_in = None if d_in is None else np.asarray(d_in)[:batch, :dims[0]]
+        return gws, gbs, d_in, int(n)
+
+    async def check_backward(self, dims, batch, input_delta: bool, grouped: bool,
+                             step: bool = False):
+        """A forward and a backward pass of a random network in one table: the forward ops,
+        then per layer (last first) its backward op (masked by its input's ReLU; the first
+        layer's unmasked, only with input_delta), weight gradient and bias gradient, or
+        (grouped) every backward op first, chained, then the gradients. Every gradient word,
+        the input delta and the run's saturations against mlp_forward + mlp_backward.
+        step: the array's part of a DQN step instead: the online net on 2 x batch rows (s and
+        s' stacked), a target net on batch rows (s'), the backward pass on the first batch
+        rows of the online net's; every forward output is checked too."""
+        f, la, depth = self.fmt, self.LA, len(dims) - 1
+        x, net, acts, end = await self.load(dims, 2 * batch if step else batch)
+        n_fwd = depth
+        if step:
+            xt, net_t, acts_t, _ = await self.load(dims, batch, op0=depth, at=end)
+            n_fwd = 2 * depth
+        delta = random_words(self.rng, (batch, dims[-1]), f.delta.width)
+        slog = [clog2(-(-d // la)) for d in dims]
+        base, dl = 0, [None] * len(dims)   # dl[i]: the delta at layer i's input
+        for i in range(depth, -1, -1):
+            dl[i] = (base, slog[i])
+            base += batch << slog[i]
+        gw, gb = [], []
+        for i in range(depth):
+            gw.append((base, slog[i + 1]))
+            base += dims[i] << slog[i + 1]
+            gb.append((base, 0))
+            base += 1 << slog[i + 1]
+        assert base <= self.ddepth, f"deltas and gradients need {base} > {self.ddepth} words"
+        await self.write_matrix(SEL_DELTA, *dl[depth], delta)
+        ws = self.layout(dims, batch)[1]
+        bwd, grad = [], []
+        for i in range(depth - 1, -1, -1):
+            d = dl[i + 1]
+            grad.append({"kind": 3, "x_base": acts[i][0], "x_slog": acts[i][1], "m": dims[i],
+                         "k": batch, "n": dims[i + 1], "w_base": d[0], "w_slog": d[1],
+                         "y_base": gw[i][0], "y_slog": gw[i][1], "width": f.grad.width,
+                         "shift": f.act.frac + f.delta.frac - f.grad.frac})
+            grad.append({"kind": 4, "m": 1, "k": batch, "n": dims[i + 1], "w_base": d[0],
+                         "w_slog": d[1], "y_base": gb[i][0], "y_slog": 0,
+                         "width": f.grad.width, "shift": f.delta.frac - f.grad.frac})
+            if i > 0 or input_delta:
+                bwd.append({"kind": 2 if i > 0 else 1, "x_base": d[0], "x_slog": d[1],
+                            "m": batch, "k": dims[i + 1], "n": dims[i], "w_base": ws[i][0],
+                            "w_slog": ws[i][1], "y_base": dl[i][0], "y_slog": dl[i][1],
+                            "m_base": acts[i][0], "width": f.delta.width,
+                            "shift": f.weight.frac})
+            if not grouped:
+                grad, bwd = [], [*bwd, *grad]
+        ops = bwd + grad
+        for j, op in enumerate(ops):
+            await self.write_op(n_fwd + j, op)
+        n_ops = n_fwd + len(ops)
+        macs = 5 * batch * sum(dims[i] * dims[i + 1] for i in range(depth))
+        cycles, sats, error, fault = await self.run(n_ops, 1000 + 16 * macs)
+        label = f"{dims} batch {batch} input_delta {input_delta} grouped {grouped}"
+        assert not error and not fault, f"{label}: error {error}, fault {fault}"
+        if step:
+            fwd_sat = await self.compare(dims, 2 * batch, x, net, acts, depth, "online")
+            fwd_sat += await self.compare(dims, batch, xt, net_t, acts_t, depth, "target")
+        else:
+            _, fwd_sat = self.reference(dims, x, net)
+        want_gw, want_gb, want_din, bwd_sat = self.backward_reference(
+            dims, x[:batch], net, delta, input_delta)
+        checks = [(f"g_w[{i}]", gw[i], want_gw[i]) for i in range(depth)]
+        checks += [(f"g_b[{i}]", gb[i], want_gb[i]) for i in range(depth)]
+        if input_delta:
+            checks.append(("input delta", dl[0], want_din))
+        for name, (b, sl), want in checks:
+            got = await self.read_matrix(b, sl, *want.shape, sel=1)
+            bad = np.argwhere(got != want)
+            assert bad.size == 0, (
+                f"{label}: {name}: {len(bad)} words differ, first at {tuple(bad[0])}: got "
+                f"{got[tuple(bad[0])]} want {want[tuple(bad[0])]}")
+        assert sats == fwd_sat + bwd_sat, (
+            f"{label}: {sats} saturations, want {fwd_sat} + {bwd_sat}")
+        return cycles
+
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
 
 
@@ -350,6 +459,43 @@ async def test_listed_nets(dut):
             json.dump(counts, f)
 
 
+@cocotb.test()
+async def test_backward(dut):
+    """Forward and backward passes of random networks (shapes around the array's size,
+    ragged, full-range output deltas), every gradient word bit for bit; half propagate the
+    delta to the input (DDPG's dQ/da), half run the backward ops chained before the
+    gradients. BWD_TB_NETS sets the count (default 2 on Icarus, 16 on Verilator); then, on
+    Verilator, DQN's net at batch 32 where the engine holds it."""
+    tb = TB(dut, seed=5)
+    assert tb.AW >= tb.fmt.delta.width and tb.BW >= tb.fmt.delta.width, (
+        f"AW={tb.AW}, BW={tb.BW}: a delta word needs {tb.fmt.delta.width} bits")
+    await tb.reset()
+    fast = "verilator" in cocotb.SIM_NAME.lower()
+    count = int(os.environ.get("BWD_TB_NETS", "16" if fast else "2"))
+    for t in range(count):
+        batch = int(tb.rng.integers(1, tb.BMAX + 1))
+        await tb.check_backward(tb.random_dims(), batch, t % 2 == 0, t % 4 >= 2)
+    if fast and tb.NMAX >= 64 and tb.NL >= 3 and tb.BMAX >= 32:
+        await tb.check_backward(DQN, 32, False, False)
+
+@cocotb.test()
+async def test_step_products(dut):
+    """The array's part of DQN's SGD step (the products; the loss, optimizer and target
+    units are not sequenced yet) on STEP_NETS (JSON [[dims, batch], ...]; default a small
+    ragged net), every output and gradient word bit for bit; their cycles are written to
+    STEP_CYCLES_OUT when set (experiments/rtl/step_cycles.py)."""
+    tb = TB(dut, seed=6)
+    await tb.reset()
+    if "STEP_NETS" in os.environ:
+        nets = [(tuple(dims), batch) for dims, batch in json.loads(os.environ["STEP_NETS"])]
+    else:
+        nets = [((3, tb.C + 1, 2), max(1, min(tb.R + 1, tb.BMAX // 2)))]
+    counts = [await tb.check_backward(dims, batch, False, True, step=True)
+              for dims, batch in nets]
+    if os.environ.get("STEP_CYCLES_OUT"):
+        with open(os.environ["STEP_CYCLES_OUT"], "w") as f:
+            json.dump(counts, f)
+
 # --------------------------------------------------------------------------- pytest sweep
 # Collected by tests/rtl/test_rtl_forward.py; one build directory per case
 # (sim_build/hrl_learn_engine/<sim>-R..-C..-...). Any other set runs with
@@ -359,7 +505,7 @@ SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank
            "hrl_learn_activation.v", "hrl_learn_engine.v"]
 
 
-def params(r, c, aw=16, bw=16, ow=24, nmax=64, nl=4, bmax=32, bsmax=24, sw=32):
+def params(r, c, aw=18, bw=18, ow=24, nmax=64, nl=4, bmax=32, bsmax=24, sw=32):
     return {"R": r, "C": c, "AW": aw, "BW": bw, "OW": ow, "NMAX": nmax, "NL": nl,
             "BMAX": bmax, "BSMAX": bsmax, "SW": sw}
 

@@ -29,7 +29,7 @@ globals().update(rtl_runner.sweeps("hrl_learn_engine", "test_hrl_learn_engine"))
 TOP = "hrl_learn_engine"
 SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
         "hrl_learn_activation.v", "hrl_learn_engine.v"]
-PRM = {"R": 4, "C": 4, "AW": 16, "BW": 16, "OW": 24, "NMAX": 64, "NL": 4, "BMAX": 32,
+PRM = {"R": 4, "C": 4, "AW": 18, "BW": 18, "OW": 24, "NMAX": 64, "NL": 4, "BMAX": 32,
        "BSMAX": 24, "SW": 32}
 # A small set for the mutants: they need only fail, and a small engine builds and runs fast.
 SMALL = {**PRM, "NMAX": 16, "NL": 3, "BMAX": 9}
@@ -65,7 +65,7 @@ MUTATIONS = [
                  "wire          last_col = c0_end + 1'b1 >= {8'd0, n};", "ragged-column",
                  id="ragged-column"),
     # The last layer through the ReLU (the op table's mode ignored).
-    pytest.param("hrl_learn_engine.v", r"\.mode\(\{1'b0, s_relu\[mac_out_tag\]\}\)", ".mode(2'd1)",
+    pytest.param("hrl_learn_engine.v", r"op_kind == K_FWD && t_relu\[opi\]", "op_kind == K_FWD",
                  "relu-on-last", id="relu-on-last", marks=pytest.mark.long),
     # A ragged row block drains R rows (rows past the batch written over the next matrix).
     pytest.param("hrl_learn_engine.v", r"\? R7 : rows_left\[6:0\]", "? R7 : R7",
@@ -79,6 +79,20 @@ MUTATIONS = [
     # (the dependency one tile early).
     pytest.param("hrl_learn_engine.v", r"wp_c0 > k_al", "wp_c0 >= k_al", "early-operand",
                  id="early-operand", marks=pytest.mark.long),
+    # Backward: the weights read by rows, not transposed (W for W^T).
+    pytest.param("hrl_learn_engine.v", r"\.rd_col\(k_bwd\), \.rd_base\(wb\[WAB-1:0\]\)",
+                 ".rd_col(1'b0), .rd_base(wb[WAB-1:0])", "bwd-untransposed",
+                 id="bwd-untransposed"),
+    # Backward: the ReLU derivative mask not applied (a masked op as an unmasked one).
+    pytest.param("hrl_learn_engine.v", r"op_kind == K_BWDM \? 2'd2", "op_kind == K_BWDM ? 2'd0",
+                 "bwd-no-mask", id="bwd-no-mask", marks=pytest.mark.long),
+    # Weight gradient: the activations read by columns (A for A^T).
+    pytest.param("hrl_learn_engine.v", r"act_rd = k_fwd \? 1'b0 : 1'b1", "act_rd = 1'b0",
+                 "wgrad-untransposed", id="wgrad-untransposed", marks=pytest.mark.long),
+    # Bias gradient: the row of ones read as twos.
+    pytest.param("hrl_learn_engine.v", r"ONE = \{\{\(AW-1\)\{1'b0\}\}, 1'b1\}",
+                 "ONE = {{(AW-2){1'b0}}, 2'b10}", "bgrad-not-ones", id="bgrad-not-ones",
+                 marks=pytest.mark.long),
 ]
 
 
