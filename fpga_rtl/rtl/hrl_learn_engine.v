@@ -50,7 +50,10 @@
 //      11 SHIFT   the narrowing's right shift x.frac + w.frac - y.frac (signed 8 bits, -4..)
 //      12 WIDTH   the output word's width (2..OW); 13 BSHIFT the bias's left shift
 //                 x.frac + w.frac - bias.frac (0..BSMAX)
-//      14 KIND    0..4 (above)      15 M_BASE  kind 2: activation-bank base of the mask
+//      14 KIND    0..4 (above), plus 8 for "independent": the op reads nothing that the op
+//                 before it writes (the host's promise), so its beats do not wait for that
+//                 op's writes; only its very last beat does (see the schedule)
+//      15 M_BASE  kind 2: activation-bank base of the mask
 //     The x words of every op must fit AW bits and the w words BW bits (a delta is both in
 //     kinds 1..4); every output is stored sign-extended to OW bits.
 //   * pulses `start` with `n_ops` (1..6 NL); the engine runs ops 0..n_ops-1 in order and
@@ -81,9 +84,10 @@
 // output (both forward, or both backward; same base, stride, rows; K = the previous N:
 // "chained") reads column k of row block r0 once the previous op's tile holding it is
 // written (a write position, the next tile to be written, moves as each tile's last row is
-// written); any other op waits for the previous op to be written whole. Tiles drain in
-// issue order, so an op's last beat (its last row block, column K - 1) implies that the op
-// before it is written whole: no third op is ever in flight. A chained layer's first tiles
+// written); an independent op (KIND + 8) issues at once; any other op waits for the previous
+// op to be written whole. Tiles drain in issue order, and an independent op's very last beat
+// waits for the previous op to be written whole, so an op's last beat implies that the op
+// before it is written whole: no third op is ever in flight (two slots of output fields). A chained layer's first tiles
 // thus run while the previous layer's last tiles drain, instead of the drain, the write and
 // the read (learner_schedule's DEP_GAP) between layers.
 `default_nettype none
@@ -221,7 +225,7 @@ module hrl_learn_engine #(
     reg [7:0]     t_sh   [0:NOPS-1];
     reg [5:0]     t_wd   [0:NOPS-1];
     reg [5:0]     t_bs   [0:NOPS-1];
-    reg [2:0]     t_kind [0:NOPS-1];
+    reg [3:0]     t_kind [0:NOPS-1];
     reg [AAB-1:0] t_mb   [0:NOPS-1];
 
     always @(posedge clk) begin
@@ -241,7 +245,7 @@ module hrl_learn_engine #(
                 4'd11: t_sh[op_wr_op] <= op_wr_data[7:0];
                 4'd12: t_wd[op_wr_op] <= op_wr_data[5:0];
                 4'd13: t_bs[op_wr_op] <= op_wr_data[5:0];
-                4'd14: t_kind[op_wr_op] <= op_wr_data[2:0];
+                4'd14: t_kind[op_wr_op] <= op_wr_data[3:0];
                 4'd15: t_mb[op_wr_op] <= op_wr_data[AAB-1:0];
             endcase
         end
@@ -265,6 +269,7 @@ module hrl_learn_engine #(
     reg [5:0]     wd, bs;
     reg [2:0]     kind;
     reg           chained;    // this op reads the previous op's output, as it is written
+    reg           indep;      // this op reads nothing the previous op writes
     // The output fields of the last two ops, by the op's parity (its tag through the array):
     // op j's tiles drain after op j - 1's and before op j + 1's, and op j + 2 loads only
     // once op j is written (see the dependency below), so two slots are enough.
@@ -302,13 +307,14 @@ module hrl_learn_engine #(
     wire          tag = op[0];
     wire [IW-1:0] k_al = (kk >> LGC) << LGC;
     wire          operand_ready = (wp_tag == tag)
-                  || (chained && (wp_r0 > r0 || (wp_r0 == r0 && wp_c0 > k_al)));
+                  || (chained && (wp_r0 > r0 || (wp_r0 == r0 && wp_c0 > k_al)))
+                  || (indep && !(beat_last && last_col && last_row));
     wire          issue = (state == S_ISSUE) && operand_ready
                           && (!beat_last || gap >= need);
 
     // An op's fields out of range (checked as they load).
     wire [OPB-1:0] opi = op[OPB-1:0];
-    wire [2:0]     op_kind = t_kind[opi];
+    wire [2:0]     op_kind = t_kind[opi][2:0];
     wire           op_bwd = op_kind == K_BWD || op_kind == K_BWDM;
     wire signed [7:0] op_sh = t_sh[opi];
     localparam signed [7:0] SHMAX8 = SHMAX[7:0];
@@ -374,6 +380,7 @@ module hrl_learn_engine #(
                 bs <= t_bs[opi];
                 kind <= op_kind;
                 chained <= links;
+                indep <= t_kind[opi][3];
                 s_yb[tag] <= t_yb[opi];
                 s_ys[tag] <= t_ys[opi];
                 s_ym[tag] <= t_m[opi];

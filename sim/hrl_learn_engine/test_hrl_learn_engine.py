@@ -215,9 +215,11 @@ class TB:
         ys = [np.asarray(o)[:batch, 0, :dims[i + 1]] for i, o in enumerate(outs)]
         return ys, int(np.sum(np.asarray(n)[:batch]))
 
-    async def load(self, dims, batch, trained: bool = True, op0: int = 0, at=(0, 0, 0)):
+    async def load(self, dims, batch, trained: bool = True, op0: int = 0, at=(0, 0, 0),
+                   indep: bool = False):
         """Write a random network, its input and its ops (op0 on) at bases `at` (layout);
-        returns (x, net, acts, the bases after)."""
+        indep: the first op marked independent of the op before it (it reads the host's
+        input). Returns (x, net, acts, the bases after)."""
         f = self.fmt
         x, net = self.network(dims, batch, trained)
         acts, ws, bs, end = self.layout(dims, batch, at)
@@ -232,7 +234,7 @@ class TB:
                 "n": dims[i + 1], "w_base": ws[i][0], "w_slog": ws[i][1], "b_base": bs[i],
                 "y_base": acts[i + 1][0], "y_slog": acts[i + 1][1], "relu": int(not last),
                 "shift": f.act.frac + f.weight.frac - out.frac, "width": out.width,
-                "bshift": f.act.frac})
+                "bshift": f.act.frac, "kind": 8 if indep and i == 0 else 0})
         return x, net, acts, end
 
     async def compare(self, dims, batch, x, net, acts, layers_run: int, label: str):
@@ -297,7 +299,7 @@ class TB:
         return gws, gbs, d_in, int(n)
 
     async def check_backward(self, dims, batch, input_delta: bool, grouped: bool,
-                             step: bool = False):
+                             indep: bool, step: bool = False):
         """A forward and a backward pass of a random network in one table: the forward ops,
         then per layer (last first) its backward op (masked by its input's ReLU; the first
         layer's unmasked, only with input_delta), weight gradient and bias gradient, or
@@ -305,12 +307,14 @@ class TB:
         the input delta and the run's saturations against mlp_forward + mlp_backward.
         step: the array's part of a DQN step instead: the online net on 2 x batch rows (s and
         s' stacked), a target net on batch rows (s'), the backward pass on the first batch
-        rows of the online net's; every forward output is checked too."""
+        rows of the online net's; every forward output is checked too. indep: each op that
+        reads nothing the op before it writes is marked so (KIND + 8)."""
         f, la, depth = self.fmt, self.LA, len(dims) - 1
         x, net, acts, end = await self.load(dims, 2 * batch if step else batch)
         n_fwd = depth
         if step:
-            xt, net_t, acts_t, _ = await self.load(dims, batch, op0=depth, at=end)
+            xt, net_t, acts_t, _ = await self.load(dims, batch, op0=depth, at=end,
+                                                   indep=indep)
             n_fwd = 2 * depth
         delta = random_words(self.rng, (batch, dims[-1]), f.delta.width)
         slog = [clog2(-(-d // la)) for d in dims]
@@ -346,6 +350,17 @@ class TB:
             if not grouped:
                 grad, bwd = [], [*bwd, *grad]
         ops = bwd + grad
+        # What each op reads and writes, (bank, base); an op independent of its predecessor
+        # reads nothing it writes.
+        reads = {1: lambda o: {("d", o["x_base"])},
+                 2: lambda o: {("d", o["x_base"]), ("a", o["m_base"])},
+                 3: lambda o: {("a", o["x_base"]), ("d", o["w_base"])},
+                 4: lambda o: {("d", o["w_base"])}}
+        prev = ("a", (acts_t if step else acts)[depth][0])
+        for op in ops:
+            if indep and prev not in reads[op["kind"]](op):
+                op["kind"] += 8
+            prev = ("d", op["y_base"])
         for j, op in enumerate(ops):
             await self.write_op(n_fwd + j, op)
         n_ops = n_fwd + len(ops)
@@ -464,8 +479,9 @@ async def test_backward(dut):
     """Forward and backward passes of random networks (shapes around the array's size,
     ragged, full-range output deltas), every gradient word bit for bit; half propagate the
     delta to the input (DDPG's dQ/da), half run the backward ops chained before the
-    gradients. BWD_TB_NETS sets the count (default 2 on Icarus, 16 on Verilator); then, on
-    Verilator, DQN's net at batch 32 where the engine holds it."""
+    gradients, half mark the ops that read nothing of their predecessor's independent.
+    BWD_TB_NETS sets the count (default 2 on Icarus, 16 on Verilator); then, on Verilator,
+    DQN's net at batch 32 where the engine holds it."""
     tb = TB(dut, seed=5)
     assert tb.AW >= tb.fmt.delta.width and tb.BW >= tb.fmt.delta.width, (
         f"AW={tb.AW}, BW={tb.BW}: a delta word needs {tb.fmt.delta.width} bits")
@@ -474,9 +490,10 @@ async def test_backward(dut):
     count = int(os.environ.get("BWD_TB_NETS", "16" if fast else "2"))
     for t in range(count):
         batch = int(tb.rng.integers(1, tb.BMAX + 1))
-        await tb.check_backward(tb.random_dims(), batch, t % 2 == 0, t % 4 >= 2)
+        await tb.check_backward(tb.random_dims(), batch, t % 2 == 0, t % 4 in (1, 2),
+                                t % 4 in (0, 1))
     if fast and tb.NMAX >= 64 and tb.NL >= 3 and tb.BMAX >= 32:
-        await tb.check_backward(DQN, 32, False, False)
+        await tb.check_backward(DQN, 32, False, False, True)
 
 @cocotb.test()
 async def test_step_products(dut):
@@ -490,7 +507,7 @@ async def test_step_products(dut):
         nets = [(tuple(dims), batch) for dims, batch in json.loads(os.environ["STEP_NETS"])]
     else:
         nets = [((3, tb.C + 1, 2), max(1, min(tb.R + 1, tb.BMAX // 2)))]
-    counts = [await tb.check_backward(dims, batch, False, True, step=True)
+    counts = [await tb.check_backward(dims, batch, False, True, True, step=True)
               for dims, batch in nets]
     if os.environ.get("STEP_CYCLES_OUT"):
         with open(os.environ["STEP_CYCLES_OUT"], "w") as f:
