@@ -1,4 +1,4 @@
-"""Cycles of the forward engine (fpga_rtl/rtl/hrl_learn_engine.v) per inference, counted in
+"""Cycles of the engine (fpga_rtl/rtl/hrl_learn_engine.v) per inference, counted in
 simulation, beside the cycle model's prediction.
 
     python experiments/rtl/forward_cycles.py        # -> experiments/results/fpga_learner/
@@ -86,7 +86,7 @@ def main() -> None:
         w.writeheader()
         w.writerows(rows)
     lines = [
-        "# FPGA learner: the forward engine's cycles per inference, simulated and modeled",
+        "# FPGA learner: the engine's cycles per inference, simulated and modeled",
         "",
         "Regenerate: `python experiments/rtl/forward_cycles.py`. `sim_cycles`: "
         "hrl_learn_engine simulated in Icarus, whole networks through its op table, every "
@@ -112,8 +112,9 @@ def main() -> None:
         "tiles as soon as the previous layer's last beat is issued, each beat waiting only for "
         "the tile it reads, so the drain between layers is hidden. It adds what the model "
         "leaves out: the first op's load and the banks' 2-cycle read before the first beat, the "
-        "activation register and the bank write after the last row, and one cycle per further "
-        "layer to load its op.",
+        "2-cycle wait of each output row for the mask bank's read (the backward pass's ReLU "
+        "mask; every op's rows take the same path), the activation register and the bank "
+        "write after the last row, and one cycle per further layer to load its op.",
         "",
         f"One state's inference of DQN's net (the issue's target: at most {TARGET_US} us): "
         + "; ".join(f"{r['array']} {r['us']} us ({r['sim_cycles']} cycles)" for r in one)

@@ -110,9 +110,13 @@ def main() -> None:
         + "; ".join(f"{r['step_us']} us ({r['sim_array_cycles']} simulated array cycles + "
                     f"{r['model_loss_cycles'] + r['model_update_cycles']} modeled)"
                     for r in goal)
-        + ". The engine runs an op that does not read its predecessor's output only once that "
-        "predecessor is written whole (one dependency rule for every op but a chained one), "
-        "so the target net's first layer and each gradient op wait for the op before them.",
+        + ". The engine overlaps what the model runs one after another: a chained layer (forward "
+        "after forward, backward after backward) starts on the tiles of the previous one as "
+        "they are written, and an op marked independent (the target net's first layer, the "
+        "gradients) issues while its predecessor drains; the bias gradient is an op of its "
+        "own (B beats per tile of one row), where the model fuses it into the weight "
+        "gradient's tiles. The loss, Adam and target cycles are the model's until the engine "
+        "sequences those units.",
     ]
     (OUT / "step_cycles.md").write_text("\n".join(lines) + "\n")
     print((OUT / "step_cycles.md").read_text())
