@@ -1,4 +1,5 @@
-"""cocotb testbench of fpga_rtl/rtl/hrl_learn_engine.v against hrl.fixed_point.layers.mlp_forward.
+"""cocotb testbench of fpga_rtl/rtl/hrl_learn_engine.v against hrl.fixed_point.layers
+(mlp_forward; mlp_backward for the backward and gradient ops).
 
 The host's side as a driver would do it: random ReLU MLPs of random shapes (DQN CartPole's
 4-64-64-2 among them, widths and batches that are not multiples of R or C), random batches,
@@ -14,6 +15,12 @@ The reference runs on operands zero-padded to one shape per depth (a zero input 
 weight row add nothing to an exact sum; a zero output column is 0 and saturates nothing),
 one batch row at a time under vmap, so that JAX compiles it once per depth, not per shape,
 and the saturations of the real rows alone are counted.
+
+The backward runs (test_backward, test_step_products) add a random output delta (full-range
+delta words) and the backward ops to the same table; every weight- and bias-gradient word,
+the input delta where it is propagated, and the run's saturations (forward + backward) must
+equal mlp_forward + mlp_backward's, run on the whole batch padded to BMAX x NMAX (a zero
+delta row adds nothing to a batch sum and saturates nothing).
 """
 
 from __future__ import annotations

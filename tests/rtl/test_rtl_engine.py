@@ -1,11 +1,12 @@
-"""The learning module's forward engine (fpga_rtl/rtl/hrl_learn_engine.v, the table-driven
-controller of the array, the banks and the activation unit): its cocotb testbench's sweep
-(sim/hrl_learn_engine/), Verilator -Wall lint, $fatal on illegal parameters, and mutation
-tests: the testbench must fail against a copy of the controller with one deliberate bug.
+"""The learning module's engine (fpga_rtl/rtl/hrl_learn_engine.v, the table-driven controller
+of the array, the banks and the activation unit: forward, backward, weight and bias
+gradients): its cocotb testbench's sweep (sim/hrl_learn_engine/), Verilator -Wall lint,
+$fatal on illegal parameters, and mutation tests: the testbench must fail against a copy of
+the controller with one deliberate bug (at least one per op kind).
 
 As tests/rtl/test_rtl_learn.py: a missing tool skips with the reason outside CI and fails
-under CI=true; the two small Icarus sets, the lint, the $fatal checks and one mutation run in
-`make test` (seconds each), the Verilator sets and the other mutations in the long tier.
+under CI=true; the two small Icarus sets, the lint, the $fatal checks and two mutations run
+in `make test` (seconds each), the Verilator sets and the other mutations in the long tier.
 """
 
 from __future__ import annotations
