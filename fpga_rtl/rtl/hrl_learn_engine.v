@@ -41,7 +41,8 @@
 //     row stride 2**slog words of a bank; hrl_learn_weight_bank's header);
 //   * writes the op table (op_wr_*: op `op_wr_op`, field `op_wr_field`, value `op_wr_data`):
 //       0 X_BASE  base of the x operand's matrix (see the kinds), 1 X_SLOG its stride
-//       2 M output rows (1..max(BMAX, NMAX))   3 K beats (1..max(BMAX, NMAX))
+//       2 M output rows   3 K beats: kinds 0..2 M 1..BMAX (the batch), K 1..NMAX; kind 3
+//         M 1..NMAX, K 1..BMAX (the batch); kind 4 M 1, K 1..BMAX
 //       4 N output columns (1..NMAX)
 //       5 W_BASE  base of the w operand's matrix, 6 W_SLOG its stride
 //       7 B_BASE  bias-bank base of the bias (kind 0; 1 x N, read as row 0 with stride 1)
