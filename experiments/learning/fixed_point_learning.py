@@ -61,6 +61,11 @@ VARIANTS = {
     # (six fewer fractional bits, so a floor of about 0.17 on the root).
     "ddpg_pendulum_fixed_adam_v20": ("ddpg_pendulum", [
         *FIXED_ADAM, "agent.fixed_point.second=[29,20]", "agent.fixed_point.rsqrt=[24,12]"]),
+    # DQN with a coarser second moment than its default Q29.22: a floor (an epsilon on the
+    # root) of about 0.022 in place of 0.011, about a quarter of DQN's typical batch-summed
+    # gradient (the float learner's epsilon is negligible against its gradients).
+    "dqn_cartpole_fixed_adam_v20": ("dqn_cartpole", [
+        *FIXED_ADAM, "agent.fixed_point.second=[29,20]"]),
     "dqn_cartpole_fixed_adam_v14": ("dqn_cartpole", [
         *FIXED_ADAM, "agent.fixed_point.second=[29,14]", "agent.fixed_point.rsqrt=[24,18]"]),
     "dqn_cartpole_fixed": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.005",
@@ -192,12 +197,13 @@ READING = """
 - `*_fixed_adam`: the fixed-point learner as configured by default (`agent.numerics=fixed`,
   Adam with the host's bias correction, the algorithm's formats), at the float configs'
   rates. It has no global-norm clipping, so `agent.max_grad_norm=null`.
-- `dqn_cartpole_fixed_adam_v14` and `ddpg_pendulum_fixed_adam_v20`: each algorithm with the
-  other's second-moment and root formats (DQN's default second moment is Q29.20, DDPG's
-  Q29.14): why the default differs per algorithm. `ddpg_pendulum_fixed_adam` ran as
-  `ddpg_pendulum_fixed_adam_v14` (the same overrides, explicit) and
-  `ddpg_pendulum_fixed_adam_v20` as `ddpg_pendulum_fixed_adam`, before DDPG's default
-  became Q29.14: the same configs, renamed.
+- `*_v14`, `*_v20`: the second moment as Q29.14 (with the root as Q24.18) or Q29.20 (root
+  Q24.12). The defaults are Q29.22 for DQN and Q29.14 for DDPG: why the default differs per
+  algorithm. Runs made before the defaults changed are listed under the name of the config
+  they ran (the same overrides): `ddpg_pendulum_fixed_adam` ran as
+  `ddpg_pendulum_fixed_adam_v14`, `dqn_cartpole_fixed_adam` as
+  `dqn_cartpole_fixed_adam_v22` (`agent.fixed_point.second=[29,22]`), and the two `_v20`
+  rows as the defaults of their time.
 - `dqn_cartpole_float_adam_noclip`: a float32 control, the float learner's Adam without
   clipping: what the fixed-point learner should match, the arithmetic being the only
   difference. `dqn_cartpole_float_adam_uncorrected`: float32 with the same Adam without its bias

@@ -30,15 +30,16 @@ and `optim` name which. Why each is what it is:
   cannot hold both algorithms' gradients: with beta2 = 0.999 a word below about 500 lsb no
   longer decays (its decay rounds away), which acts as an epsilon on the root, so the
   fractional bits set the smallest gradient Adam resolves and the integer bits the largest.
-  DQN, Q29.20 (0..256, step 9.5e-7): its batch-summed gradients are about 0.1, and the floor
-  is an epsilon of about 0.02; a gradient over 16 saturates grad^2 (counted; Adam's step of
-  it is then smaller, never larger). DDPG, Q29.14 (0..16384): its critic's batch-summed
-  gradients reach the hundreds, which Q29.20 saturates on every step; the floor is then an
-  epsilon of about 0.17. Measured both ways on both algorithms:
+  DQN, Q29.22 (0..64, step 2.4e-7): its batch-summed gradients are about 0.1, and the floor
+  is an epsilon of about 0.011 (Q29.20's, 0.022, learned slower); a gradient over 8
+  saturates grad^2 (counted; Adam's step of it is then smaller, never larger). DDPG, Q29.14
+  (0..16384): its critic's batch-summed gradients reach the hundreds, which Q29.20 saturates
+  on every step; the floor is then an epsilon of about 0.17. Measured on both algorithms:
   experiments/results/fixed_point/.
 * `rsqrt`: 1 / sqrt(second), from the table of `rsqrt`; its product with `moment` must stay
   within the exact accumulator (widths summing to at most 55). Per algorithm with `second`:
-  Q24.12 (0.0625..1024) for DQN, Q24.18 for DDPG, whose smallest root is 64 times smaller.
+  Q24.12 (0.0625..1024, the root of Q29.22's floor is about 90) for DQN, Q24.18 for DDPG,
+  whose smallest root is 64 times smaller.
 * `step` Q20.16 (+-8): Adam's normalized step m / sqrt(v), about +-1, at most
   (1 - beta1) / sqrt(1 - beta2) ~ 3.2 after a single spike.
 * `unit` Q16.15 ([-1, 1)): momentum, tau, 1 - beta1 and 1 - beta2 (a tau of 1 is a hard
@@ -64,7 +65,7 @@ OPTIMIZERS = ("adam", "sgd")  # what the fixed-point learner's optimizer unit im
 LR_FRAC = {"sgd": 26, "adam": 24}
 ALGORITHMS = ("dqn", "ddpg")  # what the learning module's loss unit implements
 # Per algorithm, the default (second, rsqrt) formats (see the module docstring for why).
-SECOND_DEFAULT = {"dqn": ((29, 20), (24, 12)), "ddpg": ((29, 14), (24, 18))}
+SECOND_DEFAULT = {"dqn": ((29, 22), (24, 12)), "ddpg": ((29, 14), (24, 18))}
 
 
 def exact_difference(a: Fx, b: Fx) -> tuple[int, int]:

@@ -32,7 +32,7 @@ def test_second_moment_formats_default_per_algorithm():
     reads its algorithm's."""
     fp = FixedPointConfig()
     dqn, ddpg = fp.formats("adam", "dqn"), fp.formats("adam", "ddpg")
-    assert (dqn.second, dqn.rsqrt) == (Fx(29, 20), Fx(24, 12))
+    assert (dqn.second, dqn.rsqrt) == (Fx(29, 22), Fx(24, 12))
     assert (ddpg.second, ddpg.rsqrt) == (Fx(29, 14), Fx(24, 18))
     set_one = FixedPointConfig(second=(29, 16))
     assert set_one.formats("adam", "ddpg").second == set_one.formats("adam", "dqn").second
