@@ -91,8 +91,10 @@ test-core: setup
 demo: setup
 	$(BIN)/python -m hrl.demo
 
+# worksteal: a worker that runs out of tests takes queued ones from the other, so the suite
+# does not end on one worker finishing a backlog of long tests alone.
 test: setup
-	CI=$${CI:-} $(BIN)/python -m pytest -n $(JOBS) -m "not slow and not long" tests
+	CI=$${CI:-} $(BIN)/python -m pytest -n $(JOBS) --dist worksteal -m "not slow and not long" tests
 
 # The long tier: end-to-end runs whose contract a quicker test in `make test` also checks
 # (see the `long` marker in pyproject.toml). CI runs it after `make test`.

@@ -34,6 +34,8 @@ def test_numpy_learner_on_replay_handle_finds_the_goal(seed):
     assert out["path"] in ("direct", "jit")
 
 
+# Half a minute in a subprocess; the same env trains from Python in make test.
+@pytest.mark.long
 def test_custom_gymnasium_env_trains_from_the_cli(tmp_path, monkeypatch):
     """`hrl train examples/corridor.yaml`: the env named as gymnasium:<module>:<id> is
     imported from the directory hrl runs in."""

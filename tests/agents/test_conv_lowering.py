@@ -105,6 +105,8 @@ def test_compiled_sgd_step_has_no_convolution(network, layers):
     assert f"f32[{n}]" not in text
 
 
+# Half a minute; the lowering's equality with nn.Conv is checked above in make test.
+@pytest.mark.long
 def test_small_networks_keep_the_flat_optimizer_and_both_forms_agree():
     """Below FLAT_MAX_PARAMS the optimizer still runs on one flat vector; above, per array,
     with the same updates as the flat form to float tolerance."""

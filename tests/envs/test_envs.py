@@ -168,7 +168,8 @@ def test_gymnax_time_limit_is_truncation_not_termination():
 
 @pytest.mark.parametrize(
     "env_name",
-    ["inverted_pendulum"]
+    # A minute of brax's compile on 2 cores: in the long tier, which CI runs after make test.
+    [pytest.param("inverted_pendulum", marks=pytest.mark.long)]
     + [pytest.param(n, marks=pytest.mark.slow) for n in BRAX_ENVS if n != "inverted_pendulum"],
 )
 def test_brax_env_constructs_and_steps(env_name):

@@ -139,6 +139,8 @@ def test_samples_equal_the_twice_stored_layout_bit_for_bit(impl, share, m, n, ro
     assert (linked_ahead > 0) == (share and n > 1)
 
 
+# Half a minute; the twice-stored layout's equality is in make test.
+@pytest.mark.long
 def test_one_episode_end_takes_one_side_entry_where_n_steps_took_n():
     """Short episodes with 3-step windows: each episode end cuts the windows of the 3 items of
     its env before it. Linked ahead, they take one side entry between them, so a side store

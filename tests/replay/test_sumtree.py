@@ -109,7 +109,9 @@ def test_duplicates_last_in_batch_wins(fmt):
 
 
 @pytest.mark.parametrize("fmt", ["float32", "fixed"])
-@pytest.mark.parametrize("k", FANOUTS)
+# fanout 2 (the deepest trees, the slowest) in the long tier
+@pytest.mark.parametrize("k", [pytest.param(k, marks=pytest.mark.long) if k == 2 else k
+                               for k in FANOUTS])
 def test_zero_leaves_never_sampled_and_last_nonzero_reachable(fmt, k):
     n = 1000
     pri = np.zeros(n, np.float32)

@@ -27,6 +27,8 @@ def _waves(stdout: str) -> list[Path]:
             if line.startswith("waves: ")]
 
 
+# A full Icarus case with a waveform dump; the testbenches run the runner in make test.
+@pytest.mark.long
 def test_one_case_on_icarus_dumps_an_fst_and_prints_its_path():
     rtl_runner.require("icarus")
     done = _run("hrl_fifo", "-k", "AW1-W8", "--waves")

@@ -150,6 +150,8 @@ def test_host_loop_runs_seeds_one_after_another(tmp_path):
     assert [r["seed"] for r in summary["per_seed"]] == [3, 4]
 
 
+# Half a minute; test_train_with_seeds_writes_each_seed_and_the_aggregate runs the seeds.
+@pytest.mark.long
 def test_cli_seeds_flag(tmp_path):
     config = tmp_path / "tiny.yaml"
     from hrl.config import dump_config

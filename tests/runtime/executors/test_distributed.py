@@ -85,6 +85,8 @@ def _returns(outs):
     return np.concatenate([np.asarray(o.completed_return) for o in outs])
 
 
+# A minute with Ray's start; the config mistakes above stay in make test.
+@pytest.mark.long
 def test_one_worker_is_the_pipelined_executor_with_process_actors(local_ray):
     # The whole state, replay layout included: the distributed executor keeps next_obs in each
     # row (`replay.next_obs: auto` is stored there), so the pipelined run is asked for stored.
