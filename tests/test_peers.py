@@ -116,6 +116,8 @@ def _check_training_row(row, peer, m):
     json.dumps(row)
 
 
+# Two peers' training runs (benchmark scripts, `make peers`); their rows' checks above stay.
+@pytest.mark.long
 def test_hrl_and_jax_flashbax_peers_tiny_budget(capsys):
     import peer_hrl
     import peer_jax_flashbax

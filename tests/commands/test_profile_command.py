@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from tiny_profiles import CONFIG
 
 
@@ -46,6 +47,8 @@ def test_profile_only_loop_fused_times_the_fused_loop_again(tiny_profile, tmp_pa
             == [r for r in before["rows"] if r["call"] != "loop:fused"])
 
 
+# A second profiling run; `--only` on an existing profile is checked above in make test.
+@pytest.mark.long
 def test_profile_only_adds_the_collective_row_to_an_existing_profile(tiny_profile, tmp_path,
                                                                      capsys):
     import shutil
