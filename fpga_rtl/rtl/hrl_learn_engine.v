@@ -57,8 +57,9 @@
 //      15 M_BASE  kind 2: activation-bank base of the mask
 //     The x words of every op must fit AW bits and the w words BW bits (a delta is both in
 //     kinds 1..4); every output is stored sign-extended to OW bits.
-//   * pulses `start` with `n_ops` (1..6 NL); the engine runs ops 0..n_ops-1 in order and
-//     pulses `done`; `cycles` then holds the cycles it was busy (the edge that took `start`
+//   * pulses `start` with `n_ops` (1..6 NL) and `op_first` (0 for a whole table); the engine
+//     runs ops op_first..n_ops-1 in order (so a step sequencer runs the forward ops, then the
+//     backward ops of the same table after its loss unit; hrl_learn_step) and pulses `done`; `cycles` then holds the cycles it was busy (the edge that took `start`
 //     to the one that raised `done`), `sat_count` the outputs that saturated (every op's, as
 //     the layers' n_sat), `error` whether an op's fields were out of range (the run stops
 //     at that op), `fault` whether a beat was ever refused by the array (never, by the rule
@@ -119,7 +120,8 @@ module hrl_learn_engine #(
     input  wire                 rst,
     // control
     input  wire                 start,      // with busy low: run ops 0..n_ops-1
-    input  wire [OPB:0]         n_ops,      // with start: 1..6 NL
+    input  wire [OPB:0]         n_ops,      // with start: 1..6 NL, one past the last op run
+    input  wire [OPB-1:0]       op_first,   // with start: the first op run (0..n_ops-1)
     output reg                  busy,
     output reg                  done,       // one cycle, when the run ends
     output reg                  error,      // the run stopped at an op with a field out of range
@@ -363,7 +365,7 @@ module hrl_learn_engine #(
                 error <= 1'b0;
                 fault <= 1'b0;
                 cycles <= {{(SW-1){1'b0}}, 1'b1};
-                op <= {(OPB+1){1'b0}};
+                op <= {1'b0, op_first};
                 ops <= n_ops;
                 state <= S_LOAD;
             end
@@ -394,7 +396,7 @@ module hrl_learn_engine #(
                 r0 <= {IW{1'b0}};
                 c0 <= {IW{1'b0}};
                 kk <= {IW{1'b0}};
-                if (bad_op || ops == 0 || ops > NOPSS) begin
+                if (bad_op || ops == 0 || ops > NOPSS || op >= ops) begin
                     error <= 1'b1;
                     state <= S_ERR;
                 end else begin
@@ -796,7 +798,7 @@ module hrl_learn_engine #(
         if (rst || (state == S_IDLE && start)) begin
             wp_r0 <= {IW{1'b0}};
             wp_c0 <= {IW{1'b0}};
-            wp_tag <= 1'b0;
+            wp_tag <= (state == S_IDLE && start) ? op_first[0] : 1'b0;
         end
     end
 

@@ -77,8 +77,8 @@ class TB:
 
     async def reset(self):
         d = self.dut
-        for s in ("start", "n_ops", "op_wr_en", "op_wr_op", "op_wr_field", "op_wr_data",
-                  "h_wr_en", "h_wr_sel", "h_wr_base", "h_wr_slog", "h_wr_i", "h_wr_j",
+        for s in ("start", "n_ops", "op_first", "op_wr_en", "op_wr_op", "op_wr_field",
+                  "op_wr_data", "h_wr_en", "h_wr_sel", "h_wr_base", "h_wr_slog", "h_wr_i", "h_wr_j",
                   "h_wr_mask", "h_wr_data", "h_rd_en", "h_rd_sel", "h_rd_base", "h_rd_slog",
                   "h_rd_i", "h_rd_j", "h_rd_rows", "h_rd_cols"):
             getattr(d, s).value = 0

@@ -1,0 +1,955 @@
+// hrl_learn_step: the learning module's whole DQN SGD step, a thin sequencer above
+// hrl_learn_engine that owns the optimizer's banks and the loss, Adam and target units. Bit
+// for bit hrl.fixed_point.dqn.FixedDQN.sgd_step (Adam), given the batch words, with the
+// network's state (master weights, Adam's moments, the target masters, the step counter)
+// carried in its banks from step to step. One step, from `st_start` with st_cmd 0:
+//   1 forward  the engine runs ops 0..NF-1 of its table (the host's: the online net on s
+//              and s' stacked, 2B rows; the target net on s'; hrl_learn_engine's header);
+//   2 loss     per sample b, three host-port reads of the activation bank (Q(s_b) and
+//              Q(s'_b) of the online net, Q'(s'_b) of the target), one hrl_learn_loss_dqn
+//              pass: the output delta row written into the delta bank (D_BASE), td and |td|
+//              into the TD registers (the replay's priorities);
+//   3 backward the engine runs ops NF..NOPS-1 (backward, weight and bias gradients);
+//   4 update   the parameter stream (below): per block of C words, the gradient read from
+//              the delta bank, master, m and v from their banks, C hrl_learn_adam lanes, the
+//              new master, m, v written back, and the operand words (the master rounded to
+//              the weight format: hrl_learn_target in copy mode) written into the engine's
+//              weight or bias bank, where the next step's forward reads them;
+//   5 target   when (train_steps + 1) mod PERIOD is 0 (optim.update_target): per block, the
+//              new master and the target master through hrl_learn_target (Polyak with TAU,
+//              or a hard copy), the new target master written back and its operand words
+//              into the engine's target weights and biases.
+// st_cmd 1 (init) computes both nets' operand words from the master and target banks (the
+// host's initial words), as the step's write-back does, so the next step reads the words the
+// reference rounds.
+//
+// The parameter stream: layer 0..NLAY-1, per layer its weight rows i = 0..K-1 then its bias
+// as row K, per row column blocks jb = 0..ceil(N/C)-1 of C words (lanes past N hold zeros):
+// block p of the stream lives at address p of the master, m, v and target banks (layer l's
+// first block at the layer's P_BASE, which the host writes; it reads and writes the banks in
+// the same order through the st_p_* port).
+//
+// Saturations (st_sat, per step): the engine's two runs, the loss unit's, the Adam lanes',
+// the Polyak step's, and the operand roundings of the online and the target masters as the
+// step read them (computed by the previous write-back or init, kept in registers): the sum
+// FixedDQN.sgd_step's metrics['saturations'] counts less the host's quantization of the
+// batch (which the host does).
+//
+// The host, while st_busy is low: has the engine's whole interface (its ports under the
+// same names, passed through: the op table, the banks, start; `busy` is high while either
+// runs); writes the step's registers (st_cfg_*: addresses below), the batch's per-sample
+// words (st_bt_*: action, reward (value), discount and IS weight (prob)), the parameter
+// banks (st_p_*), reads TD words (st_td_*) and the results (st_sat, st_cycles, the phases'
+// cycles, st_steps). The rate word LR is the host's each step (step_rate: the schedule
+// and Adam's bias correction, a table read and a multiply; optim's docstring).
+//   st_cfg addresses, globals:  0 NLAY layers (1..NL)   1 NF forward ops   2 NOPS all ops
+//     3 A actions (1..AMAX)   4 B batch (1..BMAX/2)   5 Q_BASE 6 Q_SLOG the online net's
+//     output (2B x A, activation bank)   7 QT_BASE 8 QT_SLOG the target's (B x A)
+//     9 D_BASE 10 D_SLOG the output delta (B x A, delta bank)   11 FLAGS bit 0 double DQN,
+//     bit 1 Huber clip, bit 2 Polyak (else a hard copy)   12 HUBER (value word)
+//     13 C1 = 1 - beta1 14 C2 = 1 - beta2 (unit words)   15 LR (rate word)
+//     16 V_FLOOR (second-moment word)   17 TAU (unit word)   18 PERIOD (>= 1)
+//     19 STEPS (train_steps)   20 PHASE (train_steps mod PERIOD)
+//   per layer l, address 32 + 16 l + f: 0 K 1 N (its input and output widths)
+//     2 W_BASE 3 W_SLOG the online weights (weight bank)   4 B_BASE the online bias (bias
+//     bank)   5 TW_BASE 6 TB_BASE the target's (same stride)   7 GW_BASE 8 G_SLOG the
+//     weight gradient (delta bank)   9 GB_BASE the bias gradient   10 P_BASE (above)
+// `st_error`: the configuration out of range (nothing runs) or an engine run stopped at a
+// bad op (the step stops there).
+//
+// Cost above the engine: C Adam lanes (hrl_learn_adam), C target lanes (hrl_learn_target),
+// one loss unit of AMAX actions, four banks of C words per block, the batch and TD
+// registers (BMAX words each), counters. Cycles: the engine's two runs, 3 B + 8 for the
+// loss, blocks + 14 for the update, blocks + 8 for the target when due (blocks: the stream's
+// length), a few between phases.
+`default_nettype none
+
+module hrl_learn_step #(
+    // The engine's parameters (hrl_learn_engine's header): the array's rows and columns.
+    parameter R = 4,
+    parameter C = 4,
+    // Activation-word, weight-word and widest output-word widths.
+    parameter AW = 18,
+    parameter BW = 18,
+    parameter OW = 24,
+    // Largest layer width, layer count and batch (of the engine's stacked s and s': 2 B).
+    parameter NMAX = 64,
+    parameter NL = 4,
+    parameter BMAX = 32,
+    // Largest bias shift, counter width.
+    parameter BSMAX = 24,
+    parameter SW = 32,
+    // Largest number of actions (the loss unit's lanes); at most max(R, C).
+    parameter AMAX = 4,
+    // Weight format's fractional bits (its width is BW).
+    parameter WF = 12,
+    // Value format (Q values, rewards, TD words): width, fractional bits.
+    parameter VW = 24,
+    parameter VF = 8,
+    // Probability format (discounts, IS weights).
+    parameter PW = 17,
+    parameter PF = 15,
+    // Delta format.
+    parameter DLW = 18,
+    parameter DLF = 12,
+    // Gradient format.
+    parameter GW = 24,
+    parameter GF = 12,
+    // Master format (master and target weights).
+    parameter MW = 28,
+    parameter MF = 24,
+    // Adam's first moment.
+    parameter OMW = 28,
+    parameter OMF = 16,
+    // Adam's second moment.
+    parameter QW = 29,
+    parameter QF = 22,
+    // Reciprocal square root.
+    parameter RW = 24,
+    parameter RF = 12,
+    // Adam's normalized step.
+    parameter TW = 20,
+    parameter TF = 16,
+    // Unit words (1 - beta1, 1 - beta2, tau).
+    parameter UW = 16,
+    parameter UF = 15,
+    // Rate word.
+    parameter LW = 24,
+    parameter LF = 24
+) (
+    input  wire                 clk,
+    input  wire                 rst,
+    // ---- the engine's interface (hrl_learn_engine), the host's while st_busy is low
+    input  wire                 start,
+    input  wire [OPB:0]         n_ops,
+    input  wire [OPB-1:0]       op_first,
+    output wire                 busy,       // the engine or the step runs
+    output wire                 done,       // the engine's, for the host's own runs
+    output wire                 error,
+    output wire                 fault,
+    output wire [SW-1:0]        cycles,
+    output wire [SW-1:0]        sat_count,
+    input  wire                 op_wr_en,
+    input  wire [OPB-1:0]       op_wr_op,
+    input  wire [3:0]           op_wr_field,
+    input  wire [FW-1:0]        op_wr_data,
+    input  wire                 h_wr_en,
+    input  wire [1:0]           h_wr_sel,
+    input  wire [HAB-1:0]       h_wr_base,
+    input  wire [4:0]           h_wr_slog,
+    input  wire [IW-1:0]        h_wr_i,
+    input  wire [IW-1:0]        h_wr_j,
+    input  wire [LA-1:0]        h_wr_mask,
+    input  wire [LA*HW-1:0]     h_wr_data,
+    input  wire                 h_rd_en,
+    input  wire                 h_rd_sel,
+    input  wire [HAB-1:0]       h_rd_base,
+    input  wire [4:0]           h_rd_slog,
+    input  wire [IW-1:0]        h_rd_i,
+    input  wire [IW-1:0]        h_rd_j,
+    input  wire [IW-1:0]        h_rd_rows,
+    input  wire [IW-1:0]        h_rd_cols,
+    output wire [LA*OW-1:0]     h_rd_data,
+    // ---- the step
+    input  wire                 st_start,   // with st_busy low: run st_cmd
+    input  wire                 st_cmd,     // 0 one SGD step, 1 init (both nets' operands)
+    output reg                  st_busy,
+    output reg                  st_done,    // one cycle
+    output reg                  st_error,
+    output reg  [SW-1:0]        st_sat,     // the last step's saturations
+    output reg  [SW-1:0]        st_cycles,  // the last command's cycles
+    output reg  [SW-1:0]        st_cyc_fwd, // ... of its phases (forward, loss, backward,
+    output reg  [SW-1:0]        st_cyc_loss,//     update, target)
+    output reg  [SW-1:0]        st_cyc_bwd,
+    output reg  [SW-1:0]        st_cyc_upd,
+    output reg  [SW-1:0]        st_cyc_tgt,
+    output reg  [31:0]          st_steps,   // train_steps
+    input  wire                 st_cfg_en,
+    input  wire [11:0]          st_cfg_addr,
+    input  wire [31:0]          st_cfg_data,
+    input  wire                 st_bt_en,   // sample st_bt_i's words
+    input  wire [IW-1:0]        st_bt_i,
+    input  wire [AB-1:0]        st_bt_action,
+    input  wire [VW-1:0]        st_bt_reward,
+    input  wire [PW-1:0]        st_bt_discount,
+    input  wire [PW-1:0]        st_bt_weight,
+    // the parameter banks: 0 master, 1 m, 2 v, 3 target; block st_p_*_addr, lane c at
+    // [c*32 +: 32] (the low bits written; read sign-extended, 2 cycles after st_p_rd_en)
+    input  wire                 st_p_wr_en,
+    input  wire [1:0]           st_p_wr_sel,
+    input  wire [PAB-1:0]       st_p_wr_addr,
+    input  wire [C*32-1:0]      st_p_wr_data,
+    input  wire                 st_p_rd_en,
+    input  wire [1:0]           st_p_rd_sel,
+    input  wire [PAB-1:0]       st_p_rd_addr,
+    output reg  [C*32-1:0]      st_p_rd_data,
+    // the last step's TD error and |TD| of sample st_td_i (value words, the next cycle)
+    input  wire [IW-1:0]        st_td_i,
+    output reg  [VW-1:0]        st_td,
+    output reg  [VW-1:0]        st_abs_td
+);
+    // ------------------------------------------------------------------ sizes (the engine's)
+    localparam LA = (R > C) ? R : C;
+    localparam LGA = $clog2(LA);
+    localparam LGC = $clog2(C);
+    localparam DMAX = (NMAX > BMAX) ? NMAX : BMAX;
+    localparam IW = $clog2(DMAX + 1);
+    localparam SLA = $clog2((NMAX + LA - 1) / LA);
+    localparam SLC = $clog2((NMAX + C - 1) / C);
+    localparam ADEPTH = 2 * (NL + 1) * BMAX * (1 << SLA);
+    localparam DDEPTH = ((NL + 1) * BMAX + NL * (NMAX + 1)) * (1 << SLA);
+    localparam WDEPTH = 2 * NL * NMAX * (1 << SLC);
+    localparam BDEPTH = 2 * NL * (1 << SLC);
+    localparam AAB = (ADEPTH > 1) ? $clog2(ADEPTH) : 1;
+    localparam DAB = (DDEPTH > 1) ? $clog2(DDEPTH) : 1;
+    localparam WAB = (WDEPTH > 1) ? $clog2(WDEPTH) : 1;
+    localparam BAB = (BDEPTH > 1) ? $clog2(BDEPTH) : 1;
+    localparam HAB0 = (DAB > WAB) ? DAB : WAB;
+    localparam HAB = (HAB0 > BAB) ? HAB0 : BAB;
+    localparam HW = (OW > BW) ? OW : BW;
+    localparam NOPS = (NL > 0) ? 6 * NL : 6;
+    localparam OPB = $clog2(NOPS);
+    localparam FW0 = (HAB > IW) ? HAB : IW;
+    localparam FW = (FW0 > 8) ? FW0 : 8;
+    // the step's own
+    localparam AB = (AMAX > 1) ? $clog2(AMAX) : 1;        // an action
+    localparam NBLK = (NMAX + C - 1) / C;                  // blocks of a row
+    localparam PDEPTH = NL * (NMAX + 1) * NBLK;            // blocks of the largest stream
+    localparam PAB = (PDEPTH > 1) ? $clog2(PDEPTH) : 1;
+    localparam LB = (NL > 1) ? $clog2(NL) : 1;             // a layer
+    localparam CB = $clog2(C + 1);
+    localparam OB = (LGA > 0) ? LGA : 1;
+    localparam integer W_SH = MF - WF;                     // unused here: the target unit's
+
+    initial begin
+        if (AMAX < 1 || AMAX > LA)
+            $fatal(1, "hrl_learn_step: AMAX=%0d must be in 1..max(R, C)=%0d", AMAX, LA);
+        if (BMAX < 2) $fatal(1, "hrl_learn_step: BMAX=%0d must be at least 2 (s and s')", BMAX);
+        if (VW > OW || GW > OW || DLW > HW || BW > HW)
+            $fatal(1, "hrl_learn_step: VW=%0d, GW=%0d must fit OW=%0d, DLW=%0d HW=%0d",
+                   VW, GW, OW, DLW, HW);
+        if (MW > 32 || OMW > 32 || QW > 32)
+            $fatal(1, "hrl_learn_step: MW=%0d, OMW=%0d, QW=%0d must be at most 32 (the port)",
+                   MW, OMW, QW);
+        if (W_SH < -4) $fatal(1, "hrl_learn_step: MF - WF = %0d must be at least -4", W_SH);
+        if (PAB > 24) $fatal(1, "hrl_learn_step: parameter banks of 2**%0d blocks", PAB);
+    end
+
+    // ------------------------------------------------------------------ registers
+    reg [6:0]      c_nlay;
+    reg [OPB:0]    c_nf, c_nops;
+    reg [7:0]      c_a;
+    wire [IW+7:0]  c_a_x = {{IW{1'b0}}, c_a};
+    wire [IW-1:0]  c_a_iw = c_a_x[IW-1:0];   // A < 2**IW (AMAX <= max(R, C) <= ...)
+    reg [IW-1:0]   c_b;
+    reg [HAB-1:0]  c_qb, c_qtb, c_db;
+    reg [4:0]      c_qs, c_qts, c_ds;
+    reg [2:0]      c_flags;
+    reg [VW-1:0]   c_huber;
+    reg [UW-1:0]   c_c1, c_c2, c_tau;
+    reg [LW-1:0]   c_lr;
+    reg [QW-1:0]   c_vfloor;
+    reg [31:0]     c_period, c_phase;
+    reg [IW-1:0]   l_k  [0:NL-1];
+    reg [IW-1:0]   l_n  [0:NL-1];
+    reg [HAB-1:0]  l_wb [0:NL-1];
+    reg [4:0]      l_ws [0:NL-1];
+    reg [HAB-1:0]  l_bb [0:NL-1];
+    reg [HAB-1:0]  l_twb [0:NL-1];
+    reg [HAB-1:0]  l_tbb [0:NL-1];
+    reg [HAB-1:0]  l_gwb [0:NL-1];
+    reg [4:0]      l_gs [0:NL-1];
+    reg [HAB-1:0]  l_gbb [0:NL-1];
+    reg [PAB-1:0]  l_pb [0:NL-1];
+
+    wire        cfg_layer = st_cfg_addr >= 12'd32;
+    wire [11:0] cfg_rel = st_cfg_addr - 12'd32;
+    wire [LB-1:0] cfg_l = cfg_rel[4 +: LB];
+    wire        cfg_l_ok = {24'd0, cfg_rel[11:4]} < NL;
+    reg         step_inc;     // the step's end: the counter and the target's phase move
+    wire        due;          // this step updates the target
+    always @(posedge clk) begin
+        if (st_cfg_en && !st_busy) begin
+            if (!cfg_layer) begin
+                case (st_cfg_addr[4:0])
+                    5'd0:  c_nlay <= st_cfg_data[6:0];
+                    5'd1:  c_nf <= st_cfg_data[OPB:0];
+                    5'd2:  c_nops <= st_cfg_data[OPB:0];
+                    5'd3:  c_a <= st_cfg_data[7:0];
+                    5'd4:  c_b <= st_cfg_data[IW-1:0];
+                    5'd5:  c_qb <= st_cfg_data[HAB-1:0];
+                    5'd6:  c_qs <= st_cfg_data[4:0];
+                    5'd7:  c_qtb <= st_cfg_data[HAB-1:0];
+                    5'd8:  c_qts <= st_cfg_data[4:0];
+                    5'd9:  c_db <= st_cfg_data[HAB-1:0];
+                    5'd10: c_ds <= st_cfg_data[4:0];
+                    5'd11: c_flags <= st_cfg_data[2:0];
+                    5'd12: c_huber <= st_cfg_data[VW-1:0];
+                    5'd13: c_c1 <= st_cfg_data[UW-1:0];
+                    5'd14: c_c2 <= st_cfg_data[UW-1:0];
+                    5'd15: c_lr <= st_cfg_data[LW-1:0];
+                    5'd16: c_vfloor <= st_cfg_data[QW-1:0];
+                    5'd17: c_tau <= st_cfg_data[UW-1:0];
+                    5'd18: c_period <= st_cfg_data;
+                    5'd19: st_steps <= st_cfg_data;
+                    5'd20: c_phase <= st_cfg_data;
+                    default: ;
+                endcase
+            end else if (cfg_l_ok) begin
+                case (cfg_rel[3:0])
+                    4'd0:  l_k[cfg_l] <= st_cfg_data[IW-1:0];
+                    4'd1:  l_n[cfg_l] <= st_cfg_data[IW-1:0];
+                    4'd2:  l_wb[cfg_l] <= st_cfg_data[HAB-1:0];
+                    4'd3:  l_ws[cfg_l] <= st_cfg_data[4:0];
+                    4'd4:  l_bb[cfg_l] <= st_cfg_data[HAB-1:0];
+                    4'd5:  l_twb[cfg_l] <= st_cfg_data[HAB-1:0];
+                    4'd6:  l_tbb[cfg_l] <= st_cfg_data[HAB-1:0];
+                    4'd7:  l_gwb[cfg_l] <= st_cfg_data[HAB-1:0];
+                    4'd8:  l_gs[cfg_l] <= st_cfg_data[4:0];
+                    4'd9:  l_gbb[cfg_l] <= st_cfg_data[HAB-1:0];
+                    4'd10: l_pb[cfg_l] <= st_cfg_data[PAB-1:0];
+                    default: ;
+                endcase
+            end
+        end
+        if (step_inc) begin
+            st_steps <= st_steps + 1'b1;
+            c_phase <= due ? 32'd0 : c_phase + 1'b1;
+        end
+    end
+    assign due = c_phase + 1'b1 >= c_period;
+
+    // The batch's words and the TD registers.
+    reg [AB-1:0]  bt_act  [0:BMAX-1];
+    reg [VW-1:0]  bt_rew  [0:BMAX-1];
+    reg [PW-1:0]  bt_disc [0:BMAX-1];
+    reg [PW-1:0]  bt_w    [0:BMAX-1];
+    reg [VW-1:0]  td_mem  [0:BMAX-1];
+    reg [VW-1:0]  abs_mem [0:BMAX-1];
+    localparam BI = (BMAX > 1) ? $clog2(BMAX) : 1;        // a sample of the batch
+    wire [BI-1:0] bt_i = st_bt_i[BI-1:0];
+    wire [BI-1:0] td_i = ({{(32-IW){1'b0}}, st_td_i} < BMAX) ? st_td_i[BI-1:0] : {BI{1'b0}};
+    always @(posedge clk) begin
+        if (st_bt_en && !st_busy && {{(32-IW){1'b0}}, st_bt_i} < BMAX) begin
+            bt_act[bt_i] <= st_bt_action;
+            bt_rew[bt_i] <= st_bt_reward;
+            bt_disc[bt_i] <= st_bt_discount;
+            bt_w[bt_i] <= st_bt_weight;
+        end
+        st_td <= td_mem[td_i];
+        st_abs_td <= abs_mem[td_i];
+    end
+
+    // ------------------------------------------------------------------ the engine
+    reg              e_start;
+    reg  [OPB:0]     e_nops;
+    reg  [OPB-1:0]   e_first;
+    wire             e_busy, e_done, e_error, e_fault;
+    wire [SW-1:0]    e_cycles, e_sat;
+    // the step's drive of the host ports
+    reg              s_wr_en;
+    reg  [1:0]       s_wr_sel;
+    reg  [HAB-1:0]   s_wr_base;
+    reg  [4:0]       s_wr_slog;
+    reg  [IW-1:0]    s_wr_i, s_wr_j;
+    reg  [LA-1:0]    s_wr_mask;
+    reg  [LA*HW-1:0] s_wr_data;
+    reg              s_rd_en, s_rd_sel;
+    reg  [HAB-1:0]   s_rd_base;
+    reg  [4:0]       s_rd_slog;
+    reg  [IW-1:0]    s_rd_i, s_rd_j, s_rd_rows, s_rd_cols;
+    wire             sq = st_busy;
+
+    hrl_learn_engine #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL),
+                       .BMAX(BMAX), .BSMAX(BSMAX), .SW(SW)) engine (
+        .clk(clk), .rst(rst),
+        .start(sq ? e_start : start), .n_ops(sq ? e_nops : n_ops),
+        .op_first(sq ? e_first : op_first),
+        .busy(e_busy), .done(e_done), .error(e_error), .fault(e_fault), .cycles(e_cycles),
+        .sat_count(e_sat),
+        .op_wr_en(op_wr_en && !sq), .op_wr_op(op_wr_op), .op_wr_field(op_wr_field),
+        .op_wr_data(op_wr_data),
+        .h_wr_en(sq ? s_wr_en : h_wr_en), .h_wr_sel(sq ? s_wr_sel : h_wr_sel),
+        .h_wr_base(sq ? s_wr_base : h_wr_base), .h_wr_slog(sq ? s_wr_slog : h_wr_slog),
+        .h_wr_i(sq ? s_wr_i : h_wr_i), .h_wr_j(sq ? s_wr_j : h_wr_j),
+        .h_wr_mask(sq ? s_wr_mask : h_wr_mask), .h_wr_data(sq ? s_wr_data : h_wr_data),
+        .h_rd_en(sq ? s_rd_en : h_rd_en), .h_rd_sel(sq ? s_rd_sel : h_rd_sel),
+        .h_rd_base(sq ? s_rd_base : h_rd_base), .h_rd_slog(sq ? s_rd_slog : h_rd_slog),
+        .h_rd_i(sq ? s_rd_i : h_rd_i), .h_rd_j(sq ? s_rd_j : h_rd_j),
+        .h_rd_rows(sq ? s_rd_rows : h_rd_rows), .h_rd_cols(sq ? s_rd_cols : h_rd_cols),
+        .h_rd_data(h_rd_data));
+    assign busy = e_busy || st_busy;
+    assign done = e_done && !st_busy;
+    assign error = e_error;
+    assign fault = e_fault;
+    assign cycles = e_cycles;
+    assign sat_count = e_sat;
+
+    // ------------------------------------------------------------------ the parameter banks
+    // Four memories of C-word blocks (master, m, v, target), one read and one write port
+    // each: the stream's walk or the host.
+    reg  [PAB-1:0]   pr_addr;          // the walk's read address (this cycle)
+    reg              pr_en;
+    wire [PAB-1:0]   p_raddr = sq ? pr_addr : st_p_rd_addr;
+    wire             p_ren = sq ? pr_en : st_p_rd_en;
+    reg  [C*MW-1:0]  mem_w [0:PDEPTH-1];
+    reg  [C*OMW-1:0] mem_m [0:PDEPTH-1];
+    reg  [C*QW-1:0]  mem_v [0:PDEPTH-1];
+    reg  [C*MW-1:0]  mem_t [0:PDEPTH-1];
+    reg  [C*MW-1:0]  rw1, rw2, rt1, rt2;
+    reg  [C*OMW-1:0] rm1, rm2;
+    reg  [C*QW-1:0]  rv1, rv2;
+    // the walk's writes
+    reg              ww_en, wm_en, wt_en;   // master, m and v, target
+    reg  [PAB-1:0]   ww_addr, wm_addr, wt_addr;
+    reg  [C*MW-1:0]  ww_data, wt_data;
+    reg  [C*OMW-1:0] wm_data;
+    reg  [C*QW-1:0]  wv_data;
+    // the host's writes, unpacked
+    wire [C*MW-1:0]  hp_w;
+    wire [C*OMW-1:0] hp_m;
+    wire [C*QW-1:0]  hp_v;
+    genvar g;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_hp
+            assign hp_w[g*MW +: MW] = st_p_wr_data[g*32 +: MW];
+            assign hp_m[g*OMW +: OMW] = st_p_wr_data[g*32 +: OMW];
+            assign hp_v[g*QW +: QW] = st_p_wr_data[g*32 +: QW];
+            if (MW < 32 || OMW < 32 || QW < 32) begin : g_unused
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire unused = ^st_p_wr_data[g*32 +: 32];
+                /* verilator lint_on UNUSEDSIGNAL */
+            end
+        end
+    endgenerate
+    wire hw = st_p_wr_en && !sq;
+    always @(posedge clk) begin
+        if (p_ren) begin
+            rw1 <= mem_w[p_raddr];
+            rm1 <= mem_m[p_raddr];
+            rv1 <= mem_v[p_raddr];
+            rt1 <= mem_t[p_raddr];
+        end
+        rw2 <= rw1;
+        rm2 <= rm1;
+        rv2 <= rv1;
+        rt2 <= rt1;
+        if (hw && st_p_wr_sel == 2'd0) mem_w[st_p_wr_addr] <= hp_w;
+        if (hw && st_p_wr_sel == 2'd1) mem_m[st_p_wr_addr] <= hp_m;
+        if (hw && st_p_wr_sel == 2'd2) mem_v[st_p_wr_addr] <= hp_v;
+        if (hw && st_p_wr_sel == 2'd3) mem_t[st_p_wr_addr] <= hp_w;
+        if (ww_en) mem_w[ww_addr] <= ww_data;
+        if (wm_en) begin
+            mem_m[wm_addr] <= wm_data;
+            mem_v[wm_addr] <= wv_data;
+        end
+        if (wt_en) mem_t[wt_addr] <= wt_data;
+    end
+    // The host's read: the selected bank's block, sign-extended, 2 cycles after.
+    reg [1:0] p_sel1;
+    always @(posedge clk) p_sel1 <= st_p_rd_sel;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_prd
+            wire [MW-1:0]  w = rw1[g*MW +: MW];
+            wire [OMW-1:0] m = rm1[g*OMW +: OMW];
+            wire [QW-1:0]  v = rv1[g*QW +: QW];
+            wire [MW-1:0]  t = rt1[g*MW +: MW];
+            always @(posedge clk)
+                case (p_sel1)
+                    2'd0: st_p_rd_data[g*32 +: 32] <= {{(32-MW){w[MW-1]}}, w};
+                    2'd1: st_p_rd_data[g*32 +: 32] <= {{(32-OMW){m[OMW-1]}}, m};
+                    2'd2: st_p_rd_data[g*32 +: 32] <= {{(32-QW){v[QW-1]}}, v};
+                    default: st_p_rd_data[g*32 +: 32] <= {{(32-MW){t[MW-1]}}, t};
+                endcase
+        end
+    endgenerate
+
+    // ------------------------------------------------------------------ the sequencer
+    localparam [3:0] S_IDLE = 4'd0, S_FWD = 4'd1, S_FWDW = 4'd2, S_LOSS = 4'd3,
+                     S_LOSSW = 4'd4, S_BWD = 4'd5, S_BWDW = 4'd6, S_WALK = 4'd7,
+                     S_WALKW = 4'd8, S_FIN = 4'd9;
+    // The walks over the parameter stream.
+    localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPON = 2'd2, P_OPTG = 2'd3;
+    reg [3:0]      state;
+    reg            cmd_init;
+    reg [1:0]      pk;                 // the walk's kind
+    reg [SW-1:0]   acc_sat, nop_on, nop_tg, nop_on_n, nop_tg_n;
+    reg            tgt_ran;
+    // the loss pass
+    reg [IW-1:0]   lb;                 // sample being read
+    reg [1:0]      ls;                 // its read: 0 Q(s), 1 Q(s') online, 2 Q'(s')
+    reg [IW-1:0]   l_left;             // samples not yet written
+    // the walk
+    reg [LB-1:0]   wl;
+    reg [IW-1:0]   wi, wjb;
+    reg [PAB-1:0]  wp;
+    reg [4:0]      w_drain;            // cycles since the last issue
+
+    wire [IW-1:0]  wk = l_k[wl];
+    wire [IW-1:0]  wn = l_n[wl];
+    wire [IW-1:0]  w_nblk = (wn + C[IW-1:0] - 1'b1) >> LGC;
+    wire           w_bias = wi == wk;
+    wire           w_last_blk = wjb + 1'b1 >= w_nblk;
+    wire           w_last_row = w_bias;
+    wire           w_last_layer = {1'b0, wl} + 1'b1 >= c_nlay[LB:0];
+    wire [IW+7:0]  w_j = {8'd0, wjb} << LGC;      // the block's first column
+    wire [C-1:0]   w_lanes;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_wl
+            assign w_lanes[g] = w_j + g < {8'd0, wn};
+        end
+    endgenerate
+    wire [IW-1:0]  w_j_al = (w_j[IW-1:0] >> LGA) << LGA;
+
+    // The walk's side band, through its pipeline (stage s: s cycles after the issue).
+    localparam LAT = 11;                          // the Adam walk's: read 2, Adam 6, target 3
+    reg            d_v    [1:LAT];
+    reg [PAB-1:0]  d_p    [1:LAT];
+    reg [LB-1:0]   d_l    [1:LAT];
+    reg [IW-1:0]   d_i    [1:LAT];
+    reg [IW-1:0]   d_jb   [1:LAT];
+    reg            d_b    [1:LAT];
+    reg [C-1:0]    d_lanes[1:LAT];
+    reg [OB-1:0]   d_off  [1:2];                  // the gradient's lanes in the LA read
+    wire           w_issue = state == S_WALK;   // one block per cycle
+    integer s;
+    always @(posedge clk) begin
+        d_v[1] <= w_issue;
+        d_p[1] <= wp;
+        d_l[1] <= wl;
+        d_i[1] <= wi;
+        d_jb[1] <= wjb;
+        d_b[1] <= w_bias;
+        d_lanes[1] <= w_lanes;
+        d_off[1] <= w_j[OB-1:0] & (LA[OB-1:0] - 1'b1);
+        d_off[2] <= d_off[1];
+        for (s = 2; s <= LAT; s = s + 1) begin
+            d_v[s] <= d_v[s-1];
+            d_p[s] <= d_p[s-1];
+            d_l[s] <= d_l[s-1];
+            d_i[s] <= d_i[s-1];
+            d_jb[s] <= d_jb[s-1];
+            d_b[s] <= d_b[s-1];
+            d_lanes[s] <= d_lanes[s-1];
+        end
+        if (rst) for (s = 1; s <= LAT; s = s + 1) d_v[s] <= 1'b0;
+    end
+
+    // ---- the Adam lanes (stage 2 in, stage 8 out)
+    wire [C*GW-1:0]  grad;
+    wire [C-1:0]     ad_v;
+    wire [C*MW-1:0]  ad_w;
+    wire [C*OMW-1:0] ad_m;
+    wire [C*QW-1:0]  ad_q;
+    wire [C*3-1:0]   ad_sat;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_adam
+            wire [OW-1:0] word = h_rd_data[({{(32-OB){1'b0}}, d_off[2]} + g) * OW +: OW];
+            assign grad[g*GW +: GW] = word[GW-1:0];
+            if (OW > GW) begin : g_unused
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire unused = ^word[OW-1:GW];
+                /* verilator lint_on UNUSEDSIGNAL */
+            end
+            hrl_learn_adam #(.GW(GW), .GF(GF), .MW(OMW), .MF(OMF), .SW(QW), .SF(QF),
+                             .RW(RW), .RF(RF), .TW(TW), .TF(TF), .WW(MW), .WF(MF),
+                             .UW(UW), .UF(UF), .LW(LW), .LF(LF)) adam (
+                .clk(clk), .rst(rst), .c1(c_c1), .c2(c_c2), .lr(c_lr), .v_floor(c_vfloor),
+                .in_valid(d_v[2] && pk == P_ADAM), .in_w(rw2[g*MW +: MW]),
+                .in_m(rm2[g*OMW +: OMW]), .in_v(rv2[g*QW +: QW]), .in_g(grad[g*GW +: GW]),
+                .out_valid(ad_v[g]), .out_w(ad_w[g*MW +: MW]), .out_m(ad_m[g*OMW +: OMW]),
+                .out_v(ad_q[g*QW +: QW]), .out_sat(ad_sat[g*3 +: 3]));
+        end
+    endgenerate
+
+    // ---- the target and operand lanes (stage 8 in for Adam's walk, else stage 2)
+    wire             t_in_v = (pk == P_ADAM) ? d_v[8] : d_v[2];
+    wire [C*MW-1:0]  t_on = (pk == P_ADAM) ? ad_w : ((pk == P_OPTG) ? rt2 : rw2);
+    wire             t_copy = !(pk == P_TGT && c_flags[2]);
+    wire             t_out_v;
+    wire [C*MW-1:0]  t_master;
+    wire [C*BW-1:0]  t_weight;
+    wire [C-1:0]     t_sat_m, t_sat_w;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [$clog2(2 * C + 1)-1:0] t_nsat;   // counted per lane below (the lanes past N out)
+    /* verilator lint_on UNUSEDSIGNAL */
+    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(BW), .WF(WF), .UW(UW), .UF(UF)) tgt (
+        .clk(clk), .rst(rst), .tau(c_tau), .in_valid(t_in_v), .in_copy(t_copy),
+        .in_online(t_on), .in_target(rt2), .out_valid(t_out_v), .out_master(t_master),
+        .out_weight(t_weight), .out_sat_master(t_sat_m), .out_sat_weight(t_sat_w),
+        .out_nsat(t_nsat));
+    // The write stage: 11 for Adam's walk, 5 for the others.
+    wire             o_v = (pk == P_ADAM) ? d_v[LAT] : d_v[5];
+    wire [PAB-1:0]   o_p = (pk == P_ADAM) ? d_p[LAT] : d_p[5];
+    wire [LB-1:0]    o_l = (pk == P_ADAM) ? d_l[LAT] : d_l[5];
+    wire [IW-1:0]    o_i = (pk == P_ADAM) ? d_i[LAT] : d_i[5];
+    wire [IW-1:0]    o_jb = (pk == P_ADAM) ? d_jb[LAT] : d_jb[5];
+    wire             o_b = (pk == P_ADAM) ? d_b[LAT] : d_b[5];
+    wire [C-1:0]     o_lanes = (pk == P_ADAM) ? d_lanes[LAT] : d_lanes[5];
+    wire             o_tgt = pk == P_TGT || pk == P_OPTG;   // the target net's words
+    reg  [CB-1:0]    n_sm, n_sw;
+    reg  [CB+2:0]    n_ad;
+    integer c;
+    always @(*) begin
+        n_sm = {CB{1'b0}};
+        n_sw = {CB{1'b0}};
+        n_ad = {(CB+3){1'b0}};
+        for (c = 0; c < C; c = c + 1) begin
+            n_sm = n_sm + {{(CB-1){1'b0}}, t_sat_m[c] && o_lanes[c]};
+            n_sw = n_sw + {{(CB-1){1'b0}}, t_sat_w[c] && o_lanes[c]};
+            n_ad = n_ad + (d_lanes[8][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
+        end
+    end
+    wire [LA*HW-1:0] t_wdata;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_tw
+            if (g < C) begin : g_in
+                wire [BW-1:0] w = t_weight[g*BW +: BW];
+                assign t_wdata[g*HW +: HW] = {{(HW-BW){w[BW-1]}}, w};
+            end else begin : g_out
+                assign t_wdata[g*HW +: HW] = {HW{1'b0}};
+            end
+        end
+    endgenerate
+    // unused: the Adam lanes' valid beyond lane 0 (they run in lock step)
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_ad = ^ad_v;
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    // ---- the loss unit
+    // The read tags, waiting with the reads' 2 cycles: (valid, which, sample).
+    reg            r1_v, r2_v;
+    reg [1:0]      r1_s, r2_s;
+    reg [IW-1:0]   r1_b, r2_b;
+    reg [AMAX*VW-1:0] g_q, g_qn;
+    wire [AMAX*VW-1:0] rd_vals, rd_pad;   // the row's A words, and past A the lowest word
+    generate
+        for (g = 0; g < AMAX; g = g + 1) begin : g_rdv
+            wire [OW-1:0] word = h_rd_data[g*OW +: OW];
+            assign rd_vals[g*VW +: VW] = word[VW-1:0];
+            assign rd_pad[g*VW +: VW] = (g < c_a) ? word[VW-1:0] : {1'b1, {(VW-1){1'b0}}};
+            if (OW > VW) begin : g_unused
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire unused = ^word[OW-1:VW];
+                /* verilator lint_on UNUSEDSIGNAL */
+            end
+        end
+        if (LA > AMAX) begin : g_rd_unused
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire unused = ^h_rd_data[LA*OW-1:AMAX*OW];
+            /* verilator lint_on UNUSEDSIGNAL */
+        end
+    endgenerate
+    always @(posedge clk) begin
+        r1_v <= state == S_LOSS;
+        r1_s <= ls;
+        r1_b <= lb;
+        r2_v <= r1_v;
+        r2_s <= r1_s;
+        r2_b <= r1_b;
+        if (r2_v && r2_s == 2'd0) g_q <= rd_vals;
+        if (r2_v && r2_s == 2'd1) g_qn <= rd_pad;
+        if (rst) begin
+            r1_v <= 1'b0;
+            r2_v <= 1'b0;
+        end
+    end
+    wire             lo_v;
+    wire [AMAX*DLW-1:0] lo_delta;
+    wire [VW-1:0]    lo_td, lo_abs;
+    wire [1:0]       lo_sat;
+    wire             li_v = r2_v && r2_s == 2'd2;
+    wire [BI-1:0]    r2_bi = r2_b[BI-1:0];   // < B <= BMAX / 2
+    hrl_learn_loss_dqn #(.A(AMAX), .VW(VW), .VF(VF), .PW(PW), .PF(PF), .DW(DLW), .DF(DLF))
+    loss (
+        .clk(clk), .rst(rst), .double_q(c_flags[0]), .use_huber(c_flags[1]), .huber(c_huber),
+        .in_valid(li_v), .in_q(g_q), .in_qn_online(g_qn), .in_qn_target(rd_pad),
+        .in_action(bt_act[r2_bi]), .in_reward(bt_rew[r2_bi]), .in_discount(bt_disc[r2_bi]),
+        .in_weight(bt_w[r2_bi]), .out_valid(lo_v), .out_delta(lo_delta), .out_td(lo_td),
+        .out_abs_td(lo_abs), .out_sat(lo_sat));
+    // The sample of the loss unit's output (4 cycles after its input).
+    reg [IW-1:0] lq_b [1:4];
+    always @(posedge clk) begin
+        lq_b[1] <= r2_b;
+        lq_b[2] <= lq_b[1];
+        lq_b[3] <= lq_b[2];
+        lq_b[4] <= lq_b[3];
+        if (lo_v) begin
+            td_mem[lq_b[4][BI-1:0]] <= lo_td;
+            abs_mem[lq_b[4][BI-1:0]] <= lo_abs;
+        end
+    end
+    wire [LA*HW-1:0] lo_wdata;
+    wire [LA-1:0]    lo_mask;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_lw
+            if (g < AMAX) begin : g_in
+                wire [DLW-1:0] d = lo_delta[g*DLW +: DLW];
+                assign lo_wdata[g*HW +: HW] = {{(HW-DLW){d[DLW-1]}}, d};
+                assign lo_mask[g] = g < c_a;
+            end else begin : g_out
+                assign lo_wdata[g*HW +: HW] = {HW{1'b0}};
+                assign lo_mask[g] = 1'b0;
+            end
+        end
+    endgenerate
+
+    // ---- the host ports, driven by the phase
+    always @(*) begin
+        s_wr_en = 1'b0;
+        s_wr_sel = 2'd3;
+        s_wr_base = c_db;
+        s_wr_slog = c_ds;
+        s_wr_i = lq_b[4];
+        s_wr_j = {IW{1'b0}};
+        s_wr_mask = lo_mask;
+        s_wr_data = lo_wdata;
+        s_rd_en = 1'b0;
+        s_rd_sel = 1'b0;
+        s_rd_base = c_qb;
+        s_rd_slog = c_qs;
+        s_rd_i = lb;
+        s_rd_j = {IW{1'b0}};
+        s_rd_rows = c_b << 1;
+        s_rd_cols = c_a_iw;
+        if (state == S_LOSS || state == S_LOSSW) begin
+            s_wr_en = lo_v;
+            s_rd_en = state == S_LOSS;
+            if (ls == 2'd1) s_rd_i = lb + c_b;
+            if (ls == 2'd2) begin
+                s_rd_base = c_qtb;
+                s_rd_slog = c_qts;
+                s_rd_rows = c_b;
+            end
+        end
+        if (state == S_WALK || state == S_WALKW) begin
+            // the operand words into the weight (or bias) bank
+            s_wr_en = t_out_v && o_v;
+            s_wr_sel = o_b ? 2'd2 : 2'd1;
+            s_wr_base = o_b ? (o_tgt ? l_tbb[o_l] : l_bb[o_l])
+                            : (o_tgt ? l_twb[o_l] : l_wb[o_l]);
+            s_wr_slog = o_b ? 5'd0 : l_ws[o_l];
+            s_wr_i = o_b ? {IW{1'b0}} : o_i;
+            s_wr_j = o_jb << LGC;
+            s_wr_mask = {{(LA-C){1'b0}}, o_lanes};
+            s_wr_data = t_wdata;
+            // the gradient block from the delta bank (Adam's walk)
+            s_rd_en = w_issue && pk == P_ADAM;
+            s_rd_sel = 1'b1;
+            s_rd_base = w_bias ? l_gbb[wl] : l_gwb[wl];
+            s_rd_slog = w_bias ? 5'd0 : l_gs[wl];
+            s_rd_i = w_bias ? {IW{1'b0}} : wi;
+            s_rd_j = w_j_al;
+            s_rd_rows = w_bias ? {{(IW-1){1'b0}}, 1'b1} : wk;
+            s_rd_cols = wn;
+        end
+    end
+    always @(*) begin
+        pr_en = w_issue;
+        pr_addr = wp;
+    end
+    // the walk's bank writes
+    always @(*) begin
+        ww_en = t_out_v && o_v && pk == P_ADAM;
+        ww_addr = o_p;
+        ww_data = t_master;
+        wt_en = t_out_v && o_v && pk == P_TGT;
+        wt_addr = o_p;
+        wt_data = t_master;
+        wm_en = d_v[8] && pk == P_ADAM;
+        wm_addr = d_p[8];
+        wm_data = ad_m;
+        wv_data = ad_q;
+    end
+
+    // ---- the configuration's range (checked at the start: nothing runs on a bad one)
+    wire cfg_bad = c_nlay == 7'd0 || {25'd0, c_nlay} > NL || c_a == 8'd0
+                   || {24'd0, c_a} > AMAX || c_b == {IW{1'b0}}
+                   || {{(31-IW){1'b0}}, c_b, 1'b0} > BMAX || c_nf == 0
+                   || c_nf >= c_nops || {{(31-OPB){1'b0}}, c_nops} > NOPS
+                   || c_period == 32'd0;
+
+    wire          walking = state == S_WALK || state == S_WALKW;
+    wire [SW-1:0] sat_add = (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
+                  + ((walking && t_out_v && o_v && pk == P_TGT) ? {{(SW-CB){1'b0}}, n_sm}
+                                                                 : {SW{1'b0}})
+                  + ((walking && d_v[8] && pk == P_ADAM) ? {{(SW-CB-3){1'b0}}, n_ad}
+                                                          : {SW{1'b0}})
+                  + (((state == S_FWDW || state == S_BWDW) && e_done) ? e_sat : {SW{1'b0}});
+    always @(posedge clk) begin
+        st_done <= 1'b0;
+        e_start <= 1'b0;
+        step_inc <= 1'b0;
+        if (st_busy) st_cycles <= st_cycles + 1'b1;
+        case (state)
+            S_FWD, S_FWDW: st_cyc_fwd <= st_cyc_fwd + 1'b1;
+            S_LOSS, S_LOSSW: st_cyc_loss <= st_cyc_loss + 1'b1;
+            S_BWD, S_BWDW: st_cyc_bwd <= st_cyc_bwd + 1'b1;
+            S_WALK, S_WALKW:
+                if (pk == P_ADAM) st_cyc_upd <= st_cyc_upd + 1'b1;
+                else if (pk == P_TGT) st_cyc_tgt <= st_cyc_tgt + 1'b1;
+            default: ;
+        endcase
+        // the counts: the walks' write stage, the Adam lanes, the loss unit, the engine
+        if (state == S_WALK || state == S_WALKW) begin
+            if (t_out_v && o_v) begin
+                if (pk == P_ADAM || pk == P_OPON)
+                    nop_on_n <= nop_on_n + {{(SW-CB){1'b0}}, n_sw};
+                if (pk == P_TGT || pk == P_OPTG)
+                    nop_tg_n <= nop_tg_n + {{(SW-CB){1'b0}}, n_sw};
+            end
+        end
+        acc_sat <= acc_sat + sat_add;
+        case (state)
+            S_IDLE: if (st_start) begin
+                st_busy <= 1'b1;
+                st_error <= 1'b0;
+                cmd_init <= st_cmd;
+                st_cycles <= {{(SW-1){1'b0}}, 1'b1};
+                st_cyc_fwd <= {SW{1'b0}};
+                st_cyc_loss <= {SW{1'b0}};
+                st_cyc_bwd <= {SW{1'b0}};
+                st_cyc_upd <= {SW{1'b0}};
+                st_cyc_tgt <= {SW{1'b0}};
+                nop_on_n <= {SW{1'b0}};
+                nop_tg_n <= {SW{1'b0}};
+                tgt_ran <= 1'b0;
+                acc_sat <= nop_on + nop_tg;
+                if (cfg_bad) begin
+                    st_error <= 1'b1;
+                    state <= S_FIN;
+                end else if (st_cmd) begin
+                    pk <= P_OPON;
+                    state <= S_WALK;
+                end else begin
+                    state <= S_FWD;
+                end
+                wl <= {LB{1'b0}};
+                wi <= {IW{1'b0}};
+                wjb <= {IW{1'b0}};
+                wp <= l_pb[0];
+            end
+            S_FWD: begin
+                e_start <= 1'b1;
+                e_nops <= c_nf;
+                e_first <= {OPB{1'b0}};
+                state <= S_FWDW;
+            end
+            S_FWDW: if (e_done) begin
+                if (e_error) begin
+                    st_error <= 1'b1;
+                    state <= S_FIN;
+                end else begin
+                    state <= S_LOSS;
+                    lb <= {IW{1'b0}};
+                    ls <= 2'd0;
+                    l_left <= c_b;
+                end
+            end
+            S_LOSS: begin
+                if (ls == 2'd2) begin
+                    ls <= 2'd0;
+                    lb <= lb + 1'b1;
+                    if (lb + 1'b1 == c_b) state <= S_LOSSW;
+                end else begin
+                    ls <= ls + 1'b1;
+                end
+            end
+            S_LOSSW: if (l_left == {IW{1'b0}}) state <= S_BWD;
+            S_BWD: begin
+                e_start <= 1'b1;
+                e_nops <= c_nops;
+                e_first <= c_nf[OPB-1:0];
+                state <= S_BWDW;
+            end
+            S_BWDW: if (e_done) begin
+                if (e_error) begin
+                    st_error <= 1'b1;
+                    state <= S_FIN;
+                end else begin
+                    pk <= P_ADAM;
+                    state <= S_WALK;
+                end
+            end
+            S_WALK: begin
+                // one block per cycle, in the stream's order
+                if (w_last_blk) begin
+                    wjb <= {IW{1'b0}};
+                    if (w_last_row) begin
+                        wi <= {IW{1'b0}};
+                        if (w_last_layer) begin
+                            state <= S_WALKW;
+                            w_drain <= 5'd0;
+                        end else begin
+                            wl <= wl + 1'b1;
+                            wp <= l_pb[wl + 1'b1];
+                        end
+                    end else begin
+                        wi <= wi + 1'b1;
+                        wp <= wp + 1'b1;
+                    end
+                end else begin
+                    wjb <= wjb + 1'b1;
+                    wp <= wp + 1'b1;
+                end
+            end
+            S_WALKW: begin
+                // the pipeline drains: LAT cycles after the last issue every write is done
+                w_drain <= w_drain + 1'b1;
+                if (w_drain == ((pk == P_ADAM) ? LAT[4:0] : 5'd5)) begin
+                    wl <= {LB{1'b0}};
+                    wp <= l_pb[0];
+                    if (pk == P_OPON) begin
+                        pk <= P_OPTG;
+                        state <= S_WALK;
+                    end else if (pk == P_ADAM && due) begin
+                        pk <= P_TGT;
+                        tgt_ran <= 1'b1;
+                        state <= S_WALK;
+                    end else begin
+                        state <= S_FIN;
+                    end
+                end
+            end
+            S_FIN: begin
+                st_busy <= 1'b0;
+                st_done <= 1'b1;
+                state <= S_IDLE;
+                if (!st_error) begin
+                    if (cmd_init) begin
+                        nop_on <= nop_on_n;
+                        nop_tg <= nop_tg_n;
+                    end else begin
+                        st_sat <= acc_sat;
+                        nop_on <= nop_on_n;
+                        if (tgt_ran) nop_tg <= nop_tg_n;
+                        step_inc <= 1'b1;
+                    end
+                end
+            end
+            default: state <= S_IDLE;
+        endcase
+        if (state == S_LOSSW || state == S_LOSS)
+            if (lo_v) l_left <= l_left - 1'b1;
+        if (rst) begin
+            state <= S_IDLE;
+            st_busy <= 1'b0;
+            st_done <= 1'b0;
+            st_error <= 1'b0;
+            e_start <= 1'b0;
+            step_inc <= 1'b0;
+            nop_on <= {SW{1'b0}};
+            nop_tg <= {SW{1'b0}};
+            st_sat <= {SW{1'b0}};
+            st_cycles <= {SW{1'b0}};
+            pk <= P_ADAM;
+        end
+    end
+
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_misc = ^{cfg_rel, w_j, c_a_x, e_busy, e_cycles, c_flags, d_p[9], d_p[10],
+                         AAB[0], BAB[0], DAB[0], WAB[0], rd_vals, HAB0[0], FW0[0]};
+    /* verilator lint_on UNUSEDSIGNAL */
+endmodule
+
+`default_nettype wire
