@@ -81,7 +81,9 @@ module hrl_learn_step #(
     parameter SW = 32,
     // Largest number of actions (the loss unit's lanes); at most max(R, C).
     parameter AMAX = 4,
-    // Weight format's fractional bits (its width is BW).
+    // Weight format (the operand words the array reads, sign-extended to BW): width (at most
+    // BW) and fractional bits.
+    parameter WWID = 16,
     parameter WF = 12,
     // Value format (Q values, rewards, TD words): width, fractional bits.
     parameter VW = 24,
@@ -225,6 +227,8 @@ module hrl_learn_step #(
         if (AMAX < 1 || AMAX > LA)
             $fatal(1, "hrl_learn_step: AMAX=%0d must be in 1..max(R, C)=%0d", AMAX, LA);
         if (BMAX < 2) $fatal(1, "hrl_learn_step: BMAX=%0d must be at least 2 (s and s')", BMAX);
+        if (WWID < 2 || WWID > BW)
+            $fatal(1, "hrl_learn_step: WWID=%0d must be in 2..BW=%0d", WWID, BW);
         if (VW > OW || GW > OW || DLW > HW || BW > HW)
             $fatal(1, "hrl_learn_step: VW=%0d, GW=%0d must fit OW=%0d, DLW=%0d HW=%0d",
                    VW, GW, OW, DLW, HW);
@@ -568,12 +572,12 @@ module hrl_learn_step #(
     wire             t_copy = !(pk == P_TGT && c_flags[2]);
     wire             t_out_v;
     wire [C*MW-1:0]  t_master;
-    wire [C*BW-1:0]  t_weight;
+    wire [C*WWID-1:0] t_weight;
     wire [C-1:0]     t_sat_m, t_sat_w;
     /* verilator lint_off UNUSEDSIGNAL */
     wire [$clog2(2 * C + 1)-1:0] t_nsat;   // counted per lane below (the lanes past N out)
     /* verilator lint_on UNUSEDSIGNAL */
-    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(BW), .WF(WF), .UW(UW), .UF(UF)) tgt (
+    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF)) tgt (
         .clk(clk), .rst(rst), .tau(c_tau), .in_valid(t_in_v), .in_copy(t_copy),
         .in_online(t_on), .in_target(rt2), .out_valid(t_out_v), .out_master(t_master),
         .out_weight(t_weight), .out_sat_master(t_sat_m), .out_sat_weight(t_sat_w),
@@ -604,8 +608,8 @@ module hrl_learn_step #(
     generate
         for (g = 0; g < LA; g = g + 1) begin : g_tw
             if (g < C) begin : g_in
-                wire [BW-1:0] w = t_weight[g*BW +: BW];
-                assign t_wdata[g*HW +: HW] = {{(HW-BW){w[BW-1]}}, w};
+                wire [WWID-1:0] w = t_weight[g*WWID +: WWID];
+                assign t_wdata[g*HW +: HW] = {{(HW-WWID){w[WWID-1]}}, w};
             end else begin : g_out
                 assign t_wdata[g*HW +: HW] = {HW{1'b0}};
             end
