@@ -1,19 +1,19 @@
-"""Cycles of the array's part of one DQN SGD step on the engine (fpga_rtl/rtl/
-hrl_learn_engine.v), counted in simulation, beside hrl/mapping/learner_schedule.step_cycles.
+"""Cycles of one whole DQN SGD step on the learning module (fpga_rtl/rtl/hrl_learn_step.v:
+the engine's forward and backward runs, the loss unit, the Adam lanes and the target unit,
+sequenced), counted in simulation, beside hrl/mapping/learner_schedule.step_cycles.
 
     python experiments/rtl/step_cycles.py        # -> experiments/results/fpga_learner/
                                                  #    step_cycles.{csv,md}
 
-Each point runs the engine's testbench (sim/hrl_learn_engine, test_step_products) on Icarus:
-one op table holding DQN's products of a step (the online net on s and s' stacked, 2B rows;
-the target net on s', B rows; the backward pass of the online net on the first B rows from
-an output delta: per layer its masked backward op, chained, then the weight and bias
-gradients), every output and gradient word checked against hrl.fixed_point.layers
-(mlp_forward, mlp_backward), and the engine's own cycle counter (`start` to `done`) read
-back. The loss unit, the Adam lanes and the target update are not sequenced by the engine
-yet: their cycles are learner_schedule's (`loss`, `update`: counted from the units'
-throughput and latency, not simulated), and `step_us` adds them to the simulated array
-count. The model is not fitted.
+Each point runs the step module's testbench (sim/hrl_learn_step, test_listed_steps) on
+Verilator: DQN's 4-64-64-2 built by the fixed-point agent, two whole SGD steps with the
+state carried in the module's banks, every master, moment, target, TD word and the
+saturations checked against hrl.fixed_point.dqn.FixedDQN.sgd_step, and the module's own
+counters read back (the step's, `st_start` to `st_done`, and each phase's: forward run,
+loss unit, backward run, Adam update, target update). The steps run Polyak's target update
+every step (period 1), so each has a target phase; a hard copy every `period` steps has
+it once per period (`step_us_no_target` is such a step between copies). The model is not
+fitted.
 """
 
 from __future__ import annotations
@@ -37,26 +37,27 @@ from hrl.mapping import learner_schedule as ls  # noqa: E402
 
 OUT = learner_cycles.OUT
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
-POINTS = [(4, 32), (8, 32), (16, 16), (16, 32)]  # (array size, batch)
-SIM = "icarus"
+POINTS = [(4, 32), (8, 32), (16, 16), (16, 32), (16, 64)]  # (array size, batch)
+BMAX = 128  # the module's largest batch (of s and s' stacked): one build per array size
+SIM = "verilator"
 TARGET_US = 25.0  # the issue's floor for one DQN step, batch 32, on 16 x 16
-COLUMNS = ["net", "batch", "array", "sim_array_cycles", "model_array_cycles", "difference",
-           "ratio", "macs", "utilization", "model_loss_cycles", "model_update_cycles",
-           "step_cycles", "step_us"]
+COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "sim_update",
+           "sim_target", "sim_step", "model_array", "model_loss", "model_update",
+           "model_total", "step_us", "step_us_no_target"]
 
 
-def simulate(size: int, batch: int) -> int:
-    """The engine's cycles for the array's part of DQN's step on an R = C = size array,
-    every word checked by the testbench."""
+def simulate(size: int, batch: int) -> dict:
+    """The step module's cycles of DQN's second step on an R = C = size array (the whole
+    step and its phases), every word of both steps checked by the testbench."""
     prm = {"R": size, "C": size, "AW": 18, "BW": 18, "OW": 24, "NMAX": max(DQN),
-           "NL": len(DQN) - 1, "BMAX": 2 * batch, "BSMAX": 24, "SW": 32}
+           "NL": len(DQN) - 1, "BMAX": BMAX, "AMAX": DQN[-1]}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cycles.json"
-        rtl_runner.run("hrl_learn_engine", prm, sources=rtl_runner.load_testbench(
-            "hrl_learn_engine").SOURCES, sim=SIM, testcase="test_step_products",
-            env={"STEP_NETS": json.dumps([[list(DQN), batch]]),
+        rtl_runner.run("hrl_learn_step", prm, sources=rtl_runner.load_testbench(
+            "hrl_learn_step").SOURCES, sim=SIM, testcase="test_listed_steps",
+            env={"STEP_NETS": json.dumps([[list(DQN), batch, 2]]),
                  "STEP_CYCLES_OUT": str(out)})
-        return json.loads(out.read_text())[0]
+        return json.loads(out.read_text())[0]["steps"][-1]
 
 
 def main() -> None:
@@ -67,36 +68,37 @@ def main() -> None:
         sim = simulate(size, batch)
         print(f"{size}x{size} batch {batch}: {time.time() - started:.0f} s", flush=True)
         model = ls.step_cycles("dqn", list(DQN), batch, size, size)
-        step = sim + model["loss"] + model["update"]
         rows.append({"net": "-".join(map(str, DQN)), "batch": batch, "array": f"{size}x{size}",
-                     "sim_array_cycles": sim, "model_array_cycles": model["array"],
-                     "difference": sim - model["array"],
-                     "ratio": round(sim / model["array"], 3), "macs": model["macs"],
-                     "utilization": round(model["macs"] / (size * size * sim), 3),
-                     "model_loss_cycles": model["loss"],
-                     "model_update_cycles": model["update"], "step_cycles": step,
-                     "step_us": round(step / mhz, 2)})
+                     "sim_forward": sim["fwd"], "sim_loss": sim["loss"],
+                     "sim_backward": sim["bwd"], "sim_update": sim["upd"],
+                     "sim_target": sim["tgt"], "sim_step": sim["cycles"],
+                     "model_array": model["array"], "model_loss": model["loss"],
+                     "model_update": model["update"], "model_total": model["total"],
+                     "step_us": round(sim["cycles"] / mhz, 2),
+                     "step_us_no_target": round((sim["cycles"] - sim["tgt"]) / mhz, 2)})
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "step_cycles.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)
     lines = [
-        "# FPGA learner: the array's part of a DQN SGD step, simulated, beside the model",
+        "# FPGA learner: one whole DQN SGD step, simulated, beside the model",
         "",
-        "Regenerate: `python experiments/rtl/step_cycles.py`. `sim_array_cycles`: "
-        "hrl_learn_engine simulated in Icarus, one op table with the products of DQN's step "
-        "(the online net on s and s' stacked, the target net on s', the online net's backward "
-        "pass with its weight and bias gradients), every output and gradient word checked "
-        "against hrl.fixed_point.layers, counted by the engine's own counter from `start` to "
-        "`done`. `model_array_cycles`: hrl/mapping/learner_schedule.py `step_cycles`'s `array` "
-        "(the same products as dependent phases, DEP_GAP between them; it fuses the bias "
-        "gradient into the weight gradient's tiles as a row of ones, the engine runs it as an "
-        "op of its own). `model_loss_cycles` and `model_update_cycles` are the model's: the "
-        "loss unit and the Adam and target lanes exist in RTL but the engine does not sequence "
-        "them yet, so they are not simulated here. `step_cycles` = simulated array + modeled "
-        f"loss and update; `step_us` at the clock estimated by yosys, {mhz:.0f} MHz "
-        "(resources.md). `utilization` = MACs / (R x C x sim_array_cycles).",
+        "Regenerate: `python experiments/rtl/step_cycles.py`. `sim_*`: hrl_learn_step "
+        "simulated in Verilator, two whole SGD steps of DQN's net with the state carried in "
+        "the module's banks, every master, moment, target and TD word and the saturations "
+        "checked against hrl.fixed_point.dqn.FixedDQN.sgd_step; the second step's cycles by "
+        "the module's own counters: `sim_forward` the engine's forward run (the online net on "
+        "s and s' stacked, the target net on s'), `sim_loss` the loss unit's pass (three bank "
+        "reads per sample), `sim_backward` the engine's backward run (backward ops, weight and "
+        "bias gradients), `sim_update` the Adam lanes' pass over every parameter (C per "
+        "cycle, the operand words written back), `sim_target` the target unit's pass "
+        "(Polyak, every step here), `sim_step` all of it from `st_start` to `st_done` (the "
+        "phases and the sequencer's hand-offs). `model_*`: "
+        "hrl/mapping/learner_schedule.py `step_cycles` (`array` is the forward and backward "
+        "runs together; `update` the Adam and target lanes in one pass). `step_us` at the "
+        f"clock estimated by yosys, {mhz:.0f} MHz (resources.md); `step_us_no_target` a step "
+        "without the target pass (a hard copy every `period` steps, between copies).",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
@@ -107,16 +109,15 @@ def main() -> None:
         "",
         f"The issue's target, one DQN step of 4-64-64-2 at batch 32 on 16x16 in at most "
         f"{TARGET_US:g} us: "
-        + "; ".join(f"{r['step_us']} us ({r['sim_array_cycles']} simulated array cycles + "
-                    f"{r['model_loss_cycles'] + r['model_update_cycles']} modeled)"
+        + "; ".join(f"{r['step_us']} us simulated with a Polyak target update "
+                    f"({r['sim_step']} cycles), {r['step_us_no_target']} us without one"
                     for r in goal)
-        + ". The engine overlaps what the model runs one after another: a chained layer (forward "
-        "after forward, backward after backward) starts on the tiles of the previous one as "
-        "they are written, and an op marked independent (the target net's first layer, the "
-        "gradients) issues while its predecessor drains; the bias gradient is an op of its "
-        "own (B beats per tile of one row), where the model fuses it into the weight "
-        "gradient's tiles. The loss, Adam and target cycles are the model's until the engine "
-        "sequences those units.",
+        + ". The target pass is a second walk over the parameters after Adam's (the engine's "
+        "weight bank has one host write port, which the online net's operand words take in "
+        "Adam's walk), where the model runs the Adam and target lanes side by side in one "
+        "pass. The loss unit reads three Q rows per sample through the engine's host port "
+        "(Q(s), the online Q(s') and the target's Q'(s')): 3 cycles a sample where the model "
+        "counts one.",
     ]
     (OUT / "step_cycles.md").write_text("\n".join(lines) + "\n")
     print((OUT / "step_cycles.md").read_text())
