@@ -124,11 +124,12 @@ def row_for(op, name, batch, size, sim_counts, mhz):
         else:
             array = ls.schedule_cycles(fwd, size, size) + ls.schedule_cycles(bwd, size, size) \
                 + 2 * ls.DEP_GAP
-        loss = ls.loss_cycles(batch)
-        upd = ls.update_cycles(dims, size) if kind == "dqn" else max(
-            ls.update_cycles(dims, size), ls.update_cycles(critic, size))
+        model = ls.step_cycles(kind, dims, batch, size, size, critic=critic)
+        loss = model["loss"]
+        upd = model["update"] + model["target"]  # DQN: Polyak every step, the default
         mac = ls.macs(fwd) + ls.macs(bwd)
-        units = "loss and update modeled (not yet in RTL)"
+        units = ("loss, Adam and target passes as hrl_learn_step runs them (model)"
+                 if kind == "dqn" else "loss and update modeled (not yet in RTL)")
     total = array + loss + upd
     return {"op": op, "net": name, "batch": batch, "array": f"{size}x{size}",
             "sim": "yes" if sim_counts else "model", "array_cycles": array,

@@ -13,12 +13,15 @@ checks this model against the simulated count cycle for cycle; the tables of
 experiments/rtl/learner_cycles.py simulate some points and take the model for the rest.
 
 `DEP_GAP` is the controller's cost between dependent phases (the activation unit's
-register, the bank write, the bank's 2-cycle read) and `loss_cycles` / `update_cycles` the
-loss unit's and the optimizer-and-target unit's. Those units exist in RTL (hrl_learn_loss_dqn
-and _ddpg: one sample a cycle; hrl_learn_adam: one parameter a cycle per lane, C lanes;
-hrl_learn_target beside it), but no controller sequences them with the array yet, so their
-cycles here are counted from their throughput and latency, not simulated, and the tables say
-so.
+register, the bank write, the bank's 2-cycle read) and `loss_cycles` / `update_cycles` /
+`target_cycles` the loss unit's, the Adam lanes' and the target unit's passes. For DQN they
+are what the step module (fpga_rtl/rtl/hrl_learn_step.v) runs, and its simulated phases set
+their constants (experiments/results/fpga_learner/step_cycles.md): the loss unit reads three
+Q rows per sample through the engine's host port (Q(s), the online net's Q(s') and the
+target's Q'(s')), so a sample takes LOSS_READS cycles; the Adam walk takes a block of C
+parameters a cycle, the operand words written back; the target update is a second walk,
+when due (every `target_update_period` steps). DDPG's step is not sequenced in RTL: its
+terms are the units' throughput and latency (one sample, one block a cycle).
 """
 
 from __future__ import annotations
@@ -27,8 +30,12 @@ import math
 
 DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
 OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
-LOSS_PIPE = 10  # the loss unit's 4 stages, plus the Q rows' hand-off from the array (modeled)
-UPDATE_PIPE = 6  # hrl_learn_adam's latency (the target unit's 3 run beside it)
+LOSS_READS = 3  # DQN's Q rows read per sample (hrl_learn_step: Q(s), Q(s') online, Q'(s'))
+LOSS_PIPE = 10  # DDPG: the loss unit's 4 stages, plus the Q rows' hand-off (modeled)
+DQN_LOSS_PIPE = 7  # DQN's loss pass: the reads' 2 cycles, the loss unit's 4, the hand-off
+UPDATE_PIPE = 6  # DDPG: hrl_learn_adam's latency (the target unit's 3 run beside it)
+ADAM_PIPE = 12  # DQN's Adam walk: reads 2 + Adam 6 + operand 3 cycles + the hand-off
+TARGET_PIPE = 6  # DQN's target walk: reads 2 + target unit 3 cycles + the hand-off
 
 
 def tiles(m: int, n: int, r: int, c: int) -> list[int]:
@@ -89,16 +96,28 @@ def params(dims) -> int:
     return sum((dims[i] + 1) * dims[i + 1] for i in range(len(dims) - 1))
 
 
-def update_cycles(dims, c: int) -> int:
-    """Optimizer (C Adam lanes: moments, root, step) and target update (with the operand's
-    rounding), in parallel, one row block of C parameters per cycle."""
-    return sum((dims[i] + 1) * math.ceil(dims[i + 1] / c) for i in range(len(dims) - 1)) \
-        + UPDATE_PIPE
+def blocks(dims, c: int) -> int:
+    """The parameter stream's length: per layer, its weight rows and its bias row in blocks
+    of C words."""
+    return sum((dims[i] + 1) * math.ceil(dims[i + 1] / c) for i in range(len(dims) - 1))
 
 
-def loss_cycles(batch: int) -> int:
-    """The loss unit: one sample per cycle (modeled)."""
-    return batch + LOSS_PIPE
+def update_cycles(dims, c: int, pipe: int = UPDATE_PIPE) -> int:
+    """Optimizer (C Adam lanes: moments, root, step, the operand's rounding), one row block
+    of C parameters per cycle; `pipe` the walk's latency and hand-offs."""
+    return blocks(dims, c) + pipe
+
+
+def target_cycles(dims, c: int) -> int:
+    """DQN's target update (Polyak or a hard copy, with the target's operand words): a walk
+    of its own after Adam's, when due."""
+    return blocks(dims, c) + TARGET_PIPE
+
+
+def loss_cycles(batch: int, reads: int = 1, pipe: int = LOSS_PIPE) -> int:
+    """The loss unit: `reads` bank reads per sample and `pipe` cycles of latency (DQN's step
+    module: LOSS_READS, DQN_LOSS_PIPE; DDPG's one sample per cycle, modeled)."""
+    return reads * batch + pipe
 
 
 def dqn_step(dims, batch: int):
@@ -128,17 +147,27 @@ def ddpg_step(actor, critic, batch: int):
     return fwd, bwd
 
 
-def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None) -> dict:
-    """Array, loss and update cycles of one SGD step (a dict; 'total' their sum)."""
+def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
+                target_period: int = 1) -> dict:
+    """Array, loss, update and target cycles of one SGD step (a dict). 'total' is their sum
+    with the target pass's cycles spread over `target_period` steps (DQN's step module runs
+    it every `target_update_period` steps; 1, the config's default, Polyak every step);
+    'target' is the pass itself. DDPG's update pass holds its target lanes (modeled)."""
+    if not isinstance(target_period, int) or target_period < 1:
+        raise ValueError(f"agent.target_update_period: {target_period!r} must be an int >= 1")
     if kind == "dqn":
         fwd, bwd = dqn_step(dims, batch)
-        upd = update_cycles(dims, c)
+        upd = update_cycles(dims, c, ADAM_PIPE)
+        target = target_cycles(dims, c)
+        loss = loss_cycles(batch, LOSS_READS, DQN_LOSS_PIPE)
     else:
         fwd, bwd = ddpg_step(dims, critic, batch)
         upd = max(update_cycles(dims, c), update_cycles(critic, c))
+        target = 0
+        loss = loss_cycles(batch)
     array = schedule_cycles(fwd, r, c) + schedule_cycles(bwd, r, c) + 2 * DEP_GAP
-    loss = loss_cycles(batch)
-    return {"array": array, "loss": loss, "update": upd, "total": array + loss + upd,
+    total = array + loss + upd + -(-target // target_period)
+    return {"array": array, "loss": loss, "update": upd, "target": target, "total": total,
             "macs": macs(fwd) + macs(bwd)}
 
 

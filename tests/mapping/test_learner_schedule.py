@@ -54,3 +54,19 @@ def test_check_fits_refuses(dims, batch, pattern):
 
 def test_check_fits_accepts_the_largest():
     ls.check_fits([256] * 5, 256, max_width=256, max_layers=4, max_batch=256)
+
+
+def test_dqn_loss_update_and_target_terms_by_hand():
+    """DQN's step module: three Q rows read per sample, a block of C parameters a cycle in
+    the Adam walk and in the target walk; the target's pass spread over its period."""
+    d = ls.step_cycles("dqn", [4, 64, 64, 2], 32, 16, 16)
+    blocks = 5 * 4 + 65 * 4 + 65 * 1  # (K + 1) rows x ceil(N / 16) blocks per layer
+    assert ls.blocks([4, 64, 64, 2], 16) == blocks
+    assert d["loss"] == 3 * 32 + ls.DQN_LOSS_PIPE
+    assert d["update"] == blocks + ls.ADAM_PIPE
+    assert d["target"] == blocks + ls.TARGET_PIPE
+    assert d["total"] == d["array"] + d["loss"] + d["update"] + d["target"]
+    d100 = ls.step_cycles("dqn", [4, 64, 64, 2], 32, 16, 16, target_period=100)
+    assert d100["total"] == d["array"] + d["loss"] + d["update"] + -(-d["target"] // 100)
+    with pytest.raises(ValueError, match=r"agent.target_update_period: 0 must be an int >= 1"):
+        ls.step_cycles("dqn", [4, 64, 2], 32, 16, 16, target_period=0)
