@@ -43,7 +43,7 @@ SIM = "verilator"
 TARGET_US = 25.0  # the issue's floor for one DQN step, batch 32, on 16 x 16
 COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "sim_update",
            "sim_target", "sim_step", "model_array", "model_loss", "model_update",
-           "model_total", "step_us", "step_us_no_target"]
+           "model_target", "model_total", "step_ratio", "step_us", "step_us_no_target"]
 
 
 def simulate(size: int, batch: int) -> dict:
@@ -73,7 +73,9 @@ def main() -> None:
                      "sim_backward": sim["bwd"], "sim_update": sim["upd"],
                      "sim_target": sim["tgt"], "sim_step": sim["cycles"],
                      "model_array": model["array"], "model_loss": model["loss"],
-                     "model_update": model["update"], "model_total": model["total"],
+                     "model_update": model["update"], "model_target": model["target"],
+                     "model_total": model["total"],
+                     "step_ratio": round(sim["cycles"] / model["total"], 3),
                      "step_us": round(sim["cycles"] / mhz, 2),
                      "step_us_no_target": round((sim["cycles"] - sim["tgt"]) / mhz, 2)})
     OUT.mkdir(parents=True, exist_ok=True)
@@ -95,8 +97,10 @@ def main() -> None:
         "cycle, the operand words written back), `sim_target` the target unit's pass "
         "(Polyak, every step here), `sim_step` all of it from `st_start` to `st_done` (the "
         "phases and the sequencer's hand-offs). `model_*`: "
-        "hrl/mapping/learner_schedule.py `step_cycles` (`array` is the forward and backward "
-        "runs together; `update` the Adam and target lanes in one pass). `step_us` at the "
+        "hrl/mapping/learner_schedule.py `step_cycles` at target_period 1 (`array` the "
+        "forward and backward products, against `sim_forward` + `sim_backward`; `loss`, "
+        "`update` and `target` the step module's passes, whose constants its simulated "
+        "phases set); `step_ratio` = sim_step / model_total. `step_us` at the "
         f"clock estimated by yosys, {mhz:.0f} MHz (resources.md); `step_us_no_target` a step "
         "without the target pass (a hard copy every `period` steps, between copies).",
         "",
@@ -112,12 +116,15 @@ def main() -> None:
         + "; ".join(f"{r['step_us']} us simulated with a Polyak target update "
                     f"({r['sim_step']} cycles), {r['step_us_no_target']} us without one"
                     for r in goal)
-        + ". The target pass is a second walk over the parameters after Adam's (the engine's "
-        "weight bank has one host write port, which the online net's operand words take in "
-        "Adam's walk), where the model runs the Adam and target lanes side by side in one "
-        "pass. The loss unit reads three Q rows per sample through the engine's host port "
-        "(Q(s), the online Q(s') and the target's Q'(s')): 3 cycles a sample where the model "
-        "counts one.",
+        + ". DQN CartPole's config copies the target every 100 steps, so its steps cost "
+        "`step_us_no_target` but one in 100. The target pass is a second walk over the "
+        "parameters after Adam's: the engine's weight bank has one host write port, which "
+        "the online net's operand words take in Adam's walk (the model before this module "
+        "ran the Adam and target lanes side by side in one pass, and counted one cycle a "
+        "sample for the loss unit, which reads three Q rows per sample through the engine's "
+        "host port: Q(s), the online Q(s') and the target's Q'(s')). The forward and backward "
+        "runs are the engine's, as the array's table counted them before (the loss unit "
+        "between them: two runs, a few hand-off cycles each).",
     ]
     (OUT / "step_cycles.md").write_text("\n".join(lines) + "\n")
     print((OUT / "step_cycles.md").read_text())

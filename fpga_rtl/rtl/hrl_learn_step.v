@@ -59,9 +59,10 @@
 //
 // Cost above the engine: C Adam lanes (hrl_learn_adam), C target lanes (hrl_learn_target),
 // one loss unit of AMAX actions, four banks of C words per block, the batch and TD
-// registers (BMAX words each), counters. Cycles: the engine's two runs, 3 B + 8 for the
-// loss, blocks + 14 for the update, blocks + 8 for the target when due (blocks: the stream's
-// length), a few between phases.
+// registers (BMAX words each), counters. Cycles (counted by st_cyc_*): the engine's two
+// runs, 3 B + 7 for the loss (three Q rows read per sample), blocks + 12 for the update,
+// blocks + 6 for the target when due (blocks: the stream's length), two more for the
+// command's start and end (hrl.mapping.learner_schedule's DQN terms).
 `default_nettype none
 
 module hrl_learn_step #(
@@ -221,7 +222,7 @@ module hrl_learn_step #(
     localparam LB = (NL > 1) ? $clog2(NL) : 1;             // a layer
     localparam CB = $clog2(C + 1);
     localparam OB = (LGA > 0) ? LGA : 1;
-    localparam integer W_SH = MF - WF;                     // unused here: the target unit's
+    localparam integer W_SH = MF - WF;                     // the operand's shift (checked)
 
     initial begin
         if (AMAX < 1 || AMAX > LA)
