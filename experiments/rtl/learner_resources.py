@@ -157,6 +157,15 @@ def narrow_clock(timeout: float = 3600) -> dict:
             "est_MHz": round(1000.0 / (1.0 + max(0.5 * levels, sta_ns)))}
 
 
+def _number(text: str):
+    """A table cell read back from resources.csv: an int or float where it is one."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if value.is_integer() else value
+
+
 def markdown(rows: list[dict], clock: dict | None) -> str:
     head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
     body = "".join("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float) else str(r[c])
@@ -257,7 +266,8 @@ def main(argv=None) -> int:
     # is added (`--size 16`) without synthesizing the others again.
     if (OUT / "resources.csv").exists():
         with open(OUT / "resources.csv", newline="") as f:
-            kept = [r for r in csv.DictReader(f) if int(r["size"]) not in sizes]
+            kept = [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
+                    if int(r["size"]) not in sizes]
         rows = sorted(kept + rows, key=lambda r: int(r["size"]))
     with open(OUT / "resources.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
