@@ -17,10 +17,11 @@
 //   0x10 n_loads  load descriptors
 //   0x18 n_ops    ops of the table (0: no engine run; 1..6 NL)
 //   0x20 n_stores store descriptors
-//   0x28 loads    64-bit address (hi at 0x2c): n_loads descriptors of 16 u32 words
-//   0x30 ops      64-bit address (0x34): n_ops x 16 u32, op o's field f at word 16 o + f
-//                 (hrl_learn_engine's field numbers)
-//   0x38 stores   64-bit address (0x3c): n_stores descriptors of 16 u32 words
+//   0x28 ops_at   byte offset in `prog` of the op table: n_ops x 16 u32, op o's field f
+//                 at word 16 o + f (hrl_learn_engine's field numbers)
+//   0x30 st_at    byte offset in `prog` of the n_stores store descriptors (16 u32 each)
+//   0x38 prog     64-bit address (hi at 0x3c) of the program: the n_loads load descriptors
+//                 (16 u32 each) at offset 0, then wherever the offsets above say
 //   0x40 cycles   read only: clock cycles of the last run, ap_start seen to ap_done
 //   0x44 engine   read only: the engine's cycles of the last run (its `cycles`)
 //   0x48 sat      read only: saturated outputs of the last run (the engine's `sat_count`)
@@ -36,7 +37,9 @@
 // the bank (loads: 0 activations, 1 weights, 2 biases, 3 deltas, the engine's h_wr_sel;
 // stores: 0 activations, 1 deltas, its h_rd_sel), 1 the matrix's base in the bank, 2 its
 // row stride log2 (slog), 3 rows, 4 columns (each 0..max(NMAX, BMAX); 0 skips it), 5 and 6
-// the 64-bit address of its words in device memory, 7..15 unused. The words are rows x
+// the 64-bit byte offset of its words from `prog`, 7..15 unused. Offsets, not addresses:
+// an OpenCL host knows its buffers, not their device addresses, so a program is one buffer
+// (one pointer argument) that refers to itself. The words are rows x
 // columns u32, row major: a load takes each word's low bits (the bank's width; the host
 // writes the format's words), a store writes each word sign-extended from OW bits.
 //
@@ -47,7 +50,7 @@
 // moves one row block of LA words per 4 cycles plus the memory's write path. The host must
 // place every matrix inside the engine's banks (hrl_learn_engine's depths; the program
 // writer checks them), must not change the argument registers while the kernel runs, and
-// must align every address to DW/8 bytes (XRT aligns buffers to 4 KiB).
+// must align `prog` and every offset to DW/8 bytes (XRT aligns buffers to 4 KiB).
 `default_nettype none
 
 module hrl_learn_kernel #(
@@ -178,7 +181,8 @@ module hrl_learn_kernel #(
     reg gie_reg;
     reg [1:0] ier_reg, isr_reg;
     reg [31:0] nld_reg, nop_reg, nst_reg;
-    reg [63:0] ld_addr_reg, op_addr_reg, st_addr_reg;
+    reg [31:0] op_at_reg, st_at_reg;
+    reg [63:0] prog_reg;
     reg [31:0] cycles_reg, eng_cycles_reg, sat_reg;
     reg [3:0] status_reg;
     localparam [7:0] CFG_R = R[7:0], CFG_C = C[7:0], CFG_NL = NL[7:0], CFG_OW = OW[7:0];
@@ -241,12 +245,10 @@ module hrl_learn_kernel #(
                 5'h04: s_axi_control_rdata <= nld_reg;
                 5'h06: s_axi_control_rdata <= nop_reg;
                 5'h08: s_axi_control_rdata <= nst_reg;
-                5'h0a: s_axi_control_rdata <= ld_addr_reg[31:0];
-                5'h0b: s_axi_control_rdata <= ld_addr_reg[63:32];
-                5'h0c: s_axi_control_rdata <= op_addr_reg[31:0];
-                5'h0d: s_axi_control_rdata <= op_addr_reg[63:32];
-                5'h0e: s_axi_control_rdata <= st_addr_reg[31:0];
-                5'h0f: s_axi_control_rdata <= st_addr_reg[63:32];
+                5'h0a: s_axi_control_rdata <= op_at_reg;
+                5'h0c: s_axi_control_rdata <= st_at_reg;
+                5'h0e: s_axi_control_rdata <= prog_reg[31:0];
+                5'h0f: s_axi_control_rdata <= prog_reg[63:32];
                 5'h10: s_axi_control_rdata <= cycles_reg;
                 5'h11: s_axi_control_rdata <= eng_cycles_reg;
                 5'h12: s_axi_control_rdata <= sat_reg;
@@ -274,12 +276,10 @@ module hrl_learn_kernel #(
                 5'h04: nld_reg <= merge(nld_reg, w_data, w_strb);
                 5'h06: nop_reg <= merge(nop_reg, w_data, w_strb);
                 5'h08: nst_reg <= merge(nst_reg, w_data, w_strb);
-                5'h0a: ld_addr_reg[31:0] <= merge(ld_addr_reg[31:0], w_data, w_strb);
-                5'h0b: ld_addr_reg[63:32] <= merge(ld_addr_reg[63:32], w_data, w_strb);
-                5'h0c: op_addr_reg[31:0] <= merge(op_addr_reg[31:0], w_data, w_strb);
-                5'h0d: op_addr_reg[63:32] <= merge(op_addr_reg[63:32], w_data, w_strb);
-                5'h0e: st_addr_reg[31:0] <= merge(st_addr_reg[31:0], w_data, w_strb);
-                5'h0f: st_addr_reg[63:32] <= merge(st_addr_reg[63:32], w_data, w_strb);
+                5'h0a: op_at_reg <= merge(op_at_reg, w_data, w_strb);
+                5'h0c: st_at_reg <= merge(st_at_reg, w_data, w_strb);
+                5'h0e: prog_reg[31:0] <= merge(prog_reg[31:0], w_data, w_strb);
+                5'h0f: prog_reg[63:32] <= merge(prog_reg[63:32], w_data, w_strb);
                 default: ;  // read-only and unmapped addresses ignore writes
             endcase
         end
@@ -308,9 +308,9 @@ module hrl_learn_kernel #(
             nld_reg <= 32'd0;
             nop_reg <= 32'd0;
             nst_reg <= 32'd0;
-            ld_addr_reg <= 64'd0;
-            op_addr_reg <= 64'd0;
-            st_addr_reg <= 64'd0;
+            op_at_reg <= 32'd0;
+            st_at_reg <= 32'd0;
+            prog_reg <= 64'd0;
         end
     end
 
@@ -508,7 +508,7 @@ module hrl_learn_kernel #(
             // The next descriptor of the list at hand, or the next part of the run.
             S_NEXT: begin
                 if (!storing && di < nld_reg) begin
-                    rd_addr <= ld_addr_reg + {26'd0, di, 6'd0};
+                    rd_addr <= prog_reg + {26'd0, di, 6'd0};
                     rd_words <= 32'd16;
                     rd_start <= 1'b1;
                     wc <= 32'd0;
@@ -520,14 +520,14 @@ module hrl_learn_kernel #(
                         status_reg[3] <= 1'b1;
                         state <= S_DONE;
                     end else begin
-                        rd_addr <= op_addr_reg;
+                        rd_addr <= prog_reg + {32'd0, op_at_reg};
                         rd_words <= {nop_reg[27:0], 4'd0};
                         rd_start <= 1'b1;
                         wc <= 32'd0;
                         state <= S_OPS;
                     end
                 end else if (storing && di < nst_reg) begin
-                    rd_addr <= st_addr_reg + {26'd0, di, 6'd0};
+                    rd_addr <= prog_reg + {32'd0, st_at_reg} + {26'd0, di, 6'd0};
                     rd_words <= 32'd16;
                     rd_start <= 1'b1;
                     wc <= 32'd0;
@@ -560,12 +560,12 @@ module hrl_learn_kernel #(
                 end else if (d_w[3] == 32'd0 || d_w[4] == 32'd0) begin
                     state <= S_NEXT;
                 end else if (!storing) begin
-                    rd_addr <= {d_w[6], d_w[5]};
+                    rd_addr <= prog_reg + {d_w[6], d_w[5]};
                     rd_words <= d_words32;
                     rd_start <= 1'b1;
                     state <= S_LOAD;
                 end else begin
-                    wr_addr <= {d_w[6], d_w[5]};
+                    wr_addr <= prog_reg + {d_w[6], d_w[5]};
                     wr_words <= d_words32;
                     wr_start <= 1'b1;
                     state <= S_ST_RD;

@@ -101,14 +101,12 @@ class LearnerKernelDriver:
         from cocotb.triggers import Timer
 
         base = self.base if base is None else base
-        words, regs, outs = program.image(base, arrays)
+        words, regs, outs = program.image(arrays)
         self.ram.write(self._offset(base), words.tobytes())
         for name, value in regs.items():
-            if name in ("loads", "ops", "stores"):
-                await self.write_reg(name, value)
-                await self.axil.write_dword(REG[name] + 4, value >> 32)
-            else:
-                await self.write_reg(name, value)
+            await self.write_reg(name, value)
+        await self.write_reg("prog", base)
+        await self.axil.write_dword(REG["prog"] + 4, base >> 32)
         await self.axil.write_dword(REG["control"], AP_START)
         waited = 0
         while True:
@@ -120,8 +118,8 @@ class LearnerKernelDriver:
             if waited > timeout_cycles:
                 raise TimeoutError(f"hrl_learn_kernel: no ap_done after {waited} cycles")
         outputs = {}
-        for name, (addr, rows, cols) in outs.items():
-            raw = self.ram.read(self._offset(addr), 4 * rows * cols)
+        for name, (offset, rows, cols) in outs.items():
+            raw = self.ram.read(self._offset(base + offset), 4 * rows * cols)
             outputs[name] = read_store(np.frombuffer(raw, np.uint32)).reshape(rows, cols)
         return RunResult(outputs, await self.read_reg("cycles"),
                          await self.read_reg("engine_cycles"), await self.read_reg("sat"),

@@ -11,7 +11,7 @@ and a host driver use the same code.
     shape = KernelShape.from_config(config0, config1, config2)  # the kernel's registers
     shape.refuse(dims, batch, fmt)                               # a one-line ValueError
     prog = forward_program(shape, dims, batch, fmt)              # loads x, w_i, b_i; stores y
-    words, regs, outs = prog.image(base, {"x": x, "w0": w0, "b0": b0, ...})
+    words, regs, outs = prog.image({"x": x, "w0": w0, "b0": b0, ...})
 
 Layout of a forward pass in the banks (each matrix at the narrowest row stride the bank's
 lanes allow): the activation bank holds the input and every layer's output in order, the
@@ -39,7 +39,7 @@ DESC_WORDS = 16  # a descriptor: 64 bytes, a beat boundary for buses up to 512 b
 ALIGN_WORDS = 16  # every block of the image starts on a 64-byte boundary
 # Register offsets (bytes) of the kernel's s_axi_control.
 REG = {"control": 0x00, "gie": 0x04, "ier": 0x08, "isr": 0x0C, "n_loads": 0x10, "n_ops": 0x18,
-       "n_stores": 0x20, "loads": 0x28, "ops": 0x30, "stores": 0x38, "cycles": 0x40,
+       "n_stores": 0x20, "ops_at": 0x28, "st_at": 0x30, "prog": 0x38, "cycles": 0x40,
        "engine_cycles": 0x44, "sat": 0x48, "status": 0x4C, "config0": 0x50, "config1": 0x54,
        "config2": 0x58}
 STATUS = {1: "an op out of range", 2: "the array refused a beat", 4: "a descriptor out of range",
@@ -144,14 +144,12 @@ class Program:
     ops: np.ndarray
     stores: tuple[Matrix, ...]
 
-    def image(self, base: int, arrays: dict) -> tuple[np.ndarray, dict, dict]:
-        """The program as u32 words for device memory at byte address `base` (aligned to 64
-        bytes): the load descriptors, the op table, the store descriptors, each load's words
-        (arrays[name], rows x cols, in its format's words) and room for each store's. Returns
-        (words, the registers to write {name: value}, {store name: (byte address, rows,
-        cols)})."""
-        if base % (4 * ALIGN_WORDS):
-            raise ValueError(f"base 0x{base:x} is not aligned to {4 * ALIGN_WORDS} bytes")
+    def image(self, arrays: dict) -> tuple[np.ndarray, dict, dict]:
+        """The program as one block of u32 words for device memory (the kernel's `prog`
+        argument, aligned to 64 bytes): the load descriptors, the op table, the store
+        descriptors, each load's words (arrays[name], rows x cols, in its format's words)
+        and room for each store's, every address an offset into the block. Returns (words,
+        the scalar registers {name: value}, {store name: (byte offset, rows, cols)})."""
 
         def up(n: int) -> int:
             return -(-n // ALIGN_WORDS) * ALIGN_WORDS
@@ -167,9 +165,7 @@ class Program:
         words = np.zeros(pos, np.uint32)
 
         def describe(i0: int, m: Matrix) -> None:
-            addr = base + 4 * data[m.name]
-            words[i0:i0 + 7] = [m.sel, m.base, m.slog, m.rows, m.cols, addr & 0xFFFFFFFF,
-                                addr >> 32]
+            words[i0:i0 + 7] = [m.sel, m.base, m.slog, m.rows, m.cols, 4 * data[m.name], 0]
 
         for i, m in enumerate(self.loads):
             describe(at["loads"] + DESC_WORDS * i, m)
@@ -180,9 +176,9 @@ class Program:
         for i, m in enumerate(self.stores):
             describe(at["stores"] + DESC_WORDS * i, m)
         regs = {"n_loads": len(self.loads), "n_ops": len(self.ops),
-                "n_stores": len(self.stores),
-                **{k: base + 4 * v for k, v in at.items()}}
-        outs = {m.name: (base + 4 * data[m.name], m.rows, m.cols) for m in self.stores}
+                "n_stores": len(self.stores), "ops_at": 4 * at["ops"],
+                "st_at": 4 * at["stores"]}
+        outs = {m.name: (4 * data[m.name], m.rows, m.cols) for m in self.stores}
         return words, regs, outs
 
 
