@@ -97,7 +97,8 @@ class KernelShape:
     def max_ops(self) -> int:
         return 6 * self.nl
 
-    def refuse(self, dims, batch: int, fmt: FxFormats, key: str = "agent.network") -> None:
+    def refuse(self, dims, batch: int, fmt: FxFormats, key: str = "agent.network",
+               batch_key: str = "batch") -> None:
         """A one-line ValueError if the kernel cannot run this network's forward pass on
         `batch` rows in these formats (naming the key and the limit); None if it can."""
         dims = tuple(int(d) for d in dims)
@@ -109,7 +110,8 @@ class KernelShape:
             raise ValueError(f"{key}: {shape} has a layer {max(dims)} wide; the FPGA learner's "
                              f"widest is NMAX={self.nmax}")
         if not 1 <= batch <= self.bmax:
-            raise ValueError(f"batch {batch} is outside the FPGA learner's 1..BMAX={self.bmax}")
+            raise ValueError(f"{batch_key}: {batch} is outside the FPGA learner's "
+                             f"1..BMAX={self.bmax}")
         for name, f, limit, what in (("act", fmt.act, self.aw, "AW"),
                                      ("weight", fmt.weight, self.bw, "BW"),
                                      ("value", fmt.value, self.ow, "OW"),
@@ -120,6 +122,22 @@ class KernelShape:
         if fmt.act.frac > self.bsmax:
             raise ValueError(f"agent.fixed_point.act: a bias shift of {fmt.act.frac} exceeds "
                              f"the FPGA learner's BSMAX={self.bsmax}")
+
+
+HDL_NAMES = {"r": "R", "c": "C", "aw": "AW", "bw": "BW", "ow": "OW", "nmax": "NMAX", "nl": "NL",
+             "bmax": "BMAX", "bsmax": "BSMAX"}
+
+
+def hdl_params(shape: KernelShape) -> dict[str, int]:
+    """The kernel's HDL parameters by their Verilog names (an rtl-sim binary's)."""
+    return {v: getattr(shape, k) for k, v in HDL_NAMES.items()}
+
+
+async def read_params(read_dword) -> dict[str, int]:
+    """The HDL parameters from a running kernel's config registers (`read_dword(offset)`,
+    awaitable: a simulator's host side)."""
+    words = [await read_dword(REG[f"config{i}"]) for i in range(3)]
+    return hdl_params(KernelShape.from_config(*words))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -102,13 +102,15 @@ class TB:
 
     async def check(self, dims, batch, trained: bool = True, split: bool = False):
         """One network's forward pass through the kernel against the reference; split: the
-        weights by a program of their own, then the pass without them. Returns the run."""
+        weights by a program of their own, then the pass without them. Returns the pass's
+        run and the weights' (None unless split)."""
         self.shape.refuse(dims, batch, self.fmt)
         x, net = self.network(dims, batch, trained)
         arrays = {**kp.weight_arrays(net), "x": x}
+        wres = None
         if split:
-            res = await self.drv.run(kp.weights_program(self.shape, dims), arrays)
-            assert res.status == 0 and not res.outputs, f"weights program: status {res.status}"
+            wres = await self.drv.run(kp.weights_program(self.shape, dims), arrays)
+            assert wres.status == 0 and not wres.outputs, f"weights: status {wres.status}"
         prog = kp.forward_program(self.shape, dims, batch, self.fmt, load_weights=not split)
         res = await self.drv.run(prog, arrays)
         label = f"{dims} batch {batch} ({'trained' if trained else 'full-range'}, split {split})"
@@ -121,7 +123,7 @@ class TB:
             f"{got[tuple(bad[0])]} want {want[tuple(bad[0])]}")
         assert res.saturations == want_sat, (
             f"{label}: {res.saturations} saturations, want {want_sat}")
-        return res
+        return res, wres
 
     def random_dims(self):
         s, rng = self.shape, self.rng
@@ -191,9 +193,9 @@ async def test_listed_nets(dut):
         nets = [((3, s.nmax, 2), 1)]
     out = []
     for dims, batch in nets:
-        res = await tb.check(dims, batch, split=True)
+        res, wres = await tb.check(dims, batch, split=True)
         out.append({"dims": list(dims), "batch": batch, "kernel_cycles": res.cycles,
-                    "engine_cycles": res.engine_cycles})
+                    "engine_cycles": res.engine_cycles, "weights_cycles": wres.cycles})
     if os.environ.get("KLN_CYCLES_OUT"):
         with open(os.environ["KLN_CYCLES_OUT"], "w") as f:
             json.dump(out, f)

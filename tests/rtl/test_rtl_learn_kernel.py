@@ -83,3 +83,16 @@ def test_testbench_catches_mutation(pattern, repl, name):
     assert learn_tb.mutation_kills(TOP, SRCS, "hrl_learn_kernel.v", pattern, repl, SMALL,
                                    name), (
         f"the {TOP} testbench passed against the mutant {name!r}")
+
+
+def test_driver_arguments_follow_kernel_xml():
+    """The OpenCL driver sets the arguments in hrl_learn_kernel.xml's order; the device layer
+    reads the offsets from it, and they are the register map the programs and the testbench's
+    driver use (hrl.fixed_point.kernel_program.REG)."""
+    from hrl.fixed_point import kernel_host, kernel_program
+    from hrl.replay.backends import rtl_sim
+
+    args = rtl_sim.kernel_args(rtl_sim.KERNELS["hrl_learn_kernel"][0])
+    assert tuple(a.name for a in args) == kernel_host.ARG_NAMES
+    assert all(a.offset == kernel_program.REG[a.name] for a in args)
+    assert [a.pointer for a in args] == [False] * 5 + [True]
