@@ -66,6 +66,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     devices = cfg.train.devices
     mesh = make_mesh(devices) if devices > 1 else None  # too many devices: a config error
     env, agent = make_env_agent(cfg)
+    infer = fpga_infer(cfg, agent)  # refused or started before the replay is allocated
     spec = env.spec
     if mesh is not None and not spec.is_jax:
         raise ValueError(
@@ -87,7 +88,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                          in_order=executor_class(kind).inserts_in_order)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size,
-                            infer=fpga_infer(cfg, agent))
+                            infer=infer)
     loop = make_executor(kind, Parts(cfg, env, agent, replay, schedule, prims, placement, mesh,
                                      example))
     return Built(cfg, env, agent, replay, schedule, loop, example)

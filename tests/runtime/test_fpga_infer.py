@@ -66,7 +66,7 @@ def _run(cfg, iterations: int):
     return built, jax.device_get(state), out
 
 
-@pytest.mark.long
+@pytest.mark.long  # a Verilator build of the kernel and two host loops' compilations: minutes
 @pytest.mark.hw
 def test_fpga_infer_run_matches_the_fixed_point_reference_bit_for_bit():
     """36 env steps with 6 SGD steps: every action from the simulated kernel's Q words; the
