@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rtl_runner
+from cocotb.triggers import RisingEdge
 from learn_tb import random_words
 
 from hrl.fixed_point import kernel_program as kp
@@ -50,8 +51,20 @@ class TB:
         self.shape = None
         self._ref = {}
 
+    async def _check_addresses(self):
+        """Every AXI4 address carries the high word of the program's base (a 64-bit `prog`
+        plus offsets): the memory model wraps, so a lost high word would go unseen."""
+        dut, want = self.dut, self.drv.base >> 32
+        while True:
+            await RisingEdge(dut.ap_clk)
+            for ch in ("ar", "aw"):
+                if int(getattr(dut, f"m_axi_gmem_{ch}valid").value):
+                    a = getattr(dut, f"m_axi_gmem_{ch}addr").value.to_unsigned()
+                    assert a >> 32 == want, f"{ch}addr 0x{a:x} lost the high address word"
+
     async def reset(self):
         self.shape = await self.drv.reset()
+        cocotb.start_soon(self._check_addresses())  # the valids are known from the reset on
         p = self.prm
         want = kp.KernelShape(r=p["R"], c=p["C"], aw=p["AW"], bw=p["BW"], ow=p["OW"],
                               nmax=p["NMAX"], nl=p["NL"], bmax=p["BMAX"], bsmax=p["BSMAX"])
