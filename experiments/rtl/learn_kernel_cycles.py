@@ -82,7 +82,10 @@ def main() -> None:
         "`engine_cycles`: the engine's part; `interface_cycles`: the difference, what the "
         "kernel interface adds; `weights_cycles`: the run that loads the weights, once per "
         f"weight update. `us` at {mhz:.0f} MHz (resources.md's estimate). The memory model "
-        "answers a read one cycle after its address (no DDR latency).",
+        "answers a read one cycle after its address (no DDR latency). The kernel takes one "
+        "word per cycle from memory (hrl_beats_to_words in groups of one) whatever the bus's "
+        "width, so the 64- and 512-bit rows agree: the loads, the weights' above all, are "
+        "what a wider intake would shorten.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
