@@ -18,7 +18,9 @@
 //   0x18 n_ops    ops of the table (0: no engine run; 1..6 NL)
 //   0x20 n_stores store descriptors
 //   0x28 ops_at   byte offset in `prog` of the op table: n_ops x 16 u32, op o's field f
-//                 at word 16 o + f (hrl_learn_engine's field numbers)
+//                 at word 16 o + f (hrl_learn_engine's field numbers); 0xffffffff: read no
+//                 table, run the one the engine holds (the last written: an inference
+//                 after the first moves no table)
 //   0x30 st_at    byte offset in `prog` of the n_stores store descriptors (16 u32 each)
 //   0x38 prog     64-bit address (hi at 0x3c) of the program: the n_loads load descriptors
 //                 (16 u32 each) at offset 0, then wherever the offsets above say
@@ -460,6 +462,7 @@ module hrl_learn_kernel #(
     assign out_valid = out_full && state == S_ST_PUSH;
 
     localparam [31:0] DMAX32 = DMAX;
+    localparam [31:0] KEEP_OPS = 32'hFFFF_FFFF;   // ops_at: run the table the engine holds
     localparam [31:0] NOPS32 = NOPS;
     localparam [IW-1:0] LAI = LA[IW-1:0];
     localparam [IW-1:0] CI = C[IW-1:0];
@@ -519,6 +522,8 @@ module hrl_learn_kernel #(
                     if (nop_reg > NOPS32) begin
                         status_reg[3] <= 1'b1;
                         state <= S_DONE;
+                    end else if (op_at_reg == KEEP_OPS) begin
+                        state <= S_RUN;   // the table the engine holds
                     end else begin
                         rd_addr <= prog_reg + {32'd0, op_at_reg};
                         rd_words <= {nop_reg[27:0], 4'd0};

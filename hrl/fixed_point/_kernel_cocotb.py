@@ -94,14 +94,14 @@ class LearnerKernelDriver:
         return address % self.mem_size
 
     async def run(self, program: Program, arrays: dict, timeout_cycles: int = 10**7,
-                  base: int | None = None) -> RunResult:
+                  base: int | None = None, keep_ops: bool = False) -> RunResult:
         """Lay the program out at `base` (default the driver's), launch, wait for ap_done,
-        read the stores back."""
+        read the stores back. keep_ops: run the op table the kernel holds (`Program.image`)."""
         # cocotb: importable only inside a running simulation (this code runs there)
         from cocotb.triggers import Timer
 
         base = self.base if base is None else base
-        words, regs, outs = program.image(arrays)
+        words, regs, outs = program.image(arrays, keep_ops)
         self.ram.write(self._offset(base), words.tobytes())
         for name, value in regs.items():
             await self.write_reg(name, value)

@@ -61,15 +61,18 @@ class LearnerKernel:
                 raise ValueError(f"the program binary has kernels {names}, not {KERNEL_NAME!r}")
             self.kernel = cl.Kernel(self.program, KERNEL_NAME)
             self._buf, self._size = None, 0
+            self._ops = None  # the op table the kernel holds
             self.runs = 0  # launches so far
         except BaseException:
             self.close()  # a started simulation ends with the failed driver
             raise
 
     def run(self, program: kp.Program, arrays: dict) -> dict[str, np.ndarray]:
-        """One launch of `program` on `arrays`; its stores by name (int32 rows x cols)."""
+        """One launch of `program` on `arrays`; its stores by name (int32 rows x cols). The
+        op table moves only when it differs from the last launch's (the kernel keeps it)."""
         cl = self._cl
-        words, regs, outs = program.image(arrays)
+        keep = self._ops is not None and np.array_equal(program.ops, self._ops)
+        words, regs, outs = program.image(arrays, keep_ops=keep)
         if words.nbytes > self._size:  # the program buffer grows to the largest program
             self._size = max(words.nbytes, 2 * self._size)
             self._buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, self._size)
@@ -77,6 +80,8 @@ class LearnerKernel:
         self.kernel.set_args(*(np.uint32(regs[n]) for n in ARG_NAMES[:-1]), self._buf)
         cl.enqueue_nd_range_kernel(self.queue, self.kernel, (1,), (1,))
         self.runs += 1
+        if len(program.ops):
+            self._ops = program.ops
         out = {}
         for name, (offset, rows, cols) in outs.items():
             host = np.empty(rows * cols, np.uint32)

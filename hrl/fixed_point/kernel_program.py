@@ -42,6 +42,7 @@ REG = {"control": 0x00, "gie": 0x04, "ier": 0x08, "isr": 0x0C, "n_loads": 0x10, 
        "n_stores": 0x20, "ops_at": 0x28, "st_at": 0x30, "prog": 0x38, "cycles": 0x40,
        "engine_cycles": 0x44, "sat": 0x48, "status": 0x4C, "config0": 0x50, "config1": 0x54,
        "config2": 0x58}
+KEEP_OPS = 0xFFFFFFFF  # ops_at: run the op table the engine holds, read none
 STATUS = {1: "an op out of range", 2: "the array refused a beat", 4: "a descriptor out of range",
           8: "n_ops out of range"}
 
@@ -162,19 +163,21 @@ class Program:
     ops: np.ndarray
     stores: tuple[Matrix, ...]
 
-    def image(self, arrays: dict) -> tuple[np.ndarray, dict, dict]:
+    def image(self, arrays: dict, keep_ops: bool = False) -> tuple[np.ndarray, dict, dict]:
         """The program as one block of u32 words for device memory (the kernel's `prog`
         argument, aligned to 64 bytes): the load descriptors, the op table, the store
         descriptors, each load's words (arrays[name], rows x cols, in its format's words)
-        and room for each store's, every address an offset into the block. Returns (words,
-        the scalar registers {name: value}, {store name: (byte offset, rows, cols)})."""
+        and room for each store's, every address an offset into the block. keep_ops: the
+        kernel runs the op table it holds (the last one written, which must be this
+        program's) and the image carries none. Returns (words, the scalar registers {name:
+        value}, {store name: (byte offset, rows, cols)})."""
 
         def up(n: int) -> int:
             return -(-n // ALIGN_WORDS) * ALIGN_WORDS
 
         at = {"loads": 0}
         at["ops"] = up(DESC_WORDS * len(self.loads))
-        at["stores"] = at["ops"] + up(DESC_WORDS * len(self.ops))
+        at["stores"] = at["ops"] + (0 if keep_ops else up(DESC_WORDS * len(self.ops)))
         pos = at["stores"] + up(DESC_WORDS * len(self.stores))
         data = {}
         for m in (*self.loads, *self.stores):
@@ -189,12 +192,14 @@ class Program:
             describe(at["loads"] + DESC_WORDS * i, m)
             a = np.asarray(arrays[m.name]).reshape(m.rows, m.cols).astype(np.int64)
             words[data[m.name]:data[m.name] + a.size] = (a & 0xFFFFFFFF).ravel()
-        words[at["ops"]:at["ops"] + self.ops.size] = (
-            self.ops.astype(np.int64) & 0xFFFFFFFF).ravel()
+        if not keep_ops:
+            words[at["ops"]:at["ops"] + self.ops.size] = (
+                self.ops.astype(np.int64) & 0xFFFFFFFF).ravel()
         for i, m in enumerate(self.stores):
             describe(at["stores"] + DESC_WORDS * i, m)
         regs = {"n_loads": len(self.loads), "n_ops": len(self.ops),
-                "n_stores": len(self.stores), "ops_at": 4 * at["ops"],
+                "n_stores": len(self.stores),
+                "ops_at": KEEP_OPS if keep_ops else 4 * at["ops"],
                 "st_at": 4 * at["stores"]}
         outs = {m.name: (4 * data[m.name], m.rows, m.cols) for m in self.stores}
         return words, regs, outs

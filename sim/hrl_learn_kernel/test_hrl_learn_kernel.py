@@ -115,8 +115,9 @@ class TB:
 
     async def check(self, dims, batch, trained: bool = True, split: bool = False):
         """One network's forward pass through the kernel against the reference; split: the
-        weights by a program of their own, then the pass without them. Returns the pass's
-        run and the weights' (None unless split)."""
+        weights by a program of their own, then the pass without them, then (split) a second
+        pass on new states with the op table kept in the kernel. Returns the last pass's run
+        and the weights' (None unless split)."""
         self.shape.refuse(dims, batch, self.fmt)
         x, net = self.network(dims, batch, trained)
         arrays = {**kp.weight_arrays(net), "x": x}
@@ -136,6 +137,13 @@ class TB:
             f"{got[tuple(bad[0])]} want {want[tuple(bad[0])]}")
         assert res.saturations == want_sat, (
             f"{label}: {res.saturations} saturations, want {want_sat}")
+        if split:  # the next inference as the loop runs it: new states, the table kept
+            x2, _ = self.network(dims, batch, trained)
+            res = await self.drv.run(prog, {"x": x2}, keep_ops=True)
+            want2, sat2 = self.reference(dims, x2, net)
+            assert res.status == 0 and np.array_equal(res.outputs["y"], want2), (
+                f"{label}: the second inference (op table kept) differs")
+            assert res.saturations == sat2, f"{label}: kept table: {res.saturations} != {sat2}"
         return res, wres
 
     def random_dims(self):

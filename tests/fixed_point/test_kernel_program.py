@@ -82,3 +82,16 @@ def test_weights_apart():
     assert [(m.sel, m.base) for m in w.loads] == [
         (m.sel, m.base) for m in kp.forward_program(SHAPE, (4, 64, 64, 2), 1, FxFormats()).loads
         if m.name != "x"]
+
+
+def test_kept_op_table_moves_none():
+    """keep_ops: ops_at says so (0xffffffff) and the image carries no op words; the rest of
+    the program is laid out as without it."""
+    prog = kp.forward_program(SHAPE, (4, 9, 2), 1, FxFormats(), load_weights=False)
+    x = np.ones((1, 4), np.int32)
+    words, regs, outs = prog.image({"x": x})
+    kept, kregs, kouts = prog.image({"x": x}, keep_ops=True)
+    assert kregs["ops_at"] == kp.KEEP_OPS and kregs["n_ops"] == 2
+    assert len(kept) == len(words) - 2 * kp.DESC_WORDS
+    assert kregs["st_at"] == regs["st_at"] - 2 * 64
+    assert kouts["y"][0] == outs["y"][0] - 2 * 64
