@@ -1,8 +1,8 @@
 """Cycles of the learner's kernel (fpga_rtl/rtl/hrl_learn_kernel.v) per inference as the
 training loop runs it (`placement.infer: fpga`), counted in simulation: the kernel's whole run
-(ap_start seen to ap_done: the load of the states, the op table, the engine's run, the store
-of the Q values) beside the engine's part alone, and the run that loads the weights (once per
-weight update).
+(ap_start seen to ap_done: the load of the states, the engine's run of the op table it holds,
+the store of the Q values) beside the engine's part alone, and the run that loads the weights
+(once per weight update).
 
     python experiments/rtl/learn_kernel_cycles.py   # -> experiments/results/fpga_learner/
                                                     #    kernel_cycles.{csv,md}
@@ -77,8 +77,9 @@ def main() -> None:
         "Regenerate: `python experiments/rtl/learn_kernel_cycles.py` (the kernel's testbench, "
         f"test_listed_nets, on {SIM}; every Q word checked against mlp_forward).",
         "",
-        "`kernel_cycles`: ap_start seen to ap_done of one inference (the states loaded, the op "
-        "table written, the engine's run, the Q values stored and acknowledged); "
+        "`kernel_cycles`: ap_start seen to ap_done of one inference as the loop runs it after "
+        "its first (the states loaded, the engine's run of the op table it holds, the Q values "
+        "stored and acknowledged; the first also moves the table, 16 words per layer); "
         "`engine_cycles`: the engine's part; `interface_cycles`: the difference, what the "
         "kernel interface adds; `weights_cycles`: the run that loads the weights, once per "
         f"weight update. `us` at {mhz:.0f} MHz (resources.md's estimate). The memory model "
