@@ -12,6 +12,15 @@ Two settings per M, both with the 64x64 MLP and a 50k prioritized replay (K=16, 
 * `sgd_per_iter`: one SGD step of batch 256 per vector step of all M envs (train ratio 1/M,
   the setting of the 64-env flashbax reference).
 
+`--workloads` names what the table holds (default: CartPole and MinAtar Breakout, one table):
+`cartpole` is the above; a MinAtar game (`breakout`, `space_invaders`, `asterix`) is
+experiments/configs/dqn_minatar_breakout.yaml on that game (MinAtar's conv net, batch 32, 100k
+PER), at `--minatar-envs` M and rollout 8 (the side-by-side's iteration,
+experiments/peers/minatar_throughput.py): `sgd_per_step` keeps the config's 0.25 SGD steps per
+env step, `sgd_per_iter` is one SGD step per iteration. `--merge` keeps the rows of the
+workloads not run from the existing table (each row names its command), so one workload is
+re-measured without re-running the others.
+
 With `--config`, that config's env, agent, replay and batch are used instead (DDPG on brax,
 say), with `num_envs` = M; `sgd_per_step` keeps the config's train ratio, `sgd_per_iter` makes it
 1/M. JAX runs on its default device (a GPU where there is one); the replay's kernels are the
@@ -52,6 +61,32 @@ def config_file_variant(path: Path, num_envs: int, setting: str, min_chunk_iters
         cfg["train"]["train_ratio"] = 1.0 / num_envs
     per_iter = num_envs * cfg["train"]["rollout_length"]
     cfg["train"]["chunk_env_steps"] = max(min_chunk_iters, 4096 // num_envs) * per_iter
+    cfg["log"] = {"progress": False}
+    cfg["seeds"] = 1
+    return cfg
+
+
+MINATAR_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "dqn_minatar_breakout.yaml"
+MINATAR_GAMES = {"breakout": "Breakout-MinAtar", "space_invaders": "SpaceInvaders-MinAtar",
+                 "asterix": "Asterix-MinAtar"}
+WORKLOADS = ("cartpole", *MINATAR_GAMES)
+MINATAR_ROLLOUT = 8  # the side-by-side's iteration (minatar_throughput.py --rollout 8)
+
+
+def minatar_variant(game: str, num_envs: int, setting: str, min_chunk_iters: int) -> dict:
+    """The MinAtar config on `game` at M = `num_envs`, rollout 8, chunks of about 4096 env
+    steps (at least `min_chunk_iters` iterations)."""
+    from hrl.config import load_config
+
+    cfg = to_dict(load_config(MINATAR_CONFIG))
+    cfg["name"] = f"bench_minatar_{game}_m{num_envs}_{setting}"
+    cfg["env"].update(name=f"gymnax:{MINATAR_GAMES[game]}", num_envs=num_envs)
+    per_iter = num_envs * MINATAR_ROLLOUT
+    cfg["train"].update(total_env_steps=10**9, rollout_length=MINATAR_ROLLOUT,
+                        learning_starts=max(1000, cfg["train"]["batch_size"]),
+                        chunk_env_steps=max(min_chunk_iters, 4096 // per_iter) * per_iter)
+    if setting == "sgd_per_iter":
+        cfg["train"]["train_ratio"] = 1.0 / per_iter
     cfg["log"] = {"progress": False}
     cfg["seeds"] = 1
     return cfg
@@ -150,32 +185,58 @@ def measure_in_fresh_process(cfg_dict: dict, setting: str, seconds: float) -> di
                           f"point M={cfg_dict['env']['num_envs']} {setting}", 3600)
 
 
-def write_outputs(rows: list[dict], stem: str, title: str, command: str) -> None:
+def machine_name() -> str:
+    return (f"{cpu_name()}, {os.cpu_count()} cores, "
+            f"jax {jax.__version__} on {jax.devices()[0].platform}")
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of an existing table's CSV, numbers parsed back (for --merge)."""
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["num_envs"] = int(r["num_envs"])
+        for key in ("batch_size", "timed_env_steps", "timed_updates"):
+            r[key] = int(r[key])
+        for key in ("train_ratio", "env_steps_per_s", "sgd_updates_per_s", "timed_s",
+                    "first_chunk_incl_compile_s", "load_avg_1min"):
+            r[key] = float(r[key])
+    return rows
+
+
+def write_outputs(rows: list[dict], stem: str, title: str) -> None:
+    """`stem`.csv (every column, the full config of each row), .md (the table, each
+    workload's command and machine) and .png (env and SGD rates against M, a line per
+    workload and setting)."""
     OUT.mkdir(parents=True, exist_ok=True)
+    fields = list(dict.fromkeys(k for r in rows for k in r))
     with (OUT / f"{stem}.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
-    machine = (f"{cpu_name()}, {os.cpu_count()} cores, "
-               f"jax {jax.__version__} on {jax.devices()[0].platform}")
-    lines = [
-        f"# {title} training throughput (fused loop)",
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    lines = [f"# {title} training throughput (fused loop)", ""]
+    for w in workloads:
+        mine = [r for r in rows if r["workload"] == w]
+        loads = [r["load_avg_1min"] for r in mine]
+        lines.append(f"- `{w}`: `{mine[0]['command']}`; {mine[0]['machine']}; 1-minute load "
+                     f"average during the points {min(loads):.1f} to {max(loads):.1f}.")
+    lines += [
         "",
-        f"Machine: {machine}. Command: `{command}`.",
-        "Network, replay and batch: see the `config` column of the CSV; timed after "
-        "learning_starts.",
-        f"1-minute load average during the points: {min(r['load_avg_1min'] for r in rows):.1f}"
-        f" to {max(r['load_avg_1min'] for r in rows):.1f} (other jobs on the machine lower the"
-        " figures).",
-        f"Full configs in {stem}.csv (column `config`).",
+        "Timed after learning_starts. Network, replay and batch: the `config` column of "
+        f"{stem}.csv. Other jobs on the machine lower the figures (the load average above).",
         "",
-        "| M envs | setting | batch | SGD steps / env step | env steps/s | SGD updates/s |",
-        "| ---: | --- | ---: | ---: | ---: | ---: |",
+        "| workload | M envs | setting | batch | SGD steps / env step | env steps/s | "
+        "SGD updates/s |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
-            f"| {r['num_envs']} | {r['setting']} | {r['batch_size']} | {r['train_ratio']:.4g} | "
-            f"{r['env_steps_per_s']:,.0f} | {r['sgd_updates_per_s']:,.0f} |"
+            f"| {r['workload']} | {r['num_envs']} | {r['setting']} | {r['batch_size']} | "
+            f"{r['train_ratio']:.4g} | {r['env_steps_per_s']:,.0f} | "
+            f"{r['sgd_updates_per_s']:,.0f} |"
         )
     (OUT / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
@@ -184,20 +245,22 @@ def write_outputs(rows: list[dict], stem: str, title: str, command: str) -> None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
-    for setting, marker in (("sgd_per_step", "o"), ("sgd_per_iter", "s")):
-        sub = [r for r in rows if r["setting"] == setting]
-        if not sub:
-            continue
-        m = [r["num_envs"] for r in sub]
-        ax[0].loglog(m, [r["env_steps_per_s"] for r in sub], marker=marker, label=setting)
-        ax[1].loglog(m, [r["sgd_updates_per_s"] for r in sub], marker=marker, label=setting)
-    for a, title in zip(ax, ("env steps/s", "SGD updates/s"), strict=True):
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
+    for w in workloads:
+        for setting, marker in (("sgd_per_step", "o"), ("sgd_per_iter", "s")):
+            sub = [r for r in rows if r["setting"] == setting and r["workload"] == w]
+            if not sub:
+                continue
+            m = [r["num_envs"] for r in sub]
+            label = f"{w}, {setting}"
+            ax[0].loglog(m, [r["env_steps_per_s"] for r in sub], marker=marker, label=label)
+            ax[1].loglog(m, [r["sgd_updates_per_s"] for r in sub], marker=marker, label=label)
+    for a, name in zip(ax, ("env steps/s", "SGD updates/s"), strict=True):
         a.set_xlabel("parallel actors M")
-        a.set_title(title)
+        a.set_title(name)
         a.grid(alpha=0.3, which="both")
-        a.legend()
-    fig.suptitle(f"{title}, fused JAX loop on {jax.devices()[0].platform} (measured)")
+        a.legend(fontsize=7)
+    fig.suptitle(f"{title}, fused JAX loop (measured; machines in {stem}.md)")
     fig.tight_layout()
     fig.savefig(OUT / f"{stem}.png")
     plt.close(fig)
@@ -205,11 +268,18 @@ def write_outputs(rows: list[dict], stem: str, title: str, command: str) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--envs", type=int, nargs="+", default=[1, 8, 64, 1024])
+    parser.add_argument("--envs", type=int, nargs="+", default=[1, 8, 64, 1024],
+                        help="M of the CartPole (or --config) points")
+    parser.add_argument("--minatar-envs", type=int, nargs="+", default=[1, 8, 64],
+                        help="M of the MinAtar points")
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS,
+                        default=["cartpole", "breakout"], help="what the table holds")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the existing table's rows of the workloads not run")
     parser.add_argument("--settings", nargs="+", default=["sgd_per_step", "sgd_per_iter"],
                         choices=["sgd_per_step", "sgd_per_iter"])
     parser.add_argument("--seconds", type=float, default=10.0, help="timed seconds per point")
-    parser.add_argument("--config", type=Path, help="a run config instead of DQN CartPole")
+    parser.add_argument("--config", type=Path, help="a run config instead of the workloads")
     parser.add_argument("--min-chunk-iters", type=int, default=8,
                         help="iterations per jitted chunk at least (larger on a GPU, where a "
                         "chunk of a few iterations is dominated by the host round trip)")
@@ -217,14 +287,17 @@ def main() -> None:
                         help="skip points with more SGD steps per iteration than this (they "
                         "measure only the SGD rate, at great length)")
     args = parser.parse_args()
-    stem, title = "bench_train", "DQN + PER on CartPole-v1"
+    stem, title = "bench_train", "DQN + PER, CartPole-v1 and MinAtar"
+    workloads = list(args.workloads)
     if args.config:
-        stem, title = f"bench_train_{args.config.stem}", args.config.stem
+        stem, title, workloads = f"bench_train_{args.config.stem}", args.config.stem, ["config"]
 
-    def variant(m, setting):
-        if args.config:
+    def variant(w, m, setting):
+        if w == "config":
             return config_file_variant(args.config, m, setting, args.min_chunk_iters)
-        return bench_config(m, setting, args.min_chunk_iters)
+        if w == "cartpole":
+            return bench_config(m, setting, args.min_chunk_iters)
+        return minatar_variant(w, m, setting, args.min_chunk_iters)
 
     # The points run in processes of their own (below); this one only names the backend.
     if jax.default_backend() != "cpu":
@@ -232,30 +305,39 @@ def main() -> None:
 
     from rich.progress import Progress
 
-    rows = []
-    points = [(m, s) for m in args.envs for s in args.settings]
+    points = [(w, m, s) for w in workloads
+              for m in (args.minatar_envs if w in MINATAR_GAMES else args.envs)
+              for s in args.settings]
     if args.max_sgd_per_iter is not None:
-        def sgd_per_iter(m, s):
-            t = variant(m, s)["train"]
+        def sgd_per_iter(w, m, s):
+            t = variant(w, m, s)["train"]
             return t["train_ratio"] * m * t["rollout_length"]
 
         skipped = [p for p in points if sgd_per_iter(*p) > args.max_sgd_per_iter]
         points = [p for p in points if p not in skipped]
-        for m, s in skipped:
-            print(f"skip M={m} {s}: more than {args.max_sgd_per_iter:g} SGD steps per iteration")
+        for w, m, s in skipped:
+            print(f"skip {w} M={m} {s}: more than {args.max_sgd_per_iter:g} SGD steps per "
+                  "iteration")
+    command = " ".join(["python experiments/bench/bench_train.py", *sys.argv[1:]])
+    rows = []
     with Progress() as progress:
         task = progress.add_task("bench_train", total=len(points))
-        for m, setting in points:
-            progress.update(task, description=f"M={m} {setting}")
-            row = measure_in_fresh_process(variant(m, setting), setting, args.seconds)
+        for w, m, setting in points:
+            progress.update(task, description=f"{w} M={m} {setting}")
+            row = {"workload": w, **measure_in_fresh_process(variant(w, m, setting), setting,
+                                                             args.seconds),
+                   "command": command, "machine": machine_name()}
             rows.append(row)
             progress.console.print(
-                f"M={m:5d} {setting:13s} env steps/s {row['env_steps_per_s']:12,.0f}   "
-                f"SGD updates/s {row['sgd_updates_per_s']:9,.0f}"
+                f"{w:14s} M={m:5d} {setting:13s} env steps/s {row['env_steps_per_s']:12,.0f}"
+                f"   SGD updates/s {row['sgd_updates_per_s']:9,.0f}"
             )
             progress.advance(task)
-    command = " ".join(["python experiments/bench/bench_train.py", *sys.argv[1:]])
-    write_outputs(rows, stem, title, command)
+    if args.merge:
+        kept = [r for r in read_rows(OUT / f"{stem}.csv") if r["workload"] not in workloads]
+        order = {w: i for i, w in enumerate(WORKLOADS)}
+        rows = sorted(kept + rows, key=lambda r: order.get(r["workload"], len(order)))
+    write_outputs(rows, stem, title)
     print(f"wrote {OUT / stem}.csv, .md and .png")
 
 

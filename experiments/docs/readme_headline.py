@@ -75,8 +75,9 @@ def _peers_fused_m1() -> str:
 
 def _fused_dqn() -> tuple[str, str]:
     md = RESULTS / "train" / "bench_train.md"
-    row = next(r for r in _table(md, "M envs")
-               if r["M envs"] == "1" and r["setting"] == "sgd_per_step")
+    row = next(r for r in _table(md, "workload")
+               if r["workload"] == "cartpole" and r["M envs"] == "1"
+               and r["setting"] == "sgd_per_step")
     return ("fused DQN CartPole, one SGD step (batch 32) per env step, one env, 2 CPU cores",
             _link(f"{row['env steps/s']} env steps/s, the jitted loop alone after "
                   "learning_starts", md)

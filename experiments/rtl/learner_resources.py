@@ -157,6 +157,15 @@ def narrow_clock(timeout: float = 3600) -> dict:
             "est_MHz": round(1000.0 / (1.0 + max(0.5 * levels, sta_ns)))}
 
 
+def _number(text: str):
+    """A table cell read back from resources.csv: an int or float where it is one."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if value.is_integer() else value
+
+
 def markdown(rows: list[dict], clock: dict | None) -> str:
     head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
     body = "".join("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float) else str(r[c])
@@ -166,7 +175,8 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
             "3 bank sets (weights, activations, deltas). An array size missing here did not "
             "finish within the session that made the table (yosys took 7-8 min per array "
-            "at 4x4 and 8x8 on a shared 2-core machine; rerun with `--size 16`).\n\n"
+            "at 4x4 and 8x8 on a shared 2-core machine); `--size N` adds size N and keeps the "
+            "other sizes' rows.\n\n"
             + head + body)
     if clock:
         text += ("\n## Clock estimate\n\nThe narrowing unit (the array's output stage, "
@@ -252,6 +262,13 @@ def main(argv=None) -> int:
                             + 3 * parts["hrl_learn_weight_bank"][c])
             rows.append(total)
     OUT.mkdir(parents=True, exist_ok=True)
+    # The sizes not run this time keep their rows from the existing table, so that one size
+    # is added (`--size 16`) without synthesizing the others again.
+    if (OUT / "resources.csv").exists():
+        with open(OUT / "resources.csv", newline="") as f:
+            kept = [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
+                    if int(r["size"]) not in sizes]
+        rows = sorted(kept + rows, key=lambda r: int(r["size"]))
     with open(OUT / "resources.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()

@@ -369,8 +369,9 @@ class LogConfig:
 PRIMITIVES = ("env", "infer", "sample", "update", "train")
 # A placement value: `host` (the Python process: gymnasium envs, host replay backends) or a JAX
 # device, `cpu`/`gpu` with an optional index (`cpu:1` needs two CPU devices, e.g. from
-# XLA_FLAGS=--xla_force_host_platform_device_count=2).
-PLACEMENT_VALUE = re.compile(r"^(host|cpu|gpu)(:\d+)?$")
+# XLA_FLAGS=--xla_force_host_platform_device_count=2), or `fpga` (infer only: the FPGA
+# learner's kernel in an RTL simulation, `hrl.fixed_point.kernel_host`).
+PLACEMENT_VALUE = re.compile(r"^(host|cpu|gpu)(:\d+)?$|^fpga$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -395,7 +396,10 @@ class RunConfig:
             _require(name in PRIMITIVES, f"placement.{name}",
                      f"is not a primitive; use one of {', '.join(PRIMITIVES)}", name)
             _require(isinstance(where, str) and PLACEMENT_VALUE.match(where) is not None,
-                     f"placement.{name}", "must be host, cpu, gpu, cpu:<i> or gpu:<i>", where)
+                     f"placement.{name}", "must be host, cpu, gpu, cpu:<i>, gpu:<i> or fpga",
+                     where)
+            if where == "fpga":
+                _check_fpga_placement(self, name)
         _require(self.seeds >= 1, "seeds", "must be >= 1", self.seeds)
         _require(
             0 <= self.seed and self.seed + self.seeds <= 2**31, "seed",
@@ -432,6 +436,24 @@ def agent_config_class(algo: str):
     if algo not in classes:
         raise ConfigError(f"config key 'algo': expected one of {sorted(classes)}, got {algo!r}")
     return getattr(agents, classes[algo])
+
+
+def _check_fpga_placement(cfg: RunConfig, name: str) -> None:
+    """`placement.<name>: fpga`: what the FPGA learner's kernel implements (DQN's Q network
+    in the fixed-point learner's words, called from the sequential executor's host loop)."""
+    _require(name == "infer", f"placement.{name}",
+             "fpga places only infer (the FPGA learner's SGD step is not in its kernel yet)",
+             "fpga")
+    _require(cfg.algo == "dqn", "placement.infer",
+             "fpga runs DQN's Q network only; use algo: dqn", cfg.algo)
+    _require(getattr(cfg.agent, "numerics", None) == "fixed", "agent.numerics",
+             "placement.infer: fpga computes in the fixed-point learner's words; set "
+             "agent.numerics: fixed", getattr(cfg.agent, "numerics", None))
+    _require(cfg.train.executor in ("auto", "sequential"), "train.executor",
+             "placement.infer: fpga runs in the sequential executor's host loop",
+             cfg.train.executor)
+    _require(cfg.seeds == 1, "seeds", "placement.infer: fpga runs one seed at a time",
+             cfg.seeds)
 
 
 def _require(ok: bool, key: str, what: str, value) -> None:

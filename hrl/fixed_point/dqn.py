@@ -77,7 +77,12 @@ class FixedDQN:
         return jnp.argmax(self.q_words(state.params, obs)[0], axis=-1).astype(jnp.int32)
 
     def act(self, state: AgentState, obs, key, env_step, explore) -> jax.Array:
-        greedy = self.policy(state, obs)
+        return self.act_on_q(self.q_words(state.params, obs)[0], key, env_step, explore)
+
+    def act_on_q(self, q, key, env_step, explore) -> jax.Array:
+        """`act` given the Q words (M, A) of the observations (from `q_words`, or from the
+        FPGA learner's kernel, which computes the same words): epsilon-greedy actions."""
+        greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
         eps = jnp.where(explore, self.epsilon(env_step), jnp.float32(self.cfg.eval_epsilon))
         coin_key, action_key = jax.random.split(key)
         m = greedy.shape[0]

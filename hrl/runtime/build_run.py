@@ -17,6 +17,7 @@ import numpy as np
 
 from hrl import envs
 from hrl.config import RunConfig
+from hrl.fixed_point import kernel_host
 from hrl.replay.factory import make_replay, replay_memory_bytes
 from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
@@ -65,6 +66,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     devices = cfg.train.devices
     mesh = make_mesh(devices) if devices > 1 else None  # too many devices: a config error
     env, agent = make_env_agent(cfg)
+    infer = fpga_infer(cfg, agent)  # refused or started before the replay is allocated
     spec = env.spec
     if mesh is not None and not spec.is_jax:
         raise ValueError(
@@ -85,10 +87,25 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                          rollout_length=cfg.train.rollout_length,
                          in_order=executor_class(kind).inserts_in_order)
     schedule = Schedule.from_config(cfg)
-    prims = make_primitives(env, agent, replay, schedule.batch_size)
+    prims = make_primitives(env, agent, replay, schedule.batch_size,
+                            infer=infer)
     loop = make_executor(kind, Parts(cfg, env, agent, replay, schedule, prims, placement, mesh,
                                      example))
     return Built(cfg, env, agent, replay, schedule, loop, example)
+
+
+def fpga_infer(cfg: RunConfig, agent):
+    """With `placement.infer: fpga`, the infer primitive on the FPGA learner's kernel (its
+    simulation starts here: the kernel is built, or found built, once); else None. The network
+    and the batch (env.num_envs) are checked against the kernel's parameters first."""
+    if cfg.placement.get("infer") != "fpga":
+        return None
+    shape = kernel_host.DEFAULT_SHAPE
+    dims = (int(np.prod(agent.spec.obs_shape)), *agent.cfg.hidden_sizes, agent.spec.action.n)
+    shape.refuse(dims, cfg.env.num_envs, agent.fmts, key="agent.hidden_sizes",
+                 batch_key="env.num_envs")
+    q = kernel_host.FpgaQ(kernel_host.open_rtl_sim(shape), agent, cfg.env.num_envs)
+    return kernel_host.make_fpga_infer(agent, q)
 
 
 def executor_of(cfg: RunConfig, placement: dict | None = None) -> str:

@@ -43,6 +43,8 @@ def resolve_placement(cfg: RunConfig, env_is_jax: bool, replay_is_jax: bool) -> 
     devices = {}
     for name, where in cfg.placement.items():
         kind, _, index = where.partition(":")
+        if kind == "fpga":  # not a JAX device: the FPGA learner's infer (build_run.build)
+            continue
         if kind == "host":
             host_side = (name == "env" and not env_is_jax) or (
                 name in ("sample", "update") and not replay_is_jax)

@@ -47,13 +47,16 @@ class Primitives:
     train: Callable[[Any, Any, Any], tuple[Any, Any, Any]]
 
 
-def make_primitives(env, agent, replay, batch_size: int) -> Primitives:
+def make_primitives(env, agent, replay, batch_size: int, infer=None) -> Primitives:
     """Bind the env, the agent and a replay buffer (any `hrl.replay` buffer) into the five
     primitives. `replay=None` (the pipelined executor's actors' process) leaves the replay's
-    primitives None."""
+    primitives None. `infer`: one of the same signature in place of the agent's (the FPGA
+    learner's, `hrl.fixed_point.kernel_host.make_fpga_infer`)."""
 
-    def infer(agent_state, carry, obs, key, env_step, episode_start):
+    def agent_infer(agent_state, carry, obs, key, env_step, episode_start):
         return agent.act_with_carry(agent_state, carry, obs, key, env_step, True, episode_start)
+
+    infer = agent_infer if infer is None else infer
 
     def sample(replay_state, key, beta):
         return replay.sample(replay_state, key, batch_size, beta)

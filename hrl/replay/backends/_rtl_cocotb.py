@@ -243,12 +243,15 @@ class DirectKernelDriver:
     `clEnqueueWriteBuffer`), so the simulator runs at its own speed while the kernel works.
     Used by the `rtl-sim` OpenCL device (`_rtl_server.py`)."""
 
-    def __init__(self, dut):
+    def __init__(self, dut, read_config=None):
         # cocotb: importable only inside a running simulation (this code runs there)
         import cocotb
         from cocotb.clock import Clock
 
         self.dut = dut
+        # `read_config(read_dword)`: the kernel's parameters from its registers (another
+        # kernel on the same memory model: the learner's, `_rtl_server`); default the RMM's.
+        self._read_config = read_config
         self.mem = dut.ram_inst.mem
         self.mem_size = 4 * len(self.mem)
         cocotb.start_soon(Clock(dut.ap_clk, CLOCK_NS, unit="ns").start())
@@ -318,7 +321,10 @@ class DirectKernelDriver:
         self.dut.ap_rst_n.value = 1
         await self.cycles(2)
         await self._edge()
-        self.config = decode_config(await self.read_dword(REG["config"]))
+        if self._read_config is not None:
+            self.config = await self._read_config(self.read_dword)
+        else:
+            self.config = decode_config(await self.read_dword(REG["config"]))
         return self.config
 
     def _word(self, address: int, count: int) -> int:
@@ -345,14 +351,15 @@ def decode_config(cfg: int) -> dict[str, int]:
     return {"K": cfg & 0xFF, "D": cfg >> 8 & 0xFF, "P": cfg >> 16 & 0xFF, "W": cfg >> 24 & 0xFF}
 
 
-async def launch(drv, writes, items: int, poll_every: int) -> dict:
+async def launch(drv, writes, items: int, poll_every: int,
+                 cycles_offset: int = REG["cycles"]) -> dict:
     """One kernel launch as XRT performs it for an ap_ctrl_hs kernel: every argument
     register written (`writes`: (offset, value) pairs, as the runtime derives them from the
     kernel's metadata), ap_start set, the control register polled until ap_done. The host
     sleeps `items` cycles first (a run takes at least a cycle per item) and then polls every
     `poll_every` cycles. Returns the simulated times (ns) of the ap_start write and of the
-    read that saw ap_done, and the kernel's own cycle count (register 0x60, which the
-    simulation reads for profiling; a board's OpenCL host cannot)."""
+    read that saw ap_done, and the kernel's own cycle count (register `cycles_offset`, the
+    RMM's 0x60, which the simulation reads for profiling; a board's OpenCL host cannot)."""
     for offset, value in writes:
         await drv.write_dword(offset, value)
     start = drv.cycle
@@ -366,6 +373,6 @@ async def launch(drv, writes, items: int, poll_every: int) -> dict:
     end = drv.cycle
     if not status & AP_IDLE:
         raise AssertionError(f"ap_done without ap_idle: control=0x{status:x}")
-    kernel_cycles = await drv.read_dword(REG["cycles"])
+    kernel_cycles = await drv.read_dword(cycles_offset)
     return {"start_ns": start * CLOCK_NS, "end_ns": end * CLOCK_NS,
             "kernel_cycles": kernel_cycles}

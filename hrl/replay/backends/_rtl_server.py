@@ -3,9 +3,10 @@ operations on the simulated kernel.
 
 Started by `hrl.replay.backends.rtl_sim` (when a program is built for the device) through
 the cocotb runner, as the test module of a `hrl_rmm_kernel_sim` (bus model 'verilog') or
-`hrl_rmm_kernel` (bus model 'cocotbext') simulation. It connects back over the authenticated
-local socket named in HRL_RTL_ADDRESS / HRL_RTL_AUTHKEY, resets the kernel, sends
-("ready", config) and then executes what the device layer's command queue flushes:
+`hrl_rmm_kernel` (bus model 'cocotbext') simulation, or of the learner's
+`hrl_learn_kernel_sim` (HRL_RTL_KERNEL=hrl_learn_kernel; 'verilog' only). It connects back
+over the authenticated local socket named in HRL_RTL_ADDRESS / HRL_RTL_AUTHKEY, resets the
+kernel, sends ("ready", config) and then executes what the device layer's command queue flushes:
 
     ("batch", [op, ...]) -> ("ok", [reply, ...]) where op is one of
         ("write_mem", address, uint32 array)          -> None  (clEnqueueWriteBuffer)
@@ -26,12 +27,14 @@ from multiprocessing.connection import Client
 
 import cocotb
 
-from hrl.replay.backends._rtl_cocotb import DirectKernelDriver, KernelDriver, launch
+from hrl.fixed_point.kernel_program import REG as LEARNER_REG
+from hrl.fixed_point.kernel_program import read_params
+from hrl.replay.backends._rtl_cocotb import REG, DirectKernelDriver, KernelDriver, launch
 
 POLL_EVERY = 8  # cycles between ap_done polls once the run's minimum time has passed
 
 
-async def _execute(drv, op):
+async def _execute(drv, op, cycles_offset: int):
     kind = op[0]
     if kind == "write_mem":
         drv.write_mem(op[1], op[2])
@@ -39,7 +42,7 @@ async def _execute(drv, op):
     if kind == "read_mem":
         return drv.read_mem(op[1], op[2])
     if kind == "launch":
-        return await launch(drv, op[1], op[2], POLL_EVERY)
+        return await launch(drv, op[1], op[2], POLL_EVERY, cycles_offset)
     raise ValueError(f"unknown device operation {kind!r}")
 
 
@@ -47,7 +50,14 @@ async def _execute(drv, op):
 async def serve(dut):
     address = os.environ["HRL_RTL_ADDRESS"]
     authkey = bytes.fromhex(os.environ["HRL_RTL_AUTHKEY"])
-    if os.environ.get("HRL_RTL_BUS", "verilog") == "verilog":
+    learner = os.environ.get("HRL_RTL_KERNEL", "hrl_rmm_kernel") == "hrl_learn_kernel"
+    cycles_offset = LEARNER_REG["cycles"] if learner else REG["cycles"]
+    if learner:
+        # hrl_learn_kernel_sim: the learner's kernel on the same Verilog memory model.
+        if os.environ.get("HRL_RTL_BUS", "verilog") != "verilog":
+            raise ValueError("the learner's kernel runs on the 'verilog' memory model only")
+        drv = DirectKernelDriver(dut, read_config=read_params)
+    elif os.environ.get("HRL_RTL_BUS", "verilog") == "verilog":
         # hrl_rmm_kernel_sim: the memory is a Verilog model, no Python runs per cycle.
         drv = DirectKernelDriver(dut)
     else:
@@ -68,7 +78,7 @@ async def serve(dut):
             try:
                 if request[0] != "batch":
                     raise ValueError(f"unknown request {request[0]!r}")
-                replies = [await _execute(drv, op) for op in request[1]]
+                replies = [await _execute(drv, op, cycles_offset) for op in request[1]]
                 conn.send(("ok", replies))
             except Exception:  # noqa: BLE001 - report to the device layer, keep serving
                 conn.send(("error", traceback.format_exc()))

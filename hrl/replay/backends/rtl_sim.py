@@ -53,6 +53,15 @@ FILELIST = "rtl/hrl_rmm_kernel.f"
 KERNEL_NAME = "hrl_rmm_kernel"
 SIM_TOP = "hrl_rmm_kernel_sim"  # the kernel + a Verilog memory model (bus model 'verilog')
 SIM_HDL = ROOT / "sim" / "hdl"
+# The kernels a binary may name: (kernel.xml, filelist, simulation top, HDL parameters). The
+# replay manager's and the learner's (`hrl.fixed_point.kernel_host`); the server side reads
+# each one's config registers (`_rtl_server`).
+KERNELS = {
+    KERNEL_NAME: (KERNEL_XML, FILELIST, SIM_TOP, ("K", "D", "P", "W")),
+    "hrl_learn_kernel": (RTL_DIR / "vitis" / "hrl_learn_kernel.xml", "rtl/hrl_learn_kernel.f",
+                         "hrl_learn_kernel_sim",
+                         ("R", "C", "AW", "BW", "OW", "NMAX", "NL", "BMAX", "BSMAX")),
+}
 DEVICE_NAME = "rtl-sim"
 BINARY_FORMAT = "hrl-rtl-sim-1"
 MEM_AW = 19  # log2 words of the Verilog memory model (2 MiB)
@@ -117,9 +126,13 @@ def kernel_args(path: Path = KERNEL_XML) -> list[KernelArg]:
 
 def sim_binary(k: int, d: int, p: int, w: int) -> bytes:
     """The stand-in for an xclbin built for one shape of the kernel: a JSON document."""
-    return json.dumps({"format": BINARY_FORMAT, "kernel": KERNEL_NAME,
-                       "parameters": {"K": int(k), "D": int(d), "P": int(p),
-                                      "W": int(w)}}).encode()
+    return kernel_binary(KERNEL_NAME, {"K": k, "D": d, "P": p, "W": w})
+
+
+def kernel_binary(kernel: str, params: dict[str, int]) -> bytes:
+    """`sim_binary` for any kernel of KERNELS, with its HDL parameters."""
+    return json.dumps({"format": BINARY_FORMAT, "kernel": kernel,
+                       "parameters": {k: int(v) for k, v in params.items()}}).encode()
 
 
 # --------------------------------------------------------------------------- platform, device
@@ -173,27 +186,29 @@ def get_platforms() -> list[Platform]:
 class _Simulation:
     """One simulator process serving one built kernel (a programmed card)."""
 
-    def __init__(self, device: Device, params: dict[str, int]):
+    def __init__(self, device: Device, params: dict[str, int], kernel: str = KERNEL_NAME):
         try:
             import cocotb  # noqa: F401
             import cocotb_tools.runner  # noqa: F401
             import cocotbext.axi  # noqa: F401
         except ImportError as e:
             raise base.BackendUnavailableError(f"{INSTALL_HINT} ({e})") from None
-        if not (RTL_DIR / FILELIST).is_file():
+        _, filelist, sim_top, _ = KERNELS[kernel]
+        if not (RTL_DIR / filelist).is_file():
             raise base.BackendUnavailableError(
-                f"the kernel RTL is not at {RTL_DIR / FILELIST}: the rtl-sim device runs "
+                f"the kernel RTL is not at {RTL_DIR / filelist}: the rtl-sim device runs "
                 f"from a source checkout of hrl (the fpga_rtl/ directory)")
         self.params, self.timeout = dict(params), device.timeout
-        sources = [RTL_DIR / line for line in (RTL_DIR / FILELIST).read_text().split()]
-        top, hdl_params = KERNEL_NAME, dict(params)
+        sources = [RTL_DIR / line for line in (RTL_DIR / filelist).read_text().split()]
+        top, hdl_params = kernel, dict(params)
         if device.bus_model == "verilog":
-            sources += [SIM_HDL / "hrl_sim_axi_ram.v", SIM_HDL / "hrl_rmm_kernel_sim.v"]
-            top, hdl_params = SIM_TOP, {**params, "MEM_AW": MEM_AW}
+            sources += [SIM_HDL / "hrl_sim_axi_ram.v", SIM_HDL / f"{sim_top}.v"]
+            top, hdl_params = sim_top, {**params, "MEM_AW": MEM_AW}
         shape = "-".join(f"{k}{v}" for k, v in params.items())
         parent = Path(os.environ.get("HRL_RTL_BUILD", ROOT / "sim_build"))
+        prefix = "rtlsim" if kernel == KERNEL_NAME else f"rtlsim-{kernel}"
         self.build_dir = device.build_dir or (
-            parent / f"rtlsim-{device.bus_model}-{device.simulator}-{shape}")
+            parent / f"{prefix}-{device.bus_model}-{device.simulator}-{shape}")
         self.build_dir.mkdir(parents=True, exist_ok=True)
         try:
             runner = rtl_model.build(device.simulator, sources, top, hdl_params,
@@ -211,6 +226,7 @@ class _Simulation:
         sim_env = rtl_model.verilator_env() if device.simulator == "verilator" else {}
         env = {**sim_env, "HRL_RTL_ADDRESS": address, "HRL_RTL_AUTHKEY": authkey.hex(),
                "HRL_RTL_MEM": str(COCOTBEXT_MEM_BYTES), "HRL_RTL_BUS": device.bus_model,
+               "HRL_RTL_KERNEL": kernel,
                "JAX_PLATFORMS": "cpu",
                "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
         self._errors: list[BaseException] = []
@@ -332,7 +348,8 @@ class Program:
             doc = json.loads(bytes(list(binaries)[0]))
             if doc.get("format") != BINARY_FORMAT:
                 raise ValueError(doc.get("format"))
-            params = {key: int(doc["parameters"][key]) for key in ("K", "D", "P", "W")}
+            names = KERNELS[str(doc["kernel"])][3]
+            params = {key: int(doc["parameters"][key]) for key in names}
             self.kernel_names = [str(doc["kernel"])]
         except (ValueError, KeyError, TypeError) as e:
             raise Error(f"INVALID_BINARY: not an rtl-sim binary (make one with "
@@ -347,7 +364,7 @@ class Program:
                 return self
             raise Error("this rtl-sim context already runs a kernel of another shape "
                         f"({ctx.simulation.params}); make a new context")
-        ctx.simulation = _Simulation(self.device, self.params)
+        ctx.simulation = _Simulation(self.device, self.params, self.kernel_names[0])
         return self
 
     def get_info(self, what):
@@ -370,7 +387,7 @@ class Kernel:
             raise Error(f"INVALID_KERNEL_NAME: {name!r} is not in the binary "
                         f"({program.kernel_names})")
         self.program, self.function_name = program, name
-        self.args = kernel_args()
+        self.args = kernel_args(KERNELS[name][0])
         self._values: list = [None] * len(self.args)
 
     def set_arg(self, index: int, value) -> None:
@@ -503,6 +520,6 @@ def enqueue_nd_range_kernel(queue: CommandQueue, kernel: Kernel, global_size,
 
     # A run takes at least a cycle per item: the simulated host sleeps that long before it
     # polls ap_done (simulation speed only; the kernel cannot tell).
-    count = dict(writes).get(next(a.offset for a in kernel.args if a.name == "count"), 1)
+    count = dict(writes).get(next((a.offset for a in kernel.args if a.name == "count"), None), 1)
     queue._enqueue(("launch", writes, max(1, count)), done)
     return event

@@ -1,0 +1,10 @@
+rtl/hrl_learn_narrow.v
+rtl/hrl_learn_mac_array.v
+rtl/hrl_learn_weight_bank.v
+rtl/hrl_learn_activation.v
+rtl/hrl_learn_engine.v
+rtl/hrl_axi_rd.v
+rtl/hrl_axi_wr.v
+rtl/hrl_beats_to_words.v
+rtl/hrl_words_to_beats.v
+rtl/hrl_learn_kernel.v

@@ -1,0 +1,671 @@
+// hrl_learn_kernel: the learning module's engine (hrl_learn_engine) as a Xilinx XRT/Vitis RTL
+// kernel, in the form of hrl_rmm_kernel: AXI4-Lite control (ap_ctrl_hs) and an AXI4 master
+// on the card's memory.
+//
+// One run is a program the host leaves in device memory: a list of bank loads, an op table
+// and a list of bank stores. The kernel knows no network and no op kind: it copies matrices
+// into the engine's banks, writes the op table word by word into the engine's, runs it, and
+// copies matrices out. So any op kind the engine gains (and any network up to its sizes)
+// needs no kernel change, only a different program (hrl.fixed_point.kernel_program writes them).
+//
+// Control registers (s_axi_control; byte offsets):
+//   0x00 control  bit0 ap_start (host writes 1; cleared by the kernel at ap_done)
+//                 bit1 ap_done (clear on read)  bit2 ap_idle  bit3 ap_ready (clear on read)
+//   0x04 GIE      bit0 global interrupt enable
+//   0x08 IER      bit0 done interrupt enable, bit1 ready interrupt enable
+//   0x0c ISR      bit0 done, bit1 ready (toggle on write)
+//   0x10 n_loads  load descriptors
+//   0x18 n_ops    ops of the table (0: no engine run; 1..6 NL)
+//   0x20 n_stores store descriptors
+//   0x28 ops_at   byte offset in `prog` of the op table: n_ops x 16 u32, op o's field f
+//                 at word 16 o + f (hrl_learn_engine's field numbers); 0xffffffff: read no
+//                 table, run the one the engine holds (the last written: an inference
+//                 after the first moves no table)
+//   0x30 st_at    byte offset in `prog` of the n_stores store descriptors (16 u32 each)
+//   0x38 prog     64-bit address (hi at 0x3c) of the program: the n_loads load descriptors
+//                 (16 u32 each) at offset 0, then wherever the offsets above say
+//   0x40 cycles   read only: clock cycles of the last run, ap_start seen to ap_done
+//   0x44 engine   read only: the engine's cycles of the last run (its `cycles`)
+//   0x48 sat      read only: saturated outputs of the last run (the engine's `sat_count`)
+//   0x4c status   read only: bit0 the engine stopped at an op out of range (`error`;
+//                 the stores skipped), bit1 the array refused a beat (`fault`, never
+//                 expected), bit2 a descriptor out of range (the run stopped there), bit3
+//                 n_ops out of range (no engine run, no store)
+//   0x50 config0  read only: R [7:0], C [15:8], NL [23:16], OW [31:24]
+//   0x54 config1  read only: NMAX [15:0], BMAX [31:16]
+//   0x58 config2  read only: AW [7:0], BW [15:8], BSMAX [23:16]
+//
+// A descriptor (64 bytes, so that each lies on a beat boundary of up to 512 bits): word 0
+// the bank (loads: 0 activations, 1 weights, 2 biases, 3 deltas, the engine's h_wr_sel;
+// stores: 0 activations, 1 deltas, its h_rd_sel), 1 the matrix's base in the bank, 2 its
+// row stride log2 (slog), 3 rows, 4 columns (each 0..max(NMAX, BMAX); 0 skips it), 5 and 6
+// the 64-bit byte offset of its words from `prog`, 7..15 unused. Offsets, not addresses:
+// an OpenCL host knows its buffers, not their device addresses, so a program is one buffer
+// (one pointer argument) that refers to itself. The words are rows x
+// columns u32, row major: a load takes each word's low bits (the bank's width; the host
+// writes the format's words), a store writes each word sign-extended from OW bits.
+//
+// A run: every load in order (each matrix written row block by row block through the
+// engine's host port), the op table, the engine's run (if n_ops > 0), every store in order;
+// ap_done once every store's words are in memory (the write responses came back). Loads
+// feed one word per cycle (a row block of L words lands as its last word arrives); a store
+// moves one row block of LA words per 4 cycles plus the memory's write path. The host must
+// place every matrix inside the engine's banks (hrl_learn_engine's depths; the program
+// writer checks them), must not change the argument registers while the kernel runs, and
+// must align `prog` and every offset to DW/8 bytes (XRT aligns buffers to 4 KiB).
+`default_nettype none
+
+module hrl_learn_kernel #(
+    // Rows of the engine's array (hrl_learn_engine R): a power of two, 1..64.
+    parameter R = 4,
+    // Columns of the engine's array (hrl_learn_engine C): a power of two, 1..64.
+    parameter C = 4,
+    // Width of an activation word as the array reads it (hrl_learn_engine AW).
+    parameter AW = 16,
+    // Width of a weight and bias word (hrl_learn_engine BW).
+    parameter BW = 16,
+    // Widest output word (hrl_learn_engine OW); stores sign-extend it to 32 bits.
+    parameter OW = 24,
+    // Largest layer width (hrl_learn_engine NMAX).
+    parameter NMAX = 64,
+    // Largest number of layers (hrl_learn_engine NL; the op table holds 6 NL ops).
+    parameter NL = 4,
+    // Largest batch (hrl_learn_engine BMAX).
+    parameter BMAX = 32,
+    // Largest bias shift (hrl_learn_engine BSMAX).
+    parameter BSMAX = 24,
+    // AXI4-Lite control address bits (Vitis: large enough for the register map).
+    parameter C_S_AXI_CONTROL_ADDR_WIDTH = 7,
+    // AXI4 master address bits (Vitis: 64).
+    parameter C_M_AXI_GMEM_ADDR_WIDTH = 64,
+    // AXI4 master data bits (32..512; Alveo memory controllers: 512).
+    parameter C_M_AXI_GMEM_DATA_WIDTH = 512
+) (
+    input  wire        ap_clk,
+    input  wire        ap_rst_n,
+    /* verilator lint_off SYMRSVDWORD */
+    output wire        interrupt,   // the name Vitis expects
+    /* verilator lint_on SYMRSVDWORD */
+
+    input  wire [C_S_AXI_CONTROL_ADDR_WIDTH-1:0] s_axi_control_awaddr,
+    input  wire        s_axi_control_awvalid,
+    output wire        s_axi_control_awready,
+    input  wire [31:0] s_axi_control_wdata,
+    input  wire [3:0]  s_axi_control_wstrb,
+    input  wire        s_axi_control_wvalid,
+    output wire        s_axi_control_wready,
+    output wire [1:0]  s_axi_control_bresp,
+    output reg         s_axi_control_bvalid,
+    input  wire        s_axi_control_bready,
+    input  wire [C_S_AXI_CONTROL_ADDR_WIDTH-1:0] s_axi_control_araddr,
+    input  wire        s_axi_control_arvalid,
+    output wire        s_axi_control_arready,
+    output reg  [31:0] s_axi_control_rdata,
+    output wire [1:0]  s_axi_control_rresp,
+    output reg         s_axi_control_rvalid,
+    input  wire        s_axi_control_rready,
+
+    // m_axi_gmem: the program and the matrices in (R), the outputs out (W).
+    output wire [0:0]  m_axi_gmem_awid,
+    output wire [C_M_AXI_GMEM_ADDR_WIDTH-1:0] m_axi_gmem_awaddr,
+    output wire [7:0]  m_axi_gmem_awlen,
+    output wire [2:0]  m_axi_gmem_awsize,
+    output wire [1:0]  m_axi_gmem_awburst,
+    output wire        m_axi_gmem_awvalid,
+    input  wire        m_axi_gmem_awready,
+    output wire [C_M_AXI_GMEM_DATA_WIDTH-1:0] m_axi_gmem_wdata,
+    output wire [C_M_AXI_GMEM_DATA_WIDTH/8-1:0] m_axi_gmem_wstrb,
+    output wire        m_axi_gmem_wlast,
+    output wire        m_axi_gmem_wvalid,
+    input  wire        m_axi_gmem_wready,
+    input  wire [0:0]  m_axi_gmem_bid,
+    input  wire [1:0]  m_axi_gmem_bresp,
+    input  wire        m_axi_gmem_bvalid,
+    output wire        m_axi_gmem_bready,
+    output wire [0:0]  m_axi_gmem_arid,
+    output wire [C_M_AXI_GMEM_ADDR_WIDTH-1:0] m_axi_gmem_araddr,
+    output wire [7:0]  m_axi_gmem_arlen,
+    output wire [2:0]  m_axi_gmem_arsize,
+    output wire [1:0]  m_axi_gmem_arburst,
+    output wire        m_axi_gmem_arvalid,
+    input  wire        m_axi_gmem_arready,
+    input  wire [0:0]  m_axi_gmem_rid,
+    input  wire [C_M_AXI_GMEM_DATA_WIDTH-1:0] m_axi_gmem_rdata,
+    input  wire [1:0]  m_axi_gmem_rresp,
+    input  wire        m_axi_gmem_rlast,
+    input  wire        m_axi_gmem_rvalid,
+    output wire        m_axi_gmem_rready
+);
+
+    localparam AA = C_S_AXI_CONTROL_ADDR_WIDTH;
+    localparam GA = C_M_AXI_GMEM_ADDR_WIDTH;
+    localparam DW = C_M_AXI_GMEM_DATA_WIDTH;
+    localparam NW = DW / 32;                 // words per beat
+    localparam LOG_NW = $clog2(NW);
+    // The engine's port sizes (hrl_learn_engine's localparams, the same formulas).
+    localparam LA = (R > C) ? R : C;
+    localparam DMAX = (NMAX > BMAX) ? NMAX : BMAX;
+    localparam IW = $clog2(DMAX + 1);
+    localparam SLA = $clog2((NMAX + LA - 1) / LA);
+    localparam SLC = $clog2((NMAX + C - 1) / C);
+    localparam DDEPTH = ((NL + 1) * BMAX + NL * (NMAX + 1)) * (1 << SLA);
+    localparam WDEPTH = 2 * NL * NMAX * (1 << SLC);
+    localparam BDEPTH = 2 * NL * (1 << SLC);
+    localparam DAB = (DDEPTH > 1) ? $clog2(DDEPTH) : 1;
+    localparam WAB = (WDEPTH > 1) ? $clog2(WDEPTH) : 1;
+    localparam BAB = (BDEPTH > 1) ? $clog2(BDEPTH) : 1;
+    localparam HAB0 = (DAB > WAB) ? DAB : WAB;
+    localparam HAB = (HAB0 > BAB) ? HAB0 : BAB;
+    localparam HW = (OW > BW) ? OW : BW;
+    localparam NOPS = (NL > 0) ? 6 * NL : 6;
+    localparam OPB = $clog2(NOPS);
+    localparam FW0 = (HAB > IW) ? HAB : IW;
+    localparam FW = (FW0 > 8) ? FW0 : 8;
+    localparam GWW = $clog2(LA + 1);         // bits of a store group's word count
+
+    initial begin
+        if (AA < 7 || AA > 16)
+            $fatal(1, "%m: C_S_AXI_CONTROL_ADDR_WIDTH=%0d must be in [7, 16]", AA);
+        if (GA < 32 || GA > 64)
+            $fatal(1, "%m: C_M_AXI_GMEM_ADDR_WIDTH=%0d must be in [32, 64]", GA);
+        if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
+            $fatal(1, "%m: C_M_AXI_GMEM_DATA_WIDTH=%0d must be a power of two in [32, 512]",
+                   DW);
+        if (IW > 15)
+            $fatal(1, "%m: NMAX=%0d, BMAX=%0d: max(NMAX, BMAX) must be below 2**15", NMAX, BMAX);
+        // R, C, AW, BW, OW, NMAX, NL, BMAX, BSMAX: hrl_learn_engine's own checks.
+    end
+
+    wire rst = !ap_rst_n;
+
+    // ------------------------------------------------------------------ registers
+    reg ap_start_reg, ap_done_reg, ap_ready_reg, ap_idle_reg;
+    reg gie_reg;
+    reg [1:0] ier_reg, isr_reg;
+    reg [31:0] nld_reg, nop_reg, nst_reg;
+    reg [31:0] op_at_reg, st_at_reg;
+    reg [63:0] prog_reg;
+    reg [31:0] cycles_reg, eng_cycles_reg, sat_reg;
+    reg [3:0] status_reg;
+    localparam [7:0] CFG_R = R[7:0], CFG_C = C[7:0], CFG_NL = NL[7:0], CFG_OW = OW[7:0];
+    localparam [7:0] CFG_AW = AW[7:0], CFG_BW = BW[7:0], CFG_BS = BSMAX[7:0];
+    localparam [15:0] CFG_NMAX = NMAX[15:0], CFG_BMAX = BMAX[15:0];
+
+    reg finish;   // the run ends this cycle (from the FSM)
+
+    // AXI4-Lite write: address and data may come in either order; one response each.
+    reg aw_hold, w_hold;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [AA-1:0] aw_addr;   // registers are words: the byte-offset bits are ignored
+    /* verilator lint_on UNUSEDSIGNAL */
+    reg [31:0] w_data;
+    reg [3:0] w_strb;
+    assign s_axi_control_awready = !aw_hold && !s_axi_control_bvalid;
+    assign s_axi_control_wready = !w_hold && !s_axi_control_bvalid;
+    assign s_axi_control_bresp = 2'b00;
+    wire wr_do = aw_hold && w_hold && !s_axi_control_bvalid;
+
+    function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
+        integer b;
+        begin
+            merge = old;
+            for (b = 0; b < 4; b = b + 1)
+                if (strb[b]) merge[8*b +: 8] = data[8*b +: 8];
+        end
+    endfunction
+
+    // AXI4-Lite read: one outstanding read, data the cycle after the address.
+    assign s_axi_control_arready = !s_axi_control_rvalid;
+    assign s_axi_control_rresp = 2'b00;
+    wire ar_fire = s_axi_control_arvalid && s_axi_control_arready;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [AA-1:0] ar_addr = s_axi_control_araddr;
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    always @(posedge ap_clk) begin
+        if (s_axi_control_awvalid && s_axi_control_awready) begin
+            aw_hold <= 1'b1;
+            aw_addr <= s_axi_control_awaddr;
+        end
+        if (s_axi_control_wvalid && s_axi_control_wready) begin
+            w_hold <= 1'b1;
+            w_data <= s_axi_control_wdata;
+            w_strb <= s_axi_control_wstrb;
+        end
+        if (s_axi_control_bvalid && s_axi_control_bready) s_axi_control_bvalid <= 1'b0;
+
+        // Reads: 0x00 returns the status and clears ap_done/ap_ready (clear on read).
+        if (s_axi_control_rvalid && s_axi_control_rready) s_axi_control_rvalid <= 1'b0;
+        if (ar_fire) begin
+            s_axi_control_rvalid <= 1'b1;
+            case (ar_addr[6:2])
+                5'h00: s_axi_control_rdata <= {28'd0, ap_ready_reg, ap_idle_reg, ap_done_reg,
+                                               ap_start_reg};
+                5'h01: s_axi_control_rdata <= {31'd0, gie_reg};
+                5'h02: s_axi_control_rdata <= {30'd0, ier_reg};
+                5'h03: s_axi_control_rdata <= {30'd0, isr_reg};
+                5'h04: s_axi_control_rdata <= nld_reg;
+                5'h06: s_axi_control_rdata <= nop_reg;
+                5'h08: s_axi_control_rdata <= nst_reg;
+                5'h0a: s_axi_control_rdata <= op_at_reg;
+                5'h0c: s_axi_control_rdata <= st_at_reg;
+                5'h0e: s_axi_control_rdata <= prog_reg[31:0];
+                5'h0f: s_axi_control_rdata <= prog_reg[63:32];
+                5'h10: s_axi_control_rdata <= cycles_reg;
+                5'h11: s_axi_control_rdata <= eng_cycles_reg;
+                5'h12: s_axi_control_rdata <= sat_reg;
+                5'h13: s_axi_control_rdata <= {28'd0, status_reg};
+                5'h14: s_axi_control_rdata <= {CFG_OW, CFG_NL, CFG_C, CFG_R};
+                5'h15: s_axi_control_rdata <= {CFG_BMAX, CFG_NMAX};
+                5'h16: s_axi_control_rdata <= {8'd0, CFG_BS, CFG_BW, CFG_AW};
+                default: s_axi_control_rdata <= 32'd0;
+            endcase
+            if (ar_addr[6:2] == 5'h00) begin
+                ap_done_reg <= 1'b0;
+                ap_ready_reg <= 1'b0;
+            end
+        end
+
+        if (wr_do) begin
+            aw_hold <= 1'b0;
+            w_hold <= 1'b0;
+            s_axi_control_bvalid <= 1'b1;
+            case (aw_addr[6:2])
+                5'h00: if (w_strb[0] && w_data[0]) ap_start_reg <= 1'b1;
+                5'h01: if (w_strb[0]) gie_reg <= w_data[0];
+                5'h02: if (w_strb[0]) ier_reg <= w_data[1:0];
+                5'h03: if (w_strb[0]) isr_reg <= isr_reg ^ w_data[1:0];
+                5'h04: nld_reg <= merge(nld_reg, w_data, w_strb);
+                5'h06: nop_reg <= merge(nop_reg, w_data, w_strb);
+                5'h08: nst_reg <= merge(nst_reg, w_data, w_strb);
+                5'h0a: op_at_reg <= merge(op_at_reg, w_data, w_strb);
+                5'h0c: st_at_reg <= merge(st_at_reg, w_data, w_strb);
+                5'h0e: prog_reg[31:0] <= merge(prog_reg[31:0], w_data, w_strb);
+                5'h0f: prog_reg[63:32] <= merge(prog_reg[63:32], w_data, w_strb);
+                default: ;  // read-only and unmapped addresses ignore writes
+            endcase
+        end
+
+        // End of a run: done and ready together (ap_ctrl_hs, no pipelining), start cleared.
+        if (finish) begin
+            ap_start_reg <= 1'b0;
+            ap_done_reg <= 1'b1;
+            ap_ready_reg <= 1'b1;
+            if (ier_reg[0]) isr_reg[0] <= 1'b1;
+            if (ier_reg[1]) isr_reg[1] <= 1'b1;
+        end
+
+        if (rst) begin
+            aw_hold <= 1'b0;
+            w_hold <= 1'b0;
+            s_axi_control_bvalid <= 1'b0;
+            s_axi_control_rvalid <= 1'b0;
+            s_axi_control_rdata <= 32'd0;
+            ap_start_reg <= 1'b0;
+            ap_done_reg <= 1'b0;
+            ap_ready_reg <= 1'b0;
+            gie_reg <= 1'b0;
+            ier_reg <= 2'b00;
+            isr_reg <= 2'b00;
+            nld_reg <= 32'd0;
+            nop_reg <= 32'd0;
+            nst_reg <= 32'd0;
+            op_at_reg <= 32'd0;
+            st_at_reg <= 32'd0;
+            prog_reg <= 64'd0;
+        end
+    end
+
+    assign interrupt = gie_reg && (|isr_reg);
+
+    // ------------------------------------------------------------------ AXI4 master
+    // One port: the program and the matrices come in one word per cycle (hrl_axi_rd, then
+    // hrl_beats_to_words in groups of one word); outputs leave a row block of up to LA
+    // words per group (hrl_words_to_beats, then hrl_axi_wr).
+    reg rd_start, wr_start;
+    reg [63:0] rd_addr, wr_addr;
+    reg [31:0] rd_words, wr_words;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire rd_busy;      // the word counts end the reads instead
+    wire cv_busy;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire wr_busy;
+    wire [DW-1:0] rd_data, wr_data;
+    wire [DW/8-1:0] wr_strb;
+    wire rd_valid, rd_ready, wr_valid, wr_ready;
+
+    // Beats for a number of words (the last beat may be partial).
+    /* verilator lint_off UNUSEDSIGNAL */
+    localparam [31:0] NW_M1_32 = NW - 1;
+    localparam [39:0] NW_M1 = {8'd0, NW_M1_32};
+    function [31:0] beats_for(input [31:0] words);
+        reg [39:0] up;
+        begin
+            up = ({8'd0, words} + NW_M1) >> LOG_NW;
+            beats_for = up[31:0];
+        end
+    endfunction
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    hrl_axi_rd #(.ADDR_W(GA), .DW(DW)) rd_inst (
+        .clk(ap_clk), .rst(rst),
+        .start(rd_start), .addr(rd_addr[GA-1:0]), .count(beats_for(rd_words)),
+        .busy(rd_busy), .m_data(rd_data), .m_valid(rd_valid), .m_ready(rd_ready),
+        .m_axi_arid(m_axi_gmem_arid), .m_axi_araddr(m_axi_gmem_araddr),
+        .m_axi_arlen(m_axi_gmem_arlen), .m_axi_arsize(m_axi_gmem_arsize),
+        .m_axi_arburst(m_axi_gmem_arburst), .m_axi_arvalid(m_axi_gmem_arvalid),
+        .m_axi_arready(m_axi_gmem_arready), .m_axi_rid(m_axi_gmem_rid),
+        .m_axi_rdata(m_axi_gmem_rdata), .m_axi_rresp(m_axi_gmem_rresp),
+        .m_axi_rlast(m_axi_gmem_rlast), .m_axi_rvalid(m_axi_gmem_rvalid),
+        .m_axi_rready(m_axi_gmem_rready)
+    );
+
+    hrl_axi_wr #(.ADDR_W(GA), .DW(DW)) wr_inst (
+        .clk(ap_clk), .rst(rst),
+        .start(wr_start), .addr(wr_addr[GA-1:0]), .count(beats_for(wr_words)),
+        .busy(wr_busy), .s_data(wr_data), .s_strb(wr_strb), .s_valid(wr_valid),
+        .s_ready(wr_ready),
+        .m_axi_awid(m_axi_gmem_awid), .m_axi_awaddr(m_axi_gmem_awaddr),
+        .m_axi_awlen(m_axi_gmem_awlen), .m_axi_awsize(m_axi_gmem_awsize),
+        .m_axi_awburst(m_axi_gmem_awburst), .m_axi_awvalid(m_axi_gmem_awvalid),
+        .m_axi_awready(m_axi_gmem_awready), .m_axi_wdata(m_axi_gmem_wdata),
+        .m_axi_wstrb(m_axi_gmem_wstrb), .m_axi_wlast(m_axi_gmem_wlast),
+        .m_axi_wvalid(m_axi_gmem_wvalid), .m_axi_wready(m_axi_gmem_wready),
+        .m_axi_bid(m_axi_gmem_bid), .m_axi_bresp(m_axi_gmem_bresp),
+        .m_axi_bvalid(m_axi_gmem_bvalid), .m_axi_bready(m_axi_gmem_bready)
+    );
+
+    wire [31:0] in_word;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [0:0] in_count;   // always 1: groups of one word
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire in_valid;
+    wire in_take;
+
+    hrl_beats_to_words #(.DW(DW), .G(1), .CW(1)) in_conv (
+        .clk(ap_clk), .rst(rst), .start(rd_start), .count(rd_words), .busy(cv_busy),
+        .s_data(rd_data), .s_valid(rd_valid), .s_ready(rd_ready),
+        .m_words(in_word), .m_count(in_count), .m_valid(in_valid), .m_ready(in_take)
+    );
+
+    reg [32*LA-1:0] out_words;
+    reg [GWW-1:0] out_count;
+    wire out_valid;
+    wire out_ready;
+
+    hrl_words_to_beats #(.DW(DW), .G(LA), .CW(GWW)) out_conv (
+        .clk(ap_clk), .rst(rst), .start(wr_start), .count(wr_words),
+        .s_words(out_words), .s_count(out_count), .s_valid(out_valid), .s_ready(out_ready),
+        .m_data(wr_data), .m_strb(wr_strb), .m_valid(wr_valid), .m_ready(wr_ready)
+    );
+
+    // ------------------------------------------------------------------ the engine
+    reg eng_start;
+    wire eng_busy, eng_done, eng_error, eng_fault;
+    wire [31:0] eng_cycles, eng_sat;
+    reg op_wr_en;
+    reg [OPB-1:0] op_wr_op;
+    reg [3:0] op_wr_field;
+    reg [FW-1:0] op_wr_data;
+    reg h_wr_en;
+    reg [1:0] d_sel;               // the descriptor's bank
+    reg [HAB-1:0] d_base;
+    reg [4:0] d_slog;
+    reg [IW-1:0] d_rows, d_cols;
+    reg [IW-1:0] ii, jj;           // the element (loads) or row block (stores) at hand
+    reg [IW-1:0] wj;               // the written row block's first column
+    reg [IW-1:0] wi;               // its row
+    reg [LA-1:0] pack_mask, wr_mask;
+    reg [LA*HW-1:0] pack_data, wr_data_r;
+    wire [LA*OW-1:0] h_rd_data;
+    reg h_rd_en;
+
+    hrl_learn_engine #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL),
+                       .BMAX(BMAX), .BSMAX(BSMAX), .SW(32)) engine (
+        .clk(ap_clk), .rst(rst),
+        .start(eng_start), .n_ops(nop_reg[OPB:0]), .op_first({OPB{1'b0}}),  // the whole table
+        .busy(eng_busy), .done(eng_done),
+        .error(eng_error), .fault(eng_fault), .cycles(eng_cycles), .sat_count(eng_sat),
+        .op_wr_en(op_wr_en), .op_wr_op(op_wr_op), .op_wr_field(op_wr_field),
+        .op_wr_data(op_wr_data),
+        .h_wr_en(h_wr_en), .h_wr_sel(d_sel), .h_wr_base(d_base), .h_wr_slog(d_slog),
+        .h_wr_i(wi), .h_wr_j(wj), .h_wr_mask(wr_mask), .h_wr_data(wr_data_r),
+        .h_rd_en(h_rd_en), .h_rd_sel(d_sel[0]), .h_rd_base(d_base), .h_rd_slog(d_slog),
+        .h_rd_i(ii), .h_rd_j(jj), .h_rd_rows(d_rows), .h_rd_cols(d_cols),
+        .h_rd_data(h_rd_data)
+    );
+
+    // A row block read back, sign-extended to 32-bit words.
+    wire [32*LA-1:0] rd_words32;
+    genvar g;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_sext
+            if (OW < 32) begin : g_ext
+                assign rd_words32[32*g +: 32] = {{(32-OW){h_rd_data[g*OW+OW-1]}},
+                                                 h_rd_data[g*OW +: OW]};
+            end else begin : g_full
+                assign rd_words32[32*g +: 32] = h_rd_data[g*OW +: 32];
+            end
+        end
+    endgenerate
+
+    // ------------------------------------------------------------------ the run
+    localparam [3:0] S_IDLE = 4'd0, S_DESC = 4'd1, S_DESC_W = 4'd2, S_LOAD = 4'd3,
+                     S_OPS = 4'd4, S_RUN = 4'd5, S_RUN_W = 4'd6, S_ST_RD = 4'd7,
+                     S_ST_W1 = 4'd8, S_ST_W2 = 4'd9, S_ST_PUSH = 4'd10, S_ST_WAIT = 4'd11,
+                     S_NEXT = 4'd12, S_DONE = 4'd13;
+    reg [3:0] state;
+    reg storing;                   // the descriptors at hand are stores
+    reg [31:0] di;                 // the descriptor at hand
+    reg [31:0] wc;                 // words of the read at hand taken so far
+    reg [31:0] d_w [0:6];          // the descriptor's words 0..6
+    reg out_full;                  // out_words holds a row block to push
+    assign out_valid = out_full && state == S_ST_PUSH;
+
+    localparam [31:0] DMAX32 = DMAX;
+    localparam [31:0] KEEP_OPS = 32'hFFFF_FFFF;   // ops_at: run the table the engine holds
+    localparam [31:0] NOPS32 = NOPS;
+    localparam [IW-1:0] LAI = LA[IW-1:0];
+    localparam [IW-1:0] CI = C[IW-1:0];
+    wire lanes_c = d_sel == 2'd1 || d_sel == 2'd2;       // weight and bias banks: C lanes
+    wire [IW-1:0] lane_mask = lanes_c ? CI - 1'b1 : LAI - 1'b1;
+    wire [IW-1:0] lane = jj & lane_mask;
+    wire last_col = jj + 1'b1 == d_cols;
+    wire block_end = last_col || lane == lane_mask;
+    // Words of the matrix (IW <= 15: the product fits 30 bits).
+    wire [2*IW-1:0] d_words = d_w[3][IW-1:0] * d_w[4][IW-1:0];
+    wire [31:0] d_words32 = {{(32-2*IW){1'b0}}, d_words};
+    // The descriptor words in range: the bank, rows and columns (a matrix of max(NMAX,
+    // BMAX) rows and columns at most), the stride (a 32-bit shift fits only 5 bits).
+    wire desc_ok = d_w[0] <= (storing ? 32'd1 : 32'd3) && d_w[3] <= DMAX32
+                   && d_w[4] <= DMAX32 && d_w[2] < 32'd32 && d_w[1] < (32'd1 << HAB);
+    // Loads take every word of the read; descriptors words 0..6 (the rest are dropped).
+    assign in_take = state == S_DESC_W || state == S_LOAD || state == S_OPS;
+    wire in_fire = in_valid && in_take;
+    // Words of the row block at hand (LA may exceed max(NMAX, BMAX): 8 more bits).
+    localparam [IW+7:0] LA8 = LA[IW+7:0];
+    wire [IW+7:0] st_left = {8'd0, d_cols} - {8'd0, jj};
+    wire [IW+7:0] st_n = (st_left < LA8) ? st_left : LA8;
+
+    always @(posedge ap_clk) begin
+        finish <= 1'b0;
+        rd_start <= 1'b0;
+        wr_start <= 1'b0;
+        eng_start <= 1'b0;
+        op_wr_en <= 1'b0;
+        h_wr_en <= 1'b0;
+        h_rd_en <= 1'b0;
+        if (state != S_IDLE) cycles_reg <= cycles_reg + 32'd1;
+        if (finish) ap_idle_reg <= 1'b1;   // with ap_done, not a cycle before
+        if (in_fire) wc <= wc + 32'd1;
+        case (state)
+            S_IDLE: if (ap_start_reg && !finish) begin
+                ap_idle_reg <= 1'b0;
+                cycles_reg <= 32'd1;
+                status_reg <= 4'd0;
+                eng_cycles_reg <= 32'd0;
+                sat_reg <= 32'd0;
+                storing <= 1'b0;
+                di <= 32'd0;
+                state <= S_NEXT;
+            end
+            // The next descriptor of the list at hand, or the next part of the run.
+            S_NEXT: begin
+                if (!storing && di < nld_reg) begin
+                    rd_addr <= prog_reg + {26'd0, di, 6'd0};
+                    rd_words <= 32'd16;
+                    rd_start <= 1'b1;
+                    wc <= 32'd0;
+                    state <= S_DESC_W;
+                end else if (!storing && nop_reg != 32'd0) begin
+                    storing <= 1'b1;
+                    di <= 32'd0;
+                    if (nop_reg > NOPS32) begin
+                        status_reg[3] <= 1'b1;
+                        state <= S_DONE;
+                    end else if (op_at_reg == KEEP_OPS) begin
+                        state <= S_RUN;   // the table the engine holds
+                    end else begin
+                        rd_addr <= prog_reg + {32'd0, op_at_reg};
+                        rd_words <= {nop_reg[27:0], 4'd0};
+                        rd_start <= 1'b1;
+                        wc <= 32'd0;
+                        state <= S_OPS;
+                    end
+                end else if (storing && di < nst_reg) begin
+                    rd_addr <= prog_reg + {32'd0, st_at_reg} + {26'd0, di, 6'd0};
+                    rd_words <= 32'd16;
+                    rd_start <= 1'b1;
+                    wc <= 32'd0;
+                    state <= S_DESC_W;
+                end else if (storing || nst_reg == 32'd0) begin
+                    state <= S_DONE;
+                end else begin
+                    storing <= 1'b1;   // no ops: straight to the stores
+                    di <= 32'd0;
+                end
+            end
+            S_DESC_W: begin
+                if (in_fire && wc < 32'd7) d_w[wc[2:0]] <= in_word;
+                if (in_fire && wc == 32'd15) state <= S_DESC;
+            end
+            S_DESC: begin
+                d_sel <= d_w[0][1:0];
+                d_base <= d_w[1][HAB-1:0];
+                d_slog <= d_w[2][4:0];
+                d_rows <= d_w[3][IW-1:0];
+                d_cols <= d_w[4][IW-1:0];
+                ii <= {IW{1'b0}};
+                jj <= {IW{1'b0}};
+                pack_mask <= {LA{1'b0}};
+                out_full <= 1'b0;
+                di <= di + 32'd1;
+                if (!desc_ok) begin
+                    status_reg[2] <= 1'b1;
+                    state <= S_DONE;
+                end else if (d_w[3] == 32'd0 || d_w[4] == 32'd0) begin
+                    state <= S_NEXT;
+                end else if (!storing) begin
+                    rd_addr <= prog_reg + {d_w[6], d_w[5]};
+                    rd_words <= d_words32;
+                    rd_start <= 1'b1;
+                    state <= S_LOAD;
+                end else begin
+                    wr_addr <= prog_reg + {d_w[6], d_w[5]};
+                    wr_words <= d_words32;
+                    wr_start <= 1'b1;
+                    state <= S_ST_RD;
+                end
+            end
+            // A word into its lane; a full (or the row's last) row block into the bank.
+            S_LOAD: if (in_fire) begin
+                pack_data[lane*HW +: HW] <= in_word[HW-1:0];
+                if (block_end) begin
+                    h_wr_en <= 1'b1;
+                    wi <= ii;
+                    wj <= jj & ~lane_mask;
+                    wr_mask <= pack_mask | ({{(LA-1){1'b0}}, 1'b1} << lane);
+                    wr_data_r <= pack_data;
+                    wr_data_r[lane*HW +: HW] <= in_word[HW-1:0];
+                    pack_mask <= {LA{1'b0}};
+                end else begin
+                    pack_mask <= pack_mask | ({{(LA-1){1'b0}}, 1'b1} << lane);
+                end
+                if (last_col) begin
+                    jj <= {IW{1'b0}};
+                    ii <= ii + 1'b1;
+                    if (ii + 1'b1 == d_rows) state <= S_NEXT;
+                end else begin
+                    jj <= jj + 1'b1;
+                end
+            end
+            // The op table, word 16 o + f to op o's field f.
+            S_OPS: if (in_fire) begin
+                op_wr_en <= 1'b1;
+                op_wr_op <= wc[OPB+3:4];
+                op_wr_field <= wc[3:0];
+                op_wr_data <= in_word[FW-1:0];
+                if (wc + 32'd1 == {nop_reg[27:0], 4'd0}) state <= S_RUN;
+            end
+            S_RUN: begin
+                eng_start <= 1'b1;
+                state <= S_RUN_W;
+            end
+            S_RUN_W: if (eng_done) begin
+                eng_cycles_reg <= eng_cycles;
+                sat_reg <= eng_sat;
+                status_reg[1:0] <= {eng_fault, eng_error};
+                state <= eng_error ? S_DONE : S_NEXT;   // no store of what did not run
+            end
+            // A store: row block (ii, jj) read (2 cycles), pushed, the next one.
+            S_ST_RD: begin
+                h_rd_en <= 1'b1;
+                state <= S_ST_W1;
+            end
+            S_ST_W1: state <= S_ST_W2;
+            S_ST_W2: state <= S_ST_PUSH;
+            S_ST_PUSH: begin
+                if (!out_full) begin
+                    out_words <= rd_words32;
+                    out_count <= st_n[GWW-1:0];
+                    out_full <= 1'b1;
+                end else if (out_ready) begin
+                    out_full <= 1'b0;
+                    if ({8'd0, jj} + LA8 >= {8'd0, d_cols}) begin
+                        jj <= {IW{1'b0}};
+                        ii <= ii + 1'b1;
+                        state <= (ii + 1'b1 == d_rows) ? S_ST_WAIT : S_ST_RD;
+                    end else begin
+                        jj <= jj + LAI;
+                        state <= S_ST_RD;
+                    end
+                end
+            end
+            // Every word of the store acknowledged by the memory.
+            S_ST_WAIT: if (!wr_busy) state <= S_NEXT;
+            S_DONE: begin
+                finish <= 1'b1;
+                state <= S_IDLE;
+            end
+            default: state <= S_IDLE;
+        endcase
+        if (rst) begin
+            state <= S_IDLE;
+            ap_idle_reg <= 1'b1;
+            cycles_reg <= 32'd0;
+            eng_cycles_reg <= 32'd0;
+            sat_reg <= 32'd0;
+            status_reg <= 4'd0;
+            out_full <= 1'b0;
+            storing <= 1'b0;
+            di <= 32'd0;
+            wc <= 32'd0;
+        end
+    end
+
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused = ^{eng_busy, st_n};
+    /* verilator lint_on UNUSEDSIGNAL */
+endmodule
+
+`default_nettype wire
