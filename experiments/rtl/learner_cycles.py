@@ -13,9 +13,12 @@ hrl_learn_mac_array in Verilator (the array testbench's test_schedule_cycles, wh
 asserts that each phase takes exactly the model's cycles); `sim` = yes on those rows, the
 array cycles then being the simulated phases plus the controller's DEP_GAP between them.
 Every other row is the model (which the simulated points check cycle for cycle). The loss
-unit and the optimizer-and-target unit are not built in RTL yet: their cycles are modeled
-(`loss` = one sample per cycle + pipeline, `update` = one row block of C parameters per
-cycle + pipeline) and say so in the `units` column.
+and update columns are learner_schedule's: for DQN the passes of the step module
+(hrl_learn_step: three Q rows read per sample; the Adam walk and the target walk, a row
+block of C parameters a cycle each, the target every step as the config's default; their
+constants are its simulated phases, experiments/rtl/step_cycles.py); for DDPG, whose step
+is not sequenced in RTL, modeled (one sample, one row block per cycle + pipeline). The
+`units` column says which.
 
 Time: cycles at the clock estimated from yosys (experiments/rtl/learner_resources.py, read
 from experiments/results/fpga_learner/resources.md when it is there, else CLOCK_MHZ).
@@ -176,7 +179,9 @@ def main(argv=None) -> int:
         "Regenerate: `python experiments/rtl/learner_cycles.py`. `sim` = yes: the array's "
         "schedule simulated in Verilator (hrl_learn_mac_array), which also checks the model "
         "cycle for cycle; `model`: hrl/mapping/learner_schedule.py. The loss and update "
-        "cycles of an SGD step are modeled: those units are not yet in RTL. `us` at the "
+        "cycles of an SGD step are learner_schedule's: DQN's are the step module's passes "
+        "(hrl_learn_step, whose whole step step_cycles.md simulates; the update column holds "
+        "the Adam and the target walks, the target every step), DDPG's modeled. `us` at the "
         f"clock estimated by yosys, {mhz:g} MHz (resources.md). `utilization` = MACs / "
         "(R x C x array cycles). Inference: one state, the online net.\n\n" + head + body)
     return 0
