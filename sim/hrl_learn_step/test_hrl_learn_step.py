@@ -541,19 +541,30 @@ def params(r, c, nmax=16, nl=3, bmax=16, amax=4, aw=18, bw=18, ow=24):
             "BMAX": bmax, "AMAX": amax}
 
 
+# Steps per set: STEP_TB_NETS x STEP_TB_STEPS (test_random_steps). The long tier (CI) runs
+# 1000 whole steps on R4-C4 and 100 on the two skewed arrays; the slow tier (`make
+# test-slow`) 1000 on each of those and a few on 16 x 16, whose simulation is the slowest.
+STEPS_100 = {"STEP_TB_NETS": "2", "STEP_TB_STEPS": "50"}
+STEPS_1000 = {"STEP_TB_NETS": "4", "STEP_TB_STEPS": "250"}
 SETS = [
-    pytest.param("icarus", params(4, 4), id="icarus-R4-C4"),
-    pytest.param("verilator", params(4, 4), id="verilator-R4-C4", marks=pytest.mark.long),
-    pytest.param("verilator", params(2, 8, nmax=24, bmax=10), id="verilator-R2-C8",
+    pytest.param("icarus", params(4, 4), None, id="icarus-R4-C4"),
+    pytest.param("verilator", params(4, 4), STEPS_1000, id="verilator-R4-C4",
                  marks=pytest.mark.long),
-    pytest.param("verilator", params(8, 2, nmax=20, bmax=12), id="verilator-R8-C2",
+    pytest.param("verilator", params(2, 8, nmax=24, bmax=10), STEPS_100, id="verilator-R2-C8",
                  marks=pytest.mark.long),
+    pytest.param("verilator", params(8, 2, nmax=20, bmax=12), STEPS_100, id="verilator-R8-C2",
+                 marks=pytest.mark.long),
+    pytest.param("verilator", params(2, 8, nmax=24, bmax=10), STEPS_1000,
+                 id="verilator-R2-C8-1000", marks=pytest.mark.slow),
+    pytest.param("verilator", params(8, 2, nmax=20, bmax=12), STEPS_1000,
+                 id="verilator-R8-C2-1000", marks=pytest.mark.slow),
     pytest.param("verilator", params(16, 16, nmax=64, nl=3, bmax=64, amax=16),
-                 id="verilator-R16-C16", marks=pytest.mark.long),
+                 {"STEP_TB_NETS": "1", "STEP_TB_STEPS": "3"}, id="verilator-R16-C16",
+                 marks=pytest.mark.slow),
 ]
 
 
-@pytest.mark.parametrize("sim,prm", SETS)
-def test_hrl_learn_step(sim, prm):
+@pytest.mark.parametrize("sim,prm,steps", SETS)
+def test_hrl_learn_step(sim, prm, steps):
     rtl_runner.require(sim)
-    rtl_runner.run("hrl_learn_step", prm, sources=SOURCES, sim=sim)
+    rtl_runner.run("hrl_learn_step", prm, sources=SOURCES, sim=sim, env=steps)

@@ -7,8 +7,9 @@ copy of the step module with one deliberate bug.
 
 As tests/rtl/test_rtl_engine.py: a missing tool skips with the reason outside CI and fails
 under CI=true; the Icarus set, the lint of the default set and the $fatal checks run in
-`make test`; the Verilator sets (1000 whole steps each), the wider lints and the mutants
-(about a minute each on Icarus) in the long tier.
+`make test`; in the long tier, the Verilator sets (1000 whole steps on R4-C4, 100 on the
+skewed arrays), the wider lints and the mutants (about a minute each on Icarus); in the
+slow tier (`make test-slow`), 1000 steps on the skewed arrays and a few on 16 x 16.
 """
 
 from __future__ import annotations
