@@ -175,10 +175,14 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
         choice = choose(cfg, profiles[s.env], backends=backends)
         picks[s.name] = (choice.mapping.label, config_label(cfg), choice.kept_default)
         jobs.append((s, choice.ranked, scales[s.env]))
+    # MinAtar settings measured first (their runs are the longest): the report is written
+    # again after every setting, so a draw stopped part way reports the settings it measured,
+    # and says so.
+    jobs.sort(key=lambda job: job[0].env != "minatar")
     rows = []
     with progress(console=console) as bar:
         task = bar.add_task("held-out", total=sum(len(ms) for _, ms, _ in jobs) * rounds)
-        for s, ranked, scale in jobs:
+        for done, (s, ranked, scale) in enumerate(jobs, 1):
             seconds = {m.label: [] for m in ranked}
             for r in range(rounds):
                 for m in ranked:
@@ -186,14 +190,18 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
                     meas = measure(str(configs[s.env]), run_overrides(s, m), s.iterations())
                     seconds[m.label].append(meas["wall_s"])
                     bar.advance(task)
+                    steps = s.num_envs * s.rollout
+                    console.print(f"{s.name} {m.label} (round {r + 1}): "
+                                  f"{steps / meas['wall_s']:,.0f} env steps/s (predicted "
+                                  f"{steps / (m.seconds * scale):,.0f})")
             pick, default, kept = picks[s.name]
             steps = s.num_envs * s.rollout
             for m in ranked:
                 measured = statistics.median(seconds[m.label])
                 rows.append(_row(s, m, scale, measured, seconds[m.label], steps,
                                  (pick, default, kept)))
-    summary = summarize(rows)
-    write(rows, summary, out, seed, n, flags)
+            summary = summarize(rows)
+            write(rows, summary, out, seed, n, flags, (done, len(jobs)))
     return summary
 
 
@@ -269,7 +277,10 @@ def _family_lines(rows: list[dict]) -> list[str]:
     return [*lines, ""]
 
 
-def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: str) -> None:
+def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: str,
+          measured: tuple[int, int] | None = None) -> None:
+    """The report of `rows`; `measured` (settings measured, settings drawn): a draw stopped
+    part way says how far it got."""
     from hrl.mapping.profile import cpu_name
 
     out.mkdir(parents=True, exist_ok=True)
@@ -288,6 +299,9 @@ def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: 
         "profiles were taken "
         "before the draw, and nothing was fitted to these runs. Predictions scaled as `hrl map` "
         f"scales them (`hrl.mapping.speed.speed_check`): {scales}.", "",
+        *([f"**Partial: {measured[0]} of the {measured[1]} settings drawn were measured** "
+           "(the draw stopped before the others).", ""]
+          if measured and measured[0] < measured[1] else []),
         "| figure | value | target | met |", "|---|---|---|---|",
         f"| median abs. error of predicted env steps/s ({summary['runs']} runs) | "
         f"{summary['median_abs_error']:.1%} | <= 25% | {ok['median_abs_error']} |",

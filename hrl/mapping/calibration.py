@@ -477,7 +477,8 @@ class Calibration:
 
     # The profile rows each constant is fitted on.
     ROWS: ClassVar[dict[str, str]] = {
-        "models": "env, infer, insert, sample, train, update",
+        "models": "env, infer, insert, sample, train, update (a conv net's infer and "
+                  "train: infer:<algo>:conv, train:<algo>:conv)",
         "links": "link:host, link:cpu-collective, link:cpu-device, link:gpu",
         "process_link": "link:process",
         "loops": "loop:host (strict dependency's dispatch), loop:fused (placements loop "
