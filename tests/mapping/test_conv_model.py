@@ -90,3 +90,18 @@ def test_a_held_out_draw_with_minatar_settings_keeps_the_cartpole_draw_before_it
         assert w.env_id == s.game and w.conv_layers == ((16, 3, 1),)
         assert w.hidden == (s.width,) and w.num_envs == s.num_envs
     assert heldout.draw(16, 9, 4) == mixed  # the same seed, the same settings
+
+
+def test_a_modelled_fpga_keeps_a_conv_nets_learner_off_the_board_and_says_why():
+    from hrl.mapping import fpga as fpga_model
+    from hrl.mapping.plan import plan
+
+    profile = load_profile("experiments/results/mapping/heldout/profile-minatar")
+    w = workload_from_config(load_config(MINATAR, ["replay.capacity=8192"]))
+    p = plan(w, profile, ["cpu", "fpga:u250"])
+    e = p.exploration
+    feasible = [e.mapping(r) for r in range(len(e.feasible)) if e.feasible[r]]
+    assert feasible  # the RMM can still hold the tree
+    assert all(m["infer"] == "cpu" and m["train"] == "cpu" for m in feasible)
+    assert any(m["sample"] == "fpga:u250" for m in feasible)
+    assert any(fpga_model.FPGA_NO_CONV in note for note in p.notes)
