@@ -30,6 +30,10 @@ def main() -> int:
     conv_profile = load_profile(OUT / "profile-minatar")
     mlp = models_from_profile(mlp_profile)
     conv = models_from_profile(conv_profile)
+    # Each profile's reference workload (`hrl.mapping.speed`), its median over the samples:
+    # the two profiles were taken at different loads, so slopes are compared in its units.
+    ref = {kind: statistics.median(x["seconds"] for x in p["speed_reference"])
+           for kind, p in (("conv", conv_profile), ("mlp", mlp_profile))}
     rows, lines = [], []
     for call in ("infer", "train"):
         for place in ("cpu", "cpu-fused"):
@@ -40,13 +44,18 @@ def main() -> int:
                       if r.call == f"{call}:dqn:conv" and r.placement == place]
             # the MLP model's prediction over the measured conv time, at the conv rows' FLOPs
             as_mlp = statistics.median(float(m(r.work)) / r.latency_s for r in points)
+            # the same, the MLP's model rescaled to the conv profile's reference speed
+            as_mlp_ref = as_mlp * ref["conv"] / ref["mlp"]
             for kind, model in (("conv", c), ("mlp", m)):
                 rows.append({"call": call, "placement": place, "network": kind,
                              "s_per_gflop": model.slope * 1e9, "intercept_s": model.intercept,
+                             "reference_s": ref[kind],
+                             "references_per_gflop": model.slope * 1e9 / ref[kind],
                              "points": model.n_points, "rel_err_median": model.rel_err_median,
                              "loo_err_median": model.loo_err_median,
                              "work_min": model.work_range[0], "work_max": model.work_range[1],
-                             "mlp_model_over_measured_conv": as_mlp if kind == "conv" else ""})
+                             "mlp_model_over_measured_conv": as_mlp if kind == "conv" else "",
+                             "same_speed": as_mlp_ref if kind == "conv" else ""})
     with open(OUT / "conv_terms.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -56,15 +65,23 @@ def main() -> int:
              "profiles `profile/` (CartPole, MLP) and `profile-minatar/` (MinAtar, conv net: "
              "one 3x3 convolution of 16 filters, then a dense layer of the grid's width) in "
              "this directory; measures nothing).", "",
-             "| call | placement | network | s per GFLOP | fixed us per call | points | "
-             "median rel. error | leave-one-out | MLP model / measured conv (median) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"The profiles' reference workload (`hrl.mapping.speed`) ran "
+             f"{ref['conv'] * 1e3:.1f} ms (conv profile) and {ref['mlp'] * 1e3:.1f} ms (MLP "
+             "profile): they were taken at different loads of a shared machine, so the slopes "
+             "are compared in reference runs per GFLOP too, and the MLP model's prediction of "
+             "the conv rows is given as it stands and rescaled to the conv profile's speed.", "",
+             "| call | placement | network | s per GFLOP | references per GFLOP | fixed us per "
+             "call | points | median rel. error | leave-one-out | MLP model / measured conv "
+             "(median) | same, at equal reference speed |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        ratio = r["mlp_model_over_measured_conv"]
+        ratio, same = r["mlp_model_over_measured_conv"], r["same_speed"]
         lines.append(f"| {r['call']} | {r['placement']} | {r['network']} | "
-                     f"{r['s_per_gflop']:.3g} | {r['intercept_s'] * 1e6:.1f} | {r['points']} | "
+                     f"{r['s_per_gflop']:.3g} | {r['references_per_gflop']:.3g} | "
+                     f"{r['intercept_s'] * 1e6:.1f} | {r['points']} | "
                      f"{r['rel_err_median']:.1%} | {r['loo_err_median']:.1%} | "
-                     f"{f'{ratio:.2f}x' if ratio != '' else '-'} |")
+                     f"{f'{ratio:.2f}x' if ratio != '' else '-'} | "
+                     f"{f'{same:.2f}x' if same != '' else '-'} |")
     lines += ["", "The last column is what pricing the conv net with the MLP's model (its FLOPs "
               "counted as `hrl.mapping.workload` counts them) would have predicted, over what "
               "the conv net measured: where it is far from 1, the two kinds need models of "
