@@ -11,6 +11,14 @@ profile taken beforehand. Nothing is profiled here. The report gives, per settin
   included) and the default (`train.executor: auto`, no --mapping), each with its regret:
   its measured seconds per iteration over the measured best's.
 
+A draw may include MinAtar settings (`--held-out-minatar K`, default a quarter of N): DQN on
+a MinAtar game (gymnax) with a conv net (one 3x3 convolution of 16 filters, MinAtar's, then a
+dense layer of the drawn width), drawn from `MINATAR_SPACE` and priced from the MinAtar
+profile (`validate_mapping.PROFILE_DIRS["minatar"]`, its conv-net rows). The N - K CartPole
+settings are drawn first, exactly as before MinAtar settings existed (seeds 1-9 were drawn
+without them: `--held-out-minatar 0` draws them again), the K MinAtar ones after them from a
+generator of their own.
+
 Rule of use: the model is judged only on draws it was not changed after. A figure reported for
 a seed was produced with the model as committed before that seed was first drawn.
 """
@@ -40,12 +48,27 @@ SPACE = {
     "backend": ("jax", "opencl"),  # the config's replay backend: sets the default mapping
     "mode": ("strict", "relaxed"),
 }
+# The MinAtar settings' space (env "minatar"): the game, and the CartPole space's keys but for
+# fewer envs (a MinAtar step costs more: 128 envs x 16 steps is a chunk of its own), the
+# dense layer after the convolution `width` wide.
+MINATAR_GAMES = ("Breakout-MinAtar", "SpaceInvaders-MinAtar", "Asterix-MinAtar")
+MINATAR_SPACE = {
+    "game": MINATAR_GAMES,
+    "num_envs": (4, 8, 16, 32, 64),
+    "rollout": (1, 4, 16),
+    "batch": (32, 64, 128, 256),
+    "width": (64, 128, 256),
+    "ratio": (0.0625, 0.125, 0.25, 0.5),
+    "backend": ("jax", "opencl"),
+    "mode": ("strict", "relaxed"),
+}
+MINATAR_CONV = "[[16,3,1]]"  # agent.conv_layers of every MinAtar setting (MinAtar's torso)
 # A host env steps one env after the other in Python: past this many it only takes longer.
 MAX_HOST_ENVS = 32
 CAPACITY = 8192
 LEARNING_STARTS = 512
 # Env steps of one measured chunk (train.chunk_env_steps), as `hrl train` runs its chunks.
-CHUNK_ENV_STEPS = {"gymnax": 5120, "gymnasium": 1024}
+CHUNK_ENV_STEPS = {"gymnax": 5120, "gymnasium": 1024, "minatar": 2048}
 TARGETS = {"median_abs_error": 0.25, "median_pick_regret": 1.05, "worst_pick_regret": 1.25,
            "pick_vs_default": 1.10}
 
@@ -61,13 +84,16 @@ class Setting:
     ratio: float
     backend: str
     mode: str
+    game: str = ""  # a MinAtar setting's game (env "minatar")
 
     def overrides(self) -> list[str]:
         chunk = CHUNK_ENV_STEPS[self.env]
         steps = self.num_envs * self.rollout
+        net = ([f"agent.hidden_sizes=[{self.width},{self.width}]"] if self.env != "minatar"
+               else [f"env.name=gymnax:{self.game}", "agent.network=conv",
+                     f"agent.conv_layers={MINATAR_CONV}", f"agent.hidden_sizes=[{self.width}]"])
         return [f"env.num_envs={self.num_envs}", f"train.rollout_length={self.rollout}",
-                f"train.batch_size={self.batch}",
-                f"agent.hidden_sizes=[{self.width},{self.width}]",
+                f"train.batch_size={self.batch}", *net,
                 f"train.train_ratio={self.ratio}", f"replay.capacity={CAPACITY}",
                 f"replay.backend={self.backend}", "train.executor=auto",
                 f"train.learning_starts={LEARNING_STARTS}",
@@ -80,12 +106,16 @@ class Setting:
         return max(1, max(CHUNK_ENV_STEPS[self.env], steps) // steps)
 
 
-def draw(n: int, seed: int) -> list[Setting]:
-    """`n` settings from `SPACE`, each key uniform and independent (a host env's M capped at
-    MAX_HOST_ENVS by drawing again); the same `seed` gives the same settings."""
+def draw(n: int, seed: int, minatar: int = 0) -> list[Setting]:
+    """`n` settings: `n - minatar` from `SPACE`, each key uniform and independent (a host
+    env's M capped at MAX_HOST_ENVS by drawing again), then `minatar` from `MINATAR_SPACE`
+    (a generator of their own, so the first ones are those a draw without MinAtar settings
+    gives); the same `seed` gives the same settings. ValueError unless 0 <= minatar <= n."""
+    if not 0 <= minatar <= n:
+        raise ValueError(f"held-out MinAtar settings must be between 0 and {n}, got {minatar}")
     rng = np.random.default_rng(seed)
     out = []
-    while len(out) < n:
+    while len(out) < n - minatar:
         s = {k: v[rng.integers(len(v))] for k, v in SPACE.items()}
         if s["env"] == "gymnasium" and s["num_envs"] > MAX_HOST_ENVS:
             continue
@@ -93,6 +123,13 @@ def draw(n: int, seed: int) -> list[Setting]:
         name = (f"{'gym-' if s['env'] == 'gymnasium' else ''}M{s['num_envs']}x{s['rollout']}"
                 f"-B{s['batch']}-w{s['width']}-r{s['ratio']:g}-{s['backend']}-{s['mode']}")
         out.append(Setting(name=f"s{seed}.{len(out)}:{name}", **s))
+    rng = np.random.default_rng([seed, 55])
+    while len(out) < n:
+        s = {k: v[rng.integers(len(v))] for k, v in MINATAR_SPACE.items()}
+        s = {k: (v.item() if hasattr(v, "item") else v) for k, v in s.items()}
+        name = (f"{s['game'].removesuffix('-MinAtar')}-M{s['num_envs']}x{s['rollout']}"
+                f"-B{s['batch']}-w{s['width']}-r{s['ratio']:g}-{s['backend']}-{s['mode']}")
+        out.append(Setting(name=f"s{seed}.{len(out)}:{name}", env="minatar", **s))
     return out
 
 
@@ -107,15 +144,17 @@ def run_overrides(s: Setting, mapping=None) -> list[str]:
 
 
 def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out: Path,
-        backends: tuple[str, ...], console, progress, flags: str = "", rounds: int = 1) -> dict:
+        backends: tuple[str, ...], console, progress, flags: str = "", rounds: int = 1,
+        minatar: int = 0) -> dict:
     """Draw, predict, measure and report (module docstring). `measure(config_path, overrides,
     iterations) -> {"wall_s", ...}` runs one mapping in a fresh process. Predictions are
     scaled as `hrl map` and `--mapping auto` scale them (`hrl.mapping.speed.speed_check`).
     With `rounds` > 1 a setting's mappings are measured in that many interleaved rounds
     (every mapping once per round, the setting's rounds one after the other, so the mappings
     compared in a regret ran close in time) and each run's median is compared; the CSV keeps
-    every round's seconds. Writes heldout-seed<S>.csv/.md/.png into `out`; returns the
-    summary."""
+    every round's seconds. `minatar`: how many of the `n` settings are MinAtar's (`draw`;
+    `configs` and `profiles` then have a "minatar" entry). Writes heldout-seed<S>.csv/.md/.png
+    into `out`; returns the summary."""
     from hrl.config import load_config
     from hrl.mapping.instantiate import choose
     from hrl.mapping.ranking import config_label
@@ -129,17 +168,21 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
             console.print(f"{kind} profile: {warning}")
     if rounds < 1:
         raise ValueError(f"held-out rounds must be >= 1, got {rounds}")
-    settings = draw(n, seed)
+    settings = draw(n, seed, minatar)
     jobs, picks = [], {}
     for s in settings:
         cfg = load_config(configs[s.env], run_overrides(s))
         choice = choose(cfg, profiles[s.env], backends=backends)
         picks[s.name] = (choice.mapping.label, config_label(cfg), choice.kept_default)
         jobs.append((s, choice.ranked, scales[s.env]))
+    # MinAtar settings measured first (their runs are the longest): the report is written
+    # again after every setting, so a draw stopped part way reports the settings it measured,
+    # and says so.
+    jobs.sort(key=lambda job: job[0].env != "minatar")
     rows = []
     with progress(console=console) as bar:
         task = bar.add_task("held-out", total=sum(len(ms) for _, ms, _ in jobs) * rounds)
-        for s, ranked, scale in jobs:
+        for done, (s, ranked, scale) in enumerate(jobs, 1):
             seconds = {m.label: [] for m in ranked}
             for r in range(rounds):
                 for m in ranked:
@@ -147,14 +190,18 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
                     meas = measure(str(configs[s.env]), run_overrides(s, m), s.iterations())
                     seconds[m.label].append(meas["wall_s"])
                     bar.advance(task)
+                    steps = s.num_envs * s.rollout
+                    console.print(f"{s.name} {m.label} (round {r + 1}): "
+                                  f"{steps / meas['wall_s']:,.0f} env steps/s (predicted "
+                                  f"{steps / (m.seconds * scale):,.0f})")
             pick, default, kept = picks[s.name]
             steps = s.num_envs * s.rollout
             for m in ranked:
                 measured = statistics.median(seconds[m.label])
                 rows.append(_row(s, m, scale, measured, seconds[m.label], steps,
                                  (pick, default, kept)))
-    summary = summarize(rows)
-    write(rows, summary, out, seed, n, flags)
+            summary = summarize(rows)
+            write(rows, summary, out, seed, n, flags, (done, len(jobs)))
     return summary
 
 
@@ -163,7 +210,7 @@ def _row(s: Setting, m, scale: float, measured: float, rounds: list[float], step
     """One run's report row: its prediction, its measured (median) seconds and each round's."""
     pick, default, kept = picked
     return {
-        "setting": s.name, **{k: getattr(s, k) for k in SPACE},
+        "setting": s.name, **{k: getattr(s, k) for k in SPACE}, "game": s.game,
         "mapping": m.label, "executor": m.executor,
         "predicted_s": m.seconds * scale, "measured_s": measured,
         "predicted_env_steps_per_s": steps / (m.seconds * scale),
@@ -212,7 +259,28 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
-def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: str) -> None:
+def _family_lines(rows: list[dict]) -> list[str]:
+    """The four figures over each env family's settings alone (CartPole, MinAtar), where a
+    draw has both; [] otherwise."""
+    families = {"CartPole": [r for r in rows if r["env"] != "minatar"],
+                "MinAtar (conv net)": [r for r in rows if r["env"] == "minatar"]}
+    if not all(families.values()):
+        return []
+    lines = ["Per env family (the same figures over its settings alone):", "",
+             "| family | runs | settings | median abs. error | median pick regret | "
+             "worst pick regret | worst pick / default |", "|---|---|---|---|---|---|---|"]
+    for name, rs in families.items():
+        f = summarize(rs)
+        lines.append(f"| {name} | {f['runs']} | {f['settings']} | {f['median_abs_error']:.1%} "
+                     f"| {f['median_pick_regret']:.3f}x | {f['worst_pick_regret']:.3f}x | "
+                     f"{f['pick_vs_default']:.3f}x |")
+    return [*lines, ""]
+
+
+def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: str,
+          measured: tuple[int, int] | None = None) -> None:
+    """The report of `rows`; `measured` (settings measured, settings drawn): a draw stopped
+    part way says how far it got."""
     from hrl.mapping.profile import cpu_name
 
     out.mkdir(parents=True, exist_ok=True)
@@ -227,9 +295,13 @@ def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: 
         f"# Mapping model on held-out settings (seed {seed})", "",
         f"Machine: {cpu_name()}. Regenerate: `.venv/bin/python "
         f"experiments/mapping/validate_mapping.py --held-out {n} --seed {seed} {flags}`. "
-        "Settings drawn from `experiments/mapping/heldout.py` SPACE; the profile was taken "
+        "Settings drawn from `experiments/mapping/heldout.py` SPACE (and MINATAR_SPACE); the "
+        "profiles were taken "
         "before the draw, and nothing was fitted to these runs. Predictions scaled as `hrl map` "
         f"scales them (`hrl.mapping.speed.speed_check`): {scales}.", "",
+        *([f"**Partial: {measured[0]} of the {measured[1]} settings drawn were measured** "
+           "(the draw stopped before the others).", ""]
+          if measured and measured[0] < measured[1] else []),
         "| figure | value | target | met |", "|---|---|---|---|",
         f"| median abs. error of predicted env steps/s ({summary['runs']} runs) | "
         f"{summary['median_abs_error']:.1%} | <= 25% | {ok['median_abs_error']} |",
@@ -246,6 +318,7 @@ def write(rows: list[dict], summary: dict, out: Path, seed: int, n: int, flags: 
         "| executor | runs | median error | median abs. error |", "|---|---|---|---|",
         *(f"| {ex} | {n_runs} | {signed:+.1%} | {absolute:.1%} |"
           for ex, (n_runs, signed, absolute) in summary["by_executor"].items()), "",
+        *_family_lines(rows),
         "## Per setting", "",
         "| setting | pick | default | measured best | pick regret | default regret | "
         "pick / default | default kept for uncertainty |", "|---|---|---|---|---|---|---|---|"]

@@ -37,8 +37,10 @@ from hrl.mapping.devices import BACKENDS, SECOND_CPU, normalize_placement
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "experiments" / "results" / "mapping"
 CONFIGS = {"gymnax": ROOT / "experiments" / "configs" / "dqn_cartpole.yaml",
-           "gymnasium": ROOT / "experiments" / "configs" / "dqn_cartpole_gymnasium.yaml"}
-PROFILE_DIRS = {"gymnax": "profile", "gymnasium": "profile-gymnasium"}
+           "gymnasium": ROOT / "experiments" / "configs" / "dqn_cartpole_gymnasium.yaml",
+           "minatar": ROOT / "experiments" / "configs" / "dqn_minatar_breakout.yaml"}
+PROFILE_DIRS = {"gymnax": "profile", "gymnasium": "profile-gymnasium",
+                "minatar": "profile-minatar"}
 
 # (label, base config, overrides): small CartPole DQN runs with the learner active every
 # iteration. The gymnax settings can run fused (which wins by far); the gymnasium ones cannot,
@@ -63,6 +65,15 @@ VALIDATION_GRID = {"num_envs": (8, 24, 64), "width": (64, 256), "batch": (32, 96
                    "capacity": (CAPACITY,), "fanout": (16,), "repeats": 10, "scan": 20,
                    "rounds": 3, "merge": "min"}
 QUICK_SETTINGS = [SETTINGS[0], SETTINGS[2]]
+# The MinAtar profile (the held-out draw's MinAtar settings, `heldout.MINATAR_SPACE`): the
+# config's conv net (its convolution, then one dense layer of each width: `Target`) at the
+# validation grid's sizes, the env step of every MinAtar game the draw picks from, one round
+# and each loop row built once, timed in the dispatch runs use (a MinAtar loop row compiles
+# its conv net: the CartPole grid's every dispatch and two builds would take an hour here).
+MINATAR_GRID = {**VALIDATION_GRID, "rounds": 1, "loop_dispatch": "auto", "loop_builds": 1,
+                "envs": ("gymnax:Breakout-MinAtar", "gymnax:SpaceInvaders-MinAtar",
+                         "gymnax:Asterix-MinAtar")}
+GRIDS = {"gymnax": VALIDATION_GRID, "gymnasium": VALIDATION_GRID, "minatar": MINATAR_GRID}
 # The reference workload (hrl.mapping.speed) is timed in this process before the first run of
 # a round, after every REFERENCE_EVERY runs and after the last: a run's reference is the mean
 # of the two samples around it, its median over rounds calibrates its prediction.
@@ -146,6 +157,10 @@ def main(argv=None) -> int:
                     help="validate on N settings drawn at random from heldout.SPACE (needs "
                          "--profile: nothing is profiled); writes heldout-seed<S>.* into "
                          "--out (default experiments/results/mapping/heldout)")
+    ap.add_argument("--held-out-minatar", type=int, default=None, metavar="K",
+                    help="with --held-out: K of the N settings are MinAtar's (heldout."
+                         "MINATAR_SPACE, priced from the profile-minatar profile; default "
+                         "N // 4; 0 draws the settings of seeds drawn before MinAtar's)")
     ap.add_argument("--seed", type=int, default=0, help="the --held-out draw")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
@@ -208,6 +223,11 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = QUICK_SETTINGS if args.quick else SETTINGS
     kinds = sorted({kind for _, kind, _ in settings})
+    if args.held_out_minatar is None:
+        args.held_out_minatar = args.held_out // 4
+    if (args.held_out and args.held_out_minatar) or (args.profile_only
+                                                     and "minatar" in args.kinds):
+        kinds.append("minatar")  # no validation setting of its own: the draw's, or asked
     if args.profile_only:
         kinds = [k for k in kinds if k in args.kinds]
     profiles = {}
@@ -215,15 +235,15 @@ def main(argv=None) -> int:
         where = [Path(d) / PROFILE_DIRS[kind] for d in (args.profile or [out])]
         if not args.profile and not args.repredict:
             cfg = load_config(CONFIGS[kind])
-            prof = Profiler(cfg, grid={**VALIDATION_GRID, "merge": args.merge},
+            prof = Profiler(cfg, grid={**GRIDS[kind], "merge": args.merge},
                             backends=tuple(args.backends))
             rows = prof.run()
             write_profile(rows, where[0], to_dict(cfg), prof.skipped, prof.speed, prof.rounds,
-                          prof.merge, {k: VALIDATION_GRID[k] for k in GRID_SIZES})
+                          prof.merge, {k: GRIDS[kind][k] for k in GRID_SIZES})
             console.print(f"profile: {where[0]}")
         if args.refresh_loops:
             cfg = load_config(CONFIGS[kind])
-            prof = Profiler(cfg, grid={**VALIDATION_GRID, "merge": args.merge},
+            prof = Profiler(cfg, grid={**GRIDS[kind], "merge": args.merge},
                             backends=tuple(args.backends), only=list(LOOP_ONLY))
             update_profile(where[0], prof.run(), [f"loop:{k}" for k in LOOP_KINDS],
                            prof.skipped)
@@ -250,8 +270,9 @@ def main(argv=None) -> int:
                     Path(args.out), tuple(args.backends), console, Progress,
                     f"--profile {' '.join(args.profile)} --backends {' '.join(args.backends)}"
                     + (f" --held-out-rounds {args.held_out_rounds}"
-                       if args.held_out_rounds > 1 else ""),
-                    rounds=args.held_out_rounds)
+                       if args.held_out_rounds > 1 else "")
+                    + f" --held-out-minatar {args.held_out_minatar}",
+                    rounds=args.held_out_rounds, minatar=args.held_out_minatar)
         return 0
 
     modes = [("strict", 0), ("relaxed", args.staleness)]

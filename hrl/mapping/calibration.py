@@ -52,7 +52,7 @@ from hrl.mapping.profile.grids import (
 )
 from hrl.mapping.profile.rows import ProfileRow, profile_rows
 from hrl.mapping.scaling import COLLECTIVE_LINK
-from hrl.mapping.workload import KNOWN_ENVS, Workload
+from hrl.mapping.workload import KNOWN_ENVS, Workload, env_shape
 from hrl.runtime.cpu_backend import HOST_LOOP_DISPATCH
 
 # How each measured placement sits in the machine.
@@ -445,8 +445,12 @@ def _loop_row_workload(r: ProfileRow | dict) -> Workload:
     r = profile_rows({"rows": [r]})[0]
     env_kind, _, env_id = r.env.partition(":")
     obs, act = KNOWN_ENVS.get(env_id, (1, 1))
+    # A conv net's loop row carries its convolutions and head depth (`Target.network_fields`).
+    conv = tuple(tuple(int(v) for v in c) for c in r.extra.get("conv_layers", ()))
+    head = int(r.extra.get("head_layers", 2))
     return Workload(algo=r.algo, env_kind=env_kind, env_id=env_id, obs_dim=obs,
-                    act_dim=act, hidden=(int(r.width),) * 2, num_envs=int(r.num_envs),
+                    act_dim=act, hidden=(int(r.width),) * head, num_envs=int(r.num_envs),
+                    obs_shape=env_shape(r.env) if conv else (), conv_layers=conv,
                     batch_size=int(r.batch), capacity=int(r.capacity),
                     fanout=int(r.fanout), sgd_steps=float(r.sgd),
                     rollout_length=int(r.rollout),
@@ -473,7 +477,8 @@ class Calibration:
 
     # The profile rows each constant is fitted on.
     ROWS: ClassVar[dict[str, str]] = {
-        "models": "env, infer, insert, sample, train, update",
+        "models": "env, infer, insert, sample, train, update (a conv net's infer and "
+                  "train: infer:<algo>:conv, train:<algo>:conv)",
         "links": "link:host, link:cpu-collective, link:cpu-device, link:gpu",
         "process_link": "link:process",
         "loops": "loop:host (strict dependency's dispatch), loop:fused (placements loop "

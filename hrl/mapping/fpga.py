@@ -449,10 +449,19 @@ class ArrayLearner:
             "(yosys's estimate; experiments/results/fpga_learner/cycles.csv)"))
 
 
+# Why a conv net's infer and train never go to a modelled FPGA (the plan's notes say it).
+FPGA_NO_CONV = ("the FPGA learner implements dense (MLP) layers only, not convolutions: a conv "
+                "net's infer and train stay off the FPGA")
+
+
 def learner_seconds(learner: ArrayLearner, call: str, workload) -> float:
     """Seconds of one call of the FPGA learner, `call` "infer" (the policy on the workload's
     num_envs observations) or "train" (one SGD step on its batch), for a `Workload`: the one
-    place the mapping model reads an FPGA learner's times from (`platform.fpga_placement`)."""
+    place the mapping model reads an FPGA learner's times from (`platform.fpga_placement`).
+    ValueError for a conv net: the learner's array runs dense layers only (`fpga_placement`
+    then leaves a conv net's infer and train off the board, `FPGA_NO_CONV`)."""
+    if getattr(workload, "conv_layers", ()):
+        raise ValueError(FPGA_NO_CONV)
     if call == "infer":
         return learner.infer_seconds(workload.policy_layers(), workload.num_envs)
     if call == "train":

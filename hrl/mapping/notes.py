@@ -6,6 +6,7 @@ the data-parallel candidates assume. Written here from the plan's fields, not by
 
 from __future__ import annotations
 
+from hrl.mapping import fpga as fpga_model
 from hrl.mapping import parallel
 from hrl.mapping.scaling import COLLECTIVE_LINK, UNMEASURED_RENDEZVOUS
 
@@ -31,7 +32,9 @@ def device_notes(p) -> list[str]:
             out.append(f"{dev}: modelled (RMM timing: {timing.source}; clock "
                        f"{clock}; logic: {p.logic.source}; board "
                        "resources from its data sheet; learner: "
-                       f"{p.learner.source})")
+                       f"{p.learner.source})"
+                       + (f"; {fpga_model.FPGA_NO_CONV} (network: {p.workload.conv_layers} "
+                          "convolutions)" if p.workload.conv_layers else ""))
         elif dev == "gpu" and p.gpu_spec is not None:
             whole = p.calibration.loops["fused"].whole
             out.append(f"gpu, gpu-fused: MODELLED from public specs ({p.gpu_spec.device}), not "

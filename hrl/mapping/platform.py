@@ -24,7 +24,7 @@ import yaml
 
 from hrl.mapping import fpga as fpga_model
 from hrl.mapping.model import LinearModel
-from hrl.mapping.workload import BYTES_F32, CALL_PRIMITIVE, Workload
+from hrl.mapping.workload import BYTES_F32, CALL_PRIMITIVE, Workload, learner_key
 
 SPEC_DIR = Path(__file__).parent / "specs"
 NAN = float("nan")
@@ -63,12 +63,16 @@ class Placement:
 
 
 def call_key(call: str, workload: Workload) -> str:
-    """The profile's name for a call: env and learner calls depend on the env / algorithm."""
+    """The profile's name for a call: env and learner calls depend on the env / algorithm,
+    and a conv net's learner calls have models of their own (`infer:dqn:conv`): per FLOP its
+    convolutions do not run at the dense layers' rate (`workload` module docstring), so
+    they are priced only from rows that timed conv nets."""
     if call == "env":
         return f"env:{workload.env_kind}:{workload.env_id}"
     if call in ("infer", "train"):
-        return f"{call}:{workload.algo}"
+        return learner_key(call, workload.algo, workload.network)
     return call
+
 
 
 # ----------------------------------------------------------------------------- measured
@@ -128,6 +132,8 @@ def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
             n = w.num_envs * w.rollout_length if call == "insert" else w.batch_size
             return timing.seconds(n, arch["depth"], arch["lanes"], arch["fanout"])
         if call in ("infer", "train"):
+            if w.conv_layers:  # its array runs dense layers only (`fpga.learner_seconds`)
+                return NAN
             return fpga_model.learner_seconds(learner, call, w)
         return NAN
 
@@ -175,7 +181,7 @@ def gpu_spec_placement(spec: GpuSpec, fused: bool = False) -> Placement:
     dispatch = 0.0 if fused else spec.dispatch_s
 
     def latency(call: str, w: Workload) -> float:
-        layers = len(w.policy_layers()) - 1
+        layers = len(w.policy_layers()) - 1 + len(w.conv_layers)
         nets = len(w.networks())
         kd = w.fanout * w.depth
         if call == "env":

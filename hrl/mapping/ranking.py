@@ -25,6 +25,7 @@ from hrl.config import ConfigError, apply_override, config_from_dict, to_dict
 from hrl.mapping import parallel
 from hrl.mapping.devices import RANKED_EXECUTORS, SECOND_CPU, SECOND_CPU_LABEL, XLA_TREE
 from hrl.mapping.plan import Plan, plan
+from hrl.mapping.platform import call_key
 from hrl.mapping.profile.grids import GPU_LOOP, RTL_TABLE_CALLS
 from hrl.mapping.profile.rows import profile_rows
 from hrl.mapping.uncertainty import UNKNOWN_UNCERTAINTY, uncertainty_of
@@ -162,6 +163,12 @@ def rank_mappings(cfg, profile: dict, *, staleness: int | None = None, metric: s
     Cost: one `plan.plan` on the measured devices (fits the profile's models and evaluates
     P**5 mappings in one jitted call), no runs, no profiling."""
     workload = workload_from_config(cfg)
+    if workload.network != "mlp":  # priced only from rows that timed its kind of network
+        key = call_key("train", workload)
+        if not any(r.call == key for r in profile_rows(profile)):
+            raise ValueError(f"agent.network {cfg.agent.network!r} is a conv net and the "
+                             f"profile has no {key} rows: profile this config (`hrl profile "
+                             "--config` it) to price it")
     mode = mode or cfg.train.dependency
     staleness = max(cfg.train.staleness, 1) if staleness is None else staleness
     measured = {r.placement.removesuffix("-fused") for r in profile_rows(profile)

@@ -12,10 +12,22 @@ fitted on a few sizes predicts sizes it has not seen:
 | primitive | work term | why |
 | --- | --- | --- |
 | env    | M                                   | one step per environment copy |
-| infer  | 2 * M * sum(fan_in * fan_out)       | FLOPs of the policy forward pass |
+| infer  | 2 * M * (conv MACs + sum(fan_in * fan_out)) | FLOPs of the policy forward pass |
 | train  | B * passes * fwd FLOPs + 10 * params | forward + backward (~3x fwd per network) + Adam |
 | sample | B * K * D                           | K children read on each of D levels (sumtree) |
 | update | B * K * D (insert: M * L * K * D)   | ancestors recomputed from K children, D levels |
+
+A conv net (`agent.network: conv` or `minatar`, DQN only) is described by its input
+`obs_shape` (H, W, C) and `conv_layers` (filters, kernel, stride), each a 'SAME' convolution as
+the agent builds it (`hrl.agents.networks.ConvMLP`: output H' = ceil(H / stride)), then the
+dense head `hidden` on the flattened H' x W' x F features. A convolution's MACs per sample are
+H' W' F k^2 C. Its SGD step counts, per sample, the forward convolution and its two gradient
+convolutions (kernel and input: each as many MACs as the forward), except the first layer's
+input gradient, which nothing needs (the observation is data); the dense head counts as an
+MLP does (backward = 2 forwards). So a conv net's train work is what the step computes, and
+its `infer` / `train` are priced by models of their own (`platform.call_key`: `infer:dqn:conv`),
+fitted on rows that timed conv nets: per FLOP, slices and a matrix product over k^2 C patches
+do not run at a dense GEMM's rate. An MLP's work terms are unchanged (`conv_layers` empty).
 
 Bytes that cross devices (charged by `links`) are listed by `edges`.
 """
@@ -23,8 +35,10 @@ Bytes that cross devices (charged by `links`) are listed by `edges`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
+from hrl.agents.networks import MINATAR_CONV, MINATAR_HIDDEN, same_pads
 from hrl.config import PRIMITIVES  # noqa: F401  (re-exported: the one definition)
 from hrl.envs import make_env
 from hrl.replay.formats import log2_exact, tree_depth
@@ -39,12 +53,20 @@ ALGOS = ("dqn", "ddpg")
 BYTES_F32 = 4
 
 
+def learner_key(call: str, algo: str, network: str = "mlp") -> str:
+    """The profile's name for a learner call ("infer" or "train") of `algo` on a `network`
+    kind ("mlp" or "conv"): `infer:dqn`, `train:dqn:conv`."""
+    return f"{call}:{algo}" if network == "mlp" else f"{call}:{algo}:{network}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Workload:
     """Static description of one DRL training iteration (see the module docstring).
 
     `obs_dim`, `act_dim`: observation size; number of discrete actions (dqn) or action
-    dimensions (ddpg). `hidden`: hidden layer widths of every network.
+    dimensions (ddpg). `hidden`: hidden layer widths of every network (a conv net's: its
+    dense head). `conv_layers`: (filters, kernel, stride) of a conv net's 'SAME'
+    convolutions over observations of `obs_shape` (H, W, C); empty for an MLP.
     """
 
     algo: str = "dqn"
@@ -65,6 +87,8 @@ class Workload:
     # train.chunk_env_steps). The fused loop pays a fixed cost per call (dispatch, handing the
     # chunk's outputs back), spread over them. 0: not known, priced as a long chunk (no cost).
     iterations_per_call: int = 0
+    obs_shape: tuple[int, ...] = ()  # (H, W, C) of a conv net's input; () for an MLP
+    conv_layers: tuple[tuple[int, int, int], ...] = ()  # (filters, kernel, stride) each
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -84,6 +108,41 @@ class Workload:
         if not self.hidden or any(not isinstance(h, int) or h < 1 for h in self.hidden):
             raise ValueError(f"workload hidden must be positive ints, got {self.hidden!r}")
         log2_exact(self.fanout)
+        if self.conv_layers:
+            if self.algo != "dqn":
+                raise ValueError(f"workload conv_layers: only dqn builds conv nets, got algo "
+                                 f"{self.algo!r}")
+            if len(self.obs_shape) != 3 or math.prod(self.obs_shape) != self.obs_dim:
+                raise ValueError(f"workload obs_shape must be (H, W, C) with H*W*C = obs_dim "
+                                 f"{self.obs_dim} for a conv net, got {self.obs_shape!r}")
+            for layer in self.conv_layers:
+                if len(layer) != 3 or any(not isinstance(v, int) or v < 1 for v in layer):
+                    raise ValueError("workload conv_layers must be (filters, kernel, stride) "
+                                     f"positive ints, got {self.conv_layers!r}")
+
+    @property
+    def network(self) -> str:
+        """"conv" for a conv net, "mlp" otherwise: the kind its infer and train are priced
+        by (`platform.call_key`)."""
+        return "conv" if self.conv_layers else "mlp"
+
+    def conv_shapes(self) -> list[tuple[int, int, int, int, int, int, int]]:
+        """Per convolution (H', W', F, k, C_in, H_in, W_in): its output and input sizes, 'SAME'
+        padding as `hrl.agents.networks.SlicedConv` builds it."""
+        out = []
+        h, w, c = self.obs_shape if self.conv_layers else (0, 0, 0)
+        for filters, kernel, stride in self.conv_layers:
+            oh, ow = same_pads(h, kernel, stride)[0], same_pads(w, kernel, stride)[0]
+            out.append((oh, ow, filters, kernel, c, h, w))
+            h, w, c = oh, ow, filters
+        return out
+
+    def conv_macs(self) -> list[int]:
+        """MACs of each convolution's forward pass on one sample: H' W' F k^2 C."""
+        return [oh * ow * f * k * k * c for oh, ow, f, k, c, _, _ in self.conv_shapes()]
+
+    def conv_params(self) -> int:
+        return sum(k * k * c * f + f for _, _, f, k, c, _, _ in self.conv_shapes())
 
     # ---------------------------------------------------------------- derived sizes
     @property
@@ -91,9 +150,12 @@ class Workload:
         return tree_depth(self.capacity, self.fanout)
 
     def networks(self) -> dict[str, list[int]]:
-        """Layer widths of each network (input first)."""
+        """Layer widths of each network's dense layers (input first; a conv net's head)."""
         h = list(self.hidden)
         if self.algo == "dqn":
+            if self.conv_layers:  # the dense head, on the last convolution's features
+                oh, ow, f = self.conv_shapes()[-1][:3]
+                return {"q": [oh * ow * f, *h, self.act_dim]}
             return {"q": [self.obs_dim, *h, self.act_dim]}
         c = list(self.critic_hidden or h)
         return {"actor": [self.obs_dim, *h, self.act_dim],
@@ -114,7 +176,8 @@ class Workload:
 
     @property
     def params(self) -> int:
-        return sum(self.n_params(layers) for layers in self.networks().values())
+        return (sum(self.n_params(layers) for layers in self.networks().values())
+                + self.conv_params())
 
     def train_flops(self) -> float:
         """FLOPs of one SGD step; a backward pass counts as two forwards.
@@ -123,18 +186,25 @@ class Workload:
         ddpg: critic step: critic fwd+bwd 3 + target actor 1 + target critic 1; actor step:
         actor fwd+bwd 3 + critic fwd and input-gradient 3 -> 4 actor + 7 critic passes.
         Adam: ~10 FLOPs per parameter.
+        A conv net's convolutions (module docstring): in the online pass the forward and the
+        kernel gradient, and for every layer but the first the input gradient, so 4 forwards
+        of the first and 5 of the others over the step, as its dense head's 5.
         """
         nets = self.networks()
         if self.algo == "dqn":
             fwd = 2 * self.macs(nets["q"])
             per_sample = 5 * fwd
+            conv = self.conv_macs()
+            if conv:
+                per_sample += 2 * (4 * conv[0] + 5 * sum(conv[1:]))
         else:
             a, c = 2 * self.macs(nets["actor"]), 2 * self.macs(nets["critic"])
             per_sample = 4 * a + 7 * c
         return float(self.batch_size * per_sample + 10 * self.params)
 
     def infer_flops(self) -> float:
-        return float(2 * self.num_envs * self.macs(self.policy_layers()))
+        return float(2 * self.num_envs * (sum(self.conv_macs())
+                                          + self.macs(self.policy_layers())))
 
     @property
     def action_bytes(self) -> int:
@@ -183,7 +253,8 @@ class Workload:
             ("sample", "train", float(b * (self.transition_bytes + BYTES_F32)), n),
             ("train", "update", float(b * BYTES_F32), n),  # TD errors -> new priorities
             # the policy's weights to the actors (DDPG: the actor network, not the critic)
-            ("train", "infer", float(self.n_params(self.policy_layers()) * BYTES_F32),
+            ("train", "infer", float((self.n_params(self.policy_layers()) + self.conv_params())
+                                 * BYTES_F32),
              1.0 / self.weight_sync_period),
         ]
 
@@ -191,6 +262,13 @@ class Workload:
         d = dataclasses.asdict(self)
         d["hidden"] = list(self.hidden)
         d["critic_hidden"] = list(self.critic_hidden) if self.critic_hidden else None
+        # An MLP's description as it was before conv nets (reports pin it); a conv net's
+        # shape and convolutions where it has them.
+        if self.conv_layers:
+            d["obs_shape"] = list(self.obs_shape)
+            d["conv_layers"] = [list(layer) for layer in self.conv_layers]
+        else:
+            del d["obs_shape"], d["conv_layers"]
         d["depth"] = self.depth
         d["params"] = self.params
         return d
@@ -203,7 +281,11 @@ KNOWN_ENVS = {
     "Pendulum-v1": (3, 1), "MountainCarContinuous-v0": (2, 1),
     "inverted_pendulum": (4, 1), "inverted_double_pendulum": (8, 1), "reacher": (11, 2),
     "halfcheetah": (18, 6),
+    "Breakout-MinAtar": (400, 3), "SpaceInvaders-MinAtar": (600, 4), "Asterix-MinAtar": (400, 5),
 }
+# Observation shapes of the image envs above (what a conv net's first layer reads).
+KNOWN_SHAPES = {"Breakout-MinAtar": (10, 10, 4), "SpaceInvaders-MinAtar": (10, 10, 6),
+                "Asterix-MinAtar": (10, 10, 4)}
 
 
 def env_sizes(name: str) -> tuple[int, int]:
@@ -219,6 +301,34 @@ def env_sizes(name: str) -> tuple[int, int]:
     return obs, int(act)
 
 
+def env_shape(name: str) -> tuple[int, ...]:
+    """The observation shape of env 'library:id' (KNOWN_SHAPES, else its spec's)."""
+    env_id = name.partition(":")[2] or name
+    if env_id in KNOWN_SHAPES:
+        return KNOWN_SHAPES[env_id]
+    return tuple(int(d) for d in make_env(name, 1).spec.obs_shape)
+
+
+def network_of(agent, obs_shape: tuple[int, ...]) -> tuple[tuple, tuple]:
+    """(conv_layers, dense hidden widths) of the network a DQN agent config (`DQNConfig`)
+    builds on observations of `obs_shape`: `minatar` is MinAtar's published torso, `conv` its
+    `conv_layers` then `hidden_sizes`, `mlp` no convolution. ValueError for a network the
+    model cannot describe (a module given to `register_network`) or a conv net on
+    observations that are not (H, W, C)."""
+    network = getattr(agent, "network", "mlp")
+    if network == "mlp":
+        return (), tuple(agent.hidden_sizes)
+    if network not in ("conv", "minatar"):
+        raise ValueError(f"agent.network {network!r}: the mapping model prices the built-in "
+                         "networks mlp, conv and minatar only")
+    if len(obs_shape) != 3:
+        raise ValueError(f"agent.network {network!r} needs (H, W, C) observations, the env's "
+                         f"are {tuple(obs_shape)}")
+    if network == "minatar":
+        return MINATAR_CONV, MINATAR_HIDDEN
+    return tuple(tuple(layer) for layer in agent.conv_layers), tuple(agent.hidden_sizes)
+
+
 def workload_from_config(cfg) -> Workload:
     """The Workload of an `hrl train` run config (`hrl.config.RunConfig`).
 
@@ -227,8 +337,13 @@ def workload_from_config(cfg) -> Workload:
     """
     kind, _, env_id = cfg.env.name.partition(":")
     obs, act = env_sizes(cfg.env.name)
+    shape, conv = (), ()
     if cfg.algo == "dqn":
-        hidden, critic = tuple(cfg.agent.hidden_sizes), None
+        critic = None
+        if getattr(cfg.agent, "network", "mlp") != "mlp":
+            shape = env_shape(cfg.env.name)
+        conv, hidden = network_of(cfg.agent, shape)
+        shape = shape if conv else ()
     else:
         hidden, critic = tuple(cfg.agent.actor_hidden_sizes), tuple(cfg.agent.critic_hidden_sizes)
     m, steps = cfg.env.num_envs, cfg.train.rollout_length
@@ -238,4 +353,5 @@ def workload_from_config(cfg) -> Workload:
         capacity=cfg.replay.capacity, fanout=cfg.replay.fanout,
         sgd_steps=float(cfg.train.train_ratio * m * steps), rollout_length=steps,
         iterations_per_call=max(1, cfg.train.chunk_env_steps // (m * steps)),  # as hrl train
+        obs_shape=shape, conv_layers=conv,
     )

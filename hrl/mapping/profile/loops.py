@@ -17,6 +17,7 @@ import json
 
 import jax
 
+from hrl.agents.networks import MINATAR_CONV, MINATAR_HIDDEN
 from hrl.config import config_from_dict, to_dict
 from hrl.mapping.profile import spawn
 from hrl.mapping.profile.grids import (
@@ -35,8 +36,16 @@ from hrl.runtime.cpu_backend import start_cpu_backend
 
 
 def set_width(data: dict, width: int) -> None:
-    """Two hidden layers `width` wide for the agent of config dict `data` (DDPG: both nets)."""
-    if data["algo"] == "dqn":
+    """Two hidden layers `width` wide for the agent of config dict `data` (DDPG: both nets);
+    a DQN conv net (`network: conv` or `minatar`) keeps its convolutions and gets its head's
+    number of dense layers `width` wide, as `network: conv` (what `Target` times)."""
+    agent = data["agent"]
+    if data["algo"] == "dqn" and agent.get("network", "mlp") in ("conv", "minatar"):
+        conv, hidden = ((MINATAR_CONV, MINATAR_HIDDEN) if agent["network"] == "minatar"
+                        else (agent["conv_layers"], agent["hidden_sizes"]))
+        agent.update(network="conv", conv_layers=[list(c) for c in conv],
+                     hidden_sizes=[width] * len(hidden))
+    elif data["algo"] == "dqn":
         data["agent"]["hidden_sizes"] = [width, width]
     else:
         data["agent"]["actor_hidden_sizes"] = [width, width]
@@ -152,7 +161,8 @@ def _loop_row(target, loop: str, placement: str, s: Setting, depth: int, setting
         algo=target.algo, num_envs=s.num_envs, width=s.width, batch=s.batch,
         capacity=s.capacity, fanout=s.fanout, depth=depth, rollout=steps, sgd=sgd,
         dispatch=dispatch, work=0.0, iterations=iterations, latency_s=m["wall_s"],
-        cpu_s=m["cpu_s"], p10_s=m["wall_s"], p90_s=m["wall_s"], repeats=3)
+        cpu_s=m["cpu_s"], p10_s=m["wall_s"], p90_s=m["wall_s"], repeats=3,
+        extra=target.network_fields())
 
 
 def profile_gpu_fused_loop(prof, repeats: int) -> None:

@@ -29,30 +29,37 @@ from hrl.replay.host_buffer import make_host_replay
 from hrl.runtime.executors import HostTrain
 
 
-def profile_env(prof, placement, device, s: Setting, repeats: int, scan: int) -> None:
+def profile_env(prof, placement, device, s: Setting, repeats: int, scan: int,
+                env_name: str | None = None) -> None:
     """The env's step at `s.num_envs`: dispatched and fused on `device` for a JAX env; a host
-    env (gymnasium) only dispatched, on the CPU."""
+    env (gymnasium) only dispatched, on the CPU. `env_name`: another env than the config's
+    (a grid's "envs"; made without the config's env kwargs), its rows keyed by its name."""
     t_ = prof.target
-    env = make_env(t_.env_name, s.num_envs, **t_.cfg.env.kwargs)
+    other = env_name is not None and env_name != t_.env_name
+    name = env_name if other else t_.env_name
+    env = make_env(name, s.num_envs, **({} if other else t_.cfg.env.kwargs))
+    tag = {"env_name": name} if other else {}
     if not env.spec.is_jax:
         if placement != "cpu":
             return
         state, _ = env.reset(jax.random.PRNGKey(0))
-        actions = t_.random_actions(s.num_envs, np.random.default_rng(0))
+        actions = t_.random_actions(s.num_envs, np.random.default_rng(0), env.spec)
         t = median_time(lambda: env.step(state, actions, None)[1].reward, repeats,
                         prof.between("env", None, s))
-        prof.rows.append(t_.row("env", "cpu", "dispatched", s, "env", t, repeats))
+        prof.rows.append(t_.row("env", "cpu", "dispatched", s, "env", t, repeats, **tag))
         return
     with jax.default_device(device):
         state, _ = env.reset(jax.random.PRNGKey(0))
-        actions = jnp.asarray(t_.random_actions(s.num_envs, np.random.default_rng(0)))
+        actions = jnp.asarray(t_.random_actions(s.num_envs, np.random.default_rng(0),
+                                                  env.spec))
         step = jax.jit(env.step)
         key = jax.random.PRNGKey(2)
         t = median_time(lambda: step(state, actions, key), repeats,
                         prof.between("env", device, s))
-        prof.rows.append(t_.row("env", placement, "dispatched", s, "env", t, repeats))
+        prof.rows.append(t_.row("env", placement, "dispatched", s, "env", t, repeats, **tag))
         t = scan_time(lambda c, k: env.step(c, actions, k)[0], state, scan, repeats)
-        prof.rows.append(t_.row("env", f"{placement}-fused", "fused", s, "env", t, repeats))
+        prof.rows.append(t_.row("env", f"{placement}-fused", "fused", s, "env", t,
+                                repeats, **tag))
 
 
 def profile_learner(prof, placement, device, s: Setting, repeats: int, scan: int,

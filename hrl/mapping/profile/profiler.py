@@ -105,6 +105,10 @@ class Profiler:
                                                 self.grid["fanout"][0], *key)
         return self._contexts[key].around(call)
 
+    def env_names(self) -> list[str]:
+        """The envs whose step this profile times: the config's, then the grid's "envs"."""
+        return list(dict.fromkeys([self.target.env_name, *self.grid.get("envs", ())]))
+
     # The probes, by the names tests and `hrl profile --only` reach them.
     def _host_backends(self) -> list[tuple[str, str]]:
         return primitives.host_backends(self)
@@ -151,11 +155,13 @@ class Profiler:
 
         out = []
         for placement, device in self.jax_placements:
-            for m in g["num_envs"]:
+            # The config's env, and the grid's other "envs" (one profile for a family of
+            # envs that share the learner's network: the MinAtar games).
+            for env_name, m in itertools.product(self.env_names(), g["num_envs"]):
                 s = dataclasses.replace(base, num_envs=m)
-                out.append((f"env M={m} on {placement}",
-                            lambda p=placement, d=device, s=s: primitives.profile_env(
-                                self, p, d, s, rep, scan)))
+                out.append((f"env {env_name} M={m} on {placement}",
+                            lambda p=placement, d=device, s=s, e=env_name:
+                            primitives.profile_env(self, p, d, s, rep, scan, e)))
             for m, w in itertools.product(g["num_envs"], g["width"]):
                 s = dataclasses.replace(base, num_envs=m, width=w)
                 out.append((f"infer M={m} width={w} on {placement}",
