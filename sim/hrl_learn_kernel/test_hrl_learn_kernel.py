@@ -243,8 +243,9 @@ SETS = [
     pytest.param("verilator", params(4, 4), {}, id="verilator-R4-C4", marks=pytest.mark.long),
     pytest.param("verilator", params(8, 2, nmax=40, nl=4, bmax=20, dw=32), {"KLN_STALL": "1"},
                  id="verilator-R8-C2-DW32-stall", marks=pytest.mark.long),
+    # The widest set: minutes of Verilator build and simulation, in `make test-slow`.
     pytest.param("verilator", params(16, 16, nmax=128, nl=4, bmax=64, ow=32), {},
-                 id="verilator-R16-C16", marks=pytest.mark.long),
+                 id="verilator-R16-C16", marks=pytest.mark.slow),
 ]
 
 

@@ -6,7 +6,8 @@ deliberate bug.
 
 As tests/rtl/test_rtl_engine.py: a missing tool skips with the reason outside CI and fails
 under CI=true; the small Icarus set, the lint, the $fatal check and one mutation run in
-`make test` (seconds each), the Verilator sets and the other mutations in the long tier.
+`make test` (seconds each), the Verilator sets and the other mutations in the long tier,
+but the 16 x 16 set, the slowest to build and run, in the slow tier (`make test-slow`).
 """
 
 from __future__ import annotations

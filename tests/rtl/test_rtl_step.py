@@ -8,8 +8,9 @@ copy of the step module with one deliberate bug.
 As tests/rtl/test_rtl_engine.py: a missing tool skips with the reason outside CI and fails
 under CI=true; the Icarus set, the lint of the default set and the $fatal checks run in
 `make test`; in the long tier, the Verilator sets (1000 whole steps on R4-C4, 100 on the
-skewed arrays), the wider lints and the mutants (about a minute each on Icarus); in the
-slow tier (`make test-slow`), 1000 steps on the skewed arrays and a few on 16 x 16.
+skewed arrays), the wider lints and three mutants (a minute or more each on Icarus); in
+the slow tier (`make test-slow`), 1000 steps on the skewed arrays, a few on 16 x 16 and the
+other three mutants.
 """
 
 from __future__ import annotations
@@ -82,16 +83,21 @@ MUTATIONS = [
                  "delta-sign", id="delta-sign"),
     # Adam's decay words swapped (1 - beta2 for 1 - beta1).
     pytest.param(r"\.c1\(c_c1\), \.c2\(c_c2\)", ".c1(c_c2), .c2(c_c1)", "adam-c1-c2",
-                 id="adam-c1-c2"),
+                 id="adam-c1-c2",
+                 marks=pytest.mark.slow),
     # Polyak's mode ignored: every target update a hard copy.
     pytest.param(r"wire             t_copy = !\(pk == P_TGT && c_flags\[2\]\);",
-                 "wire             t_copy = 1'b1;", "polyak-as-copy", id="polyak-as-copy"),
+                 "wire             t_copy = 1'b1;", "polyak-as-copy", id="polyak-as-copy",
+                 marks=pytest.mark.slow),
     # The saturations of the operand rounding from the previous step not counted.
     pytest.param(r"acc_sat <= nop_on \+ nop_tg;", "acc_sat <= {SW{1'b0}};", "no-operand-sats",
-                 id="no-operand-sats"),
+                 id="no-operand-sats",
+                 marks=pytest.mark.slow),
 ]
 
 
+# Each mutant builds and runs the testbench on Icarus (one to three minutes): three in the
+# long tier, the other three in the slow tier (`make test-slow`).
 @pytest.mark.long
 @pytest.mark.parametrize("pattern,repl,name", MUTATIONS)
 def test_testbench_catches_mutation(pattern, repl, name, monkeypatch):
