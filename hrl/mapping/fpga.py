@@ -419,12 +419,14 @@ class ArrayLearner:
         cycles = learner_schedule.inference_cycles(list(layers), self.rows, self.cols, batch)
         return cycles / self.clock_hz + self.invoke_overhead_s
 
-    def train_seconds(self, networks: Mapping[str, Sequence[int]], batch: int) -> float:
-        """One SGD step: DQN's double-Q step on `networks["q"]`, or DDPG's critic and actor
+    def train_seconds(self, networks: Mapping[str, Sequence[int]], batch: int,
+                      target_period: int = 1) -> float:
+        """One SGD step: DQN's double-Q step on `networks["q"]` (its target pass spread over
+        `target_period` steps, as the step module runs it), or DDPG's critic and actor
         steps on `networks["actor"]` and `networks["critic"]`."""
         if "q" in networks:
             got = learner_schedule.step_cycles("dqn", list(networks["q"]), batch, self.rows,
-                                               self.cols)
+                                               self.cols, target_period=target_period)
         else:
             got = learner_schedule.step_cycles("ddpg", list(networks["actor"]), batch,
                                                self.rows, self.cols,
@@ -465,5 +467,6 @@ def learner_seconds(learner: ArrayLearner, call: str, workload) -> float:
     if call == "infer":
         return learner.infer_seconds(workload.policy_layers(), workload.num_envs)
     if call == "train":
-        return learner.train_seconds(workload.networks(), workload.batch_size)
+        return learner.train_seconds(workload.networks(), workload.batch_size,
+                                     getattr(workload, "target_period", 1))
     raise ValueError(f"an FPGA learner runs infer or train, not {call!r}")

@@ -89,6 +89,9 @@ class Workload:
     iterations_per_call: int = 0
     obs_shape: tuple[int, ...] = ()  # (H, W, C) of a conv net's input; () for an MLP
     conv_layers: tuple[tuple[int, int, int], ...] = ()  # (filters, kernel, stride) each
+    # SGD steps between target-network updates (agent.target_update_period): the FPGA
+    # learner's step walks the parameters a second time on the steps that update the target.
+    target_period: int = 1
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -96,7 +99,7 @@ class Workload:
         if self.env_kind not in ENV_KINDS:
             raise ValueError(f"workload env_kind must be one of {ENV_KINDS}, got {self.env_kind!r}")
         for name in ("obs_dim", "act_dim", "num_envs", "batch_size", "capacity",
-                     "weight_sync_period", "rollout_length"):
+                     "weight_sync_period", "rollout_length", "target_period"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"workload {name} must be a positive int, got {value!r}")
@@ -354,4 +357,5 @@ def workload_from_config(cfg) -> Workload:
         sgd_steps=float(cfg.train.train_ratio * m * steps), rollout_length=steps,
         iterations_per_call=max(1, cfg.train.chunk_env_steps // (m * steps)),  # as hrl train
         obs_shape=shape, conv_layers=conv,
+        target_period=int(getattr(cfg.agent, "target_update_period", 1)),
     )

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from hrl.config import load_config
+from hrl.mapping import fpga
 from hrl.mapping import learner_schedule as ls
+from hrl.mapping.workload import workload_from_config
 
 
 def test_dqn_step_products():
@@ -70,3 +73,20 @@ def test_dqn_loss_update_and_target_terms_by_hand():
     assert d100["total"] == d["array"] + d["loss"] + d["update"] + -(-d["target"] // 100)
     with pytest.raises(ValueError, match=r"agent.target_update_period: 0 must be an int >= 1"):
         ls.step_cycles("dqn", [4, 64, 2], 32, 16, 16, target_period=0)
+
+
+def test_fpga_train_call_spreads_the_target_pass_over_the_configs_period():
+    """A config's target_update_period reaches the FPGA learner's SGD step: its target
+    pass (a second walk over the parameters) is charged once per period, not every step."""
+    cfg = load_config("experiments/configs/dqn_cartpole.yaml")
+    work = workload_from_config(cfg)
+    period = cfg.agent.target_update_period
+    assert period > 1 and work.target_period == period
+    learner = fpga.ArrayLearner()
+    every_step = learner.train_seconds(work.networks(), work.batch_size)
+    spread = fpga.learner_seconds(learner, "train", work)
+    target = ls.step_cycles("dqn", work.networks()["q"], work.batch_size, learner.rows,
+                            learner.cols)["target"]
+    assert target > 0
+    saved = (target - -(-target // period)) / learner.clock_hz
+    assert every_step - spread == pytest.approx(saved, rel=1e-9)
