@@ -16,6 +16,51 @@ from pathlib import Path
 import numpy as np
 import rtl_runner
 
+from hrl.fixed_point.kernel_program import FIELDS as OP_FIELDS  # the op table's, in order
+from hrl.fixed_point.kernel_program import clog2  # noqa: F401  (re-exported for the TBs)
+
+# The engine's bank selects (hrl_learn_engine's host ports, h_wr_sel).
+SEL_ACT, SEL_W, SEL_B, SEL_DELTA = 0, 1, 2, 3
+
+
+async def write_matrix(dut, sel: int, base: int, slog: int, mat, lanes: int, bus_lanes: int,
+                       width: int) -> None:
+    """A matrix into the engine's bank `sel` through its host write port (the engine's or a
+    module that passes it through), one row block of `lanes` words per cycle on a bus of
+    `bus_lanes` words of `width` bits; ragged edges masked."""
+    from cocotb.triggers import FallingEdge
+
+    rows, cols = mat.shape
+    for i in range(rows):
+        for j0 in range(0, cols, lanes):
+            words = [int(mat[i, j0 + c]) if j0 + c < cols else 0 for c in range(lanes)]
+            await FallingEdge(dut.clk)
+            dut.h_wr_en.value = 1
+            dut.h_wr_sel.value = sel
+            dut.h_wr_base.value = base
+            dut.h_wr_slog.value = slog
+            dut.h_wr_i.value = i
+            dut.h_wr_j.value = j0
+            dut.h_wr_mask.value = sum(1 << c for c in range(lanes) if j0 + c < cols)
+            dut.h_wr_data.value = pack(words + [0] * (bus_lanes - lanes), width)
+    await FallingEdge(dut.clk)
+    dut.h_wr_en.value = 0
+
+
+async def write_op(dut, op: int, fields: dict) -> None:
+    """Row `op` of the engine's op table, one field (OP_FIELDS order) per cycle; a field
+    not named is 0."""
+    from cocotb.triggers import FallingEdge
+
+    for f, name in enumerate(OP_FIELDS):
+        await FallingEdge(dut.clk)
+        dut.op_wr_en.value = 1
+        dut.op_wr_op.value = op
+        dut.op_wr_field.value = f
+        dut.op_wr_data.value = int(fields.get(name, 0)) & ((1 << len(dut.op_wr_data)) - 1)
+    await FallingEdge(dut.clk)
+    dut.op_wr_en.value = 0
+
 
 def pack(values, width: int) -> int:
     """Signed words -> one bus value, word i at bits [i*width, (i+1)*width)."""

@@ -36,19 +36,21 @@ import pytest
 import rtl_runner
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
-from learn_tb import pack, random_words, unpack
+from learn_tb import (
+    SEL_ACT,
+    SEL_B,
+    SEL_DELTA,
+    SEL_W,
+    clog2,
+    random_words,
+    unpack,
+    write_matrix,
+    write_op,
+)
 from tb_common import pulse_reset
 
 from hrl.fixed_point import layers
 from hrl.fixed_point.formats import FxFormats
-
-FIELDS = ("x_base", "x_slog", "m", "k", "n", "w_base", "w_slog", "b_base", "y_base", "y_slog",
-          "relu", "shift", "width", "bshift", "kind", "m_base")  # the op table's, in order
-SEL_ACT, SEL_W, SEL_B, SEL_DELTA = 0, 1, 2, 3
-
-
-def clog2(x: int) -> int:
-    return max(0, (int(x) - 1).bit_length())
 
 
 class TB:
@@ -88,23 +90,8 @@ class TB:
     # ------------------------------------------------------------------ host port
     async def write_matrix(self, sel: int, base: int, slog: int, mat) -> None:
         """A matrix into bank `sel`, one row block (L lanes) per cycle."""
-        d = self.dut
         lanes = self.LA if sel in (SEL_ACT, SEL_DELTA) else self.C
-        rows, cols = mat.shape
-        for i in range(rows):
-            for j0 in range(0, cols, lanes):
-                words = [int(mat[i, j0 + c]) if j0 + c < cols else 0 for c in range(lanes)]
-                await FallingEdge(d.clk)
-                d.h_wr_en.value = 1
-                d.h_wr_sel.value = sel
-                d.h_wr_base.value = base
-                d.h_wr_slog.value = slog
-                d.h_wr_i.value = i
-                d.h_wr_j.value = j0
-                d.h_wr_mask.value = sum(1 << c for c in range(lanes) if j0 + c < cols)
-                d.h_wr_data.value = pack(words + [0] * (self.LA - lanes), self.HW)
-        await FallingEdge(d.clk)
-        d.h_wr_en.value = 0
+        await write_matrix(self.dut, sel, base, slog, mat, lanes, self.LA, self.HW)
 
     async def read_matrix(self, base: int, slog: int, rows: int, cols: int, sel: int = 0):
         """A matrix of the activation bank (sel 0) or the delta bank (1), one row block per
@@ -133,15 +120,7 @@ class TB:
         return out
 
     async def write_op(self, op: int, fields: dict) -> None:
-        d = self.dut
-        for f, name in enumerate(FIELDS):
-            await FallingEdge(d.clk)
-            d.op_wr_en.value = 1
-            d.op_wr_op.value = op
-            d.op_wr_field.value = f
-            d.op_wr_data.value = int(fields.get(name, 0)) & ((1 << len(d.op_wr_data)) - 1)
-        await FallingEdge(d.clk)
-        d.op_wr_en.value = 0
+        await write_op(self.dut, op, fields)
 
     async def run(self, n_ops: int, timeout_cycles: int):
         """start / done; returns (cycles, saturations, error, fault)."""

@@ -34,7 +34,16 @@ import pytest
 import rtl_runner
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
-from learn_tb import pack, random_words, unpack
+from learn_tb import (
+    SEL_ACT,
+    SEL_DELTA,
+    clog2,
+    pack,
+    random_words,
+    unpack,
+    write_matrix,
+    write_op,
+)
 from tb_common import pulse_reset
 
 from hrl.agents.dqn.agent import DQNConfig
@@ -44,9 +53,6 @@ from hrl.fixed_point.common import step_rate
 from hrl.fixed_point.dqn import make_fixed_dqn
 from hrl.fixed_point.numerics import Fx
 
-FIELDS = ("x_base", "x_slog", "m", "k", "n", "w_base", "w_slog", "b_base", "y_base", "y_slog",
-          "relu", "shift", "width", "bshift", "kind", "m_base")  # the engine's op table
-SEL_ACT, SEL_W, SEL_B, SEL_DELTA = 0, 1, 2, 3
 # the step's registers (hrl_learn_step's header)
 G = {name: i for i, name in enumerate((
     "NLAY", "NF", "NOPS", "A", "B", "Q_BASE", "Q_SLOG", "QT_BASE", "QT_SLOG", "D_BASE",
@@ -57,10 +63,6 @@ L = {name: i for i, name in enumerate((
     "GB_BASE", "P_BASE"))}
 P_MASTER, P_M, P_V, P_TARGET = 0, 1, 2, 3
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
-
-
-def clog2(x: int) -> int:
-    return max(0, (int(x) - 1).bit_length())
 
 
 class TB:
@@ -105,34 +107,11 @@ class TB:
     # ------------------------------------------------------------------ host ports
     async def write_matrix(self, sel: int, base: int, slog: int, mat) -> None:
         """A matrix into engine bank `sel`, one row block per cycle."""
-        d = self.dut
         lanes = self.LA if sel in (SEL_ACT, SEL_DELTA) else self.C
-        rows, cols = mat.shape
-        for i in range(rows):
-            for j0 in range(0, cols, lanes):
-                words = [int(mat[i, j0 + c]) if j0 + c < cols else 0 for c in range(lanes)]
-                await FallingEdge(d.clk)
-                d.h_wr_en.value = 1
-                d.h_wr_sel.value = sel
-                d.h_wr_base.value = base
-                d.h_wr_slog.value = slog
-                d.h_wr_i.value = i
-                d.h_wr_j.value = j0
-                d.h_wr_mask.value = sum(1 << c for c in range(lanes) if j0 + c < cols)
-                d.h_wr_data.value = pack(words + [0] * (self.LA - lanes), self.HW)
-        await FallingEdge(d.clk)
-        d.h_wr_en.value = 0
+        await write_matrix(self.dut, sel, base, slog, mat, lanes, self.LA, self.HW)
 
     async def write_op(self, op: int, fields: dict) -> None:
-        d = self.dut
-        for f, name in enumerate(FIELDS):
-            await FallingEdge(d.clk)
-            d.op_wr_en.value = 1
-            d.op_wr_op.value = op
-            d.op_wr_field.value = f
-            d.op_wr_data.value = int(fields.get(name, 0)) & ((1 << len(d.op_wr_data)) - 1)
-        await FallingEdge(d.clk)
-        d.op_wr_en.value = 0
+        await write_op(self.dut, op, fields)
 
     async def write_cfg(self, items) -> None:
         """The step's registers: (address, value) pairs."""
