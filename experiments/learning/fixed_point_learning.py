@@ -68,6 +68,11 @@ VARIANTS = {
         *FIXED_ADAM, "agent.fixed_point.second=[29,20]"]),
     "dqn_cartpole_fixed_adam_v14": ("dqn_cartpole", [
         *FIXED_ADAM, "agent.fixed_point.second=[29,14]", "agent.fixed_point.rsqrt=[24,18]"]),
+    # DQN with 18-bit operand weights (Q18.14 in place of Q16.12): the DSP48E2's multiplier
+    # is 27 x 18, so an 18-bit weight against a 16-bit activation or an 18-bit delta costs no
+    # second DSP; four more fractional bits on every weight the array reads.
+    "dqn_cartpole_fixed_adam_w18": ("dqn_cartpole", [
+        *FIXED_ADAM, "agent.fixed_point.weight=[18,14]"]),
     "dqn_cartpole_fixed": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.005",
                                             "agent.fixed_point.lr_frac=28"]),
     "dqn_cartpole_fixed_lr2e-3": ("dqn_cartpole", [*FIXED, "agent.learning_rate=0.002"]),

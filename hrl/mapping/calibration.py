@@ -52,7 +52,7 @@ from hrl.mapping.profile.grids import (
 )
 from hrl.mapping.profile.rows import ProfileRow, profile_rows
 from hrl.mapping.scaling import COLLECTIVE_LINK
-from hrl.mapping.workload import KNOWN_ENVS, Workload, env_shape
+from hrl.mapping.workload import KNOWN_ENVS, Workload, env_obs_itemsize, env_shape
 from hrl.runtime.cpu_backend import HOST_LOOP_DISPATCH
 
 # How each measured placement sits in the machine.
@@ -454,7 +454,10 @@ def _loop_row_workload(r: ProfileRow | dict) -> Workload:
                     batch_size=int(r.batch), capacity=int(r.capacity),
                     fanout=int(r.fanout), sgd_steps=float(r.sgd),
                     rollout_length=int(r.rollout),
-                    iterations_per_call=int(r.iterations or 0))
+                    iterations_per_call=int(r.iterations or 0),
+                    # unknown envs as their sizes above: the default (float32)
+                    **({"obs_itemsize": env_obs_itemsize(r.env)} if env_id in KNOWN_ENVS
+                       else {}))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -92,6 +92,9 @@ class Workload:
     # SGD steps between target-network updates (agent.target_update_period): the FPGA
     # learner's step walks the parameters a second time on the steps that update the target.
     target_period: int = 1
+    # Bytes of one observation element as the replay stores it (`hrl.replay.rows` keeps each
+    # leaf's dtype: MinAtar's bool grids take 1 byte, float32 observations 4).
+    obs_itemsize: int = BYTES_F32
 
     def __post_init__(self):
         if self.algo not in ALGOS:
@@ -99,7 +102,8 @@ class Workload:
         if self.env_kind not in ENV_KINDS:
             raise ValueError(f"workload env_kind must be one of {ENV_KINDS}, got {self.env_kind!r}")
         for name in ("obs_dim", "act_dim", "num_envs", "batch_size", "capacity",
-                     "weight_sync_period", "rollout_length", "target_period"):
+                     "weight_sync_period", "rollout_length", "target_period",
+                     "obs_itemsize"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"workload {name} must be a positive int, got {value!r}")
@@ -215,8 +219,9 @@ class Workload:
 
     @property
     def transition_bytes(self) -> int:
-        """obs, next_obs, action, reward, done (float32/int32 each)."""
-        return BYTES_F32 * (2 * self.obs_dim + 2) + self.action_bytes
+        """obs and next_obs (`obs_itemsize` bytes an element), action, reward and done
+        (float32/int32 each)."""
+        return 2 * self.obs_dim * self.obs_itemsize + BYTES_F32 * 2 + self.action_bytes
 
     # ---------------------------------------------------------------- work and counts
     def work(self, call: str) -> float:
@@ -272,6 +277,8 @@ class Workload:
             d["conv_layers"] = [list(layer) for layer in self.conv_layers]
         else:
             del d["obs_shape"], d["conv_layers"]
+        if self.obs_itemsize == BYTES_F32:  # float32 observations: described as before
+            del d["obs_itemsize"]
         d["depth"] = self.depth
         d["params"] = self.params
         return d
@@ -302,6 +309,18 @@ def env_sizes(name: str) -> tuple[int, int]:
         obs *= int(d)
     act = spec.action.n if spec.discrete else spec.action.size
     return obs, int(act)
+
+
+def env_obs_itemsize(name: str) -> int:
+    """Bytes of one observation element of env 'library:id' as the replay stores it (MinAtar's
+    bool grids: 1, KNOWN_SHAPES' envs; CartPole's float32: 4, KNOWN_ENVS' others; any other
+    env: its spec's dtype)."""
+    env_id = name.partition(":")[2] or name
+    if env_id in KNOWN_SHAPES:
+        return 1
+    if env_id in KNOWN_ENVS:
+        return BYTES_F32
+    return int(make_env(name, 1).spec.obs_dtype.itemsize)
 
 
 def env_shape(name: str) -> tuple[int, ...]:
@@ -358,4 +377,5 @@ def workload_from_config(cfg) -> Workload:
         iterations_per_call=max(1, cfg.train.chunk_env_steps // (m * steps)),  # as hrl train
         obs_shape=shape, conv_layers=conv,
         target_period=int(getattr(cfg.agent, "target_update_period", 1)),
+        obs_itemsize=env_obs_itemsize(cfg.env.name),
     )

@@ -79,7 +79,8 @@ class Target:
                         act_dim=self.act_dim, hidden=(s.width,) * self.head_layers,
                         num_envs=s.num_envs, batch_size=s.batch, capacity=s.capacity,
                         fanout=s.fanout, obs_shape=self.obs_shape,
-                        conv_layers=self.conv_layers)
+                        conv_layers=self.conv_layers,
+                        obs_itemsize=int(self.spec.obs_dtype.itemsize))
 
     def row(self, call: str, placement: str, mode: str, s: Setting, work_call: str,
             timing: dict, repeats: int, **extra) -> ProfileRow:
