@@ -209,6 +209,11 @@ READING = """
   `ddpg_pendulum_fixed_adam_v14`, `dqn_cartpole_fixed_adam` as
   `dqn_cartpole_fixed_adam_v22` (`agent.fixed_point.second=[29,22]`), and the two `_v20`
   rows as the defaults of their time.
+- `dqn_cartpole_fixed_adam_w18`: the operand weights as Q18.14 in place of Q16.12 (free on
+  a DSP48's 27 x 18 multiplier). It ended at the bar on 9/10 seeds where 16 bits ended on
+  7/10, so Q18.14 is now DQN's default (`hrl.fixed_point.formats.WEIGHT_DEFAULT`; DDPG keeps
+  Q16.12, with which it met the bar): the other DQN rows ran with Q16.12 weights
+  (`agent.fixed_point.weight=[16,12]`), and the `_w18` row is the default DQN learner.
 - `dqn_cartpole_float_adam_noclip`: a float32 control, the float learner's Adam without
   clipping: what the fixed-point learner should match, the arithmetic being the only
   difference. `dqn_cartpole_float_adam_uncorrected`: float32 with the same Adam without its bias

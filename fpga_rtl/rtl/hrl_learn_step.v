@@ -84,8 +84,8 @@ module hrl_learn_step #(
     parameter AMAX = 4,
     // Weight format (the operand words the array reads, sign-extended to BW): width (at most
     // BW) and fractional bits.
-    parameter WWID = 16,
-    parameter WF = 12,
+    parameter WWID = 18,
+    parameter WF = 14,
     // Value format (Q values, rewards, TD words): width, fractional bits.
     parameter VW = 24,
     parameter VF = 8,

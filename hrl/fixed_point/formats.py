@@ -7,10 +7,14 @@ and `optim` name which. Why each is what it is:
   inputs of every forward product. CartPole's and Pendulum's observations are within +-8 and
   the ReLU activations of a trained 64-128 wide net within +-50, so 7 integer bits leave
   headroom and 16 bits feed one DSP input.
-* `weight` Q16.12 (+-8, step 2.4e-4): the weights and biases as the array reads them, the
-  master weights rounded (once per update). 16 bits against `act`'s 16 keep each product in
-  one DSP; initial weights of a 128-wide layer are about 0.1, so 12 fractional bits give them
-  three significant digits.
+* `weight`: the weights and biases as the array reads them, the master weights rounded
+  (once per update). Its default depends on the algorithm (WEIGHT_DEFAULT). DQN, Q18.14
+  (+-8, step 6.1e-5): the DSP48's multiplier is 27 x 18, so an 18-bit weight against
+  `act`'s 16 bits (or `delta`'s 18) still takes one DSP, and the array's banks are 18 bits
+  wide for the deltas anyway; with Q16.12 DQN CartPole ended at the bar on 7/10 seeds, with
+  Q18.14 on 9/10 (experiments/results/fixed_point/). DDPG, Q16.12 (+-8, step 2.4e-4), what
+  its runs met the bar with: initial weights of a 128-wide layer are about 0.1, so 12
+  fractional bits give them three significant digits.
 * `value` Q24.8 (+-32768): a network's last-layer output (Q values) and the TD target and
   error. Pendulum's returns reach -1600, so `act`'s range would saturate; this word is never
   an input of the array, only of the loss unit, so its width costs no multiplier.
@@ -66,6 +70,8 @@ LR_FRAC = {"sgd": 26, "adam": 24}
 ALGORITHMS = ("dqn", "ddpg")  # what the learning module's loss unit implements
 # Per algorithm, the default (second, rsqrt) formats (see the module docstring for why).
 SECOND_DEFAULT = {"dqn": ((29, 22), (24, 12)), "ddpg": ((29, 14), (24, 18))}
+# Per algorithm, the default operand-weight format (see the module docstring for why).
+WEIGHT_DEFAULT = {"dqn": (18, 14), "ddpg": (16, 12)}
 
 
 def exact_difference(a: Fx, b: Fx) -> tuple[int, int]:
@@ -105,7 +111,8 @@ class FixedPointConfig:
     """
 
     act: tuple[int, int] = (16, 8)  # observations, hidden activations, actions
-    weight: tuple[int, int] = (16, 12)  # weights and biases as the array reads them
+    # weights and biases as the array reads them; None: the algorithm's (WEIGHT_DEFAULT)
+    weight: tuple[int, int] | None = None
     value: tuple[int, int] = (24, 8)  # Q values, TD targets and errors
     delta: tuple[int, int] = (18, 12)  # output and back-propagated deltas
     grad: tuple[int, int] = (24, 12)  # weight and bias gradients (sums over the batch)
@@ -126,9 +133,11 @@ class FixedPointConfig:
 
     def formats(self, optimizer: str = "adam", algorithm: str = "dqn") -> FxFormats:
         """The formats as `Fx` for `optimizer` (which picks the rate word's default fractional
-        bits) and `algorithm` (which picks the second moment's and the root's defaults);
+        bits) and `algorithm` (which picks the weight's, the second moment's and the root's
+        defaults);
         ValueError names the key of a bad one."""
-        defaults = dict(zip(("second", "rsqrt"), SECOND_DEFAULT[algorithm], strict=True))
+        defaults = dict(zip(("second", "rsqrt"), SECOND_DEFAULT[algorithm], strict=True),
+                        weight=WEIGHT_DEFAULT[algorithm])
         out = {}
         for name in ("act", "weight", "value", "delta", "grad", "velocity", "master", "moment",
                      "second", "rsqrt", "step"):

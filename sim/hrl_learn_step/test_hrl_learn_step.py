@@ -82,7 +82,7 @@ class TB:
             -(-self.NMAX // self.LA))
         self.rng = np.random.default_rng(seed + 100 * self.R + self.C)
         self.hdl_formats = {  # the module's formats (its parameters), name: (width, frac)
-            "weight": (p("WWID", 16), p("WF", 12)), "value": (p("VW", 24), p("VF", 8)),
+            "weight": (p("WWID", 18), p("WF", 14)), "value": (p("VW", 24), p("VF", 8)),
             "prob": (p("PW", 17), p("PF", 15)), "delta": (p("DLW", 18), p("DLF", 12)),
             "grad": (p("GW", 24), p("GF", 12)), "master": (p("MW", 28), p("MF", 24)),
             "moment": (p("OMW", 28), p("OMF", 16)), "second": (p("QW", 29), p("QF", 22)),
