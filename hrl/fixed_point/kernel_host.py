@@ -151,6 +151,14 @@ class FpgaQ:
         return q
 
 
+    def summary(self) -> dict:
+        """The run's FPGA figures: the kernel and its launches (one per inference)."""
+        s = self.kernel.shape
+        return {"kernel": f"hrl_learn_kernel R{s.r} C{s.c} NMAX{s.nmax} NL{s.nl} BMAX{s.bmax}",
+                "device": getattr(self.kernel.device, "name", str(self.kernel.device)),
+                "launches": self.kernel.runs}
+
+
 def make_fpga_infer(agent: FixedDQN, q: FpgaQ):
     """The `infer` primitive (`hrl.runtime.primitives`) with the Q words from the kernel. It
     stays a JAX function (jittable, as every executor and the first state's warm-up steps

@@ -51,12 +51,8 @@ class FpgaLearner:
 
     def __init__(self, kernel, agent: FixedDQN, batch: int, infer_rows: int):
         cfg, f = agent.cfg, agent.fmts
-        if cfg.optimizer != "adam":
-            raise ValueError(f"agent.optimizer: the FPGA learner's step implements adam, got "
-                             f"{cfg.optimizer!r}")
+        self.t = self.refuse(kernel.shape, agent, batch, infer_rows)
         self.kernel, self.agent = kernel, agent
-        dims = (int(np.prod(agent.spec.obs_shape)), *cfg.hidden_sizes, agent.spec.action.n)
-        self.t = tp.TrainLayout.of(kernel.shape, dims, batch, infer_rows, f)
         fp = cfg.fixed_point
         c2 = optim.unit_word(1.0 - fp.beta2, f, "beta2")
         polyak = cfg.tau != 1.0
@@ -72,6 +68,17 @@ class FpgaLearner:
         # for the run's summary
         self.sgd_steps, self.inits, self.inferences = 0, 0, 0
         self.saturations, self.step_cycles = 0, 0
+
+    @staticmethod
+    def refuse(shape, agent: FixedDQN, batch: int, infer_rows: int) -> tp.TrainLayout:
+        """The layout on a kernel of `shape`, or a one-line ValueError naming the key of
+        what it does not implement (before anything is built or simulated)."""
+        if agent.cfg.optimizer != "adam":
+            raise ValueError(f"agent.optimizer: the FPGA learner's step implements adam, got "
+                             f"{agent.cfg.optimizer!r}")
+        dims = (int(np.prod(agent.spec.obs_shape)), *agent.cfg.hidden_sizes,
+                agent.spec.action.n)
+        return tp.TrainLayout.of(shape, dims, batch, infer_rows, agent.fmts)
 
     # ------------------------------------------------------------------ the state
     def _streams(self, params, target, m, v) -> dict[str, np.ndarray]:
