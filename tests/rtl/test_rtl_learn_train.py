@@ -4,10 +4,12 @@ by hrl.fixed_point.kernel_train: SGD steps and inferences bit for bit against th
 fixed-point reference (FixedDQN.train_step, q_words), the state carried in the kernel's banks
 from step to step; and a run the kernel refuses shows in the status row it writes to memory.
 
-`make test` runs the status row's refusals on a small kernel in Icarus (no JIT of a step).
-The long tier runs SGD steps: a small network for a few steps on that kernel, and DQN
-CartPole's 4-64-64-2 at batch 32 on the run's default kernel (Verilator, built once and
-cached) for more steps, with Polyak and hard target updates.
+Each needs a simulator start (and the steps two JIT compilations), a minute or more on 2
+cores: the long tier. A small network for a few steps on a small kernel in Icarus (hard
+copies, Polyak steps, a second state loaded), DQN CartPole's 4-64-64-2 at batch 32 on the
+run's default kernel (Verilator, built once and cached), and the status row's refusals.
+`make test` keeps the training kernel's lint (tests/rtl/test_rtl_learn_kernel.py) and the
+refusals by key (tests/runtime/test_fpga_train.py).
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def test_sgd_steps_on_the_kernel_match_the_reference_icarus():
         kernel.close()
 
 
+@pytest.mark.long  # an Icarus build and a simulator start (which imports JAX): a minute
 def test_a_refused_run_is_reported_from_the_status_row():
     """An OpenCL host cannot read the kernel's registers: a run the kernel stops (here a
     parameter block past its banks) leaves the status row unwritten, and a run with a
@@ -136,13 +139,12 @@ def test_a_refused_run_is_reported_from_the_status_row():
 @pytest.mark.long  # a Verilator build of the default kernel (cached) and 4-64-64-2 steps
 def test_dqn_cartpole_steps_on_the_default_kernel_verilator():
     """DQN CartPole's 4-64-64-2 at batch 32 on the run's kernel (DEFAULT_SHAPE, 4 x 4):
-    12 steps with Polyak target updates, then 6 with a hard copy every 3 steps, bit for bit."""
+    8 steps with a hard target copy every 3 steps, then an inference of 4 rows, bit for bit
+    (the small network's test above has the Polyak update)."""
     _require("verilator")
     kernel = kernel_host.open_rtl_sim(kernel_host.DEFAULT_SHAPE, "verilator")
     try:
-        _steps(kernel, (4, 64, 64, 2), 32, 1, 12, seed=3, learning_rate=1e-3,
-               target_update_period=1, tau=0.005)
-        _steps(kernel, (4, 64, 64, 2), 32, 4, 6, seed=4, learning_rate=1e-2,
+        _steps(kernel, (4, 64, 64, 2), 32, 4, 8, seed=4, learning_rate=1e-2,
                target_update_period=3, tau=1.0)
     finally:
         kernel.close()
