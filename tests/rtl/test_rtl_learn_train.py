@@ -148,3 +148,30 @@ def test_dqn_cartpole_steps_on_the_default_kernel_verilator():
                target_update_period=3, tau=1.0)
     finally:
         kernel.close()
+
+
+@pytest.mark.long  # an Icarus build of the mutant and a JIT compilation of the step
+def test_the_step_check_catches_a_kernel_mutation(tmp_path, monkeypatch):
+    """The check above fails against a kernel with one deliberate bug: each sample's IS
+    weight taken as its discount (the batch row's words misrouted)."""
+    import shutil
+
+    from hrl.replay.backends import rtl_sim
+
+    _require("icarus")
+    rtl = tmp_path / "fpga_rtl"
+    shutil.copytree(rtl_sim.RTL_DIR / "rtl", rtl / "rtl")
+    source = rtl / "rtl" / "hrl_learn_kernel.v"
+    text, old = source.read_text(), "st_bt_discount <= x_w[2][PW-1:0];"
+    assert text.count(old) == 1, "the mutation's pattern is not in the kernel once"
+    source.write_text(text.replace(old, "st_bt_discount <= in_word[PW-1:0];"))
+    monkeypatch.setattr(rtl_sim, "RTL_DIR", rtl)
+    device = rtl_sim.Device("icarus", build_dir=tmp_path / "build")
+    binary = rtl_sim.kernel_binary(kernel_host.KERNEL_NAME, kp.hdl_params(SMALL))
+    kernel = kernel_host.LearnerKernel(SMALL, cl=rtl_sim, device=device, binary=binary)
+    try:
+        with pytest.raises(AssertionError, match="step 0"):
+            _steps(kernel, (4, 8, 6, 2), 4, 2, 2, seed=1, learning_rate=1e-2,
+                   target_update_period=2, tau=1.0)
+    finally:
+        kernel.close()
