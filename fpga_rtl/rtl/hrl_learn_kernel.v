@@ -1,6 +1,10 @@
 // hrl_learn_kernel: the learning module's engine (hrl_learn_engine) as a Xilinx XRT/Vitis RTL
 // kernel, in the form of hrl_rmm_kernel: AXI4-Lite control (ap_ctrl_hs) and an AXI4 master
-// on the card's memory.
+// on the card's memory. With TRAIN = 1 the engine is hrl_learn_step's (the whole DQN SGD
+// step above the engine, whose engine ports it passes through): one kernel both infers and
+// trains, and the network's state (master weights, Adam's moments, the target masters, the
+// operand words the array reads) stays in its banks from run to run. TRAIN = 0 builds the
+// engine alone (the inference kernel: no optimizer banks, no loss or Adam lanes).
 //
 // One run is a program the host leaves in device memory: a list of bank loads, an op table
 // and a list of bank stores. The kernel knows no network and no op kind: it copies matrices
@@ -34,10 +38,27 @@
 //   0x50 config0  read only: R [7:0], C [15:8], NL [23:16], OW [31:24]
 //   0x54 config1  read only: NMAX [15:0], BMAX [31:16]
 //   0x58 config2  read only: AW [7:0], BW [15:8], BSMAX [23:16]
+//   0x5c config3  read only: AMAX [7:0], TRAIN [8]
+//   0x60 op_first the first op of the table a run writes and the engine runs (ops op_first
+//                 ..n_ops-1; 0: the whole table), so one table holds several programs' ops
+//                 (the SGD step's and an inference's)
+//   0x68 cmd      what the run starts after its loads: 0 the engine runs ops op_first..
+//                 n_ops-1 (none if n_ops is 0); TRAIN only: 1 one SGD step of
+//                 hrl_learn_step, 2 its init (both nets' operand words from the master and
+//                 target banks); n_ops then only sizes the op table written (0: none). A
+//                 step's saturations and cycles go to 0x48 and 0x44, its st_error to bit0
+//                 of 0x4c.
 //
 // A descriptor (64 bytes, so that each lies on a beat boundary of up to 512 bits): word 0
 // the bank (loads: 0 activations, 1 weights, 2 biases, 3 deltas, the engine's h_wr_sel;
-// stores: 0 activations, 1 deltas, its h_rd_sel), 1 the matrix's base in the bank, 2 its
+// stores: 0 activations, 1 deltas, its h_rd_sel; TRAIN only, loads: 4..7 the step's
+// parameter banks master, m, v, target, one block of C words per row (columns <= C, base
+// the first block); 8 the step's registers, rows of (address, value); 9 the batch, one row
+// per sample of (action, reward, discount, IS weight) words; stores: 2..5 the parameter
+// banks as loads 4..7; 6 the last step's TD words, one row per sample of (td, |td|); 7 the
+// status row (columns <= 4): the status bits (0x4c), the saturations (0x48), the engine's
+// or step's cycles (0x44), the step counter (train_steps), which an OpenCL host, unable to
+// read the registers, reads from memory), 1 the matrix's base in the bank, 2 its
 // row stride log2 (slog), 3 rows, 4 columns (each 0..max(NMAX, BMAX); 0 skips it), 5 and 6
 // the 64-bit byte offset of its words from `prog`, 7..15 unused. Offsets, not addresses:
 // an OpenCL host knows its buffers, not their device addresses, so a program is one buffer
@@ -74,6 +95,11 @@ module hrl_learn_kernel #(
     parameter BMAX = 32,
     // Largest bias shift (hrl_learn_engine BSMAX).
     parameter BSMAX = 24,
+    // 1: the engine is hrl_learn_step's (SGD steps, cmd 1 and 2), 0: the engine alone.
+    parameter TRAIN = 0,
+    // Largest number of actions of the step's loss unit (hrl_learn_step AMAX; TRAIN only).
+    // The step's word formats are its defaults (hrl.fixed_point.formats' DQN formats).
+    parameter AMAX = 4,
     // AXI4-Lite control address bits (Vitis: large enough for the register map).
     parameter C_S_AXI_CONTROL_ADDR_WIDTH = 7,
     // AXI4 master address bits (Vitis: 64).
@@ -162,6 +188,15 @@ module hrl_learn_kernel #(
     localparam FW0 = (HAB > IW) ? HAB : IW;
     localparam FW = (FW0 > 8) ? FW0 : 8;
     localparam GWW = $clog2(LA + 1);         // bits of a store group's word count
+    localparam LGC_1 = (C > 1) ? $clog2(C) : 1;  // bits of a lane of C
+    // hrl_learn_step's sizes (its localparams and default formats, the same formulas)
+    localparam AB = (AMAX > 1) ? $clog2(AMAX) : 1;
+    localparam PDEPTH = NL * (NMAX + 1) * ((NMAX + C - 1) / C);
+    localparam PAB = (PDEPTH > 1) ? $clog2(PDEPTH) : 1;
+    localparam VW = 24;                      // the step's value words (TD, rewards)
+    localparam PW = 17;                      // its probability words (discount, IS weight)
+    localparam [31:0] MAX_LOAD = (TRAIN == 1) ? 32'd9 : 32'd3;
+    localparam [31:0] MAX_STORE = (TRAIN == 1) ? 32'd7 : 32'd1;
 
     initial begin
         if (AA < 7 || AA > 16)
@@ -173,6 +208,7 @@ module hrl_learn_kernel #(
                    DW);
         if (IW > 15)
             $fatal(1, "%m: NMAX=%0d, BMAX=%0d: max(NMAX, BMAX) must be below 2**15", NMAX, BMAX);
+        if (TRAIN != 0 && TRAIN != 1) $fatal(1, "%m: TRAIN=%0d must be 0 or 1", TRAIN);
         // R, C, AW, BW, OW, NMAX, NL, BMAX, BSMAX: hrl_learn_engine's own checks.
     end
 
@@ -184,12 +220,15 @@ module hrl_learn_kernel #(
     reg [1:0] ier_reg, isr_reg;
     reg [31:0] nld_reg, nop_reg, nst_reg;
     reg [31:0] op_at_reg, st_at_reg;
+    reg [31:0] first_reg, cmd_reg;
     reg [63:0] prog_reg;
     reg [31:0] cycles_reg, eng_cycles_reg, sat_reg;
     reg [3:0] status_reg;
     localparam [7:0] CFG_R = R[7:0], CFG_C = C[7:0], CFG_NL = NL[7:0], CFG_OW = OW[7:0];
     localparam [7:0] CFG_AW = AW[7:0], CFG_BW = BW[7:0], CFG_BS = BSMAX[7:0];
     localparam [15:0] CFG_NMAX = NMAX[15:0], CFG_BMAX = BMAX[15:0];
+    localparam [7:0] CFG_AMAX = AMAX[7:0];
+    localparam [0:0] CFG_TRAIN = TRAIN[0:0];
 
     reg finish;   // the run ends this cycle (from the FSM)
 
@@ -258,6 +297,9 @@ module hrl_learn_kernel #(
                 5'h14: s_axi_control_rdata <= {CFG_OW, CFG_NL, CFG_C, CFG_R};
                 5'h15: s_axi_control_rdata <= {CFG_BMAX, CFG_NMAX};
                 5'h16: s_axi_control_rdata <= {8'd0, CFG_BS, CFG_BW, CFG_AW};
+                5'h17: s_axi_control_rdata <= {23'd0, CFG_TRAIN, CFG_AMAX};
+                5'h18: s_axi_control_rdata <= first_reg;
+                5'h1a: s_axi_control_rdata <= cmd_reg;
                 default: s_axi_control_rdata <= 32'd0;
             endcase
             if (ar_addr[6:2] == 5'h00) begin
@@ -282,6 +324,8 @@ module hrl_learn_kernel #(
                 5'h0c: st_at_reg <= merge(st_at_reg, w_data, w_strb);
                 5'h0e: prog_reg[31:0] <= merge(prog_reg[31:0], w_data, w_strb);
                 5'h0f: prog_reg[63:32] <= merge(prog_reg[63:32], w_data, w_strb);
+                5'h18: first_reg <= merge(first_reg, w_data, w_strb);
+                5'h1a: cmd_reg <= merge(cmd_reg, w_data, w_strb);
                 default: ;  // read-only and unmapped addresses ignore writes
             endcase
         end
@@ -313,6 +357,8 @@ module hrl_learn_kernel #(
             op_at_reg <= 32'd0;
             st_at_reg <= 32'd0;
             prog_reg <= 64'd0;
+            first_reg <= 32'd0;
+            cmd_reg <= 32'd0;
         end
     end
 
@@ -408,7 +454,7 @@ module hrl_learn_kernel #(
     reg [3:0] op_wr_field;
     reg [FW-1:0] op_wr_data;
     reg h_wr_en;
-    reg [1:0] d_sel;               // the descriptor's bank
+    reg [3:0] d_sel;               // the descriptor's bank
     reg [HAB-1:0] d_base;
     reg [4:0] d_slog;
     reg [IW-1:0] d_rows, d_cols;
@@ -420,20 +466,93 @@ module hrl_learn_kernel #(
     wire [LA*OW-1:0] h_rd_data;
     reg h_rd_en;
 
-    hrl_learn_engine #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL),
-                       .BMAX(BMAX), .BSMAX(BSMAX), .SW(32)) engine (
-        .clk(ap_clk), .rst(rst),
-        .start(eng_start), .n_ops(nop_reg[OPB:0]), .op_first({OPB{1'b0}}),  // the whole table
-        .busy(eng_busy), .done(eng_done),
-        .error(eng_error), .fault(eng_fault), .cycles(eng_cycles), .sat_count(eng_sat),
-        .op_wr_en(op_wr_en), .op_wr_op(op_wr_op), .op_wr_field(op_wr_field),
-        .op_wr_data(op_wr_data),
-        .h_wr_en(h_wr_en), .h_wr_sel(d_sel), .h_wr_base(d_base), .h_wr_slog(d_slog),
-        .h_wr_i(wi), .h_wr_j(wj), .h_wr_mask(wr_mask), .h_wr_data(wr_data_r),
-        .h_rd_en(h_rd_en), .h_rd_sel(d_sel[0]), .h_rd_base(d_base), .h_rd_slog(d_slog),
-        .h_rd_i(ii), .h_rd_j(jj), .h_rd_rows(d_rows), .h_rd_cols(d_cols),
-        .h_rd_data(h_rd_data)
-    );
+    // The step's ports (TRAIN = 1; tied off otherwise): registers of the run below.
+    reg st_start, st_cmd;
+    wire st_busy, st_done, st_error;
+    wire [31:0] st_sat, st_cycles, st_steps;
+    reg st_cfg_en;
+    reg [11:0] st_cfg_addr;
+    reg [31:0] st_cfg_data;
+    reg st_bt_en;
+    reg [IW-1:0] st_bt_i;
+    reg [AB-1:0] st_bt_action;
+    reg [VW-1:0] st_bt_reward;
+    reg [PW-1:0] st_bt_discount, st_bt_weight;
+    reg st_p_wr_en, st_p_rd_en;
+    reg [1:0] st_p_wr_sel, st_p_rd_sel;
+    reg [PAB-1:0] st_p_wr_addr, st_p_rd_addr;
+    reg [C*32-1:0] st_p_wr_data;
+    wire [C*32-1:0] st_p_rd_data;
+    wire [VW-1:0] st_td, st_abs_td;
+
+    generate
+        if (TRAIN == 1) begin : g_step
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [31:0] cyc_fwd, cyc_loss, cyc_bwd, cyc_upd, cyc_tgt;  // the phases' cycles
+            /* verilator lint_on UNUSEDSIGNAL */
+            hrl_learn_step #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL),
+                             .BMAX(BMAX), .BSMAX(BSMAX), .SW(32), .AMAX(AMAX)) step (
+                .clk(ap_clk), .rst(rst),
+                .start(eng_start), .n_ops(nop_reg[OPB:0]), .op_first(first_reg[OPB-1:0]),
+                .busy(eng_busy), .done(eng_done),
+                .error(eng_error), .fault(eng_fault), .cycles(eng_cycles), .sat_count(eng_sat),
+                .op_wr_en(op_wr_en), .op_wr_op(op_wr_op), .op_wr_field(op_wr_field),
+                .op_wr_data(op_wr_data),
+                .h_wr_en(h_wr_en), .h_wr_sel(d_sel[1:0]), .h_wr_base(d_base),
+                .h_wr_slog(d_slog),
+                .h_wr_i(wi), .h_wr_j(wj), .h_wr_mask(wr_mask), .h_wr_data(wr_data_r),
+                .h_rd_en(h_rd_en), .h_rd_sel(d_sel[0]), .h_rd_base(d_base),
+                .h_rd_slog(d_slog),
+                .h_rd_i(ii), .h_rd_j(jj), .h_rd_rows(d_rows), .h_rd_cols(d_cols),
+                .h_rd_data(h_rd_data),
+                .st_start(st_start), .st_cmd(st_cmd), .st_busy(st_busy), .st_done(st_done),
+                .st_error(st_error), .st_sat(st_sat), .st_cycles(st_cycles),
+                .st_cyc_fwd(cyc_fwd), .st_cyc_loss(cyc_loss), .st_cyc_bwd(cyc_bwd),
+                .st_cyc_upd(cyc_upd), .st_cyc_tgt(cyc_tgt), .st_steps(st_steps),
+                .st_cfg_en(st_cfg_en), .st_cfg_addr(st_cfg_addr), .st_cfg_data(st_cfg_data),
+                .st_bt_en(st_bt_en), .st_bt_i(st_bt_i), .st_bt_action(st_bt_action),
+                .st_bt_reward(st_bt_reward), .st_bt_discount(st_bt_discount),
+                .st_bt_weight(st_bt_weight),
+                .st_p_wr_en(st_p_wr_en), .st_p_wr_sel(st_p_wr_sel),
+                .st_p_wr_addr(st_p_wr_addr), .st_p_wr_data(st_p_wr_data),
+                .st_p_rd_en(st_p_rd_en), .st_p_rd_sel(st_p_rd_sel),
+                .st_p_rd_addr(st_p_rd_addr), .st_p_rd_data(st_p_rd_data),
+                .st_td_i(ii), .st_td(st_td), .st_abs_td(st_abs_td));
+        end else begin : g_engine
+            hrl_learn_engine #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL),
+                               .BMAX(BMAX), .BSMAX(BSMAX), .SW(32)) engine (
+                .clk(ap_clk), .rst(rst),
+                .start(eng_start), .n_ops(nop_reg[OPB:0]), .op_first(first_reg[OPB-1:0]),
+                .busy(eng_busy), .done(eng_done),
+                .error(eng_error), .fault(eng_fault), .cycles(eng_cycles), .sat_count(eng_sat),
+                .op_wr_en(op_wr_en), .op_wr_op(op_wr_op), .op_wr_field(op_wr_field),
+                .op_wr_data(op_wr_data),
+                .h_wr_en(h_wr_en), .h_wr_sel(d_sel[1:0]), .h_wr_base(d_base),
+                .h_wr_slog(d_slog),
+                .h_wr_i(wi), .h_wr_j(wj), .h_wr_mask(wr_mask), .h_wr_data(wr_data_r),
+                .h_rd_en(h_rd_en), .h_rd_sel(d_sel[0]), .h_rd_base(d_base),
+                .h_rd_slog(d_slog),
+                .h_rd_i(ii), .h_rd_j(jj), .h_rd_rows(d_rows), .h_rd_cols(d_cols),
+                .h_rd_data(h_rd_data)
+            );
+            assign st_busy = 1'b0;
+            assign st_done = 1'b0;
+            assign st_error = 1'b0;
+            assign st_sat = 32'd0;
+            assign st_cycles = 32'd0;
+            assign st_steps = 32'd0;
+            assign st_p_rd_data = {(C*32){1'b0}};
+            assign st_td = {VW{1'b0}};
+            assign st_abs_td = {VW{1'b0}};
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire unused_step = ^{st_start, st_cmd, st_cfg_en, st_cfg_addr, st_cfg_data,
+                                 st_bt_en, st_bt_i, st_bt_action, st_bt_reward,
+                                 st_bt_discount, st_bt_weight, st_p_wr_en, st_p_rd_en,
+                                 st_p_wr_sel, st_p_rd_sel, st_p_wr_addr, st_p_rd_addr,
+                                 st_p_wr_data};
+            /* verilator lint_on UNUSEDSIGNAL */
+        end
+    endgenerate
 
     // A row block read back, sign-extended to 32-bit words.
     wire [32*LA-1:0] rd_words32;
@@ -465,9 +584,34 @@ module hrl_learn_kernel #(
     localparam [31:0] DMAX32 = DMAX;
     localparam [31:0] KEEP_OPS = 32'hFFFF_FFFF;   // ops_at: run the table the engine holds
     localparam [31:0] NOPS32 = NOPS;
+    localparam [31:0] CMD_MAX = (TRAIN == 1) ? 32'd2 : 32'd0;
+    wire [31:0] n_table = nop_reg - first_reg;     // ops of the table a run writes
+    reg [PAB-1:0] p_base;                          // a parameter bank's first block
+    reg [C*32-1:0] p_pack;                         // a parameter block being gathered
+    reg [31:0] x_w [0:3];                          // a register's or a sample's words
+    wire [IW+1:0] jj_x = {2'b00, jj};
+    wire [PAB+IW-1:0] ii_px = {{PAB{1'b0}}, ii};   // a row as a block address
+    // A store's row block from the parameter banks (C <= LA words) or from the TD and
+    // status rows (words jj.. of a 4-word row).
+    wire [32*LA-1:0] par_words = {{(32*(LA-C)){1'b0}}, st_p_rd_data};
+    wire [31:0] x_row [0:3];
+    assign x_row[0] = (d_sel == 4'd6) ? {{(32-VW){st_td[VW-1]}}, st_td} : {28'd0, status_reg};
+    assign x_row[1] = (d_sel == 4'd6) ? {{(32-VW){st_abs_td[VW-1]}}, st_abs_td} : sat_reg;
+    assign x_row[2] = (d_sel == 4'd6) ? 32'd0 : eng_cycles_reg;
+    assign x_row[3] = (d_sel == 4'd6) ? 32'd0 : st_steps;
+    wire [32*LA-1:0] x_words;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_xw
+            wire [IW+7:0] xi = {8'd0, jj} + g;
+            assign x_words[32*g +: 32] = (xi < 4) ? x_row[xi[1:0]] : 32'd0;
+        end
+    endgenerate
     localparam [IW-1:0] LAI = LA[IW-1:0];
     localparam [IW-1:0] CI = C[IW-1:0];
-    wire lanes_c = d_sel == 2'd1 || d_sel == 2'd2;       // weight and bias banks: C lanes
+    // weight, bias and parameter banks: C lanes
+    wire lanes_c = d_sel == 4'd1 || d_sel == 4'd2 || (d_sel >= 4'd4 && d_sel <= 4'd7);
+    wire eng_bank = d_sel <= 4'd3;                      // a load into the engine's banks
+    wire par_load = d_sel >= 4'd4 && d_sel <= 4'd7;    // ... into a parameter bank
     wire [IW-1:0] lane_mask = lanes_c ? CI - 1'b1 : LAI - 1'b1;
     wire [IW-1:0] lane = jj & lane_mask;
     wire last_col = jj + 1'b1 == d_cols;
@@ -477,8 +621,21 @@ module hrl_learn_kernel #(
     wire [31:0] d_words32 = {{(32-2*IW){1'b0}}, d_words};
     // The descriptor words in range: the bank, rows and columns (a matrix of max(NMAX,
     // BMAX) rows and columns at most), the stride (a 32-bit shift fits only 5 bits).
-    wire desc_ok = d_w[0] <= (storing ? 32'd1 : 32'd3) && d_w[3] <= DMAX32
-                   && d_w[4] <= DMAX32 && d_w[2] < 32'd32 && d_w[1] < (32'd1 << HAB);
+    // Parameter banks: blocks base..base+rows-1 of PDEPTH, rows of at most C words; the
+    // step's registers 2 words a row, the batch 4, the TD rows 2, the status row 4.
+    localparam [31:0] PDEPTH32 = PDEPTH;
+    localparam [31:0] C32 = C;
+    wire d_par = storing ? (d_w[0] >= 32'd2 && d_w[0] <= 32'd5)
+                         : (d_w[0] >= 32'd4 && d_w[0] <= 32'd7);
+    wire [31:0] d_cols_max = d_par ? C32
+                           : (!storing && d_w[0] == 32'd8) ? 32'd2
+                           : (!storing && d_w[0] == 32'd9) ? 32'd4
+                           : (storing && d_w[0] == 32'd6) ? 32'd2
+                           : (storing && d_w[0] == 32'd7) ? 32'd4 : DMAX32;
+    wire desc_ok = d_w[0] <= (storing ? MAX_STORE : MAX_LOAD) && d_w[3] <= DMAX32
+                   && d_w[4] <= d_cols_max && d_w[2] < 32'd32
+                   && (d_par ? d_w[1] < PDEPTH32 && d_w[1] + d_w[3] <= PDEPTH32
+                             : d_w[1] < (32'd1 << HAB));
     // Loads take every word of the read; descriptors words 0..6 (the rest are dropped).
     assign in_take = state == S_DESC_W || state == S_LOAD || state == S_OPS;
     wire in_fire = in_valid && in_take;
@@ -495,6 +652,11 @@ module hrl_learn_kernel #(
         op_wr_en <= 1'b0;
         h_wr_en <= 1'b0;
         h_rd_en <= 1'b0;
+        st_start <= 1'b0;
+        st_cfg_en <= 1'b0;
+        st_bt_en <= 1'b0;
+        st_p_wr_en <= 1'b0;
+        st_p_rd_en <= 1'b0;
         if (state != S_IDLE) cycles_reg <= cycles_reg + 32'd1;
         if (finish) ap_idle_reg <= 1'b1;   // with ap_done, not a cycle before
         if (in_fire) wc <= wc + 32'd1;
@@ -517,17 +679,18 @@ module hrl_learn_kernel #(
                     rd_start <= 1'b1;
                     wc <= 32'd0;
                     state <= S_DESC_W;
-                end else if (!storing && nop_reg != 32'd0) begin
+                end else if (!storing && (nop_reg != 32'd0 || cmd_reg != 32'd0)) begin
                     storing <= 1'b1;
                     di <= 32'd0;
-                    if (nop_reg > NOPS32) begin
+                    if (nop_reg > NOPS32 || cmd_reg > CMD_MAX
+                        || (nop_reg != 32'd0 && first_reg >= nop_reg)) begin
                         status_reg[3] <= 1'b1;
                         state <= S_DONE;
-                    end else if (op_at_reg == KEEP_OPS) begin
+                    end else if (op_at_reg == KEEP_OPS || nop_reg == 32'd0) begin
                         state <= S_RUN;   // the table the engine holds
                     end else begin
                         rd_addr <= prog_reg + {32'd0, op_at_reg};
-                        rd_words <= {nop_reg[27:0], 4'd0};
+                        rd_words <= {n_table[27:0], 4'd0};
                         rd_start <= 1'b1;
                         wc <= 32'd0;
                         state <= S_OPS;
@@ -550,8 +713,9 @@ module hrl_learn_kernel #(
                 if (in_fire && wc == 32'd15) state <= S_DESC;
             end
             S_DESC: begin
-                d_sel <= d_w[0][1:0];
+                d_sel <= d_w[0][3:0];
                 d_base <= d_w[1][HAB-1:0];
+                p_base <= d_w[1][PAB-1:0];
                 d_slog <= d_w[2][4:0];
                 d_rows <= d_w[3][IW-1:0];
                 d_cols <= d_w[4][IW-1:0];
@@ -580,7 +744,28 @@ module hrl_learn_kernel #(
             // A word into its lane; a full (or the row's last) row block into the bank.
             S_LOAD: if (in_fire) begin
                 pack_data[lane*HW +: HW] <= in_word[HW-1:0];
-                if (block_end) begin
+                if (par_load) p_pack[lane[LGC_1-1:0]*32 +: 32] <= in_word;
+                x_w[jj_x[1:0]] <= in_word;
+                if (!eng_bank) begin
+                    // the step's words: a block, a register, a sample, at the row's end
+                    if (last_col) begin
+                        st_p_wr_en <= par_load;
+                        st_p_wr_sel <= d_sel[1:0];
+                        st_p_wr_addr <= p_base + ii_px[PAB-1:0];
+                        st_p_wr_data <= p_pack;
+                        st_p_wr_data[lane[LGC_1-1:0]*32 +: 32] <= in_word;
+                        st_cfg_en <= d_sel == 4'd8;
+                        st_cfg_addr <= x_w[0][11:0];
+                        st_cfg_data <= in_word;
+                        st_bt_en <= d_sel == 4'd9;
+                        st_bt_i <= ii;
+                        st_bt_action <= x_w[0][AB-1:0];
+                        st_bt_reward <= x_w[1][VW-1:0];
+                        st_bt_discount <= x_w[2][PW-1:0];
+                        st_bt_weight <= in_word[PW-1:0];
+                        p_pack <= {(C*32){1'b0}};
+                    end
+                end else if (block_end) begin
                     h_wr_en <= 1'b1;
                     wi <= ii;
                     wj <= jj & ~lane_mask;
@@ -602,31 +787,42 @@ module hrl_learn_kernel #(
             // The op table, word 16 o + f to op o's field f.
             S_OPS: if (in_fire) begin
                 op_wr_en <= 1'b1;
-                op_wr_op <= wc[OPB+3:4];
+                op_wr_op <= first_reg[OPB-1:0] + wc[OPB+3:4];
                 op_wr_field <= wc[3:0];
                 op_wr_data <= in_word[FW-1:0];
-                if (wc + 32'd1 == {nop_reg[27:0], 4'd0}) state <= S_RUN;
+                if (wc + 32'd1 == {n_table[27:0], 4'd0}) state <= S_RUN;
             end
             S_RUN: begin
-                eng_start <= 1'b1;
+                eng_start <= cmd_reg == 32'd0;
+                st_start <= cmd_reg != 32'd0;
+                st_cmd <= cmd_reg == 32'd2;
                 state <= S_RUN_W;
             end
-            S_RUN_W: if (eng_done) begin
+            S_RUN_W: if (cmd_reg == 32'd0 && eng_done) begin
                 eng_cycles_reg <= eng_cycles;
                 sat_reg <= eng_sat;
                 status_reg[1:0] <= {eng_fault, eng_error};
                 state <= eng_error ? S_DONE : S_NEXT;   // no store of what did not run
+            end else if (cmd_reg != 32'd0 && st_done) begin
+                eng_cycles_reg <= st_cycles;
+                sat_reg <= st_sat;
+                status_reg[0] <= st_error;
+                state <= st_error ? S_DONE : S_NEXT;
             end
             // A store: row block (ii, jj) read (2 cycles), pushed, the next one.
             S_ST_RD: begin
-                h_rd_en <= 1'b1;
+                h_rd_en <= d_sel <= 4'd1;
+                st_p_rd_en <= d_sel >= 4'd2 && d_sel <= 4'd5;
+                st_p_rd_sel <= d_sel[1:0] - 2'd2;
+                st_p_rd_addr <= p_base + ii_px[PAB-1:0];
                 state <= S_ST_W1;
             end
             S_ST_W1: state <= S_ST_W2;
             S_ST_W2: state <= S_ST_PUSH;
             S_ST_PUSH: begin
                 if (!out_full) begin
-                    out_words <= rd_words32;
+                    out_words <= (d_sel <= 4'd1) ? rd_words32
+                               : (d_sel <= 4'd5) ? par_words : x_words;
                     out_count <= st_n[GWW-1:0];
                     out_full <= 1'b1;
                 end else if (out_ready) begin
@@ -664,7 +860,7 @@ module hrl_learn_kernel #(
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused = ^{eng_busy, st_n};
+    wire unused = ^{eng_busy, st_n, st_busy, n_table[31:28], jj_x, ii_px};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
 

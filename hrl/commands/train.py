@@ -145,6 +145,15 @@ def _print_summary(console, s: dict) -> None:
         f"compile and set-up included); "
         f"mean return of the last {s['return_window']} episodes: {ret}"
     )
+    fpga = s.get("fpga_learner")
+    if fpga:  # placement infer/train: fpga: what ran on the (simulated) learner kernel
+        cycles = fpga.get("cycles_per_sgd_step")
+        console.print(
+            f"FPGA learner ({fpga['kernel']}, {fpga['device']}): {fpga['launches']:,} "
+            f"launches" + (f", {fpga['sgd_steps']:,} SGD steps ({cycles:,.0f} cycles each), "
+                           f"{fpga['step_saturations']:,} saturations in its steps, "
+                           f"{fpga['inferences']:,} inferences, {fpga['state_loads']} state "
+                           f"loads" if "sgd_steps" in fpga and cycles else ""))
     final_eval = s.get("final_eval_return")
     if final_eval:
         at_bar = (f"; {s['seeds_ending_at_bar']} of {final_eval['runs']} seeds end at the bar "

@@ -369,8 +369,8 @@ class LogConfig:
 PRIMITIVES = ("env", "infer", "sample", "update", "train")
 # A placement value: `host` (the Python process: gymnasium envs, host replay backends) or a JAX
 # device, `cpu`/`gpu` with an optional index (`cpu:1` needs two CPU devices, e.g. from
-# XLA_FLAGS=--xla_force_host_platform_device_count=2), or `fpga` (infer only: the FPGA
-# learner's kernel in an RTL simulation, `hrl.fixed_point.kernel_host`).
+# XLA_FLAGS=--xla_force_host_platform_device_count=2), or `fpga` (infer and train: the FPGA
+# learner's kernel in an RTL simulation, `hrl.fixed_point.kernel_host` and `kernel_train`).
 PLACEMENT_VALUE = re.compile(r"^(host|cpu|gpu)(:\d+)?$|^fpga$")
 
 
@@ -440,19 +440,25 @@ def agent_config_class(algo: str):
 
 def _check_fpga_placement(cfg: RunConfig, name: str) -> None:
     """`placement.<name>: fpga`: what the FPGA learner's kernel implements (DQN's Q network
-    in the fixed-point learner's words, called from the sequential executor's host loop)."""
-    _require(name == "infer", f"placement.{name}",
-             "fpga places only infer (the FPGA learner's SGD step is not in its kernel yet)",
-             "fpga")
-    _require(cfg.algo == "dqn", "placement.infer",
+    and, for train, its Adam SGD step, in the fixed-point learner's words, called from the
+    sequential executor's host loop). The network and the batch are checked against the
+    kernel's parameters when the run is built (`hrl.runtime.build_run`)."""
+    _require(name in ("infer", "train"), f"placement.{name}",
+             "fpga places only infer and train (the FPGA learner's primitives; the replay's "
+             "sample and update go to the RTL tree with replay.backend: rtl)", "fpga")
+    _require(cfg.algo == "dqn", f"placement.{name}",
              "fpga runs DQN's Q network only; use algo: dqn", cfg.algo)
     _require(getattr(cfg.agent, "numerics", None) == "fixed", "agent.numerics",
-             "placement.infer: fpga computes in the fixed-point learner's words; set "
+             f"placement.{name}: fpga computes in the fixed-point learner's words; set "
              "agent.numerics: fixed", getattr(cfg.agent, "numerics", None))
+    if name == "train":
+        _require(getattr(cfg.agent, "optimizer", None) == "adam", "agent.optimizer",
+                 "placement.train: fpga: the FPGA learner's SGD step implements adam",
+                 getattr(cfg.agent, "optimizer", None))
     _require(cfg.train.executor in ("auto", "sequential"), "train.executor",
-             "placement.infer: fpga runs in the sequential executor's host loop",
+             f"placement.{name}: fpga runs in the sequential executor's host loop",
              cfg.train.executor)
-    _require(cfg.seeds == 1, "seeds", "placement.infer: fpga runs one seed at a time",
+    _require(cfg.seeds == 1, "seeds", f"placement.{name}: fpga runs one seed at a time",
              cfg.seeds)
 
 

@@ -81,7 +81,7 @@ class LearnerKernelDriver:
         for _ in range(2):
             await RisingEdge(self.dut.ap_clk)
         self.shape = KernelShape.from_config(*[await self.read_reg(f"config{i}")
-                                               for i in range(3)])
+                                               for i in range(4)])
         return self.shape
 
     async def read_reg(self, name: str) -> int:

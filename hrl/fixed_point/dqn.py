@@ -153,18 +153,23 @@ class FixedDQN:
         steps = state.train_steps + 1
         target_params, n7 = optim.update_target(state.target_params, params, steps,
                                                 c.target_update_period, c.tau, f)
-        saturations = n_fwd + n5 + n6 + n7
+        metrics = self.step_metrics(td, w, q, n_fwd + n5 + n6 + n7)
+        return AgentState(params, target_params, opt_state, steps), abs_td, td, metrics
+
+    def step_metrics(self, td, w, q, saturations) -> dict:
+        """A step's metrics from its words: TD (value), IS weights (prob), Q(s) (value), and
+        its saturation count (also what the FPGA learner's train primitive reports)."""
+        c, f = self.cfg, self.fmts
         td_f = dequantize(td, f.value)
         weights_f = dequantize(w, f.prob)
         huber = jnp.abs(td_f) - 0.5 * c.huber_delta
         huber = jnp.where(jnp.abs(td_f) <= c.huber_delta, 0.5 * td_f**2, c.huber_delta * huber)
-        metrics = {
+        return {
             "loss": jnp.mean(weights_f * huber),
             "q_mean": jnp.mean(dequantize(q, f.value)),
             "td_abs_mean": jnp.mean(jnp.abs(td_f)),
             "saturations": saturations,
         }
-        return AgentState(params, target_params, opt_state, steps), abs_td, td, metrics
 
     def train_step(self, state: AgentState, batch, weights):
         """The agent interface: (state, td_errors (B,) float32, metrics)."""

@@ -35,11 +35,14 @@ from hrl.replay.backends import rtl_sim
 
 KERNEL_NAME = "hrl_learn_kernel"
 # The kernel's arguments in hrl_learn_kernel.xml order (tests check the two agree).
-ARG_NAMES = ("n_loads", "n_ops", "n_stores", "ops_at", "st_at", "prog")
-# The kernel the rtl-sim device builds for `placement.infer: fpga`: a 4 x 4 array, layers up
-# to 64 wide, 3 layers (DQN CartPole's 4-64-64-2), batches up to 32, the default FxFormats'
-# widths (act and weight 16 bits, value 24).
-DEFAULT_SHAPE = kp.KernelShape(r=4, c=4, aw=16, bw=16, ow=24, nmax=64, nl=3, bmax=32, bsmax=24)
+ARG_NAMES = ("n_loads", "n_ops", "n_stores", "ops_at", "st_at", "prog", "op_first", "cmd")
+# The kernel the rtl-sim device builds for `placement.infer: fpga` and `placement.train:
+# fpga` (one kernel for both): a 4 x 4 array, layers up to 64 wide, 3 layers (DQN CartPole's
+# 4-64-64-2), 64 rows (a training batch of 32: s and s' stacked), the SGD step's module
+# (TRAIN = 1, up to 4 actions) in its default formats; the array's operands 18 bits wide,
+# as the backward pass reads delta words (Q18.12) where the forward reads act words (Q16.8).
+DEFAULT_SHAPE = kp.KernelShape(r=4, c=4, aw=18, bw=18, ow=24, nmax=64, nl=3, bmax=64, bsmax=24,
+                               train=1, amax=4)
 
 
 class LearnerKernel:
@@ -61,7 +64,7 @@ class LearnerKernel:
                 raise ValueError(f"the program binary has kernels {names}, not {KERNEL_NAME!r}")
             self.kernel = cl.Kernel(self.program, KERNEL_NAME)
             self._buf, self._size = None, 0
-            self._ops = None  # the op table the kernel holds
+            self._table: dict[int, np.ndarray] = {}  # the op table the kernel holds, by row
             self.runs = 0  # launches so far
         except BaseException:
             self.close()  # a started simulation ends with the failed driver
@@ -69,19 +72,22 @@ class LearnerKernel:
 
     def run(self, program: kp.Program, arrays: dict) -> dict[str, np.ndarray]:
         """One launch of `program` on `arrays`; its stores by name (int32 rows x cols). The
-        op table moves only when it differs from the last launch's (the kernel keeps it)."""
+        op table's rows move only when they differ from those the kernel holds (it keeps
+        them: rows op_first.. of one table serve several programs)."""
         cl = self._cl
-        keep = self._ops is not None and np.array_equal(program.ops, self._ops)
+        keep = all(np.array_equal(row, self._table.get(program.first + i))
+                   for i, row in enumerate(program.ops))
         words, regs, outs = program.image(arrays, keep_ops=keep)
         if words.nbytes > self._size:  # the program buffer grows to the largest program
             self._size = max(words.nbytes, 2 * self._size)
             self._buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, self._size)
         cl.enqueue_copy(self.queue, self._buf, words, is_blocking=False)
-        self.kernel.set_args(*(np.uint32(regs[n]) for n in ARG_NAMES[:-1]), self._buf)
+        self.kernel.set_args(*(self._buf if n == "prog" else np.uint32(regs[n])
+                               for n in ARG_NAMES))
         cl.enqueue_nd_range_kernel(self.queue, self.kernel, (1,), (1,))
         self.runs += 1
-        if len(program.ops):
-            self._ops = program.ops
+        for i, row in enumerate(program.ops):
+            self._table[program.first + i] = np.array(row)
         out = {}
         for name, (offset, rows, cols) in outs.items():
             host = np.empty(rows * cols, np.uint32)
@@ -143,6 +149,14 @@ class FpgaQ:
         q = self.kernel.run(prog, {**weights, "x": x} if stale else {"x": x})["y"]
         self._loaded = weights
         return q
+
+
+    def summary(self) -> dict:
+        """The run's FPGA figures: the kernel and its launches (one per inference)."""
+        s = self.kernel.shape
+        return {"kernel": f"hrl_learn_kernel R{s.r} C{s.c} NMAX{s.nmax} NL{s.nl} BMAX{s.bmax}",
+                "device": getattr(self.kernel.device, "name", str(self.kernel.device)),
+                "launches": self.kernel.runs}
 
 
 def make_fpga_infer(agent: FixedDQN, q: FpgaQ):

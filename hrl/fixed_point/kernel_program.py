@@ -35,16 +35,27 @@ FIELDS = ("x_base", "x_slog", "m", "k", "n", "w_base", "w_slog", "b_base", "y_ba
 # Banks of a load (the engine's h_wr_sel) and of a store (its h_rd_sel).
 LOAD_ACT, LOAD_WEIGHT, LOAD_BIAS, LOAD_DELTA = 0, 1, 2, 3
 STORE_ACT, STORE_DELTA = 0, 1
+# A training kernel's (TRAIN = 1) other banks: hrl_learn_step's parameter banks (+ P_MASTER,
+# P_M, P_V, P_TARGET), its registers ((address, value) rows), the batch ((action, reward,
+# discount, IS weight) rows); stores: the parameter banks, the TD rows (td, |td|), the
+# status row (STATUS_WORDS).
+LOAD_PARAM, LOAD_CFG, LOAD_BATCH = 4, 8, 9
+STORE_PARAM, STORE_TD, STORE_STATUS = 2, 6, 7
+P_MASTER, P_M, P_V, P_TARGET = 0, 1, 2, 3
+STATUS_WORDS = ("status", "saturations", "cycles", "steps")
+STATUS_UNSET = 0xFFFFFFFF  # a status row's words before the kernel writes them
+# The run's command (register cmd): the engine's ops, one SGD step, the step's init.
+CMD_ENGINE, CMD_STEP, CMD_INIT = 0, 1, 2
 DESC_WORDS = 16  # a descriptor: 64 bytes, a beat boundary for buses up to 512 bits
 ALIGN_WORDS = 16  # every block of the image starts on a 64-byte boundary
 # Register offsets (bytes) of the kernel's s_axi_control.
 REG = {"control": 0x00, "gie": 0x04, "ier": 0x08, "isr": 0x0C, "n_loads": 0x10, "n_ops": 0x18,
        "n_stores": 0x20, "ops_at": 0x28, "st_at": 0x30, "prog": 0x38, "cycles": 0x40,
        "engine_cycles": 0x44, "sat": 0x48, "status": 0x4C, "config0": 0x50, "config1": 0x54,
-       "config2": 0x58}
+       "config2": 0x58, "config3": 0x5C, "op_first": 0x60, "cmd": 0x68}
 KEEP_OPS = 0xFFFFFFFF  # ops_at: run the op table the engine holds, read none
 STATUS = {1: "an op out of range", 2: "the array refused a beat", 4: "a descriptor out of range",
-          8: "n_ops out of range"}
+          8: "n_ops, op_first or cmd out of range"}
 
 
 def clog2(x: int) -> int:
@@ -64,13 +75,22 @@ class KernelShape:
     nl: int
     bmax: int
     bsmax: int
+    train: int = 0  # 1: the engine is hrl_learn_step's (SGD steps); 0: the engine alone
+    amax: int = 4  # the step's loss unit's actions (TRAIN only)
 
     @classmethod
-    def from_config(cls, config0: int, config1: int, config2: int) -> KernelShape:
-        """From the read-only registers 0x50, 0x54, 0x58."""
+    def from_config(cls, config0: int, config1: int, config2: int,
+                    config3: int = 4) -> KernelShape:
+        """From the read-only registers 0x50, 0x54, 0x58, 0x5c."""
         return cls(r=config0 & 0xFF, c=config0 >> 8 & 0xFF, nl=config0 >> 16 & 0xFF,
                    ow=config0 >> 24 & 0xFF, nmax=config1 & 0xFFFF, bmax=config1 >> 16,
-                   aw=config2 & 0xFF, bw=config2 >> 8 & 0xFF, bsmax=config2 >> 16 & 0xFF)
+                   aw=config2 & 0xFF, bw=config2 >> 8 & 0xFF, bsmax=config2 >> 16 & 0xFF,
+                   train=config3 >> 8 & 1, amax=config3 & 0xFF)
+
+    @property
+    def param_depth(self) -> int:
+        """Blocks of C words of each of the step's parameter banks (hrl_learn_step PDEPTH)."""
+        return self.nl * (self.nmax + 1) * -(-self.nmax // self.c)
 
     @property
     def la(self) -> int:
@@ -126,7 +146,7 @@ class KernelShape:
 
 
 HDL_NAMES = {"r": "R", "c": "C", "aw": "AW", "bw": "BW", "ow": "OW", "nmax": "NMAX", "nl": "NL",
-             "bmax": "BMAX", "bsmax": "BSMAX"}
+             "bmax": "BMAX", "bsmax": "BSMAX", "train": "TRAIN", "amax": "AMAX"}
 
 
 def hdl_params(shape: KernelShape) -> dict[str, int]:
@@ -137,7 +157,7 @@ def hdl_params(shape: KernelShape) -> dict[str, int]:
 async def read_params(read_dword) -> dict[str, int]:
     """The HDL parameters from a running kernel's config registers (`read_dword(offset)`,
     awaitable: a simulator's host side)."""
-    words = [await read_dword(REG[f"config{i}"]) for i in range(3)]
+    words = [await read_dword(REG[f"config{i}"]) for i in range(4)]
     return hdl_params(KernelShape.from_config(*words))
 
 
@@ -162,6 +182,8 @@ class Program:
     loads: tuple[Matrix, ...]
     ops: np.ndarray
     stores: tuple[Matrix, ...]
+    first: int = 0  # op_first: the table's rows are ops first.., the engine runs those
+    cmd: int = CMD_ENGINE  # what the run starts after its loads (register cmd)
 
     def image(self, arrays: dict, keep_ops: bool = False) -> tuple[np.ndarray, dict, dict]:
         """The program as one block of u32 words for device memory (the kernel's `prog`
@@ -197,7 +219,11 @@ class Program:
                 self.ops.astype(np.int64) & 0xFFFFFFFF).ravel()
         for i, m in enumerate(self.stores):
             describe(at["stores"] + DESC_WORDS * i, m)
-        regs = {"n_loads": len(self.loads), "n_ops": len(self.ops),
+            if m.sel == STORE_STATUS:  # a run that stopped early leaves these
+                words[data[m.name]:data[m.name] + m.rows * m.cols] = STATUS_UNSET
+        n_ops = self.first + len(self.ops) if len(self.ops) else 0
+        regs = {"n_loads": len(self.loads), "n_ops": n_ops, "op_first": self.first,
+                "cmd": self.cmd,
                 "n_stores": len(self.stores),
                 "ops_at": KEEP_OPS if keep_ops else 4 * at["ops"],
                 "st_at": 4 * at["stores"]}

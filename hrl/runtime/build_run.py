@@ -17,7 +17,7 @@ import numpy as np
 
 from hrl import envs
 from hrl.config import RunConfig
-from hrl.fixed_point import kernel_host
+from hrl.fixed_point import kernel_host, kernel_train
 from hrl.replay.factory import make_replay, replay_memory_bytes
 from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
@@ -57,6 +57,7 @@ class Built:
     schedule: Schedule
     loop: Executor  # the executor (`hrl.runtime.executors`)
     example_transition: dict
+    fpga: Any = None  # the FPGA learner's kernel driver (placement infer/train: fpga)
 
 
 def build(cfg: RunConfig, placement: dict | None = None) -> Built:
@@ -66,7 +67,7 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
     devices = cfg.train.devices
     mesh = make_mesh(devices) if devices > 1 else None  # too many devices: a config error
     env, agent = make_env_agent(cfg)
-    infer = fpga_infer(cfg, agent)  # refused or started before the replay is allocated
+    infer, train, fpga = fpga_primitives(cfg, agent)  # refused or started before the replay
     spec = env.spec
     if mesh is not None and not spec.is_jax:
         raise ValueError(
@@ -88,24 +89,35 @@ def build(cfg: RunConfig, placement: dict | None = None) -> Built:
                          in_order=executor_class(kind).inserts_in_order)
     schedule = Schedule.from_config(cfg)
     prims = make_primitives(env, agent, replay, schedule.batch_size,
-                            infer=infer)
+                            infer=infer, train=train)
     loop = make_executor(kind, Parts(cfg, env, agent, replay, schedule, prims, placement, mesh,
                                      example))
-    return Built(cfg, env, agent, replay, schedule, loop, example)
+    return Built(cfg, env, agent, replay, schedule, loop, example, fpga)
 
 
-def fpga_infer(cfg: RunConfig, agent):
-    """With `placement.infer: fpga`, the infer primitive on the FPGA learner's kernel (its
-    simulation starts here: the kernel is built, or found built, once); else None. The network
-    and the batch (env.num_envs) are checked against the kernel's parameters first."""
-    if cfg.placement.get("infer") != "fpga":
-        return None
+def fpga_primitives(cfg: RunConfig, agent):
+    """With `placement.infer: fpga` and/or `placement.train: fpga`, those primitives on one
+    FPGA learner kernel (its simulation starts here: the kernel is built, or found built,
+    once): (infer or None, train or None, the driver for the run's summary); else three
+    Nones. The network, the batch and the formats are checked against the kernel's
+    parameters first. With train there, the kernel holds the network: infer on it reads the
+    operand words its SGD steps wrote."""
+    on = {p for p in ("infer", "train") if cfg.placement.get(p) == "fpga"}
+    if not on:
+        return None, None, None
     shape = kernel_host.DEFAULT_SHAPE
-    dims = (int(np.prod(agent.spec.obs_shape)), *agent.cfg.hidden_sizes, agent.spec.action.n)
-    shape.refuse(dims, cfg.env.num_envs, agent.fmts, key="agent.hidden_sizes",
-                 batch_key="env.num_envs")
-    q = kernel_host.FpgaQ(kernel_host.open_rtl_sim(shape), agent, cfg.env.num_envs)
-    return kernel_host.make_fpga_infer(agent, q)
+    if "train" not in on:
+        dims = (int(np.prod(agent.spec.obs_shape)), *agent.cfg.hidden_sizes,
+                agent.spec.action.n)
+        shape.refuse(dims, cfg.env.num_envs, agent.fmts, key="agent.hidden_sizes",
+                     batch_key="env.num_envs")
+        q = kernel_host.FpgaQ(kernel_host.open_rtl_sim(shape), agent, cfg.env.num_envs)
+        return kernel_host.make_fpga_infer(agent, q), None, q
+    kernel_train.FpgaLearner.refuse(shape, agent, cfg.train.batch_size, cfg.env.num_envs)
+    learner = kernel_train.FpgaLearner(kernel_host.open_rtl_sim(shape), agent,
+                                       cfg.train.batch_size, cfg.env.num_envs)
+    infer = kernel_train.make_fpga_learner_infer(agent, learner) if "infer" in on else None
+    return infer, kernel_train.make_fpga_train(agent, learner), learner
 
 
 def executor_of(cfg: RunConfig, placement: dict | None = None) -> str:

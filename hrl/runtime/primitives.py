@@ -47,11 +47,13 @@ class Primitives:
     train: Callable[[Any, Any, Any], tuple[Any, Any, Any]]
 
 
-def make_primitives(env, agent, replay, batch_size: int, infer=None) -> Primitives:
+def make_primitives(env, agent, replay, batch_size: int, infer=None,
+                    train=None) -> Primitives:
     """Bind the env, the agent and a replay buffer (any `hrl.replay` buffer) into the five
     primitives. `replay=None` (the pipelined executor's actors' process) leaves the replay's
-    primitives None. `infer`: one of the same signature in place of the agent's (the FPGA
-    learner's, `hrl.fixed_point.kernel_host.make_fpga_infer`)."""
+    primitives None. `infer`, `train`: ones of the same signatures in place of the agent's
+    (the FPGA learner's, `hrl.fixed_point.kernel_host.make_fpga_infer`,
+    `hrl.fixed_point.kernel_train`)."""
 
     def agent_infer(agent_state, carry, obs, key, env_step, episode_start):
         return agent.act_with_carry(agent_state, carry, obs, key, env_step, True, episode_start)
@@ -71,8 +73,10 @@ def make_primitives(env, agent, replay, batch_size: int, infer=None) -> Primitiv
             return replay.add(replay_state, transitions)
         return replay.add(replay_state, transitions, priorities)
 
-    def train(agent_state, batch, weights):
+    def agent_train(agent_state, batch, weights):
         return agent.train_step(agent_state, batch, weights)
+
+    train = agent_train if train is None else train
 
     replay_side = replay is not None
     return Primitives(

@@ -457,6 +457,8 @@ def _summary(run: _Run) -> dict:
         "solved_window_return": None if run.solved_at is None
         else float(np.median([w.hit[1] for w in watches])),
         **built.loop.summary_fields(state),  # primitive seconds, replica checks
+        # placement infer/train: fpga: the kernel's launches, SGD steps, saturations, cycles
+        **({"fpga_learner": built.fpga.summary()} if built.fpga is not None else {}),
     }
 
 

@@ -17,6 +17,9 @@ module hrl_learn_kernel_sim #(
     parameter NL = 4,
     parameter BMAX = 32,
     parameter BSMAX = 24,
+    // hrl_learn_kernel's TRAIN (1: the SGD step's module) and AMAX (its loss unit's lanes).
+    parameter TRAIN = 0,
+    parameter AMAX = 4,
     // log2 of the memory model's size in 32-bit words.
     parameter MEM_AW = 19,
     // Data bits of the kernel's AXI4 master.
@@ -85,7 +88,8 @@ module hrl_learn_kernel_sim #(
     /* verilator lint_on UNUSEDSIGNAL */
 
     hrl_learn_kernel #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL),
-                       .BMAX(BMAX), .BSMAX(BSMAX), .C_M_AXI_GMEM_DATA_WIDTH(DW)) kernel_inst (
+                       .BMAX(BMAX), .BSMAX(BSMAX), .TRAIN(TRAIN), .AMAX(AMAX),
+                       .C_M_AXI_GMEM_DATA_WIDTH(DW)) kernel_inst (
         .ap_clk(ap_clk),
         .ap_rst_n(ap_rst_n),
         .interrupt(interrupt),

@@ -228,7 +228,9 @@ async def test_listed_nets(dut):
 # rtl_runner.run("hrl_learn_kernel", {...}, sources=SOURCES, sim=...).
 
 SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-           "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_axi_rd.v", "hrl_axi_wr.v",
+           "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
+           "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
+           "hrl_learn_target.v", "hrl_learn_step.v", "hrl_axi_rd.v", "hrl_axi_wr.v",
            "hrl_beats_to_words.v", "hrl_words_to_beats.v", "hrl_learn_kernel.v"]
 
 

@@ -30,8 +30,10 @@ globals().update(rtl_runner.sweeps("hrl_learn_kernel", "test_hrl_learn_kernel"))
 
 TOP = "hrl_learn_kernel"
 SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-        "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_axi_rd.v", "hrl_axi_wr.v",
-        "hrl_beats_to_words.v", "hrl_words_to_beats.v", "hrl_learn_kernel.v"]
+        "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
+        "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v", "hrl_learn_target.v",
+        "hrl_learn_step.v", "hrl_axi_rd.v", "hrl_axi_wr.v", "hrl_beats_to_words.v",
+        "hrl_words_to_beats.v", "hrl_learn_kernel.v"]
 # A small set for the mutants: they need only fail, and a small kernel builds and runs fast.
 SMALL = {"R": 2, "C": 4, "AW": 16, "BW": 16, "OW": 24, "NMAX": 12, "NL": 3, "BMAX": 5,
          "BSMAX": 24, "C_M_AXI_GMEM_DATA_WIDTH": 64}
@@ -41,6 +43,11 @@ SMALL = {"R": 2, "C": 4, "AW": 16, "BW": 16, "OW": 24, "NMAX": 12, "NL": 3, "BMA
     {}, {"R": 2, "C": 8, "C_M_AXI_GMEM_DATA_WIDTH": 32},
     {"R": 16, "C": 16, "NMAX": 256, "BMAX": 256, "NL": 6, "OW": 32},
     {"R": 8, "C": 2, "NL": 1, "BMAX": 1},
+    # the training kernel (hrl_learn_step inside): the run's default and two skewed arrays
+    {"TRAIN": 1, "AW": 18, "BW": 18, "NL": 3, "BMAX": 64},
+    {"TRAIN": 1, "R": 2, "C": 8, "AW": 18, "BW": 18, "NMAX": 24, "BMAX": 10,
+     "C_M_AXI_GMEM_DATA_WIDTH": 32},
+    {"TRAIN": 1, "R": 8, "C": 1, "AW": 18, "BW": 18, "NMAX": 20, "BMAX": 12, "AMAX": 2},
 ], ids=lambda p: rtl_runner.case_name(TOP, p))
 def test_verilator_lint(prm):
     """`verilator --lint-only -Wall` gives no diagnostic."""
@@ -53,6 +60,7 @@ def test_verilator_lint(prm):
     ({"C_M_AXI_GMEM_DATA_WIDTH": 48}, r"C_M_AXI_GMEM_DATA_WIDTH=48 must be a power of two"),
     ({"C_S_AXI_CONTROL_ADDR_WIDTH": 6}, r"C_S_AXI_CONTROL_ADDR_WIDTH=6 must be in \[7, 16\]"),
     ({"R": 3}, r"R=3 must be a power of two in 1..64"),
+    ({"TRAIN": 2}, r"TRAIN=2 must be 0 or 1"),
 ])
 def test_illegal_parameters_stop(bad, pattern, tmp_path):
     """Illegal parameters stop the simulation at time 0 with $fatal naming the value."""
@@ -101,7 +109,7 @@ def test_driver_arguments_follow_kernel_xml():
     args = rtl_sim.kernel_args(rtl_sim.KERNELS["hrl_learn_kernel"][0])
     assert tuple(a.name for a in args) == kernel_host.ARG_NAMES
     assert all(a.offset == kernel_program.REG[a.name] for a in args)
-    assert [a.pointer for a in args] == [False] * 5 + [True]
+    assert [a.pointer for a in args] == [False] * 5 + [True] + [False] * 2
 
 
 def test_simulation_top_lint():

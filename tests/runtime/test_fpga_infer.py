@@ -31,7 +31,7 @@ def _cfg(*overrides, config="dqn_cartpole"):
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (["placement.train=fpga"], r"'placement.train': fpga places only infer"),
+    (["placement.update=fpga"], r"'placement.update': fpga places only infer and train"),
     (["placement.infer=fpga", "agent.numerics=float"],
      r"'agent.numerics': .*set agent.numerics: fixed"),
     (["placement.infer=fpga", "train.executor=pipelined"], r"'train.executor': .*sequential"),
@@ -52,7 +52,7 @@ def test_fpga_placement_refuses_ddpg():
 @pytest.mark.parametrize("overrides,message", [
     (["agent.hidden_sizes=[128,128]"], r"agent.hidden_sizes: 4-128-128-2 has a layer 128 wide"),
     (["agent.hidden_sizes=[16,16,16]"], r"agent.hidden_sizes: 4-16-16-16-2 has 4 layers"),
-    (["env.num_envs=64", "replay.capacity=1024"], r"env.num_envs: 64 is outside .*BMAX=32"),
+    (["env.num_envs=128", "replay.capacity=1024"], r"env.num_envs: 128 is outside .*BMAX=64"),
 ])
 def test_network_the_kernel_cannot_hold_is_refused_before_simulating(overrides, message):
     with pytest.raises(ValueError, match=message):

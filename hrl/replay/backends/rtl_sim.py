@@ -60,7 +60,8 @@ KERNELS = {
     KERNEL_NAME: (KERNEL_XML, FILELIST, SIM_TOP, ("K", "D", "P", "W")),
     "hrl_learn_kernel": (RTL_DIR / "vitis" / "hrl_learn_kernel.xml", "rtl/hrl_learn_kernel.f",
                          "hrl_learn_kernel_sim",
-                         ("R", "C", "AW", "BW", "OW", "NMAX", "NL", "BMAX", "BSMAX")),
+                         ("R", "C", "AW", "BW", "OW", "NMAX", "NL", "BMAX", "BSMAX", "TRAIN",
+                          "AMAX")),
 }
 DEVICE_NAME = "rtl-sim"
 BINARY_FORMAT = "hrl-rtl-sim-1"

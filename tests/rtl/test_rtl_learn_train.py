@@ -1,0 +1,177 @@
+"""The training kernel (fpga_rtl/rtl/hrl_learn_kernel.v with TRAIN = 1: hrl_learn_step behind
+AXI4-Lite control and an AXI4 master) driven through the OpenCL driver on the rtl-sim device
+by hrl.fixed_point.kernel_train: SGD steps and inferences bit for bit against the JAX
+fixed-point reference (FixedDQN.train_step, q_words), the state carried in the kernel's banks
+from step to step; and a run the kernel refuses shows in the status row it writes to memory.
+
+Each needs a simulator start (and the steps two JIT compilations), a minute or more on 2
+cores: the long tier. A small network for a few steps on a small kernel in Icarus (hard
+copies, Polyak steps, a second state loaded), DQN CartPole's 4-64-64-2 at batch 32 on the
+run's default kernel (Verilator, built once and cached), and the status row's refusals.
+`make test` keeps the training kernel's lint (tests/rtl/test_rtl_learn_kernel.py) and the
+refusals by key (tests/runtime/test_fpga_train.py).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from hrl.agents.dqn.agent import DQNConfig
+from hrl.envs.spec import DiscreteActions, EnvSpec
+from hrl.fixed_point import kernel_host, kernel_train
+from hrl.fixed_point import kernel_program as kp
+from hrl.fixed_point import train_program as tp
+from hrl.fixed_point.dqn import make_fixed_dqn
+from hrl.fixed_point.numerics import quantize
+
+pytestmark = pytest.mark.hw
+
+SMALL = kp.KernelShape(r=2, c=4, aw=18, bw=18, ow=24, nmax=12, nl=3, bmax=8, bsmax=24, train=1,
+                       amax=4)
+
+
+def _require(sim: str) -> None:
+    from hrl.replay.backends import rtl_model
+
+    if sim not in rtl_model.available_simulators():
+        pytest.fail(f"{sim} is not installed (the bit-for-bit tests are never skipped)")
+
+
+def _agent(dims, batch, **kw):
+    cfg = DQNConfig(numerics="fixed", max_grad_norm=None, hidden_sizes=tuple(dims[1:-1]),
+                    double=True, **kw)
+    spec = EnvSpec(name="train-kernel", num_envs=1, obs_shape=(dims[0],),
+                   obs_dtype=np.float32, action=DiscreteActions(dims[-1]), is_jax=True)
+    return make_fixed_dqn(cfg, spec, batch_size=batch)
+
+
+def _batch(rng, dims, batch, scale):
+    return ({"obs": rng.normal(0, scale, (batch, dims[0])).astype(np.float32),
+             "next_obs": rng.normal(0, scale, (batch, dims[0])).astype(np.float32),
+             "action": rng.integers(0, dims[-1], batch).astype(np.int32),
+             "reward": rng.normal(0, 1, batch).astype(np.float32),
+             "discount": rng.choice([0.0, 0.99], batch).astype(np.float32)},
+            rng.uniform(0.1, 1.0, batch).astype(np.float32))
+
+
+def _steps(kernel, dims, batch, rows, n_steps, seed, **kw):
+    """n_steps SGD steps on the kernel and on the reference from the same state, every
+    output compared; then an inference. Returns the learner."""
+    agent = _agent(dims, batch, **kw)
+    learner = kernel_train.FpgaLearner(kernel, agent, batch, rows)
+    train = jax.jit(kernel_train.make_fpga_train(agent, learner))
+    ref = jax.jit(agent.train_step)
+    rng = np.random.default_rng(seed)
+    state = ref_state = agent.init(jax.random.PRNGKey(seed))
+    for step in range(n_steps):
+        batch_words, weights = _batch(rng, dims, batch, 3.0 if step % 3 == 2 else 1.0)
+        state, td, metrics = train(state, batch_words, weights)
+        ref_state, ref_td, ref_metrics = ref(ref_state, batch_words, weights)
+        got = jax.tree_util.tree_leaves_with_path(
+            (state, td, metrics["saturations"]))
+        want = jax.tree.leaves((ref_state, ref_td, ref_metrics["saturations"]))
+        for (path, a), b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
+                                          err_msg=f"step {step}: {jax.tree_util.keystr(path)}")
+        # The float statistics of those words (loss, Q mean, |TD| mean): the same function
+        # of the same words, fused by XLA into two different programs, so within float32's
+        # rounding of a reduction, not bit for bit.
+        for key in ("loss", "q_mean", "td_abs_mean"):
+            np.testing.assert_allclose(np.asarray(metrics[key]), np.asarray(ref_metrics[key]),
+                                       rtol=1e-6, err_msg=f"step {step}: {key}")
+    obs = rng.normal(0, 2.0, (rows, dims[0])).astype(np.float32)
+    x = np.asarray(quantize(obs, agent.fmts.act)[0])
+    m, v = state.opt_state
+    got = learner.q(state.params, state.target_params, m, v, state.train_steps, x)
+    np.testing.assert_array_equal(got, np.asarray(agent.q_words(state.params, obs)[0]))
+    assert learner.sgd_steps == n_steps and learner.inits == 1
+    return learner
+
+
+@pytest.mark.long  # an Icarus build and two jit compilations of the SGD step: a minute
+def test_sgd_steps_on_the_kernel_match_the_reference_icarus():
+    """A 4-8-6-2 network, batch 4, 4 steps with a hard target copy every 2 steps, then a
+    3-5-3 network (another state: loaded again) for 2 Polyak steps, on a small kernel
+    (R2 C4) in Icarus: every master, moment and target word, the TD errors and the
+    saturation count equal FixedDQN.train_step's; the inference afterwards equals q_words
+    on the kernel's own operand words."""
+    _require("icarus")
+    kernel = kernel_host.open_rtl_sim(SMALL, "icarus")
+    try:
+        _steps(kernel, (4, 8, 6, 2), 4, 2, 4, seed=1, learning_rate=1e-2,
+               target_update_period=2, tau=1.0)
+        _steps(kernel, (3, 5, 3), 3, 1, 2, seed=2, learning_rate=3e-2,
+               target_update_period=1, tau=0.1)
+    finally:
+        kernel.close()
+
+
+@pytest.mark.long  # an Icarus build and a simulator start (which imports JAX): a minute
+def test_a_refused_run_is_reported_from_the_status_row():
+    """An OpenCL host cannot read the kernel's registers: a run the kernel stops (here a
+    parameter block past its banks) leaves the status row unwritten, and a run with a
+    bad command reports it in the status bits; both are one-line errors on the host."""
+    _require("icarus")
+    kernel = kernel_host.open_rtl_sim(SMALL, "icarus")
+    try:
+        status = kp.Matrix(kp.STORE_STATUS, 0, 0, 1, 4, "status")
+        past = kp.Matrix(kp.LOAD_PARAM, SMALL.param_depth - 1, 0, 2, SMALL.c, "p")
+        empty = np.zeros((0, len(kp.FIELDS)), np.int64)
+        outs = kernel.run(kp.Program((past,), empty, (status,)),
+                          {"p": np.zeros((2, SMALL.c), np.int64)})
+        with pytest.raises(RuntimeError, match="stopped before its stores") as err:
+            tp.check_status(outs["status"], 0, "test run")
+        assert "\n" not in str(err.value)
+        outs = kernel.run(kp.Program((), empty, (status,), cmd=3), {})
+        with pytest.raises(RuntimeError, match="stopped before its stores"):
+            tp.check_status(outs["status"], 0, "test run")
+        # only the step counter's register loaded, nothing run: a clean status row
+        cfg = kp.Matrix(kp.LOAD_CFG, 0, 0, 1, 2, "cfg")
+        outs = kernel.run(kp.Program((cfg,), empty, (status,)),
+                          {"cfg": np.array([[tp.G["STEPS"], 5]])})
+        assert tp.check_status(outs["status"], 5, "register load") == (0, 0)
+    finally:
+        kernel.close()
+
+
+@pytest.mark.long  # a Verilator build of the default kernel (cached) and 4-64-64-2 steps
+def test_dqn_cartpole_steps_on_the_default_kernel_verilator():
+    """DQN CartPole's 4-64-64-2 at batch 32 on the run's kernel (DEFAULT_SHAPE, 4 x 4):
+    8 steps with a hard target copy every 3 steps, then an inference of 4 rows, bit for bit
+    (the small network's test above has the Polyak update)."""
+    _require("verilator")
+    kernel = kernel_host.open_rtl_sim(kernel_host.DEFAULT_SHAPE, "verilator")
+    try:
+        _steps(kernel, (4, 64, 64, 2), 32, 4, 8, seed=4, learning_rate=1e-2,
+               target_update_period=3, tau=1.0)
+    finally:
+        kernel.close()
+
+
+@pytest.mark.long  # an Icarus build of the mutant and a JIT compilation of the step
+def test_the_step_check_catches_a_kernel_mutation(tmp_path, monkeypatch):
+    """The check above fails against a kernel with one deliberate bug: each sample's IS
+    weight taken as its discount (the batch row's words misrouted)."""
+    import shutil
+
+    from hrl.replay.backends import rtl_sim
+
+    _require("icarus")
+    rtl = tmp_path / "fpga_rtl"
+    shutil.copytree(rtl_sim.RTL_DIR / "rtl", rtl / "rtl")
+    source = rtl / "rtl" / "hrl_learn_kernel.v"
+    text, old = source.read_text(), "st_bt_discount <= x_w[2][PW-1:0];"
+    assert text.count(old) == 1, "the mutation's pattern is not in the kernel once"
+    source.write_text(text.replace(old, "st_bt_discount <= in_word[PW-1:0];"))
+    monkeypatch.setattr(rtl_sim, "RTL_DIR", rtl)
+    device = rtl_sim.Device("icarus", build_dir=tmp_path / "build")
+    binary = rtl_sim.kernel_binary(kernel_host.KERNEL_NAME, kp.hdl_params(SMALL))
+    kernel = kernel_host.LearnerKernel(SMALL, cl=rtl_sim, device=device, binary=binary)
+    try:
+        with pytest.raises(AssertionError, match="step 0"):
+            _steps(kernel, (4, 8, 6, 2), 4, 2, 2, seed=1, learning_rate=1e-2,
+                   target_update_period=2, tau=1.0)
+    finally:
+        kernel.close()
