@@ -52,6 +52,7 @@ from hrl.fixed_point import optim
 from hrl.fixed_point.common import step_rate
 from hrl.fixed_point.ddpg import make_fixed_ddpg
 from hrl.fixed_point.numerics import Fx
+from hrl.mapping import learner_schedule as ls
 
 # the step's registers (hrl_learn_step_ddpg's header)
 G = {name: i for i, name in enumerate((
@@ -563,8 +564,10 @@ async def test_bad_config(dut):
 async def test_listed_steps(dut):
     """The nets of STEP_NETS (JSON [[actor dims, critic dims, batch, steps], ...]; default
     Pendulum's 3-64-64-1 / 4-64-64-1 at batch 32 for 2 steps where the module holds them,
-    else a small pair), each step checked word for word; the cycles of each step and of its
-    phases are written to STEP_CYCLES_OUT when set (experiments/rtl/ddpg_step_cycles.py)."""
+    else a small pair), each step checked word for word, and its loss, clip, update and
+    target phases cycle for cycle against hrl.mapping.learner_schedule's DDPG terms; the
+    cycles of each step and of its phases are written to STEP_CYCLES_OUT when set
+    (experiments/rtl/ddpg_step_cycles.py)."""
     tb = TB(dut, seed=3)
     await tb.reset()
     fast = "verilator" in cocotb.SIM_NAME.lower()
@@ -580,6 +583,13 @@ async def test_listed_steps(dut):
     for dims_a, dims_c, batch, steps in nets:
         counts = await tb.run_steps(dims_a, dims_c, batch, steps, lr=(1e-3, 1e-3), period=1,
                                     tau=0.005)
+        # The cycle model's terms between the engine's runs are this module's phases.
+        model = ls.step_cycles("ddpg", list(dims_a), batch, tb.R, tb.C, critic=list(dims_c))
+        for t, n in enumerate(counts):
+            got = (n["loss"] + n["clip"], n["upd"], n["tgt"])
+            want = (model["loss"], model["update"], model["target"])
+            assert got == want, (f"{dims_a} {dims_c} batch {batch} step {t}: (loss + clip, "
+                                 f"update, target) cycles {got}, learner_schedule's {want}")
         out.append({"actor": list(dims_a), "critic": list(dims_c), "batch": batch,
                     "steps": counts})
     if os.environ.get("STEP_CYCLES_OUT"):

@@ -67,3 +67,36 @@ def test_illegal_parameters_stop(bad, pattern, tmp_path):
     rtl_runner.require("icarus")
     text = learn_tb.elaborate(TOP, SRCS, {"NL": 6, **bad}, tmp_path)
     assert re.search(pattern, text), text
+
+
+MUTATIONS = [
+    # The updated critic's operand words not written back: the actor's gradient goes
+    # through the critic's weights before its update (and the next step reads stale ones).
+    pytest.param(r"s_wr_en = t_out_v && o_v;",
+                 "s_wr_en = t_out_v && o_v && (o_tgt || ph != PH_WCRIT);",
+                 "critic-stale", id="critic-stale"),
+    # The clip's backward pass lets every delta through (a plain identity).
+    pytest.param(r"if \(!\(\(cb_lo\[a2\] && \$signed\(cb_d\) > 0\) \|\| "
+                 r"\(cb_hi\[a2\] && \$signed\(cb_d\) < 0\)\)\)",
+                 "if (1'b1)", "clip-backward-identity", id="clip-backward-identity"),
+    # The actions written at the block's first lane, not at column S (no rotation).
+    pytest.param(r"wire \[LGA-1:0\] off = c_s\[LGA-1:0\];", "wire [LGA-1:0] off = {LGA{1'b0}};",
+                 "no-rotation", id="no-rotation"),
+    # The updated critic's operand roundings not counted in this step's saturations.
+    pytest.param(r"pk == P_ADAM && ph == PH_WCRIT\)", "pk == P_ADAM && 1'b0)",
+                 "no-new-critic-sats", id="no-new-critic-sats"),
+]
+
+
+# Each mutant builds and runs the testbench on Icarus (one random pair of nets, two steps;
+# a few minutes each): the long tier.
+@pytest.mark.long
+@pytest.mark.parametrize("pattern,repl,name", MUTATIONS)
+def test_testbench_catches_mutation(pattern, repl, name, monkeypatch):
+    """The testbench fails against the step module with one deliberate bug (its random
+    steps on Icarus, the masters full-range words, whose actions clip at the box's bounds
+    and whose operands saturate)."""
+    rtl_runner.require("icarus")
+    monkeypatch.setenv("STEP_TB_WILD", "1")
+    assert learn_tb.mutation_kills(TOP, SRCS, "hrl_learn_step_ddpg.v", pattern, repl, SMALL,
+                                   name), f"the {TOP} testbench passed against the mutant {name!r}"
