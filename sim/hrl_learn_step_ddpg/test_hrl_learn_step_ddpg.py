@@ -246,7 +246,8 @@ class TB:
         lay["c"] = [put(batch, sc[i]) for i in range(nc + 1)]
         lay["tc"] = [put(batch, sc[i]) for i in range(nc + 1)]
         assert base <= self.adepth, f"activations need {base} > {self.adepth}"
-        dims = [*zip(dims_a[:-1], dims_a[1:]), *zip(dims_c[:-1], dims_c[1:])]
+        dims = [*zip(dims_a[:-1], dims_a[1:], strict=True),
+                *zip(dims_c[:-1], dims_c[1:], strict=True)]
         wb, bb = 0, 0
         lay["w_on"], lay["w_tg"], lay["b_on"], lay["b_tg"] = [], [], [], []
         for net in ("on", "tg"):
@@ -347,11 +348,14 @@ class TB:
         return runs
 
     async def setup(self, dims_a, dims_c, batch, lr=(1e-3, 1e-3), period=1, tau=0.005,
-                    box=((-2.0,), (2.0,)), huber=None, key=0, wild=False):
+                    box=None, huber=None, key=0, wild=False):
         """Build the agent, lay the nets out, write the op table, the registers and the
         initial state, run init. wild: the online and target masters random words over the
-        master format's whole range instead of the agent's init. Returns (agent, state,
+        master format's whole range instead of the agent's init. box: the action box
+        ((low...), (high...)), default Pendulum's [-2, 2] per action. Returns (agent, state,
         layout)."""
+        if box is None:
+            box = ((-2.0,) * dims_a[-1], (2.0,) * dims_a[-1])
         agent = self.agent(dims_a, dims_c, batch, lr, period, tau, box, huber)
         f = agent.fmts
         na, nc = len(dims_a) - 1, len(dims_c) - 1
@@ -378,7 +382,8 @@ class TB:
         polyak = tau != 1.0
         a, c, tc, dc = lay["a"], lay["c"], lay["tc"], lay["dc"]
         g = [("NLA", na), ("NLC", nc), ("S", dims_a[0]), ("A", dims_a[-1]), ("B", batch),
-             *zip(("OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS"), ends),
+             *zip(("OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS"), ends,
+                  strict=True),
              ("TA_BASE", a[na][0]), ("TA_SLOG", a[na][1]), ("TCI_BASE", tc[0][0]),
              ("TCI_SLOG", tc[0][1]), ("Q_BASE", c[nc][0]), ("Q_SLOG", c[nc][1]),
              ("QT_BASE", tc[nc][0]), ("QT_SLOG", tc[nc][1]), ("D_BASE", dc[nc][0]),
@@ -564,10 +569,10 @@ async def test_bad_config(dut):
 async def test_listed_steps(dut):
     """The nets of STEP_NETS (JSON [[actor dims, critic dims, batch, steps], ...]; default
     Pendulum's 3-64-64-1 / 4-64-64-1 at batch 32 for 2 steps where the module holds them,
-    else a small pair), each step checked word for word, and its loss, clip, update and
-    target phases cycle for cycle against hrl.mapping.learner_schedule's DDPG terms; the
-    cycles of each step and of its phases are written to STEP_CYCLES_OUT when set
-    (experiments/rtl/ddpg_step_cycles.py)."""
+    else a small pair whose actions straddle two row blocks), each step checked word for
+    word, and its loss, clip, update and target phases cycle for cycle against
+    hrl.mapping.learner_schedule's DDPG terms; the cycles of each step and of its phases are
+    written to STEP_CYCLES_OUT when set (experiments/rtl/ddpg_step_cycles.py)."""
     tb = TB(dut, seed=3)
     await tb.reset()
     fast = "verilator" in cocotb.SIM_NAME.lower()
@@ -576,7 +581,11 @@ async def test_listed_steps(dut):
     elif tb.NMAX >= 64 and tb.NL >= 6 and tb.BMAX >= 32:
         nets = [(*PENDULUM, 32, 2)]
     elif fast:
-        nets = [((3, tb.C + 1, 1), (4, tb.C + 1, 1), max(1, min(tb.R + 1, tb.BMAX)), 2)]
+        # the actions straddle two row blocks of the critic's input (S = LA - 1)
+        n_act = min(2, tb.AMAX)
+        s = min(tb.LA - 1, tb.NMAX - n_act)
+        nets = [((s, tb.C + 1, n_act), (s + n_act, tb.C + 1, 1),
+                 max(1, min(tb.R + 1, tb.BMAX)), 2)]
     else:
         return  # Icarus: test_random_steps is the default tier's
     out = []
@@ -613,11 +622,22 @@ def params(r, c, nmax=16, nl=6, bmax=16, amax=4, aw=18, bw=18, ow=24):
             "BMAX": bmax, "AMAX": amax}
 
 
+# Steps per set: STEP_TB_NETS x STEP_TB_STEPS (test_random_steps). Each new pair of nets
+# compiles FixedDDPG.sgd_step (a minute or more on 2 cores shared), so even the Icarus set's
+# two steps take minutes: the long tier (CI) runs it and 100 whole steps on R4-C4 on
+# Verilator; the slow tier (`make test-slow`) 1000 on R4-C4 and a few on 16 x 16 (with
+# Pendulum's nets at batch 32, test_listed_steps).
+STEPS_100 = {"STEP_TB_NETS": "2", "STEP_TB_STEPS": "50"}
 STEPS_1000 = {"STEP_TB_NETS": "4", "STEP_TB_STEPS": "250"}
 SETS = [
-    pytest.param("icarus", params(4, 4), None, id="icarus-R4-C4"),
-    pytest.param("verilator", params(4, 4), STEPS_1000, id="verilator-R4-C4",
+    pytest.param("icarus", params(4, 4), None, id="icarus-R4-C4", marks=pytest.mark.long),
+    pytest.param("verilator", params(4, 4), STEPS_100, id="verilator-R4-C4",
                  marks=pytest.mark.long),
+    pytest.param("verilator", params(4, 4), STEPS_1000, id="verilator-R4-C4-1000",
+                 marks=pytest.mark.slow),
+    pytest.param("verilator", params(16, 16, nmax=64, bmax=64, amax=1),
+                 {"STEP_TB_NETS": "1", "STEP_TB_STEPS": "3"}, id="verilator-R16-C16",
+                 marks=pytest.mark.slow),
 ]
 
 

@@ -7,10 +7,12 @@ parameters, and mutation tests: the testbench must fail against a copy of the st
 with one deliberate bug.
 
 As tests/rtl/test_rtl_step.py: a missing tool skips with the reason outside CI and fails
-under CI=true; the Icarus set (two steps of one random pair of nets), the lint of the
-default set and the $fatal checks run in `make test`; the Verilator set (1000 whole steps
-on R4-C4), the wider lints and the mutants (a minute or more each on Icarus) in the long
-tier.
+under CI=true; the lint of the default set and the $fatal checks run in `make test`; every
+bit-for-bit set compiles the reference's step first (a minute or more on 2 cores shared), so
+the Icarus set (two steps of one random pair of nets), the Verilator set of 100 whole steps
+on R4-C4, the wider lints and the mutants (a few minutes each on Icarus) run in the long
+tier (CI); 1000 whole steps on R4-C4 and a few on 16 x 16 (Pendulum's nets at batch 32) in
+the slow tier (`make test-slow`).
 """
 
 from __future__ import annotations
