@@ -245,7 +245,12 @@ module hrl_learn_step_ddpg #(
     initial begin
         if (AMAX < 1 || AMAX > LA)
             $fatal(1, "hrl_learn_step_ddpg: AMAX=%0d must be in 1..max(R, C)=%0d", AMAX, LA);
-        if (NL < 2) $fatal(1, "hrl_learn_step_ddpg: NL=%0d must be at least 2 (an actor and a critic)", NL);
+        if (AMAX > DMAX)
+            $fatal(1, "hrl_learn_step_ddpg: AMAX=%0d must be at most max(NMAX, BMAX)=%0d",
+                   AMAX, DMAX);
+        if (NL < 2)
+            $fatal(1, "hrl_learn_step_ddpg: NL=%0d must be at least 2 (an actor and a critic)",
+                   NL);
         if (BMAX < 1) $fatal(1, "hrl_learn_step_ddpg: BMAX=%0d must be at least 1", BMAX);
         if (WWID < 2 || WWID > BW)
             $fatal(1, "hrl_learn_step_ddpg: WWID=%0d must be in 2..BW=%0d", WWID, BW);
@@ -263,6 +268,8 @@ module hrl_learn_step_ddpg #(
     reg [6:0]      c_nla, c_nlc;
     reg [IW-1:0]   c_s;
     reg [7:0]      c_a;
+    wire [IW+7:0]  c_a_x = {{IW{1'b0}}, c_a};
+    wire [IW-1:0]  c_a_iw = c_a_x[IW-1:0];   // A <= AMAX <= max(NMAX, BMAX) < 2**IW
     reg [IW-1:0]   c_b;
     reg [OPB:0]    c_op [0:6];          // OP_F1 OP_F2 OP_B1 OP_F3 OP_F4 OP_B2 NOPS
     reg [HAB-1:0]  c_tab, c_tcib, c_qb, c_qtb, c_db, c_mub, c_cib, c_dib, c_dab;
@@ -836,7 +843,7 @@ module hrl_learn_step_ddpg #(
                 s_rd_en = cs == 3'd0;
                 s_rd_base = (ph == PH_CLIPT) ? c_tab : c_mub;
                 s_rd_slog = (ph == PH_CLIPT) ? c_tas : c_mus;
-                s_rd_cols = c_a[IW-1:0];
+                s_rd_cols = c_a_iw;
                 s_wr_en = (cs == 3'd3 && cw_m0 != {LA{1'b0}})
                           || (cs == 3'd4 && cw_m1 != {LA{1'b0}});
                 s_wr_sel = 2'd0;
@@ -853,7 +860,7 @@ module hrl_learn_step_ddpg #(
                 s_rd_base = c_dib;
                 s_rd_slog = c_dis;
                 s_rd_j = (cs == 3'd1) ? j0 + LAI : j0;
-                s_rd_cols = c_s + c_a[IW-1:0];
+                s_rd_cols = c_s + c_a_iw;
                 s_wr_en = cs == 3'd4;
                 s_wr_base = c_dab;
                 s_wr_slog = c_das;
@@ -1123,7 +1130,7 @@ module hrl_learn_step_ddpg #(
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_misc = ^{cfg_rel, w_j, e_busy, e_cycles, c_flags, d_p[9], d_p[10],
+    wire unused_misc = ^{cfg_rel, w_j, c_a_x, e_busy, e_cycles, c_flags, d_p[9], d_p[10],
                          AAB[0], BAB[0], DAB[0], WAB[0], HAB0[0], FW0[0], st_cfg_addr};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
