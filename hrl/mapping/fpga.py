@@ -421,16 +421,17 @@ class ArrayLearner:
 
     def train_seconds(self, networks: Mapping[str, Sequence[int]], batch: int,
                       target_period: int = 1) -> float:
-        """One SGD step: DQN's double-Q step on `networks["q"]` (its target pass spread over
-        `target_period` steps, as the step module runs it), or DDPG's critic and actor
-        steps on `networks["actor"]` and `networks["critic"]`."""
+        """One SGD step: DQN's double-Q step on `networks["q"]`, or DDPG's critic and actor
+        steps on `networks["actor"]` and `networks["critic"]`, each as its step module runs
+        it (the target pass spread over `target_period` steps)."""
         if "q" in networks:
             got = learner_schedule.step_cycles("dqn", list(networks["q"]), batch, self.rows,
                                                self.cols, target_period=target_period)
         else:
             got = learner_schedule.step_cycles("ddpg", list(networks["actor"]), batch,
                                                self.rows, self.cols,
-                                               critic=list(networks["critic"]))
+                                               critic=list(networks["critic"]),
+                                               target_period=target_period)
         return got["total"] / self.clock_hz + self.invoke_overhead_s
 
     @classmethod

@@ -20,8 +20,13 @@ their constants (experiments/results/fpga_learner/step_cycles.md): the loss unit
 Q rows per sample through the engine's host port (Q(s), the online net's Q(s') and the
 target's Q'(s')), so a sample takes LOSS_READS cycles; the Adam walk takes a block of C
 parameters a cycle, the operand words written back; the target update is a second walk,
-when due (every `target_update_period` steps). DDPG's step is not sequenced in RTL: its
-terms are the units' throughput and latency (one sample, one block a cycle).
+when due (every `target_update_period` steps). For DDPG they are what its step module
+(fpga_rtl/rtl/hrl_learn_step_ddpg.v) runs, in FixedDDPG.sgd_step's order, and its simulated
+phases set their constants (experiments/results/fpga_learner/ddpg_step_cycles.md): seven
+engine runs (`ddpg_runs`), the loss unit's critic rows (two Q rows read per sample) and
+actor rows (none read), three clip passes (the actions into the critics' inputs, twice, and
+the clip's backward pass) of CLIP_CYCLES a sample, an Adam walk per net and one target walk
+over both.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ import math
 DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
 OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
 LOSS_READS = 3  # DQN's Q rows read per sample (hrl_learn_step: Q(s), Q(s') online, Q'(s'))
-LOSS_PIPE = 10  # DDPG: the loss unit's 4 stages, plus the Q rows' hand-off (modeled)
 DQN_LOSS_PIPE = 7  # DQN's loss pass: the reads' 2 cycles, the loss unit's 4, the hand-off
-UPDATE_PIPE = 6  # DDPG: hrl_learn_adam's latency (the target unit's 3 run beside it)
-ADAM_PIPE = 12  # DQN's Adam walk: reads 2 + Adam 6 + operand 3 cycles + the hand-off
-TARGET_PIPE = 6  # DQN's target walk: reads 2 + target unit 3 cycles + the hand-off
+DDPG_CRITIC_READS = 2  # DDPG's critic rows: Q(s, a) and Q'(s', mu'(s')) read per sample
+DDPG_CRITIC_PIPE = 7  # ... the reads' 2 cycles, the loss unit's 4, the hand-off
+DDPG_ACTOR_PIPE = 5  # DDPG's actor rows (the constant delta, nothing read): 4 + hand-off
+CLIP_CYCLES = 5  # a sample of a DDPG clip pass: its reads, their 2 cycles, its writes
+CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
+ADAM_PIPE = 12  # an Adam walk: reads 2 + Adam 6 + operand 3 cycles + the hand-off
+TARGET_PIPE = 6  # a target walk: reads 2 + target unit 3 cycles + the hand-off
 
 
 def tiles(m: int, n: int, r: int, c: int) -> list[int]:
@@ -102,22 +110,31 @@ def blocks(dims, c: int) -> int:
     return sum((dims[i] + 1) * math.ceil(dims[i + 1] / c) for i in range(len(dims) - 1))
 
 
-def update_cycles(dims, c: int, pipe: int = UPDATE_PIPE) -> int:
+def update_cycles(dims, c: int, pipe: int = ADAM_PIPE) -> int:
     """Optimizer (C Adam lanes: moments, root, step, the operand's rounding), one row block
     of C parameters per cycle; `pipe` the walk's latency and hand-offs."""
     return blocks(dims, c) + pipe
 
 
 def target_cycles(dims, c: int) -> int:
-    """DQN's target update (Polyak or a hard copy, with the target's operand words): a walk
-    of its own after Adam's, when due."""
+    """The target update (Polyak or a hard copy, with the target's operand words): a walk
+    of its own after Adam's, when due. DDPG's step module walks both nets' streams in one
+    (`step_cycles`)."""
     return blocks(dims, c) + TARGET_PIPE
 
 
-def loss_cycles(batch: int, reads: int = 1, pipe: int = LOSS_PIPE) -> int:
-    """The loss unit: `reads` bank reads per sample and `pipe` cycles of latency (DQN's step
-    module: LOSS_READS, DQN_LOSS_PIPE; DDPG's one sample per cycle, modeled)."""
-    return reads * batch + pipe
+def loss_cycles(batch: int, reads: int, pipe: int) -> int:
+    """The loss unit: `reads` bank reads per sample (one sample a cycle with none) and
+    `pipe` cycles of latency (DQN's step module: LOSS_READS, DQN_LOSS_PIPE; DDPG's:
+    DDPG_CRITIC_READS, DDPG_CRITIC_PIPE and 0, DDPG_ACTOR_PIPE)."""
+    return max(reads, 1) * batch + pipe
+
+
+def ddpg_loss_cycles(batch: int) -> int:
+    """DDPG's passes between the engine's runs: the loss unit's critic rows and actor rows
+    and the three clip passes (hrl_learn_step_ddpg)."""
+    return (loss_cycles(batch, DDPG_CRITIC_READS, DDPG_CRITIC_PIPE)
+            + loss_cycles(batch, 0, DDPG_ACTOR_PIPE) + CLIP_PASSES * CLIP_CYCLES * batch)
 
 
 def dqn_step(dims, batch: int):
@@ -125,34 +142,44 @@ def dqn_step(dims, batch: int):
     return forward_phases(dims, [2 * batch, batch]), backward_phases(dims, batch)
 
 
+def ddpg_runs(actor, critic, batch: int):
+    """DDPG's step as hrl_learn_step_ddpg runs it: seven engine runs (each a list of
+    dependent phases), in FixedDDPG.sgd_step's order. 0: the target actor on s', then the
+    critic on (s, a) (its first layer independent of the actor's last, so streamed beside
+    it); 2: the target critic on (s', mu'(s')); 4: the critic's backward pass and gradients;
+    6: the actor on s; 8: the updated critic on (s, mu(s)); 10: the critic's backward pass to
+    its input (dQ/da, no gradients); 12: the actor's backward pass and gradients."""
+    ta = forward_phases(actor, [batch])
+    c = forward_phases(critic, [batch])
+    return [
+        ta[:-1] + [ta[-1] + c[0]] + c[1:],
+        forward_phases(critic, [batch]),
+        backward_phases(critic, batch),
+        forward_phases(actor, [batch]),
+        forward_phases(critic, [batch]),
+        backward_phases(critic, batch, input_delta=True, weights=False),
+        backward_phases(actor, batch),
+    ]
+
+
 def ddpg_step(actor, critic, batch: int):
-    """DDPG: the critic's step (target actor and target critic on s', critic on (s, a)),
-    then the actor's (actor on s, critic on (s, mu(s)), dQ/da back through the critic, the
-    actor's backward). Phases of independent nets are merged where they align."""
-    la, lc = len(actor) - 1, len(critic) - 1
-    fwd = []
-    # Target actor on s' and the actor on s (both actor-shaped), beside the critic on (s, a).
-    for i in range(max(la, lc)):
-        p = []
-        if i < la:
-            p.append((2 * batch, actor[i], actor[i + 1]))
-        if i < lc:
-            p.append((batch, critic[i], critic[i + 1]))
-        fwd.append(p)
-    # Target critic on (s', mu'(s')) and critic on (s, mu(s)): critic-shaped, 2B rows.
-    fwd += forward_phases(critic, [2 * batch])
-    bwd = backward_phases(critic, batch)  # the critic's gradients
-    bwd += backward_phases(critic, batch, input_delta=True, weights=False)  # dQ/da
-    bwd += backward_phases(actor, batch)
+    """DDPG's products as (forward phases, backward phases): `ddpg_runs`' forward runs and
+    backward runs, each concatenated."""
+    runs = ddpg_runs(actor, critic, batch)
+    fwd = [p for i in (0, 1, 3, 4) for p in runs[i]]
+    bwd = [p for i in (2, 5, 6) for p in runs[i]]
     return fwd, bwd
 
 
 def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
                 target_period: int = 1) -> dict:
-    """Array, loss, update and target cycles of one SGD step (a dict). 'total' is their sum
-    with the target pass's cycles spread over `target_period` steps (DQN's step module runs
-    it every `target_update_period` steps; 1, the config's default, Polyak every step);
-    'target' is the pass itself. DDPG's update pass holds its target lanes (modeled)."""
+    """Array, loss, update and target cycles of one SGD step (a dict), as the step modules
+    run it (hrl_learn_step for DQN, hrl_learn_step_ddpg for DDPG: `dims` the actor's,
+    `critic` the critic's; its 'loss' holds the loss unit's rows and the clip passes, its
+    'update' both Adam walks, its 'target' the walk over both nets). 'total' is their sum
+    with the target pass's cycles spread over `target_period` steps (the step modules run it
+    every `target_update_period` steps; 1, the configs' default, Polyak every step);
+    'target' is the pass itself."""
     if not isinstance(target_period, int) or target_period < 1:
         raise ValueError(f"agent.target_update_period: {target_period!r} must be an int >= 1")
     if kind == "dqn":
@@ -160,15 +187,18 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
         upd = update_cycles(dims, c, ADAM_PIPE)
         target = target_cycles(dims, c)
         loss = loss_cycles(batch, LOSS_READS, DQN_LOSS_PIPE)
+        array = schedule_cycles(fwd, r, c) + schedule_cycles(bwd, r, c) + 2 * DEP_GAP
+        work = macs(fwd) + macs(bwd)
     else:
-        fwd, bwd = ddpg_step(dims, critic, batch)
-        upd = max(update_cycles(dims, c), update_cycles(critic, c))
-        target = 0
-        loss = loss_cycles(batch)
-    array = schedule_cycles(fwd, r, c) + schedule_cycles(bwd, r, c) + 2 * DEP_GAP
+        runs = ddpg_runs(dims, critic, batch)
+        upd = update_cycles(dims, c, ADAM_PIPE) + update_cycles(critic, c, ADAM_PIPE)
+        target = blocks(dims, c) + blocks(critic, c) + TARGET_PIPE
+        loss = ddpg_loss_cycles(batch)
+        array = sum(schedule_cycles(run, r, c) for run in runs) + len(runs) * DEP_GAP
+        work = sum(macs(run) for run in runs)
     total = array + loss + upd + -(-target // target_period)
     return {"array": array, "loss": loss, "update": upd, "target": target, "total": total,
-            "macs": macs(fwd) + macs(bwd)}
+            "macs": work}
 
 
 def inference_cycles(dims, r: int, c: int, batch: int = 1) -> int:

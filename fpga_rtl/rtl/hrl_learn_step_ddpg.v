@@ -1,0 +1,1138 @@
+// hrl_learn_step_ddpg: the learning module's whole DDPG SGD step, a thin sequencer above
+// hrl_learn_engine that owns the optimizer's banks and the loss, clip, Adam and target
+// units. Bit for bit hrl.fixed_point.ddpg.FixedDDPG.sgd_step (Adam), given the batch words,
+// with both networks' state (actor and critic master weights, Adam's moments, both target
+// masters, the step counter) carried in its banks from step to step. The engine holds the
+// four networks: layers 0..NLA-1 of its layer registers are the actor's, NLA..NLA+NLC-1 the
+// critic's, each with an online and a target copy of its operand words (so NL, the engine's
+// layer count, is at least NLA + NLC), and one op table holds the step's seven engine runs,
+// split by the OP_* registers. One step, from `st_start` with st_cmd 0, in sgd_step's order:
+//    0 run   ops 0..OP_F1-1: the target actor on s', the critic on (s, a) (the host writes
+//            s' into the target actor's input and [s, a] into the critic's);
+//    1 clip  per sample, the target actor's output row (act words) read, clipped into the
+//            action box (layers.clip_output: LOW, HIGH per action) and written into columns
+//            S..S+A-1 of the target critic's input (the host wrote s' into columns 0..S-1);
+//    2 run   ops OP_F1..OP_F2-1: the target critic on (s', mu'(s'));
+//    3 loss  the loss unit's critic rows (hrl_learn_loss_ddpg): per sample, Q(s, a) and
+//            Q'(s', mu'(s')) read, the output delta written into the critic's output delta
+//            (D_BASE), td and |td| into the TD registers (the replay's priorities);
+//    4 run   ops OP_F2..OP_B1-1: the critic's backward pass and gradients;
+//    5 walk  the critic's Adam walk (below, rate LR_C): its new masters, moments and operand
+//            words, so what follows reads the updated critic, as the reference does;
+//    6 run   ops OP_B1..OP_F3-1: the actor on s;
+//    7 clip  as 1, the actor's output into columns S.. of the critic's input (the host wrote
+//            s into columns 0..S-1), the clip's masks (z <= low, z >= high) kept per sample;
+//    8 run   ops OP_F3..OP_F4-1: the updated critic on (s, mu(s)) (its ReLU masks);
+//    9 rows  the loss unit's actor rows: the delta -1 into D_BASE for every sample;
+//   10 run   ops OP_F4..OP_B2-1: the critic's backward pass to its input (no gradients),
+//            the input delta (B x (S + A)) at DI_BASE;
+//   11 clip  per sample, columns S..S+A-1 of the input delta read, the clip's backward
+//            (layers.clip_output_backward, with the masks of 7) written into the actor's
+//            output delta (DA_BASE);
+//   12 run   ops OP_B2..NOPS-1: the actor's backward pass and gradients;
+//   13 walk  the actor's Adam walk (rate LR_A);
+//   14 walk  when (train_steps + 1) mod PERIOD is 0 (optim.update_target): both targets,
+//            Polyak with TAU or a hard copy, the target operand words written back.
+// st_cmd 1 (init) computes every net's operand words from the master and target banks (the
+// host's initial words), as the step's write-back does.
+//
+// The parameter stream (hrl_learn_step's): layer by layer (the actor's, then the critic's,
+// each at its layer's P_BASE), per layer its weight rows then its bias as row K, per row
+// blocks of C words (lanes past N hold zeros); block p at address p of the master, m, v and
+// target banks, which the host reads and writes in that order through st_p_*.
+//
+// Saturations (st_sat, per step): the engine's seven runs, the loss unit's, the Adam lanes',
+// the Polyak step's, and the operand roundings the step reads: the target actor's, the
+// target critic's, the actor's and the critic's (computed by the previous write-back or
+// init, kept in registers) and the updated critic's (its walk in phase 5): the sum
+// FixedDDPG.sgd_step's metrics['saturations'] counts less the host's quantization of the
+// batch. The clips saturate nothing.
+//
+// The host, while st_busy is low, has the engine's whole interface (passed through as in
+// hrl_learn_step), writes the step's registers (st_cfg_*), the batch's per-sample words
+// (st_bt_*: reward (value), discount and IS weight (prob)), the parameter banks (st_p_*),
+// reads the TD words (st_td_*) and the results. The rate words are the host's each step
+// (common.step_rate).
+//   st_cfg addresses, globals:  0 NLA 1 NLC the actor's and the critic's layers (each >= 1,
+//     NLA + NLC <= NL)   2 S observation words (1.., S + A <= NMAX)   3 A actions
+//     (1..AMAX)   4 B batch (1..BMAX)   5 OP_F1 6 OP_F2 7 OP_B1 8 OP_F3 9 OP_F4 10 OP_B2
+//     11 NOPS the runs' ends (0 < OP_F1 < ... < OP_B2 < NOPS <= 6 NL)
+//     12 TA_BASE 13 TA_SLOG the target actor's output (B x A, activation bank)
+//     14 TCI_BASE 15 TCI_SLOG the target critic's input (B x (S + A))
+//     16 Q_BASE 17 Q_SLOG the critic's output (B x 1)   18 QT_BASE 19 QT_SLOG the target
+//     critic's   20 D_BASE 21 D_SLOG the critic's output delta (B x 1, delta bank)
+//     22 MU_BASE 23 MU_SLOG the actor's output (B x A)   24 CI_BASE 25 CI_SLOG the critic's
+//     input   26 DI_BASE 27 DI_SLOG the critic's input delta (delta bank)   28 DA_BASE
+//     29 DA_SLOG the actor's output delta (delta bank)   30 FLAGS bit 1 Huber clip, bit 2
+//     Polyak (else a hard copy)   31 HUBER (value word)
+//     32 C1 = 1 - beta1 33 C2 = 1 - beta2 (unit words)   34 LR_C 35 LR_A (rate words)
+//     36 V_FLOOR (second-moment word)   37 TAU (unit word)   38 PERIOD (>= 1)
+//     39 STEPS (train_steps)   40 PHASE (train_steps mod PERIOD)
+//   per layer l (0..NL-1), address 64 + 16 l + f: hrl_learn_step's fields (0 K 1 N 2 W_BASE
+//     3 W_SLOG 4 B_BASE 5 TW_BASE 6 TB_BASE 7 GW_BASE 8 G_SLOG 9 GB_BASE 10 P_BASE)
+//   per action a (0..AMAX-1): 2048 + a LOW, 3072 + a HIGH (act words, the action box)
+// `st_error`: the configuration out of range (nothing runs) or an engine run stopped at a
+// bad op (the step stops there).
+//
+// Cost above the engine: C Adam lanes, C target lanes, one DDPG loss unit, AMAX clip
+// comparator pairs and an LA-word rotator (the action's columns start at S, not at a
+// multiple of LA), four banks of C words per block, the batch, TD and clip-mask registers
+// (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven runs (each with its
+// start and end cycles), 2 B + 7 for the critic rows and B + 5 for the actor rows, 5 B for
+// each of the three clip passes, blocks + 12 for each Adam walk (its net's blocks), blocks
+// + 6 for the target walk when due (both nets' blocks), two for the command's start and end
+// (hrl.mapping.learner_schedule's DDPG terms, which the testbench checks cycle for cycle).
+`default_nettype none
+
+module hrl_learn_step_ddpg #(
+    // The engine's parameters (hrl_learn_engine's header): the array's rows and columns.
+    parameter R = 4,
+    parameter C = 4,
+    // Activation-word, weight-word and widest output-word widths.
+    parameter AW = 18,
+    parameter BW = 18,
+    parameter OW = 24,
+    // Largest layer width, layer count (of both nets: NLA + NLC <= NL) and batch.
+    parameter NMAX = 64,
+    parameter NL = 4,
+    parameter BMAX = 32,
+    // Largest bias shift, counter width.
+    parameter BSMAX = 24,
+    parameter SW = 32,
+    // Largest action size (the clip lanes); at most max(R, C).
+    parameter AMAX = 4,
+    // Weight format (the operand words the array reads, sign-extended to BW): width (at most
+    // BW) and fractional bits.
+    parameter WWID = 16,
+    parameter WF = 12,
+    // Value format (Q values, rewards, TD words): width, fractional bits.
+    parameter VW = 24,
+    parameter VF = 8,
+    // Probability format (discounts, IS weights).
+    parameter PW = 17,
+    parameter PF = 15,
+    // Delta format.
+    parameter DLW = 18,
+    parameter DLF = 12,
+    // Gradient format.
+    parameter GW = 24,
+    parameter GF = 12,
+    // Master format (master and target weights).
+    parameter MW = 28,
+    parameter MF = 24,
+    // Adam's first moment.
+    parameter OMW = 28,
+    parameter OMF = 16,
+    // Adam's second moment (DDPG's formats: FixedPointConfig.formats(.., 'ddpg')).
+    parameter QW = 29,
+    parameter QF = 14,
+    // Reciprocal square root.
+    parameter RW = 24,
+    parameter RF = 18,
+    // Adam's normalized step.
+    parameter TW = 20,
+    parameter TF = 16,
+    // Unit words (1 - beta1, 1 - beta2, tau).
+    parameter UW = 16,
+    parameter UF = 15,
+    // Rate word.
+    parameter LW = 24,
+    parameter LF = 24
+) (
+    input  wire                 clk,
+    input  wire                 rst,
+    // ---- the engine's interface (hrl_learn_engine), the host's while st_busy is low
+    input  wire                 start,
+    input  wire [OPB:0]         n_ops,
+    input  wire [OPB-1:0]       op_first,
+    output wire                 busy,       // the engine or the step runs
+    output wire                 done,       // the engine's, for the host's own runs
+    output wire                 error,
+    output wire                 fault,
+    output wire [SW-1:0]        cycles,
+    output wire [SW-1:0]        sat_count,
+    input  wire                 op_wr_en,
+    input  wire [OPB-1:0]       op_wr_op,
+    input  wire [3:0]           op_wr_field,
+    input  wire [FW-1:0]        op_wr_data,
+    input  wire                 h_wr_en,
+    input  wire [1:0]           h_wr_sel,
+    input  wire [HAB-1:0]       h_wr_base,
+    input  wire [4:0]           h_wr_slog,
+    input  wire [IW-1:0]        h_wr_i,
+    input  wire [IW-1:0]        h_wr_j,
+    input  wire [LA-1:0]        h_wr_mask,
+    input  wire [LA*HW-1:0]     h_wr_data,
+    input  wire                 h_rd_en,
+    input  wire                 h_rd_sel,
+    input  wire [HAB-1:0]       h_rd_base,
+    input  wire [4:0]           h_rd_slog,
+    input  wire [IW-1:0]        h_rd_i,
+    input  wire [IW-1:0]        h_rd_j,
+    input  wire [IW-1:0]        h_rd_rows,
+    input  wire [IW-1:0]        h_rd_cols,
+    output wire [LA*OW-1:0]     h_rd_data,
+    // ---- the step
+    input  wire                 st_start,   // with st_busy low: run st_cmd
+    input  wire                 st_cmd,     // 0 one SGD step, 1 init (all nets' operands)
+    output reg                  st_busy,
+    output reg                  st_done,    // one cycle
+    output reg                  st_error,
+    output reg  [SW-1:0]        st_sat,     // the last step's saturations
+    output reg  [SW-1:0]        st_cycles,  // the last command's cycles
+    output reg  [SW-1:0]        st_cyc_fwd, // ... of its phases: the forward runs (0 2 6 8),
+    output reg  [SW-1:0]        st_cyc_loss,//     the loss unit's rows (3 9), the clips
+    output reg  [SW-1:0]        st_cyc_clip,//     (1 7 11), the backward runs (4 10 12),
+    output reg  [SW-1:0]        st_cyc_bwd, //     the Adam walks (5 13), the target walk
+    output reg  [SW-1:0]        st_cyc_upd, //     (14), each with its hand-off cycle
+    output reg  [SW-1:0]        st_cyc_tgt,
+    output reg  [31:0]          st_steps,   // train_steps
+    input  wire                 st_cfg_en,
+    input  wire [11:0]          st_cfg_addr,
+    input  wire [31:0]          st_cfg_data,
+    input  wire                 st_bt_en,   // sample st_bt_i's words
+    input  wire [IW-1:0]        st_bt_i,
+    input  wire [VW-1:0]        st_bt_reward,
+    input  wire [PW-1:0]        st_bt_discount,
+    input  wire [PW-1:0]        st_bt_weight,
+    // the parameter banks: 0 master, 1 m, 2 v, 3 target; block st_p_*_addr, lane c at
+    // [c*32 +: 32] (the low bits written; read sign-extended, 2 cycles after st_p_rd_en)
+    input  wire                 st_p_wr_en,
+    input  wire [1:0]           st_p_wr_sel,
+    input  wire [PAB-1:0]       st_p_wr_addr,
+    input  wire [C*32-1:0]      st_p_wr_data,
+    input  wire                 st_p_rd_en,
+    input  wire [1:0]           st_p_rd_sel,
+    input  wire [PAB-1:0]       st_p_rd_addr,
+    output reg  [C*32-1:0]      st_p_rd_data,
+    // the last step's TD error and |TD| of sample st_td_i (value words, the next cycle)
+    input  wire [IW-1:0]        st_td_i,
+    output reg  [VW-1:0]        st_td,
+    output reg  [VW-1:0]        st_abs_td
+);
+    // ------------------------------------------------------------------ sizes (the engine's)
+    localparam LA = (R > C) ? R : C;
+    localparam LGA = $clog2(LA);
+    localparam LGC = $clog2(C);
+    localparam DMAX = (NMAX > BMAX) ? NMAX : BMAX;
+    localparam IW = $clog2(DMAX + 1);
+    localparam SLA = $clog2((NMAX + LA - 1) / LA);
+    localparam SLC = $clog2((NMAX + C - 1) / C);
+    localparam ADEPTH = 2 * (NL + 1) * BMAX * (1 << SLA);
+    localparam DDEPTH = ((NL + 1) * BMAX + NL * (NMAX + 1)) * (1 << SLA);
+    localparam WDEPTH = 2 * NL * NMAX * (1 << SLC);
+    localparam BDEPTH = 2 * NL * (1 << SLC);
+    localparam AAB = (ADEPTH > 1) ? $clog2(ADEPTH) : 1;
+    localparam DAB = (DDEPTH > 1) ? $clog2(DDEPTH) : 1;
+    localparam WAB = (WDEPTH > 1) ? $clog2(WDEPTH) : 1;
+    localparam BAB = (BDEPTH > 1) ? $clog2(BDEPTH) : 1;
+    localparam HAB0 = (DAB > WAB) ? DAB : WAB;
+    localparam HAB = (HAB0 > BAB) ? HAB0 : BAB;
+    localparam HW = (OW > BW) ? OW : BW;
+    localparam NOPS = (NL > 0) ? 6 * NL : 6;
+    localparam OPB = $clog2(NOPS);
+    localparam FW0 = (HAB > IW) ? HAB : IW;
+    localparam FW = (FW0 > 8) ? FW0 : 8;
+    // the step's own
+    localparam NBLK = (NMAX + C - 1) / C;                  // blocks of a row
+    localparam PDEPTH = NL * (NMAX + 1) * NBLK;            // blocks of the largest stream
+    localparam PAB = (PDEPTH > 1) ? $clog2(PDEPTH) : 1;
+    localparam LB = (NL > 1) ? $clog2(NL) : 1;             // a layer
+    localparam CB = $clog2(C + 1);
+    localparam OB = (LGA > 0) ? LGA : 1;
+    localparam integer W_SH = MF - WF;                     // the operand's shift (checked)
+
+    initial begin
+        if (AMAX < 1 || AMAX > LA)
+            $fatal(1, "hrl_learn_step_ddpg: AMAX=%0d must be in 1..max(R, C)=%0d", AMAX, LA);
+        if (AMAX > DMAX)
+            $fatal(1, "hrl_learn_step_ddpg: AMAX=%0d must be at most max(NMAX, BMAX)=%0d",
+                   AMAX, DMAX);
+        if (NL < 2)
+            $fatal(1, "hrl_learn_step_ddpg: NL=%0d must be at least 2 (an actor and a critic)",
+                   NL);
+        if (BMAX < 1) $fatal(1, "hrl_learn_step_ddpg: BMAX=%0d must be at least 1", BMAX);
+        if (WWID < 2 || WWID > BW)
+            $fatal(1, "hrl_learn_step_ddpg: WWID=%0d must be in 2..BW=%0d", WWID, BW);
+        if (VW > OW || GW > OW || DLW > OW || BW > HW)
+            $fatal(1, "hrl_learn_step_ddpg: VW=%0d, GW=%0d, DLW=%0d must fit OW=%0d",
+                   VW, GW, DLW, OW);
+        if (MW > 32 || OMW > 32 || QW > 32)
+            $fatal(1, "hrl_learn_step_ddpg: MW=%0d, OMW=%0d, QW=%0d must be at most 32 (the port)",
+                   MW, OMW, QW);
+        if (W_SH < -4) $fatal(1, "hrl_learn_step_ddpg: MF - WF = %0d must be at least -4", W_SH);
+        if (PAB > 24) $fatal(1, "hrl_learn_step_ddpg: parameter banks of 2**%0d blocks", PAB);
+    end
+
+    // ------------------------------------------------------------------ registers
+    reg [6:0]      c_nla, c_nlc;
+    reg [IW-1:0]   c_s;
+    reg [7:0]      c_a;
+    wire [IW+7:0]  c_a_x = {{IW{1'b0}}, c_a};
+    wire [IW-1:0]  c_a_iw = c_a_x[IW-1:0];   // A <= AMAX <= max(NMAX, BMAX) < 2**IW
+    reg [IW-1:0]   c_b;
+    reg [OPB:0]    c_op [0:6];          // OP_F1 OP_F2 OP_B1 OP_F3 OP_F4 OP_B2 NOPS
+    reg [HAB-1:0]  c_tab, c_tcib, c_qb, c_qtb, c_db, c_mub, c_cib, c_dib, c_dab;
+    reg [4:0]      c_tas, c_tcis, c_qs, c_qts, c_ds, c_mus, c_cis, c_dis, c_das;
+    reg [2:0]      c_flags;
+    reg [VW-1:0]   c_huber;
+    reg [UW-1:0]   c_c1, c_c2, c_tau;
+    reg [LW-1:0]   c_lrc, c_lra;
+    reg [QW-1:0]   c_vfloor;
+    reg [31:0]     c_period, c_phase;
+    reg [OW-1:0]   c_low [0:AMAX-1];    // the action box, act words
+    reg [OW-1:0]   c_high [0:AMAX-1];
+    reg [IW-1:0]   l_k  [0:NL-1];
+    reg [IW-1:0]   l_n  [0:NL-1];
+    reg [HAB-1:0]  l_wb [0:NL-1];
+    reg [4:0]      l_ws [0:NL-1];
+    reg [HAB-1:0]  l_bb [0:NL-1];
+    reg [HAB-1:0]  l_twb [0:NL-1];
+    reg [HAB-1:0]  l_tbb [0:NL-1];
+    reg [HAB-1:0]  l_gwb [0:NL-1];
+    reg [4:0]      l_gs [0:NL-1];
+    reg [HAB-1:0]  l_gbb [0:NL-1];
+    reg [PAB-1:0]  l_pb [0:NL-1];
+
+    localparam AXB = (AMAX > 1) ? $clog2(AMAX) : 1;        // an action
+    wire        cfg_glob = st_cfg_addr < 12'd64;
+    wire        cfg_layer = !cfg_glob && !st_cfg_addr[11];
+    wire [11:0] cfg_rel = st_cfg_addr - 12'd64;
+    wire [LB-1:0] cfg_l = cfg_rel[4 +: LB];
+    wire        cfg_l_ok = {24'd0, cfg_rel[11:4]} < NL;
+    wire        cfg_a_ok = {22'd0, st_cfg_addr[9:0]} < AMAX;
+    wire [AXB-1:0] cfg_a = st_cfg_addr[AXB-1:0];
+    reg         step_inc;     // the step's end: the counter and the target's phase move
+    wire        due;          // this step updates the target
+    always @(posedge clk) begin
+        if (st_cfg_en && !st_busy) begin
+            if (cfg_glob) begin
+                case (st_cfg_addr[5:0])
+                    6'd0:  c_nla <= st_cfg_data[6:0];
+                    6'd1:  c_nlc <= st_cfg_data[6:0];
+                    6'd2:  c_s <= st_cfg_data[IW-1:0];
+                    6'd3:  c_a <= st_cfg_data[7:0];
+                    6'd4:  c_b <= st_cfg_data[IW-1:0];
+                    6'd5:  c_op[0] <= st_cfg_data[OPB:0];
+                    6'd6:  c_op[1] <= st_cfg_data[OPB:0];
+                    6'd7:  c_op[2] <= st_cfg_data[OPB:0];
+                    6'd8:  c_op[3] <= st_cfg_data[OPB:0];
+                    6'd9:  c_op[4] <= st_cfg_data[OPB:0];
+                    6'd10: c_op[5] <= st_cfg_data[OPB:0];
+                    6'd11: c_op[6] <= st_cfg_data[OPB:0];
+                    6'd12: c_tab <= st_cfg_data[HAB-1:0];
+                    6'd13: c_tas <= st_cfg_data[4:0];
+                    6'd14: c_tcib <= st_cfg_data[HAB-1:0];
+                    6'd15: c_tcis <= st_cfg_data[4:0];
+                    6'd16: c_qb <= st_cfg_data[HAB-1:0];
+                    6'd17: c_qs <= st_cfg_data[4:0];
+                    6'd18: c_qtb <= st_cfg_data[HAB-1:0];
+                    6'd19: c_qts <= st_cfg_data[4:0];
+                    6'd20: c_db <= st_cfg_data[HAB-1:0];
+                    6'd21: c_ds <= st_cfg_data[4:0];
+                    6'd22: c_mub <= st_cfg_data[HAB-1:0];
+                    6'd23: c_mus <= st_cfg_data[4:0];
+                    6'd24: c_cib <= st_cfg_data[HAB-1:0];
+                    6'd25: c_cis <= st_cfg_data[4:0];
+                    6'd26: c_dib <= st_cfg_data[HAB-1:0];
+                    6'd27: c_dis <= st_cfg_data[4:0];
+                    6'd28: c_dab <= st_cfg_data[HAB-1:0];
+                    6'd29: c_das <= st_cfg_data[4:0];
+                    6'd30: c_flags <= st_cfg_data[2:0];
+                    6'd31: c_huber <= st_cfg_data[VW-1:0];
+                    6'd32: c_c1 <= st_cfg_data[UW-1:0];
+                    6'd33: c_c2 <= st_cfg_data[UW-1:0];
+                    6'd34: c_lrc <= st_cfg_data[LW-1:0];
+                    6'd35: c_lra <= st_cfg_data[LW-1:0];
+                    6'd36: c_vfloor <= st_cfg_data[QW-1:0];
+                    6'd37: c_tau <= st_cfg_data[UW-1:0];
+                    6'd38: c_period <= st_cfg_data;
+                    6'd39: st_steps <= st_cfg_data;
+                    6'd40: c_phase <= st_cfg_data;
+                    default: ;
+                endcase
+            end else if (cfg_layer) begin
+                if (cfg_l_ok)
+                    case (cfg_rel[3:0])
+                        4'd0:  l_k[cfg_l] <= st_cfg_data[IW-1:0];
+                        4'd1:  l_n[cfg_l] <= st_cfg_data[IW-1:0];
+                        4'd2:  l_wb[cfg_l] <= st_cfg_data[HAB-1:0];
+                        4'd3:  l_ws[cfg_l] <= st_cfg_data[4:0];
+                        4'd4:  l_bb[cfg_l] <= st_cfg_data[HAB-1:0];
+                        4'd5:  l_twb[cfg_l] <= st_cfg_data[HAB-1:0];
+                        4'd6:  l_tbb[cfg_l] <= st_cfg_data[HAB-1:0];
+                        4'd7:  l_gwb[cfg_l] <= st_cfg_data[HAB-1:0];
+                        4'd8:  l_gs[cfg_l] <= st_cfg_data[4:0];
+                        4'd9:  l_gbb[cfg_l] <= st_cfg_data[HAB-1:0];
+                        4'd10: l_pb[cfg_l] <= st_cfg_data[PAB-1:0];
+                        default: ;
+                    endcase
+            end else if (cfg_a_ok) begin
+                if (st_cfg_addr[10]) c_high[cfg_a] <= st_cfg_data[OW-1:0];
+                else c_low[cfg_a] <= st_cfg_data[OW-1:0];
+            end
+        end
+        if (step_inc) begin
+            st_steps <= st_steps + 1'b1;
+            c_phase <= due ? 32'd0 : c_phase + 1'b1;
+        end
+    end
+    assign due = c_phase + 1'b1 >= c_period;
+
+    // The batch's words, the TD registers and the actor's clip masks.
+    reg [VW-1:0]   bt_rew  [0:BMAX-1];
+    reg [PW-1:0]   bt_disc [0:BMAX-1];
+    reg [PW-1:0]   bt_w    [0:BMAX-1];
+    reg [VW-1:0]   td_mem  [0:BMAX-1];
+    reg [VW-1:0]   abs_mem [0:BMAX-1];
+    reg [AMAX-1:0] lo_mem  [0:BMAX-1];
+    reg [AMAX-1:0] hi_mem  [0:BMAX-1];
+    localparam BI = (BMAX > 1) ? $clog2(BMAX) : 1;        // a sample of the batch
+    wire [BI-1:0] bt_i = st_bt_i[BI-1:0];
+    wire [BI-1:0] td_i = ({{(32-IW){1'b0}}, st_td_i} < BMAX) ? st_td_i[BI-1:0] : {BI{1'b0}};
+    always @(posedge clk) begin
+        if (st_bt_en && !st_busy && {{(32-IW){1'b0}}, st_bt_i} < BMAX) begin
+            bt_rew[bt_i] <= st_bt_reward;
+            bt_disc[bt_i] <= st_bt_discount;
+            bt_w[bt_i] <= st_bt_weight;
+        end
+        st_td <= td_mem[td_i];
+        st_abs_td <= abs_mem[td_i];
+    end
+
+    // ------------------------------------------------------------------ the engine
+    reg              e_start;
+    reg  [OPB:0]     e_nops;
+    reg  [OPB-1:0]   e_first;
+    wire             e_busy, e_done, e_error, e_fault;
+    wire [SW-1:0]    e_cycles, e_sat;
+    // the step's drive of the host ports
+    reg              s_wr_en;
+    reg  [1:0]       s_wr_sel;
+    reg  [HAB-1:0]   s_wr_base;
+    reg  [4:0]       s_wr_slog;
+    reg  [IW-1:0]    s_wr_i, s_wr_j;
+    reg  [LA-1:0]    s_wr_mask;
+    reg  [LA*HW-1:0] s_wr_data;
+    reg              s_rd_en, s_rd_sel;
+    reg  [HAB-1:0]   s_rd_base;
+    reg  [4:0]       s_rd_slog;
+    reg  [IW-1:0]    s_rd_i, s_rd_j, s_rd_rows, s_rd_cols;
+    wire             sq = st_busy;
+
+    hrl_learn_engine #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL),
+                       .BMAX(BMAX), .BSMAX(BSMAX), .SW(SW)) engine (
+        .clk(clk), .rst(rst),
+        .start(sq ? e_start : start), .n_ops(sq ? e_nops : n_ops),
+        .op_first(sq ? e_first : op_first),
+        .busy(e_busy), .done(e_done), .error(e_error), .fault(e_fault), .cycles(e_cycles),
+        .sat_count(e_sat),
+        .op_wr_en(op_wr_en && !sq), .op_wr_op(op_wr_op), .op_wr_field(op_wr_field),
+        .op_wr_data(op_wr_data),
+        .h_wr_en(sq ? s_wr_en : h_wr_en), .h_wr_sel(sq ? s_wr_sel : h_wr_sel),
+        .h_wr_base(sq ? s_wr_base : h_wr_base), .h_wr_slog(sq ? s_wr_slog : h_wr_slog),
+        .h_wr_i(sq ? s_wr_i : h_wr_i), .h_wr_j(sq ? s_wr_j : h_wr_j),
+        .h_wr_mask(sq ? s_wr_mask : h_wr_mask), .h_wr_data(sq ? s_wr_data : h_wr_data),
+        .h_rd_en(sq ? s_rd_en : h_rd_en), .h_rd_sel(sq ? s_rd_sel : h_rd_sel),
+        .h_rd_base(sq ? s_rd_base : h_rd_base), .h_rd_slog(sq ? s_rd_slog : h_rd_slog),
+        .h_rd_i(sq ? s_rd_i : h_rd_i), .h_rd_j(sq ? s_rd_j : h_rd_j),
+        .h_rd_rows(sq ? s_rd_rows : h_rd_rows), .h_rd_cols(sq ? s_rd_cols : h_rd_cols),
+        .h_rd_data(h_rd_data));
+    assign busy = e_busy || st_busy;
+    assign done = e_done && !st_busy;
+    assign error = e_error;
+    assign fault = e_fault;
+    assign cycles = e_cycles;
+    assign sat_count = e_sat;
+    // ------------------------------------------------------------------ the parameter banks
+    // Four memories of C-word blocks (master, m, v, target), one read and one write port
+    // each: the stream's walk or the host.
+    reg  [PAB-1:0]   pr_addr;          // the walk's read address (this cycle)
+    reg              pr_en;
+    wire [PAB-1:0]   p_raddr = sq ? pr_addr : st_p_rd_addr;
+    wire             p_ren = sq ? pr_en : st_p_rd_en;
+    reg  [C*MW-1:0]  mem_w [0:PDEPTH-1];
+    reg  [C*OMW-1:0] mem_m [0:PDEPTH-1];
+    reg  [C*QW-1:0]  mem_v [0:PDEPTH-1];
+    reg  [C*MW-1:0]  mem_t [0:PDEPTH-1];
+    reg  [C*MW-1:0]  rw1, rw2, rt1, rt2;
+    reg  [C*OMW-1:0] rm1, rm2;
+    reg  [C*QW-1:0]  rv1, rv2;
+    // the walk's writes
+    reg              ww_en, wm_en, wt_en;   // master, m and v, target
+    reg  [PAB-1:0]   ww_addr, wm_addr, wt_addr;
+    reg  [C*MW-1:0]  ww_data, wt_data;
+    reg  [C*OMW-1:0] wm_data;
+    reg  [C*QW-1:0]  wv_data;
+    // the host's writes, unpacked
+    wire [C*MW-1:0]  hp_w;
+    wire [C*OMW-1:0] hp_m;
+    wire [C*QW-1:0]  hp_v;
+    genvar g;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_hp
+            assign hp_w[g*MW +: MW] = st_p_wr_data[g*32 +: MW];
+            assign hp_m[g*OMW +: OMW] = st_p_wr_data[g*32 +: OMW];
+            assign hp_v[g*QW +: QW] = st_p_wr_data[g*32 +: QW];
+            if (MW < 32 || OMW < 32 || QW < 32) begin : g_unused
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire unused = ^st_p_wr_data[g*32 +: 32];
+                /* verilator lint_on UNUSEDSIGNAL */
+            end
+        end
+    endgenerate
+    wire hw = st_p_wr_en && !sq;
+    always @(posedge clk) begin
+        if (p_ren) begin
+            rw1 <= mem_w[p_raddr];
+            rm1 <= mem_m[p_raddr];
+            rv1 <= mem_v[p_raddr];
+            rt1 <= mem_t[p_raddr];
+        end
+        rw2 <= rw1;
+        rm2 <= rm1;
+        rv2 <= rv1;
+        rt2 <= rt1;
+        if (hw && st_p_wr_sel == 2'd0) mem_w[st_p_wr_addr] <= hp_w;
+        if (hw && st_p_wr_sel == 2'd1) mem_m[st_p_wr_addr] <= hp_m;
+        if (hw && st_p_wr_sel == 2'd2) mem_v[st_p_wr_addr] <= hp_v;
+        if (hw && st_p_wr_sel == 2'd3) mem_t[st_p_wr_addr] <= hp_w;
+        if (ww_en) mem_w[ww_addr] <= ww_data;
+        if (wm_en) begin
+            mem_m[wm_addr] <= wm_data;
+            mem_v[wm_addr] <= wv_data;
+        end
+        if (wt_en) mem_t[wt_addr] <= wt_data;
+    end
+    // The host's read: the selected bank's block, sign-extended, 2 cycles after.
+    reg [1:0] p_sel1;
+    always @(posedge clk) p_sel1 <= st_p_rd_sel;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_prd
+            wire [MW-1:0]  w = rw1[g*MW +: MW];
+            wire [OMW-1:0] m = rm1[g*OMW +: OMW];
+            wire [QW-1:0]  v = rv1[g*QW +: QW];
+            wire [MW-1:0]  t = rt1[g*MW +: MW];
+            always @(posedge clk)
+                case (p_sel1)
+                    2'd0: st_p_rd_data[g*32 +: 32] <= {{(32-MW){w[MW-1]}}, w};
+                    2'd1: st_p_rd_data[g*32 +: 32] <= {{(32-OMW){m[OMW-1]}}, m};
+                    2'd2: st_p_rd_data[g*32 +: 32] <= {{(32-QW){v[QW-1]}}, v};
+                    default: st_p_rd_data[g*32 +: 32] <= {{(32-MW){t[MW-1]}}, t};
+                endcase
+        end
+    endgenerate
+
+    // ------------------------------------------------------------------ the sequencer
+    localparam [3:0] S_IDLE = 4'd0, S_RUN = 4'd1, S_RUNW = 4'd2, S_LOSS = 4'd3,
+                     S_AROW = 4'd4, S_LOSSW = 4'd5, S_CLIP = 4'd6, S_WALK = 4'd7,
+                     S_WALKW = 4'd8, S_FIN = 4'd9;
+    // The walks over the parameter stream.
+    localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPON = 2'd2, P_OPTG = 2'd3;
+    // The phases (the header's numbers; 16, 17 init's walks, 15 and 18 the end).
+    localparam [4:0] PH_CLIPT = 5'd1, PH_LOSS = 5'd3, PH_WCRIT = 5'd5, PH_CLIPA = 5'd7,
+                     PH_AROW = 5'd9, PH_CLIPB = 5'd11, PH_WACT = 5'd13, PH_WTGT = 5'd14,
+                     PH_OPON = 5'd16, PH_OPTG = 5'd17;
+    reg [3:0]      state;
+    reg [4:0]      ph;
+    reg            cmd_init;
+    reg [1:0]      pk;                 // the walk's kind
+    reg [LW-1:0]   cur_lr;             // the walk's rate word
+    reg [SW-1:0]   acc_sat, nop_a, nop_c, nop_tg, nop_a_n, nop_c_n, nop_tg_n;
+    reg            tgt_ran;
+    // the loss and clip passes
+    reg [IW-1:0]   lb;                 // sample being read
+    reg            ls;                 // its loss read: 0 Q(s, a), 1 Q'(s', mu'(s'))
+    reg [2:0]      cs;                 // its clip cycle (0..4)
+    reg [IW-1:0]   l_left;             // samples not yet written
+    // the walk
+    reg [LB-1:0]   wl;
+    reg [LB:0]     w_hi;               // one past the walk's last layer
+    reg [IW-1:0]   wi, wjb;
+    reg [PAB-1:0]  wp;
+    reg [4:0]      w_drain;            // cycles since the last issue
+
+    wire [IW-1:0]  wk = l_k[wl];
+    wire [IW-1:0]  wn = l_n[wl];
+    wire [IW-1:0]  w_nblk = (wn + C[IW-1:0] - 1'b1) >> LGC;
+    wire           w_bias = wi == wk;
+    wire           w_last_blk = wjb + 1'b1 >= w_nblk;
+    wire           w_last_row = w_bias;
+    wire           w_last_layer = {1'b0, wl} + 1'b1 >= w_hi;
+    wire [IW+7:0]  w_j = {8'd0, wjb} << LGC;      // the block's first column
+    wire [C-1:0]   w_lanes;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_wl
+            assign w_lanes[g] = w_j + g < {8'd0, wn};
+        end
+    endgenerate
+    wire [IW-1:0]  w_j_al = (w_j[IW-1:0] >> LGA) << LGA;
+    wire [LB-1:0]  nla_l = c_nla[LB-1:0];          // < NL (checked: NLC >= 1)
+    wire [LB:0]    nla_h = c_nla[LB:0];
+    wire [LB:0]    nl_all = c_nla[LB:0] + c_nlc[LB:0];
+
+    // The walk's side band, through its pipeline (stage s: s cycles after the issue).
+    localparam LAT = 11;                          // the Adam walk's: read 2, Adam 6, target 3
+    reg            d_v    [1:LAT];
+    reg [PAB-1:0]  d_p    [1:LAT];
+    reg [LB-1:0]   d_l    [1:LAT];
+    reg [IW-1:0]   d_i    [1:LAT];
+    reg [IW-1:0]   d_jb   [1:LAT];
+    reg            d_b    [1:LAT];
+    reg [C-1:0]    d_lanes[1:LAT];
+    reg [OB-1:0]   d_off  [1:2];                  // the gradient's lanes in the LA read
+    wire           w_issue = state == S_WALK;   // one block per cycle
+    integer s;
+    always @(posedge clk) begin
+        d_v[1] <= w_issue;
+        d_p[1] <= wp;
+        d_l[1] <= wl;
+        d_i[1] <= wi;
+        d_jb[1] <= wjb;
+        d_b[1] <= w_bias;
+        d_lanes[1] <= w_lanes;
+        d_off[1] <= w_j[OB-1:0] & (LA[OB-1:0] - 1'b1);
+        d_off[2] <= d_off[1];
+        for (s = 2; s <= LAT; s = s + 1) begin
+            d_v[s] <= d_v[s-1];
+            d_p[s] <= d_p[s-1];
+            d_l[s] <= d_l[s-1];
+            d_i[s] <= d_i[s-1];
+            d_jb[s] <= d_jb[s-1];
+            d_b[s] <= d_b[s-1];
+            d_lanes[s] <= d_lanes[s-1];
+        end
+        if (rst) for (s = 1; s <= LAT; s = s + 1) d_v[s] <= 1'b0;
+    end
+
+    // ---- the Adam lanes (stage 2 in, stage 8 out)
+    wire [C*GW-1:0]  grad;
+    wire [C-1:0]     ad_v;
+    wire [C*MW-1:0]  ad_w;
+    wire [C*OMW-1:0] ad_m;
+    wire [C*QW-1:0]  ad_q;
+    wire [C*3-1:0]   ad_sat;
+    generate
+        for (g = 0; g < C; g = g + 1) begin : g_adam
+            wire [OW-1:0] word = h_rd_data[({{(32-OB){1'b0}}, d_off[2]} + g) * OW +: OW];
+            assign grad[g*GW +: GW] = word[GW-1:0];
+            if (OW > GW) begin : g_unused
+                /* verilator lint_off UNUSEDSIGNAL */
+                wire unused = ^word[OW-1:GW];
+                /* verilator lint_on UNUSEDSIGNAL */
+            end
+            hrl_learn_adam #(.GW(GW), .GF(GF), .MW(OMW), .MF(OMF), .SW(QW), .SF(QF),
+                             .RW(RW), .RF(RF), .TW(TW), .TF(TF), .WW(MW), .WF(MF),
+                             .UW(UW), .UF(UF), .LW(LW), .LF(LF)) adam (
+                .clk(clk), .rst(rst), .c1(c_c1), .c2(c_c2), .lr(cur_lr), .v_floor(c_vfloor),
+                .in_valid(d_v[2] && pk == P_ADAM), .in_w(rw2[g*MW +: MW]),
+                .in_m(rm2[g*OMW +: OMW]), .in_v(rv2[g*QW +: QW]), .in_g(grad[g*GW +: GW]),
+                .out_valid(ad_v[g]), .out_w(ad_w[g*MW +: MW]), .out_m(ad_m[g*OMW +: OMW]),
+                .out_v(ad_q[g*QW +: QW]), .out_sat(ad_sat[g*3 +: 3]));
+        end
+    endgenerate
+
+    // ---- the target and operand lanes (stage 8 in for Adam's walk, else stage 2)
+    wire             t_in_v = (pk == P_ADAM) ? d_v[8] : d_v[2];
+    wire [C*MW-1:0]  t_on = (pk == P_ADAM) ? ad_w : ((pk == P_OPTG) ? rt2 : rw2);
+    wire             t_copy = !(pk == P_TGT && c_flags[2]);
+    wire             t_out_v;
+    wire [C*MW-1:0]  t_master;
+    wire [C*WWID-1:0] t_weight;
+    wire [C-1:0]     t_sat_m, t_sat_w;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [$clog2(2 * C + 1)-1:0] t_nsat;   // counted per lane below (the lanes past N out)
+    /* verilator lint_on UNUSEDSIGNAL */
+    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF)) tgt (
+        .clk(clk), .rst(rst), .tau(c_tau), .in_valid(t_in_v), .in_copy(t_copy),
+        .in_online(t_on), .in_target(rt2), .out_valid(t_out_v), .out_master(t_master),
+        .out_weight(t_weight), .out_sat_master(t_sat_m), .out_sat_weight(t_sat_w),
+        .out_nsat(t_nsat));
+    // The write stage: 11 for Adam's walk, 5 for the others.
+    wire             o_v = (pk == P_ADAM) ? d_v[LAT] : d_v[5];
+    wire [PAB-1:0]   o_p = (pk == P_ADAM) ? d_p[LAT] : d_p[5];
+    wire [LB-1:0]    o_l = (pk == P_ADAM) ? d_l[LAT] : d_l[5];
+    wire [IW-1:0]    o_i = (pk == P_ADAM) ? d_i[LAT] : d_i[5];
+    wire [IW-1:0]    o_jb = (pk == P_ADAM) ? d_jb[LAT] : d_jb[5];
+    wire             o_b = (pk == P_ADAM) ? d_b[LAT] : d_b[5];
+    wire [C-1:0]     o_lanes = (pk == P_ADAM) ? d_lanes[LAT] : d_lanes[5];
+    wire             o_tgt = pk == P_TGT || pk == P_OPTG;   // the target net's words
+    reg  [CB-1:0]    n_sm, n_sw;
+    reg  [CB+2:0]    n_ad;
+    integer c;
+    always @(*) begin
+        n_sm = {CB{1'b0}};
+        n_sw = {CB{1'b0}};
+        n_ad = {(CB+3){1'b0}};
+        for (c = 0; c < C; c = c + 1) begin
+            n_sm = n_sm + {{(CB-1){1'b0}}, t_sat_m[c] && o_lanes[c]};
+            n_sw = n_sw + {{(CB-1){1'b0}}, t_sat_w[c] && o_lanes[c]};
+            n_ad = n_ad + (d_lanes[8][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
+        end
+    end
+    wire [LA*HW-1:0] t_wdata;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_tw
+            if (g < C) begin : g_in
+                wire [WWID-1:0] w = t_weight[g*WWID +: WWID];
+                assign t_wdata[g*HW +: HW] = {{(HW-WWID){w[WWID-1]}}, w};
+            end else begin : g_out
+                assign t_wdata[g*HW +: HW] = {HW{1'b0}};
+            end
+        end
+    endgenerate
+    // unused: the Adam lanes' valid beyond lane 0 (they run in lock step)
+    // unused: the Adam lanes' valid beyond lane 0 (they run in lock step)
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_ad = ^ad_v;
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    // ---- the loss unit: critic rows (two reads a sample) and actor rows (none)
+    // The read tags, waiting with the reads' 2 cycles: (valid, which, sample).
+    reg            r1_v, r2_v, r1_s, r2_s;
+    reg [IW-1:0]   r1_b, r2_b;
+    reg [VW-1:0]   g_q;
+    wire [VW-1:0]  rd_v0 = h_rd_data[VW-1:0];     // lane 0's value word
+    always @(posedge clk) begin
+        r1_v <= state == S_LOSS;
+        r1_s <= ls;
+        r1_b <= lb;
+        r2_v <= r1_v;
+        r2_s <= r1_s;
+        r2_b <= r1_b;
+        if (r2_v && !r2_s) g_q <= rd_v0;
+        if (rst) begin
+            r1_v <= 1'b0;
+            r2_v <= 1'b0;
+        end
+    end
+    wire             li_act = state == S_AROW;
+    wire             li_v = (r2_v && r2_s) || li_act;
+    wire [IW-1:0]    li_b = li_act ? lb : r2_b;
+    wire [BI-1:0]    li_bi = li_b[BI-1:0];         // < B <= BMAX
+    wire             lo_v;
+    wire [DLW-1:0]   lo_delta;
+    wire [VW-1:0]    lo_td, lo_abs;
+    wire [1:0]       lo_sat;
+    hrl_learn_loss_ddpg #(.VW(VW), .VF(VF), .PW(PW), .PF(PF), .DW(DLW), .DF(DLF)) loss (
+        .clk(clk), .rst(rst), .use_huber(c_flags[1]), .huber(c_huber), .in_valid(li_v),
+        .in_actor(li_act), .in_q(g_q), .in_q_next(rd_v0), .in_reward(bt_rew[li_bi]),
+        .in_discount(bt_disc[li_bi]), .in_weight(bt_w[li_bi]), .out_valid(lo_v),
+        .out_delta(lo_delta), .out_td(lo_td), .out_abs_td(lo_abs), .out_sat(lo_sat));
+    // The sample of the loss unit's output (4 cycles after its input).
+    reg [IW-1:0] lq_b [1:4];
+    reg          lq_act [1:4];
+    integer q;
+    always @(posedge clk) begin
+        lq_b[1] <= li_b;
+        lq_act[1] <= li_act;
+        for (q = 2; q <= 4; q = q + 1) begin
+            lq_b[q] <= lq_b[q-1];
+            lq_act[q] <= lq_act[q-1];
+        end
+        if (lo_v && !lq_act[4]) begin
+            td_mem[lq_b[4][BI-1:0]] <= lo_td;
+            abs_mem[lq_b[4][BI-1:0]] <= lo_abs;
+        end
+    end
+    wire [LA*HW-1:0] lo_wdata = {{((LA-1)*HW){1'b0}}, {(HW-DLW){lo_delta[DLW-1]}}, lo_delta};
+    wire [LA-1:0]    lane0 = {{(LA-1){1'b0}}, 1'b1};
+
+    // ---- the clips. The action's columns S..S+A-1 of the critic's input (and of its input
+    // delta) start at lane `off` of the row block at `j0` and may run into the next block.
+    localparam [IW-1:0] LAI = LA[IW-1:0];
+    wire [LGA-1:0] off = c_s[LGA-1:0];
+    wire [IW-1:0]  j0 = (c_s >> LGA) << LGA;
+    // forward: z (the actor's output row, act words sign-extended to OW) into the box
+    reg  [AMAX*OW-1:0] cl_y;
+    reg  [AMAX-1:0]    cl_lo, cl_hi;
+    integer a1, a2;
+    always @(*) begin
+        for (a1 = 0; a1 < AMAX; a1 = a1 + 1) begin
+            cl_lo[a1] = $signed(h_rd_data[a1*OW +: OW]) <= $signed(c_low[a1]);
+            cl_hi[a1] = $signed(h_rd_data[a1*OW +: OW]) >= $signed(c_high[a1]);
+            cl_y[a1*OW +: OW] = cl_lo[a1] ? c_low[a1]
+                                : (cl_hi[a1] ? c_high[a1] : h_rd_data[a1*OW +: OW]);
+        end
+    end
+    // rotated by `off` into the two blocks' lanes, and their lane masks
+    wire [LA*HW-1:0] cl_rot;
+    wire [LA-1:0]    cl_m0, cl_m1;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_rot
+            // lane g holds action (g - off) mod LA: of block j0 without a borrow, of
+            // block j0 + LA with one
+            wire [LGA:0]   gd = {1'b0, g[LGA-1:0]} - {1'b0, off};
+            wire [LGA-1:0] idx = gd[LGA-1:0];
+            wire [31:0]    idx_x = {{(32-LGA){1'b0}}, idx};
+            wire [OW-1:0]  y = (idx_x < AMAX) ? cl_y[idx_x * OW +: OW] : {OW{1'b0}};
+            assign cl_rot[g*HW +: HW] = {{(HW-OW){y[OW-1]}}, y};
+            assign cl_m0[g] = !gd[LGA] && idx_x < {24'd0, c_a};
+            assign cl_m1[g] = gd[LGA] && idx_x < {24'd0, c_a};
+        end
+    endgenerate
+    reg  [LA*HW-1:0] cw_data;           // the row block being written
+    reg  [LA-1:0]    cw_m0, cw_m1;
+    // backward: the input delta's action columns (blocks j0 and j0 + LA), the clip's
+    // backward with the sample's masks
+    reg  [LA*OW-1:0] cb_blk0;
+    wire [2*LA*OW-1:0] cb_cat = {h_rd_data, cb_blk0};
+    wire [BI-1:0]    lbi = lb[BI-1:0];
+    wire [AMAX-1:0]  cb_lo = lo_mem[lbi];
+    wire [AMAX-1:0]  cb_hi = hi_mem[lbi];
+    reg  [LA*HW-1:0] cb_dz;
+    reg  [OW-1:0]    cb_d;
+    always @(*) begin
+        cb_dz = {(LA*HW){1'b0}};
+        cb_d = {OW{1'b0}};
+        for (a2 = 0; a2 < AMAX; a2 = a2 + 1) begin
+            cb_d = cb_cat[(a2 + {{(32-LGA){1'b0}}, off}) * OW +: OW];
+            if (!((cb_lo[a2] && $signed(cb_d) > 0) || (cb_hi[a2] && $signed(cb_d) < 0)))
+                cb_dz[a2*HW +: HW] = {{(HW-OW){cb_d[OW-1]}}, cb_d};
+        end
+    end
+    wire [LA-1:0] a_mask;
+    generate
+        for (g = 0; g < LA; g = g + 1) begin : g_am
+            assign a_mask[g] = g < {24'd0, c_a};
+        end
+    endgenerate
+    wire clip_fwd = ph == PH_CLIPT || ph == PH_CLIPA;
+    always @(posedge clk) begin
+        if (state == S_CLIP && cs == 3'd2) begin
+            if (clip_fwd) begin
+                cw_data <= cl_rot;
+                cw_m0 <= cl_m0;
+                cw_m1 <= cl_m1;
+                if (ph == PH_CLIPA) begin
+                    lo_mem[lbi] <= cl_lo;
+                    hi_mem[lbi] <= cl_hi;
+                end
+            end else begin
+                cb_blk0 <= h_rd_data;
+            end
+        end
+        if (state == S_CLIP && cs == 3'd3 && !clip_fwd) cw_data <= cb_dz;
+    end
+
+    // ---- the host ports, driven by the phase
+    always @(*) begin
+        s_wr_en = 1'b0;
+        s_wr_sel = 2'd3;
+        s_wr_base = c_db;
+        s_wr_slog = c_ds;
+        s_wr_i = lq_b[4];
+        s_wr_j = {IW{1'b0}};
+        s_wr_mask = lane0;
+        s_wr_data = lo_wdata;
+        s_rd_en = 1'b0;
+        s_rd_sel = 1'b0;
+        s_rd_base = ls ? c_qtb : c_qb;
+        s_rd_slog = ls ? c_qts : c_qs;
+        s_rd_i = lb;
+        s_rd_j = {IW{1'b0}};
+        s_rd_rows = c_b;
+        s_rd_cols = {{(IW-1){1'b0}}, 1'b1};
+        case (state)
+            S_LOSS, S_AROW, S_LOSSW: begin
+                s_wr_en = lo_v;
+                s_rd_en = state == S_LOSS;
+            end
+            S_CLIP: if (clip_fwd) begin
+                // read the actor's output row; write its two blocks into the critic's input
+                s_rd_en = cs == 3'd0;
+                s_rd_base = (ph == PH_CLIPT) ? c_tab : c_mub;
+                s_rd_slog = (ph == PH_CLIPT) ? c_tas : c_mus;
+                s_rd_cols = c_a_iw;
+                s_wr_en = (cs == 3'd3 && cw_m0 != {LA{1'b0}})
+                          || (cs == 3'd4 && cw_m1 != {LA{1'b0}});
+                s_wr_sel = 2'd0;
+                s_wr_base = (ph == PH_CLIPT) ? c_tcib : c_cib;
+                s_wr_slog = (ph == PH_CLIPT) ? c_tcis : c_cis;
+                s_wr_i = lb;
+                s_wr_j = (cs == 3'd4) ? j0 + LAI : j0;
+                s_wr_mask = (cs == 3'd4) ? cw_m1 : cw_m0;
+                s_wr_data = cw_data;
+            end else begin
+                // read the input delta's two blocks; write the actor's output delta row
+                s_rd_en = cs == 3'd0 || cs == 3'd1;
+                s_rd_sel = 1'b1;
+                s_rd_base = c_dib;
+                s_rd_slog = c_dis;
+                s_rd_j = (cs == 3'd1) ? j0 + LAI : j0;
+                s_rd_cols = c_s + c_a_iw;
+                s_wr_en = cs == 3'd4;
+                s_wr_base = c_dab;
+                s_wr_slog = c_das;
+                s_wr_i = lb;
+                s_wr_mask = a_mask;
+                s_wr_data = cw_data;
+            end
+            S_WALK, S_WALKW: begin
+                // the operand words into the weight (or bias) bank
+                s_wr_en = t_out_v && o_v;
+                s_wr_sel = o_b ? 2'd2 : 2'd1;
+                s_wr_base = o_b ? (o_tgt ? l_tbb[o_l] : l_bb[o_l])
+                                : (o_tgt ? l_twb[o_l] : l_wb[o_l]);
+                s_wr_slog = o_b ? 5'd0 : l_ws[o_l];
+                s_wr_i = o_b ? {IW{1'b0}} : o_i;
+                s_wr_j = o_jb << LGC;
+                s_wr_mask = {{(LA-C){1'b0}}, o_lanes};
+                s_wr_data = t_wdata;
+                // the gradient block from the delta bank (Adam's walks)
+                s_rd_en = w_issue && pk == P_ADAM;
+                s_rd_sel = 1'b1;
+                s_rd_base = w_bias ? l_gbb[wl] : l_gwb[wl];
+                s_rd_slog = w_bias ? 5'd0 : l_gs[wl];
+                s_rd_i = w_bias ? {IW{1'b0}} : wi;
+                s_rd_j = w_j_al;
+                s_rd_rows = w_bias ? {{(IW-1){1'b0}}, 1'b1} : wk;
+                s_rd_cols = wn;
+            end
+            default: ;
+        endcase
+    end
+    always @(*) begin
+        pr_en = w_issue;
+        pr_addr = wp;
+    end
+    // the walk's bank writes
+    always @(*) begin
+        ww_en = t_out_v && o_v && pk == P_ADAM;
+        ww_addr = o_p;
+        ww_data = t_master;
+        wt_en = t_out_v && o_v && pk == P_TGT;
+        wt_addr = o_p;
+        wt_data = t_master;
+        wm_en = d_v[8] && pk == P_ADAM;
+        wm_addr = d_p[8];
+        wm_data = ad_m;
+        wv_data = ad_q;
+    end
+
+    // ---- the configuration's range (checked at the start: nothing runs on a bad one)
+    wire [31:0] nops_x = {{(31-OPB){1'b0}}, c_op[6]};
+    reg         ops_bad;
+    integer o;
+    always @(*) begin
+        ops_bad = c_op[0] == {(OPB+1){1'b0}} || nops_x > NOPS;
+        for (o = 1; o < 7; o = o + 1) ops_bad = ops_bad || c_op[o] <= c_op[o-1];
+    end
+    wire cfg_bad = c_nla == 7'd0 || c_nlc == 7'd0 || {24'd0, c_nla} + {24'd0, c_nlc} > NL
+                   || c_a == 8'd0 || {24'd0, c_a} > AMAX || c_b == {IW{1'b0}}
+                   || {{(32-IW){1'b0}}, c_b} > BMAX || c_s == {IW{1'b0}}
+                   || {{(32-IW){1'b0}}, c_s} + {24'd0, c_a} > NMAX || ops_bad
+                   || c_period == 32'd0;
+
+    // Enter phase p (the header's numbers) at the next cycle.
+    task enter(input [4:0] p);
+        begin
+            ph <= p;
+            lb <= {IW{1'b0}};
+            ls <= 1'b0;
+            cs <= 3'd0;
+            l_left <= c_b;
+            wi <= {IW{1'b0}};
+            wjb <= {IW{1'b0}};
+            state <= S_FIN;
+            case (p)
+                5'd0, 5'd2, 5'd4, 5'd6, 5'd8, 5'd10, 5'd12: begin
+                    state <= S_RUN;
+                    e_first <= (p == 5'd0) ? {OPB{1'b0}} : c_op[p[3:1] - 3'd1][OPB-1:0];
+                    e_nops <= c_op[p[3:1]];
+                end
+                PH_CLIPT, PH_CLIPA, PH_CLIPB: state <= S_CLIP;
+                PH_LOSS: state <= S_LOSS;
+                PH_AROW: state <= S_AROW;
+                PH_WCRIT: begin
+                    state <= S_WALK;
+                    pk <= P_ADAM;
+                    cur_lr <= c_lrc;
+                    wl <= nla_l;
+                    wp <= l_pb[nla_l];
+                    w_hi <= nl_all;
+                end
+                PH_WACT: begin
+                    state <= S_WALK;
+                    pk <= P_ADAM;
+                    cur_lr <= c_lra;
+                    wl <= {LB{1'b0}};
+                    wp <= l_pb[0];
+                    w_hi <= nla_h;
+                end
+                PH_WTGT, PH_OPON, PH_OPTG: if (p != PH_WTGT || due) begin
+                    state <= S_WALK;
+                    pk <= (p == PH_WTGT) ? P_TGT : ((p == PH_OPON) ? P_OPON : P_OPTG);
+                    tgt_ran <= tgt_ran || p == PH_WTGT;
+                    wl <= {LB{1'b0}};
+                    wp <= l_pb[0];
+                    w_hi <= nl_all;
+                end
+                default: ;
+            endcase
+        end
+    endtask
+
+    wire          walking = state == S_WALK || state == S_WALKW;
+    wire          w_out = walking && t_out_v && o_v;      // a block's write stage
+    wire [SW-1:0] sat_add = (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
+                  + ((w_out && pk == P_TGT) ? {{(SW-CB){1'b0}}, n_sm} : {SW{1'b0}})
+                  + ((w_out && pk == P_ADAM && ph == PH_WCRIT) ? {{(SW-CB){1'b0}}, n_sw}
+                                                                : {SW{1'b0}})
+                  + ((walking && d_v[8] && pk == P_ADAM) ? {{(SW-CB-3){1'b0}}, n_ad}
+                                                          : {SW{1'b0}})
+                  + ((state == S_RUNW && e_done) ? e_sat : {SW{1'b0}});
+    wire          on_state = state != S_IDLE && state != S_FIN;
+    always @(posedge clk) begin
+        st_done <= 1'b0;
+        e_start <= 1'b0;
+        step_inc <= 1'b0;
+        if (st_busy) st_cycles <= st_cycles + 1'b1;
+        if (on_state)
+            case (ph)
+                5'd0, 5'd2, 5'd6, 5'd8: st_cyc_fwd <= st_cyc_fwd + 1'b1;
+                5'd4, 5'd10, 5'd12: st_cyc_bwd <= st_cyc_bwd + 1'b1;
+                PH_LOSS, PH_AROW: st_cyc_loss <= st_cyc_loss + 1'b1;
+                PH_CLIPT, PH_CLIPA, PH_CLIPB: st_cyc_clip <= st_cyc_clip + 1'b1;
+                PH_WCRIT, PH_WACT: st_cyc_upd <= st_cyc_upd + 1'b1;
+                PH_WTGT: st_cyc_tgt <= st_cyc_tgt + 1'b1;
+                default: ;
+            endcase
+        // the operand roundings: the online nets' (Adam's walks, init) by net, the targets'
+        if (w_out) begin
+            if (pk == P_ADAM || pk == P_OPON) begin
+                if ({1'b0, o_l} < nla_h) nop_a_n <= nop_a_n + {{(SW-CB){1'b0}}, n_sw};
+                else nop_c_n <= nop_c_n + {{(SW-CB){1'b0}}, n_sw};
+            end else begin
+                nop_tg_n <= nop_tg_n + {{(SW-CB){1'b0}}, n_sw};
+            end
+        end
+        acc_sat <= acc_sat + sat_add;
+        case (state)
+            S_IDLE: if (st_start) begin
+                st_busy <= 1'b1;
+                st_error <= 1'b0;
+                cmd_init <= st_cmd;
+                st_cycles <= {{(SW-1){1'b0}}, 1'b1};
+                st_cyc_fwd <= {SW{1'b0}};
+                st_cyc_loss <= {SW{1'b0}};
+                st_cyc_clip <= {SW{1'b0}};
+                st_cyc_bwd <= {SW{1'b0}};
+                st_cyc_upd <= {SW{1'b0}};
+                st_cyc_tgt <= {SW{1'b0}};
+                nop_a_n <= {SW{1'b0}};
+                nop_c_n <= {SW{1'b0}};
+                nop_tg_n <= {SW{1'b0}};
+                tgt_ran <= 1'b0;
+                acc_sat <= nop_a + nop_c + nop_tg;
+                if (cfg_bad) begin
+                    st_error <= 1'b1;
+                    state <= S_FIN;
+                end else begin
+                    enter(st_cmd ? PH_OPON : 5'd0);
+                end
+            end
+            S_RUN: begin
+                e_start <= 1'b1;
+                state <= S_RUNW;
+            end
+            S_RUNW: if (e_done) begin
+                if (e_error) begin
+                    st_error <= 1'b1;
+                    state <= S_FIN;
+                end else begin
+                    enter(ph + 5'd1);
+                end
+            end
+            S_LOSS: begin
+                // two reads a sample
+                ls <= !ls;
+                if (ls) begin
+                    lb <= lb + 1'b1;
+                    if (lb + 1'b1 == c_b) state <= S_LOSSW;
+                end
+            end
+            S_AROW: begin
+                // one actor row a cycle
+                lb <= lb + 1'b1;
+                if (lb + 1'b1 == c_b) state <= S_LOSSW;
+            end
+            S_LOSSW: if (l_left == {IW{1'b0}}) enter(ph + 5'd1);
+            S_CLIP: begin
+                if (cs == 3'd4) begin
+                    cs <= 3'd0;
+                    lb <= lb + 1'b1;
+                    if (lb + 1'b1 == c_b) enter(ph + 5'd1);
+                end else begin
+                    cs <= cs + 3'd1;
+                end
+            end
+            S_WALK: begin
+                // one block per cycle, in the stream's order
+                if (w_last_blk) begin
+                    wjb <= {IW{1'b0}};
+                    if (w_last_row) begin
+                        wi <= {IW{1'b0}};
+                        if (w_last_layer) begin
+                            state <= S_WALKW;
+                            w_drain <= 5'd0;
+                        end else begin
+                            wl <= wl + 1'b1;
+                            wp <= l_pb[wl + 1'b1];
+                        end
+                    end else begin
+                        wi <= wi + 1'b1;
+                        wp <= wp + 1'b1;
+                    end
+                end else begin
+                    wjb <= wjb + 1'b1;
+                    wp <= wp + 1'b1;
+                end
+            end
+            S_WALKW: begin
+                // the pipeline drains: LAT cycles after the last issue every write is done
+                w_drain <= w_drain + 1'b1;
+                if (w_drain == ((pk == P_ADAM) ? LAT[4:0] : 5'd5)) enter(ph + 5'd1);
+            end
+            S_FIN: begin
+                st_busy <= 1'b0;
+                st_done <= 1'b1;
+                state <= S_IDLE;
+                if (!st_error) begin
+                    nop_a <= nop_a_n;
+                    nop_c <= nop_c_n;
+                    if (cmd_init || tgt_ran) nop_tg <= nop_tg_n;
+                    if (!cmd_init) begin
+                        st_sat <= acc_sat;
+                        step_inc <= 1'b1;
+                    end
+                end
+            end
+            default: state <= S_IDLE;
+        endcase
+        if (state == S_LOSS || state == S_AROW || state == S_LOSSW)
+            if (lo_v) l_left <= l_left - 1'b1;
+        if (rst) begin
+            state <= S_IDLE;
+            ph <= 5'd0;
+            st_busy <= 1'b0;
+            st_done <= 1'b0;
+            st_error <= 1'b0;
+            e_start <= 1'b0;
+            step_inc <= 1'b0;
+            nop_a <= {SW{1'b0}};
+            nop_c <= {SW{1'b0}};
+            nop_tg <= {SW{1'b0}};
+            st_sat <= {SW{1'b0}};
+            st_cycles <= {SW{1'b0}};
+            pk <= P_ADAM;
+        end
+    end
+
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_misc = ^{cfg_rel, w_j, c_a_x, e_busy, e_cycles, c_flags, d_p[9], d_p[10],
+                         AAB[0], BAB[0], DAB[0], WAB[0], HAB0[0], FW0[0], st_cfg_addr};
+    /* verilator lint_on UNUSEDSIGNAL */
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,647 @@
+"""cocotb testbench of fpga_rtl/rtl/hrl_learn_step_ddpg.v (the whole DDPG SGD step above the
+engine) against hrl.fixed_point.ddpg.FixedDDPG.sgd_step (Adam).
+
+The host's side as a driver would do it, once per pair of networks: a random actor and
+critic (ragged widths, 1-2 hidden layers each, 1..AMAX actions, a random action box) built
+by the fixed-point DDPG agent itself (its `init`), the banks' layout (the four nets'
+activations, weights, deltas and gradients), the engine's op table of the step's seven runs,
+the step's registers (the formats' constants as the reference makes them), the initial
+master, moment and target words of both nets written into the parameter banks, then `init`.
+Then many steps, the state carried in the RTL's banks from step to step: per step the host
+writes only the batch (the words `FixedDDPG._inputs` quantizes: s' into the target actor's
+and the target critic's inputs, s into the actor's, [s, a] into the critic's) and the two
+rate words (`common.step_rate`), starts the step and reads back every master, first- and
+second-moment and target word of both nets, the TD and |TD| words and the saturation
+count; each must equal what `sgd_step` returns from the reference's own state (its
+saturations less the host's quantization of the batch). Batches mix observations at a
+trained net's scale with full-range words; masters are the agent's init or full-range words
+(operands and sums that saturate, actions that clip at either bound); the target update
+mixes hard copies every 1-3 steps and Polyak steps.
+
+Nothing here computes a reference value: the words come from hrl.fixed_point.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import rtl_runner
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
+from learn_tb import (
+    SEL_ACT,
+    SEL_DELTA,
+    clog2,
+    pack,
+    random_words,
+    unpack,
+    write_matrix,
+    write_op,
+)
+from tb_common import pulse_reset
+
+from hrl.agents.ddpg.agent import DDPGConfig
+from hrl.envs.spec import ContinuousActions, EnvSpec
+from hrl.fixed_point import optim
+from hrl.fixed_point.common import step_rate
+from hrl.fixed_point.ddpg import make_fixed_ddpg
+from hrl.fixed_point.numerics import Fx
+from hrl.mapping import learner_schedule as ls
+
+# the step's registers (hrl_learn_step_ddpg's header)
+G = {name: i for i, name in enumerate((
+    "NLA", "NLC", "S", "A", "B", "OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS",
+    "TA_BASE", "TA_SLOG", "TCI_BASE", "TCI_SLOG", "Q_BASE", "Q_SLOG", "QT_BASE", "QT_SLOG",
+    "D_BASE", "D_SLOG", "MU_BASE", "MU_SLOG", "CI_BASE", "CI_SLOG", "DI_BASE", "DI_SLOG",
+    "DA_BASE", "DA_SLOG", "FLAGS", "HUBER", "C1", "C2", "LR_C", "LR_A", "V_FLOOR", "TAU",
+    "PERIOD", "STEPS", "PHASE"))}
+L = {name: i for i, name in enumerate((
+    "K", "N", "W_BASE", "W_SLOG", "B_BASE", "TW_BASE", "TB_BASE", "GW_BASE", "G_SLOG",
+    "GB_BASE", "P_BASE"))}
+LAYER0, LOW0, HIGH0 = 64, 2048, 3072
+P_MASTER, P_M, P_V, P_TARGET = 0, 1, 2, 3
+PHASES = ("fwd", "loss", "clip", "bwd", "upd", "tgt")
+PENDULUM = ((3, 64, 64, 1), (4, 64, 64, 1))  # experiments/configs/ddpg_pendulum.yaml
+
+
+class TB:
+    def __init__(self, dut, seed: int = 1):
+        self.dut = dut
+        p = rtl_runner.param
+        self.R, self.C = p("R", 4), p("C", 4)
+        self.OW, self.BW = p("OW", 24), p("BW", 18)
+        self.NMAX, self.NL, self.BMAX = p("NMAX", 64), p("NL", 4), p("BMAX", 32)
+        self.AMAX = p("AMAX", 4)
+        self.LA = max(self.R, self.C)
+        self.HW = max(self.OW, self.BW)
+        sla = clog2(-(-self.NMAX // self.LA))
+        self.adepth = 2 * (self.NL + 1) * self.BMAX << sla
+        self.wdepth = 2 * self.NL * self.NMAX << clog2(-(-self.NMAX // self.C))
+        self.bdepth = 2 * self.NL << clog2(-(-self.NMAX // self.C))
+        self.ddepth = ((self.NL + 1) * self.BMAX + self.NL * (self.NMAX + 1)) << sla
+        self.rng = np.random.default_rng(seed + 100 * self.R + self.C)
+        self.hdl_formats = {  # the module's formats (its parameters), name: (width, frac)
+            "weight": (p("WWID", 16), p("WF", 12)), "value": (p("VW", 24), p("VF", 8)),
+            "prob": (p("PW", 17), p("PF", 15)), "delta": (p("DLW", 18), p("DLF", 12)),
+            "grad": (p("GW", 24), p("GF", 12)), "master": (p("MW", 28), p("MF", 24)),
+            "moment": (p("OMW", 28), p("OMF", 16)), "second": (p("QW", 29), p("QF", 14)),
+            "rsqrt": (p("RW", 24), p("RF", 18)), "step": (p("TW", 20), p("TF", 16)),
+            "unit": (p("UW", 16), p("UF", 15)), "lr": (p("LW", 24), p("LF", 24))}
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+
+    async def reset(self):
+        d = self.dut
+        for s in ("start", "n_ops", "op_first", "op_wr_en", "op_wr_op", "op_wr_field",
+                  "op_wr_data", "h_wr_en", "h_wr_sel", "h_wr_base", "h_wr_slog", "h_wr_i",
+                  "h_wr_j", "h_wr_mask", "h_wr_data", "h_rd_en", "h_rd_sel", "h_rd_base",
+                  "h_rd_slog", "h_rd_i", "h_rd_j", "h_rd_rows", "h_rd_cols", "st_start",
+                  "st_cmd", "st_cfg_en", "st_cfg_addr", "st_cfg_data", "st_bt_en", "st_bt_i",
+                  "st_bt_reward", "st_bt_discount", "st_bt_weight", "st_p_wr_en",
+                  "st_p_wr_sel", "st_p_wr_addr", "st_p_wr_data", "st_p_rd_en", "st_p_rd_sel",
+                  "st_p_rd_addr", "st_td_i"):
+            getattr(d, s).value = 0
+        await pulse_reset(d.clk, d.rst)
+        await RisingEdge(d.clk)
+
+    # ------------------------------------------------------------------ host ports
+    async def write_matrix(self, sel: int, base: int, slog: int, mat) -> None:
+        lanes = self.LA if sel in (SEL_ACT, SEL_DELTA) else self.C
+        await write_matrix(self.dut, sel, base, slog, mat, lanes, self.LA, self.HW)
+
+    async def write_cfg(self, items) -> None:
+        """The step's registers: (address, value) pairs."""
+        d = self.dut
+        for addr, value in items:
+            await FallingEdge(d.clk)
+            d.st_cfg_en.value = 1
+            d.st_cfg_addr.value = addr
+            d.st_cfg_data.value = int(value) & 0xFFFFFFFF
+        await FallingEdge(d.clk)
+        d.st_cfg_en.value = 0
+
+    async def write_stream(self, sel: int, blocks: np.ndarray) -> None:
+        d = self.dut
+        for p, row in enumerate(blocks):
+            await FallingEdge(d.clk)
+            d.st_p_wr_en.value = 1
+            d.st_p_wr_sel.value = sel
+            d.st_p_wr_addr.value = p
+            d.st_p_wr_data.value = pack(row, 32)
+        await FallingEdge(d.clk)
+        d.st_p_wr_en.value = 0
+
+    async def read_stream(self, sel: int, n: int) -> np.ndarray:
+        """n blocks of parameter bank `sel`, one read per cycle (the data 2 cycles later)."""
+        d = self.dut
+        out = np.zeros((n, self.C), np.int64)
+        for k in range(n + 2):
+            await FallingEdge(d.clk)
+            if k >= 2:
+                out[k - 2] = unpack(int(d.st_p_rd_data.value), self.C, 32)
+            d.st_p_rd_en.value = int(k < n)
+            d.st_p_rd_sel.value = sel
+            d.st_p_rd_addr.value = min(k, n - 1)
+        d.st_p_rd_en.value = 0
+        return out
+
+    async def read_td(self, batch: int):
+        d = self.dut
+        vw = self.hdl_formats["value"][0]
+        td, abs_td = np.zeros(batch, np.int64), np.zeros(batch, np.int64)
+        for b in range(batch):
+            await FallingEdge(d.clk)
+            d.st_td_i.value = b
+            await RisingEdge(d.clk)
+            await ReadOnly()
+            td[b] = unpack(int(d.st_td.value), 1, vw)[0]
+            abs_td[b] = unpack(int(d.st_abs_td.value), 1, vw)[0]
+        await FallingEdge(d.clk)
+        return td, abs_td
+
+    async def write_batch(self, reward, discount, weight) -> None:
+        d = self.dut
+        for b in range(len(reward)):
+            await FallingEdge(d.clk)
+            d.st_bt_en.value = 1
+            d.st_bt_i.value = b
+            d.st_bt_reward.value = int(reward[b]) & ((1 << len(d.st_bt_reward)) - 1)
+            d.st_bt_discount.value = int(discount[b]) & ((1 << len(d.st_bt_discount)) - 1)
+            d.st_bt_weight.value = int(weight[b]) & ((1 << len(d.st_bt_weight)) - 1)
+        await FallingEdge(d.clk)
+        d.st_bt_en.value = 0
+
+    async def command(self, cmd: int, timeout_cycles: int):
+        """st_start with st_cmd; returns (error, saturations, cycles, phase cycles)."""
+        d = self.dut
+        await FallingEdge(d.clk)
+        d.st_start.value = 1
+        d.st_cmd.value = cmd
+        await FallingEdge(d.clk)
+        d.st_start.value = 0
+        await with_timeout(RisingEdge(d.st_done), 10 * timeout_cycles, "ns")
+        await ReadOnly()
+        phases = {k: int(getattr(d, f"st_cyc_{k}").value) for k in PHASES}
+        out = (int(d.st_error.value), int(d.st_sat.value), int(d.st_cycles.value), phases)
+        await FallingEdge(d.clk)
+        return out
+
+    # ------------------------------------------------------------------ one pair of nets
+    def agent(self, dims_a, dims_c, batch, lr, period, tau, box, huber):
+        """The reference agent of this actor and critic and its step's settings."""
+        cfg = DDPGConfig(numerics="fixed", actor_hidden_sizes=tuple(dims_a[1:-1]),
+                         critic_hidden_sizes=tuple(dims_c[1:-1]), actor_learning_rate=lr[0],
+                         critic_learning_rate=lr[1], target_update_period=period, tau=tau,
+                         critic_huber_delta=huber)
+        spec = EnvSpec(name="step-tb", num_envs=1, obs_shape=(dims_a[0],),
+                       obs_dtype=np.float32,
+                       action=ContinuousActions((dims_a[-1],), tuple(box[0]), tuple(box[1])),
+                       is_jax=True)
+        agent = make_fixed_ddpg(cfg, spec, batch_size=batch)
+        f = agent.fmts
+        for name, want in self.hdl_formats.items():
+            assert getattr(f, name) == Fx(*want), (
+                f"the module's {name} format {want} is not the agent's {getattr(f, name)}")
+        return agent
+
+    def stream(self, params) -> np.ndarray:
+        """Both nets' words as the parameter stream (the actor's layers, then the critic's;
+        per layer its weight rows, then its bias, in blocks of C words, zeros past N)."""
+        c, blocks = self.C, []
+        for layer in [*params["actor"], *params["critic"]]:
+            w, b = np.asarray(layer["w"]), np.asarray(layer["b"])
+            for row in [*w, b]:
+                for j0 in range(0, len(row), c):
+                    blk = np.zeros(c, np.int64)
+                    part = row[j0:j0 + c]
+                    blk[:len(part)] = part
+                    blocks.append(blk)
+        return np.array(blocks, np.int64).reshape(-1, c)
+
+    def layout(self, dims_a, dims_c, batch):
+        """Bases and strides of everything the step reads and writes. Activations: the
+        actor's input (s), the target actor's (s'), their hidden and output matrices (shared:
+        the target actor's are dead once its output is clipped), the critic's and the target
+        critic's. Deltas: the critic's (its input delta included), the actor's (none at its
+        input). Global layer l: the actor's 0..NLA-1, the critic's NLA.."""
+        la, c = self.LA, self.C
+        na, nc = len(dims_a) - 1, len(dims_c) - 1
+        sa = [clog2(-(-d // la)) for d in dims_a]
+        sc = [clog2(-(-d // la)) for d in dims_c]
+        lay, base = {}, 0
+
+        def put(rows, slog):
+            nonlocal base
+            out = (base, slog)
+            base += rows << slog
+            return out
+
+        lay["a"] = [None] + [put(batch, sa[i]) for i in range(1, na + 1)]
+        lay["x"], lay["xn"] = put(batch, sa[0]), put(batch, sa[0])
+        lay["c"] = [put(batch, sc[i]) for i in range(nc + 1)]
+        lay["tc"] = [put(batch, sc[i]) for i in range(nc + 1)]
+        assert base <= self.adepth, f"activations need {base} > {self.adepth}"
+        dims = [*zip(dims_a[:-1], dims_a[1:], strict=True),
+                *zip(dims_c[:-1], dims_c[1:], strict=True)]
+        wb, bb = 0, 0
+        lay["w_on"], lay["w_tg"], lay["b_on"], lay["b_tg"] = [], [], [], []
+        for net in ("on", "tg"):
+            for k, n in dims:
+                slog = clog2(-(-n // c))
+                lay[f"w_{net}"].append((wb, slog))
+                lay[f"b_{net}"].append(bb)
+                wb += k << slog
+                bb += 1 << slog
+        assert wb <= self.wdepth and bb <= self.bdepth
+        base = 0
+        lay["dc"] = [put(batch, sc[i]) for i in range(nc + 1)]
+        lay["da"] = [None] + [put(batch, sa[i]) for i in range(1, na + 1)]
+        lay["gw"], lay["gb"] = [], []
+        for k, n in dims:
+            slog = clog2(-(-n // la))
+            lay["gw"].append(put(k, slog))
+            lay["gb"].append(put(1, slog))
+        assert base <= self.ddepth, f"deltas need {base} > {self.ddepth}"
+        pb, p = [], 0
+        for k, n in dims:
+            pb.append(p)
+            p += (k + 1) * -(-n // c)
+        lay["pb"], lay["blocks"], lay["dims"] = pb, p, dims
+        return lay
+
+    def ops(self, agent, dims_a, dims_c, lay):
+        """The engine's op table: the seven runs of the step (hrl_learn_step_ddpg's header),
+        as lists of ops; an op that reads nothing its predecessor writes is marked
+        independent (KIND + 8)."""
+        f, na = agent.fmts, len(dims_a) - 1
+        batch = None
+
+        def forward(acts, x0, dims, wkey, g0, out_last):
+            ops = []
+            depth = len(dims) - 1
+            for i in range(depth):
+                last = i == depth - 1
+                out = out_last if last else f.act
+                x = x0 if i == 0 else acts[i]
+                ops.append({
+                    "x_base": x[0], "x_slog": x[1], "m": batch, "k": dims[i],
+                    "n": dims[i + 1], "w_base": lay[wkey][g0 + i][0],
+                    "w_slog": lay[wkey][g0 + i][1], "b_base": lay["b" + wkey[1:]][g0 + i],
+                    "y_base": acts[i + 1][0], "y_slog": acts[i + 1][1], "relu": int(not last),
+                    "shift": f.act.frac + f.weight.frac - out.frac, "width": out.width,
+                    "bshift": f.act.frac, "kind": 0})
+            return ops
+
+        def backward(dl, acts, x0, dims, g0, grads=True, to_input=False):
+            ops = []
+            for i in range(len(dims) - 2, -1, -1):
+                d = dl[i + 1]
+                x = x0 if i == 0 else acts[i]
+                w = lay["w_on"][g0 + i]
+                if i > 0 or to_input:
+                    op = {"kind": 2 if i > 0 else 1, "x_base": d[0], "x_slog": d[1],
+                          "m": batch, "k": dims[i + 1], "n": dims[i], "w_base": w[0],
+                          "w_slog": w[1], "y_base": dl[i][0], "y_slog": dl[i][1],
+                          "width": f.delta.width, "shift": f.weight.frac}
+                    if i > 0:
+                        op["m_base"] = acts[i][0]
+                    ops.append(op)
+                if grads:
+                    gw, gb = lay["gw"][g0 + i], lay["gb"][g0 + i]
+                    ops.append({"kind": 3, "x_base": x[0], "x_slog": x[1], "m": dims[i],
+                                "k": batch, "n": dims[i + 1], "w_base": d[0], "w_slog": d[1],
+                                "y_base": gw[0], "y_slog": gw[1], "width": f.grad.width,
+                                "shift": f.act.frac + f.delta.frac - f.grad.frac})
+                    ops.append({"kind": 4, "m": 1, "k": batch, "n": dims[i + 1],
+                                "w_base": d[0], "w_slog": d[1], "y_base": gb[0], "y_slog": 0,
+                                "width": f.grad.width, "shift": f.delta.frac - f.grad.frac})
+            return ops
+
+        batch = lay["batch"]
+        a, c, tc = lay["a"], lay["c"], lay["tc"]
+        critic_f = forward(c, c[0], dims_c, "w_on", na, f.value)
+        critic_f[0]["kind"] = 8  # after the target actor's ops, reads none of their words
+        runs = [
+            forward(a, lay["xn"], dims_a, "w_tg", 0, f.act) + critic_f,          # 0
+            forward(tc, tc[0], dims_c, "w_tg", na, f.value),                     # 2
+            backward(lay["dc"], c, c[0], dims_c, na),                            # 4
+            forward(a, lay["x"], dims_a, "w_on", 0, f.act),                      # 6
+            forward(c, c[0], dims_c, "w_on", na, f.value),                       # 8
+            backward(lay["dc"], c, c[0], dims_c, na, grads=False, to_input=True),  # 10
+            backward(lay["da"], a, lay["x"], dims_a, 0),                         # 12
+        ]
+        reads = {1: lambda o: {("d", o["x_base"])},
+                 2: lambda o: {("d", o["x_base"]), ("a", o["m_base"])},
+                 3: lambda o: {("a", o["x_base"]), ("d", o["w_base"])},
+                 4: lambda o: {("d", o["w_base"])}}
+        for run in runs[2:3] + runs[5:]:
+            prev = None  # a run's first op follows another run (or the sequencer's writes)
+            for op in run:
+                if prev is not None and prev not in reads[op["kind"]](op):
+                    op["kind"] += 8
+                prev = ("d", op["y_base"])
+        return runs
+
+    async def setup(self, dims_a, dims_c, batch, lr=(1e-3, 1e-3), period=1, tau=0.005,
+                    box=None, huber=None, key=0, wild=False):
+        """Build the agent, lay the nets out, write the op table, the registers and the
+        initial state, run init. wild: the online and target masters random words over the
+        master format's whole range instead of the agent's init. box: the action box
+        ((low...), (high...)), default Pendulum's [-2, 2] per action. Returns (agent, state,
+        layout)."""
+        if box is None:
+            box = ((-2.0,) * dims_a[-1], (2.0,) * dims_a[-1])
+        agent = self.agent(dims_a, dims_c, batch, lr, period, tau, box, huber)
+        f = agent.fmts
+        na, nc = len(dims_a) - 1, len(dims_c) - 1
+        state = agent.init(jax.random.PRNGKey(key))
+        if wild:
+            def words(tree):
+                return jax.tree.map(lambda a: jnp.asarray(random_words(
+                    self.rng, a.shape, f.master.width, p_extreme=0.1)), tree)
+
+            state = state.replace(params=words(state.params),
+                                  target_params=words(state.target_params))
+        lay = self.layout(dims_a, dims_c, batch)
+        lay["batch"] = batch
+        runs = self.ops(agent, dims_a, dims_c, lay)
+        j, ends = 0, []
+        for run in runs:
+            for op in run:
+                await write_op(self.dut, j, op)
+                j += 1
+            ends.append(j)
+        fp = agent.cfg.fixed_point
+        c1 = optim.unit_word(1.0 - fp.beta1, f, "beta1")
+        c2 = optim.unit_word(1.0 - fp.beta2, f, "beta2")
+        polyak = tau != 1.0
+        a, c, tc, dc = lay["a"], lay["c"], lay["tc"], lay["dc"]
+        g = [("NLA", na), ("NLC", nc), ("S", dims_a[0]), ("A", dims_a[-1]), ("B", batch),
+             *zip(("OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS"), ends,
+                  strict=True),
+             ("TA_BASE", a[na][0]), ("TA_SLOG", a[na][1]), ("TCI_BASE", tc[0][0]),
+             ("TCI_SLOG", tc[0][1]), ("Q_BASE", c[nc][0]), ("Q_SLOG", c[nc][1]),
+             ("QT_BASE", tc[nc][0]), ("QT_SLOG", tc[nc][1]), ("D_BASE", dc[nc][0]),
+             ("D_SLOG", dc[nc][1]), ("MU_BASE", a[na][0]), ("MU_SLOG", a[na][1]),
+             ("CI_BASE", c[0][0]), ("CI_SLOG", c[0][1]), ("DI_BASE", dc[0][0]),
+             ("DI_SLOG", dc[0][1]), ("DA_BASE", lay["da"][na][0]),
+             ("DA_SLOG", lay["da"][na][1]),
+             ("FLAGS", (2 if huber is not None else 0) | (4 if polyak else 0)),
+             ("HUBER", agent._huber() or 0), ("C1", c1), ("C2", c2),
+             ("V_FLOOR", optim.second_floor(c2, f)),
+             ("TAU", optim.unit_word(tau, f, "tau") if polyak else 0), ("PERIOD", period),
+             ("STEPS", 0), ("PHASE", 0)]
+        items = [(G[k], v) for k, v in g]
+        for gl, (k, n) in enumerate(lay["dims"]):
+            fields = {"K": k, "N": n, "W_BASE": lay["w_on"][gl][0],
+                      "W_SLOG": lay["w_on"][gl][1], "B_BASE": lay["b_on"][gl],
+                      "TW_BASE": lay["w_tg"][gl][0], "TB_BASE": lay["b_tg"][gl],
+                      "GW_BASE": lay["gw"][gl][0], "G_SLOG": lay["gw"][gl][1],
+                      "GB_BASE": lay["gb"][gl][0], "P_BASE": lay["pb"][gl]}
+            items += [(LAYER0 + 16 * gl + L[k], v) for k, v in fields.items()]
+        low, high = agent._bounds()
+        items += [(LOW0 + i, int(v)) for i, v in enumerate(np.asarray(low))]
+        items += [(HIGH0 + i, int(v)) for i, v in enumerate(np.asarray(high))]
+        await self.write_cfg(items)
+        for sel, pick in ((P_MASTER, lambda s, k: s.params[k]),
+                          (P_M, lambda s, k: s.opt_state[k][0]),
+                          (P_V, lambda s, k: s.opt_state[k][1]),
+                          (P_TARGET, lambda s, k: s.target_params[k])):
+            tree = {k: pick(state, k) for k in ("actor", "critic")}
+            await self.write_stream(sel, self.stream(tree))
+        error, _, _, _ = await self.command(1, 100 + 8 * lay["blocks"])
+        assert not error, f"{dims_a} {dims_c} batch {batch}: init raised st_error"
+        return agent, state, lay
+
+    def batch(self, agent, dims_a, batch):
+        """A random batch of floats that are words of the agent's formats (so the host's
+        quantization is exact), at a trained net's scale or over the whole range."""
+        rng, f = self.rng, agent.fmts
+        full = rng.random() < 0.3
+
+        def words(shape, fmt, sigma, lo=None, hi=None):
+            if full:
+                q = rng.integers(fmt.min_int, fmt.max_int + 1, shape)
+            else:
+                q = np.rint(rng.normal(0.0, sigma, shape) * 2.0 ** fmt.frac)
+            q = np.clip(q, fmt.min_int if lo is None else lo, fmt.max_int if hi is None else hi)
+            return (q / 2.0 ** fmt.frac).astype(np.float32)
+
+        one = 1 << f.prob.frac
+        s, n_act = dims_a[0], dims_a[-1]
+        return ({"obs": words((batch, s), f.act, 2.0),
+                 "next_obs": words((batch, s), f.act, 2.0),
+                 "action": words((batch, n_act), f.act, 1.0),
+                 "reward": words((batch,), f.value, 1.0),
+                 "discount": words((batch,), f.prob, 0.5, 0, one)},
+                words((batch,), f.prob, 0.5, 1, one))
+
+    async def step(self, agent, state, dims_a, dims_c, lay, label: str, sgd_step):
+        """One step on the RTL and on the reference from the same state; every word checked.
+        Returns (the reference's new state, the step's cycles and phase cycles)."""
+        f, b = agent.fmts, lay["batch"]
+        batch, weights = self.batch(agent, dims_a, b)
+        (x, xn, a, reward, discount, w), n_in = agent._inputs(batch, weights)
+        x, xn, a = np.asarray(x), np.asarray(xn), np.asarray(a)
+        await self.write_matrix(SEL_ACT, *lay["x"], x)
+        await self.write_matrix(SEL_ACT, *lay["xn"], xn)
+        await self.write_matrix(SEL_ACT, *lay["c"][0], np.concatenate([x, a], 1))
+        await self.write_matrix(SEL_ACT, *lay["tc"][0], xn)
+        await self.write_batch(np.asarray(reward), np.asarray(discount), np.asarray(w))
+        rates = [int(step_rate(agent.cfg, k, b, state.train_steps, f))
+                 for k in ("critic_learning_rate", "actor_learning_rate")]
+        await self.write_cfg([(G["LR_C"], rates[0]), (G["LR_A"], rates[1])])
+        macs = 6 * b * sum(k * n for k, n in lay["dims"])
+        error, sats, cycles, phases = await self.command(
+            0, 4000 + 8 * macs + 40 * lay["blocks"] + 40 * b)
+        assert not error, f"{label}: st_error"
+        new, abs_td, td, metrics = sgd_step(state, batch, weights)
+        got_td, got_abs = await self.read_td(b)
+        checks = [("td", got_td, np.asarray(td)), ("|td|", got_abs, np.asarray(abs_td))]
+        for name, sel, pick in (("master", P_MASTER, lambda s, k: s.params[k]),
+                                ("m", P_M, lambda s, k: s.opt_state[k][0]),
+                                ("v", P_V, lambda s, k: s.opt_state[k][1]),
+                                ("target", P_TARGET, lambda s, k: s.target_params[k])):
+            want = self.stream({k: pick(new, k) for k in ("actor", "critic")})
+            checks.append((name, await self.read_stream(sel, len(want)), want))
+        for name, got, want in checks:
+            bad = np.argwhere(got != want)
+            assert bad.size == 0, (
+                f"{label}: {name}: {len(bad)} words differ, first at {tuple(bad[0])}: got "
+                f"{got[tuple(bad[0])]} want {want[tuple(bad[0])]}")
+        want_sat = int(metrics["saturations"]) - int(n_in)
+        assert sats == want_sat, f"{label}: {sats} saturations, want {want_sat}"
+        steps = int(self.dut.st_steps.value)
+        assert steps == int(new.train_steps), f"{label}: st_steps {steps}"
+        self.dut._log.info(f"{label}: exact; {sats} saturations, mean |td| "
+                           f"{np.mean(got_abs) / 2 ** f.value.frac:.3g}, {cycles} cycles")
+        return new, cycles, phases
+
+    async def run_steps(self, dims_a, dims_c, batch, n_steps, **kw):
+        agent, state, lay = await self.setup(dims_a, dims_c, batch, **kw)
+        sgd_step = jax.jit(agent.sgd_step)
+        label = f"{dims_a} {dims_c} batch {batch} {kw}"
+        counts = []
+        for t in range(n_steps):
+            state, cycles, phases = await self.step(agent, state, dims_a, dims_c, lay,
+                                                    f"{label} step {t}", sgd_step)
+            counts.append({"cycles": cycles, **phases})
+        return counts
+
+    def random_setting(self):
+        """A random actor and critic (1-2 hidden layers each, ragged widths), action box,
+        batch and target update."""
+        rng = self.rng
+        n_act = int(rng.integers(1, self.AMAX + 1))
+        s = int(rng.integers(1, min(self.NMAX - n_act, 2 * self.LA + 3) + 1))
+        hi = min(self.NMAX, 2 * self.LA + 3)
+        room = min(self.NL, 6 * self.NL)
+
+        def hidden():
+            return [int(v) for v in rng.integers(1, hi + 1, int(rng.integers(1, 3)))]
+
+        while True:
+            ha, hc = hidden(), hidden()
+            na, nc = len(ha) + 1, len(hc) + 1
+            if na + nc <= room and 5 * na + 7 * nc - 2 <= 6 * self.NL:
+                break
+        dims_a = (s, *ha, n_act)
+        dims_c = (s + n_act, *hc, 1)
+        batch = int(rng.integers(1, self.BMAX + 1))
+        forced = os.environ.get("STEP_TB_TARGET")  # polyak or copy: every network's
+        polyak = forced == "polyak" if forced else rng.random() < 0.5
+        wild = os.environ.get("STEP_TB_WILD") == "1" or rng.random() < 0.3
+        lows = -np.round(rng.choice([0.05, 1.0, 2.0], n_act) * 256) / 256
+        highs = np.round(rng.choice([0.1, 1.0, 2.0], n_act) * 256) / 256
+        lrs = [float(v) for v in rng.choice([1e-3, 1e-2, 3e-2], 2)]
+        kw = {"wild": bool(wild), "lr": tuple(lrs),
+              "period": int(rng.integers(1, 3 if polyak else 4)),
+              "tau": 0.1 if polyak else 1.0, "key": int(rng.integers(1 << 30)),
+              "box": (tuple(float(v) for v in lows), tuple(float(v) for v in highs)),
+              "huber": [None, 1.0, 64.0][int(rng.integers(0, 3))]}
+        return dims_a, dims_c, batch, kw
+
+
+@cocotb.test()
+async def test_random_steps(dut):
+    """Random actor-critic pairs, STEP_TB_STEPS whole SGD steps each (the state carried in
+    the RTL), every word against FixedDDPG.sgd_step. STEP_TB_NETS x STEP_TB_STEPS: default
+    1 x 2 on Icarus, 4 x 250 on Verilator."""
+    tb = TB(dut)
+    await tb.reset()
+    fast = "verilator" in cocotb.SIM_NAME.lower()
+    nets = int(os.environ.get("STEP_TB_NETS", "4" if fast else "1"))
+    steps = int(os.environ.get("STEP_TB_STEPS", "250" if fast else "2"))
+    tb.dut._log.info(f"{nets} networks x {steps} steps")
+    for _ in range(nets):
+        dims_a, dims_c, batch, kw = tb.random_setting()
+        await tb.run_steps(dims_a, dims_c, batch, steps, **kw)
+
+
+@cocotb.test()
+async def test_bad_config(dut):
+    """A configuration out of range (a batch over BMAX, no critic layers) raises st_error
+    and runs nothing; the step counter does not move."""
+    tb = TB(dut, seed=2)
+    await tb.reset()
+    await tb.write_cfg([(G["NLA"], 1), (G["NLC"], 1), (G["S"], 1), (G["A"], 1),
+                        (G["B"], tb.BMAX + 1), (G["PERIOD"], 1), (G["STEPS"], 7),
+                        *[(G[k], i + 1) for i, k in enumerate(
+                            ("OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS"))]])
+    error, _, cycles, _ = await tb.command(0, 100)
+    assert error, f"batch {tb.BMAX + 1} > BMAX ran without st_error"
+    assert cycles < 10, f"a refused step ran {cycles} cycles"
+    await tb.write_cfg([(G["B"], 1), (G["NLC"], 0)])
+    error, _, _, _ = await tb.command(0, 100)
+    assert error, "NLC 0 ran without st_error"
+    await tb.write_cfg([(G["NLC"], 1), (G["OP_F4"], 4)])
+    error, _, _, _ = await tb.command(0, 100)
+    assert error, "OP_F4 = OP_F3 ran without st_error"
+    assert int(dut.st_steps.value) == 7, "a refused step moved the step counter"
+
+
+@cocotb.test()
+async def test_listed_steps(dut):
+    """The nets of STEP_NETS (JSON [[actor dims, critic dims, batch, steps], ...]; default
+    Pendulum's 3-64-64-1 / 4-64-64-1 at batch 32 for 2 steps where the module holds them,
+    else a small pair whose actions straddle two row blocks), each step checked word for
+    word, and its loss, clip, update and target phases cycle for cycle against
+    hrl.mapping.learner_schedule's DDPG terms; the cycles of each step and of its phases are
+    written to STEP_CYCLES_OUT when set (experiments/rtl/ddpg_step_cycles.py)."""
+    tb = TB(dut, seed=3)
+    await tb.reset()
+    fast = "verilator" in cocotb.SIM_NAME.lower()
+    if "STEP_NETS" in os.environ:
+        nets = [(tuple(a), tuple(c), b, s) for a, c, b, s in json.loads(os.environ["STEP_NETS"])]
+    elif tb.NMAX >= 64 and tb.NL >= 6 and tb.BMAX >= 32:
+        nets = [(*PENDULUM, 32, 2)]
+    elif fast:
+        # the actions straddle two row blocks of the critic's input (S = LA - 1)
+        n_act = min(2, tb.AMAX)
+        s = min(tb.LA - 1, tb.NMAX - n_act)
+        nets = [((s, tb.C + 1, n_act), (s + n_act, tb.C + 1, 1),
+                 max(1, min(tb.R + 1, tb.BMAX)), 2)]
+    else:
+        return  # Icarus: test_random_steps is the default tier's
+    out = []
+    for dims_a, dims_c, batch, steps in nets:
+        counts = await tb.run_steps(dims_a, dims_c, batch, steps, lr=(1e-3, 1e-3), period=1,
+                                    tau=0.005)
+        # The cycle model's terms between the engine's runs are this module's phases.
+        model = ls.step_cycles("ddpg", list(dims_a), batch, tb.R, tb.C, critic=list(dims_c))
+        for t, n in enumerate(counts):
+            got = (n["loss"] + n["clip"], n["upd"], n["tgt"])
+            want = (model["loss"], model["update"], model["target"])
+            assert got == want, (f"{dims_a} {dims_c} batch {batch} step {t}: (loss + clip, "
+                                 f"update, target) cycles {got}, learner_schedule's {want}")
+        out.append({"actor": list(dims_a), "critic": list(dims_c), "batch": batch,
+                    "steps": counts})
+    if os.environ.get("STEP_CYCLES_OUT"):
+        with open(os.environ["STEP_CYCLES_OUT"], "w") as f:
+            json.dump(out, f)
+
+
+# --------------------------------------------------------------------------- pytest sweep
+# Collected by tests/rtl/test_rtl_step_ddpg.py; one build directory per case. Any other set
+# runs with rtl_runner.run("hrl_learn_step_ddpg", {...}, sources=SOURCES, sim=...), or
+# `python sim/rtl_runner.py hrl_learn_step_ddpg -k <case>`.
+
+SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
+           "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_ddpg.v",
+           "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
+           "hrl_learn_target.v", "hrl_learn_step_ddpg.v"]
+
+
+def params(r, c, nmax=16, nl=6, bmax=16, amax=4, aw=18, bw=18, ow=24):
+    return {"R": r, "C": c, "AW": aw, "BW": bw, "OW": ow, "NMAX": nmax, "NL": nl,
+            "BMAX": bmax, "AMAX": amax}
+
+
+# Steps per set: STEP_TB_NETS x STEP_TB_STEPS (test_random_steps). Each new pair of nets
+# compiles FixedDDPG.sgd_step (a minute or more on 2 cores shared), so even the Icarus set's
+# two steps take minutes: the long tier (CI) runs it and 100 whole steps on R4-C4 on
+# Verilator; the slow tier (`make test-slow`) 1000 on R4-C4 and a few on 16 x 16 (with
+# Pendulum's nets at batch 32, test_listed_steps).
+STEPS_100 = {"STEP_TB_NETS": "2", "STEP_TB_STEPS": "50"}
+STEPS_1000 = {"STEP_TB_NETS": "4", "STEP_TB_STEPS": "250"}
+SETS = [
+    pytest.param("icarus", params(4, 4), None, id="icarus-R4-C4", marks=pytest.mark.long),
+    pytest.param("verilator", params(4, 4), STEPS_100, id="verilator-R4-C4",
+                 marks=pytest.mark.long),
+    pytest.param("verilator", params(4, 4), STEPS_1000, id="verilator-R4-C4-1000",
+                 marks=pytest.mark.slow),
+    pytest.param("verilator", params(16, 16, nmax=64, bmax=64, amax=1),
+                 {"STEP_TB_NETS": "1", "STEP_TB_STEPS": "3"}, id="verilator-R16-C16",
+                 marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("sim,prm,steps", SETS)
+def test_hrl_learn_step_ddpg(sim, prm, steps):
+    rtl_runner.require(sim)
+    rtl_runner.run("hrl_learn_step_ddpg", prm, sources=SOURCES, sim=sim, env=steps)
