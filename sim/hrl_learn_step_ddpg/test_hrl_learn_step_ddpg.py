@@ -630,7 +630,8 @@ def params(r, c, nmax=16, nl=6, bmax=16, amax=4, aw=18, bw=18, ow=24):
 STEPS_100 = {"STEP_TB_NETS": "2", "STEP_TB_STEPS": "50"}
 STEPS_1000 = {"STEP_TB_NETS": "4", "STEP_TB_STEPS": "250"}
 SETS = [
-    pytest.param("icarus", params(4, 4), None, id="icarus-R4-C4", marks=pytest.mark.long),
+    # CI's time: the Icarus set in the slow tier (`make test-slow`), Verilator's in the long.
+    pytest.param("icarus", params(4, 4), None, id="icarus-R4-C4", marks=pytest.mark.slow),
     pytest.param("verilator", params(4, 4), STEPS_100, id="verilator-R4-C4",
                  marks=pytest.mark.long),
     pytest.param("verilator", params(4, 4), STEPS_1000, id="verilator-R4-C4-1000",

@@ -90,7 +90,9 @@ def _steps(kernel, dims, batch, rows, n_steps, seed, **kw):
     return learner
 
 
-@pytest.mark.long  # an Icarus build and two jit compilations of the SGD step: a minute
+# An Icarus build and two jit compilations of the SGD step, then six steps on Icarus: minutes,
+# so the slow tier (`make test-slow`); CI's long tier runs the Verilator steps below.
+@pytest.mark.slow
 def test_sgd_steps_on_the_kernel_match_the_reference_icarus():
     """A 4-8-6-2 network, batch 4, 4 steps with a hard target copy every 2 steps, then a
     3-5-3 network (another state: loaded again) for 2 Polyak steps, on a small kernel

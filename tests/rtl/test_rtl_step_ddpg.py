@@ -80,18 +80,19 @@ MUTATIONS = [
     # The clip's backward pass lets every delta through (a plain identity).
     pytest.param(r"if \(!\(\(cb_lo\[a2\] && \$signed\(cb_d\) > 0\) \|\| "
                  r"\(cb_hi\[a2\] && \$signed\(cb_d\) < 0\)\)\)",
-                 "if (1'b1)", "clip-backward-identity", id="clip-backward-identity"),
+                 "if (1'b1)", "clip-backward-identity", id="clip-backward-identity", marks=pytest.mark.slow),
     # The actions written at the block's first lane, not at column S (no rotation).
     pytest.param(r"wire \[LGA-1:0\] off = c_s\[LGA-1:0\];", "wire [LGA-1:0] off = {LGA{1'b0}};",
-                 "no-rotation", id="no-rotation"),
+                 "no-rotation", id="no-rotation", marks=pytest.mark.slow),
     # The updated critic's operand roundings not counted in this step's saturations.
     pytest.param(r"pk == P_ADAM && ph == PH_WCRIT\)", "pk == P_ADAM && 1'b0)",
-                 "no-new-critic-sats", id="no-new-critic-sats"),
+                 "no-new-critic-sats", id="no-new-critic-sats", marks=pytest.mark.slow),
 ]
 
 
 # Each mutant builds and runs the testbench on Icarus (one random pair of nets, two steps;
-# a few minutes each): the long tier.
+# a few minutes each): the long tier runs the first, the slow tier (`make test-slow`) the
+# other three, to keep CI within its time.
 @pytest.mark.long
 @pytest.mark.parametrize("pattern,repl,name", MUTATIONS)
 def test_testbench_catches_mutation(pattern, repl, name, monkeypatch):
