@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     mhz = learner_cycles.clock_mhz()
     run = (SLOW if args.only_slow else POINTS + SLOW if args.slow else POINTS)
-    sims = _kept([p for p in POINTS + SLOW if p not in run])
+    sims = {}
     builds: dict[tuple, list] = {}
     for dims, size, batch in run:
         builds.setdefault((size, max(dims)), []).append((dims, batch))
@@ -136,6 +136,9 @@ def main(argv=None) -> int:
             sims[(dims, size, batch)] = sim
         print(f"{size}x{size} NMAX {nmax}: {[b for _, b in nets]} in "
               f"{time.time() - started:.0f} s", flush=True)
+    # The rows not simulated now, read as the table stands when this run ends (a run of
+    # the other points may have written it meanwhile).
+    sims = {**_kept([p for p in POINTS + SLOW if p not in run]), **sims}
     rows = [row(d, s, b, sims[(d, s, b)], mhz) for d, s, b in POINTS + SLOW
             if (d, s, b) in sims]
     missing = [f"{net_name(d)} {s}x{s} batch {b}" for d, s, b in POINTS + SLOW
