@@ -12,7 +12,7 @@ timed scans, per step, compilation left out. It appends its rows to
 experiments/results/fpga_learner/crossover_measured.csv, naming the device, the commit and the
 command, so that runs on different machines (a GPU machine, this VM) sit side by side.
 `report` joins those rows with experiments/results/fpga_learner/cycles.csv (the FPGA learner's
-cycle model, checked cycle for cycle against the simulated array; `learner_cycles.py`) into
+whole steps simulated in RTL where it has them, its cycle model elsewhere; `learner_cycles.py`) into
 crossover.md and crossover.png: microseconds per SGD step against the batch, one line per
 device, one panel per network.
 

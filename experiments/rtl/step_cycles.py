@@ -123,9 +123,12 @@ def main(argv=None) -> int:
                     help="also simulate the SLOW points (else their rows are kept)")
     ap.add_argument("--only-slow", action="store_true",
                     help="simulate only the SLOW points; keep the other rows")
+    ap.add_argument("--nmax", type=int, action="append", default=[],
+                    help="only the points whose widest layer is this (repeatable)")
     args = ap.parse_args(argv)
     mhz = learner_cycles.clock_mhz()
     run = (SLOW if args.only_slow else POINTS + SLOW if args.slow else POINTS)
+    run = [p for p in run if not args.nmax or max(p[0]) in args.nmax]
     sims = {}
     builds: dict[tuple, list] = {}
     for dims, size, batch in run:
@@ -136,9 +139,17 @@ def main(argv=None) -> int:
             sims[(dims, size, batch)] = sim
         print(f"{size}x{size} NMAX {nmax}: {[b for _, b in nets]} in "
               f"{time.time() - started:.0f} s", flush=True)
-    # The rows not simulated now, read as the table stands when this run ends (a run of
-    # the other points may have written it meanwhile).
-    sims = {**_kept([p for p in POINTS + SLOW if p not in run]), **sims}
+        # Written after each build: the other rows as the table stands now (another run of
+        # other points may have written it meanwhile), this run's so far.
+        md = write_table({**_kept(POINTS + SLOW), **sims}, mhz)
+    if not builds:  # nothing to simulate (--nmax of no point): the table rewritten
+        md = write_table(_kept(POINTS + SLOW), mhz)
+    print(md.read_text())
+    return 0
+
+
+def write_table(sims: dict, mhz: float) -> Path:
+    """step_cycles.{csv,md} of the points of `sims` ((dims, size, batch) -> counts)."""
     rows = [row(d, s, b, sims[(d, s, b)], mhz) for d, s, b in POINTS + SLOW
             if (d, s, b) in sims]
     missing = [f"{net_name(d)} {s}x{s} batch {b}" for d, s, b in POINTS + SLOW
@@ -191,9 +202,7 @@ def main(argv=None) -> int:
     if missing:
         foot += ["", "Not simulated yet (no `--slow` run has written them): "
                  + "; ".join(missing) + "."]
-    md = results_table.write(OUT, "step_cycles", rows, COLUMNS, head, foot)
-    print(md.read_text())
-    return 0
+    return results_table.write(OUT, "step_cycles", rows, COLUMNS, head, foot)
 
 
 if __name__ == "__main__":
