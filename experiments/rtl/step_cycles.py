@@ -4,7 +4,8 @@ sequenced), counted in simulation, beside hrl/mapping/learner_schedule.step_cycl
 
     python experiments/rtl/step_cycles.py          # -> experiments/results/fpga_learner/
                                                    #    step_cycles.{csv,md} (minutes)
-    python experiments/rtl/step_cycles.py --slow   # also the SLOW points (32 x 32, wide nets)
+    python experiments/rtl/step_cycles.py --slow   # also the SLOW points (batches 128 and
+                                                   # 256, 32 x 32, the wide nets)
 
 Each point runs the step module's testbench (sim/hrl_learn_step, test_listed_steps) on
 Verilator: a DQN net built by the fixed-point agent, two whole SGD steps with the state
@@ -18,9 +19,10 @@ between copies). The model is not fitted.
 
 The points of one build (array size, NMAX = the net's widest layer, BMAX = twice the
 largest batch, s and s' stacked) run in one simulation, one net after another. The SLOW
-points (a 32 x 32 array, NMAX 256: Verilator's build and the testbench's host writes take
-many minutes each) run only with --slow; without it their rows are kept from the existing
-step_cycles.csv, so a default run regenerates the rest in minutes.
+points (batches 128 and 256, a 32 x 32 array, NMAX 128 and 256: each group a Verilator
+build and a simulation of many minutes) run only with --slow (or --only-slow); without it
+their rows are kept from the existing step_cycles.csv. The table is written after each
+build.
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ OUT = learner_cycles.OUT
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
 WIDE = [(4, 128, 128, 2), (4, 256, 256, 2)]  # two larger DQN nets (cycles.md's)
 # (net, array size, batch)
-POINTS = [(DQN, 4, 32), (DQN, 8, 32), (DQN, 16, 16), (DQN, 16, 32), (DQN, 16, 64),
-          (DQN, 16, 128), (DQN, 16, 256)]
-SLOW = [(DQN, 32, 32), (DQN, 32, 64), (WIDE[0], 16, 32), (WIDE[1], 16, 32)]
+POINTS = [(DQN, 4, 32), (DQN, 8, 32), (DQN, 16, 16), (DQN, 16, 32), (DQN, 16, 64)]
+# Each group of SLOW is a build and a simulation of 15-30 min on a shared 2-core machine.
+SLOW = [(DQN, 16, 128), (DQN, 16, 256), (DQN, 32, 32), (DQN, 32, 64), (WIDE[0], 16, 32),
+        (WIDE[1], 16, 32)]
 SIM = "verilator"
 TARGET_US = 25.0  # the issue's floor for one DQN step, batch 32, on 16 x 16
 COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "sim_update",
@@ -158,9 +161,10 @@ def write_table(sims: dict, mhz: float) -> Path:
     head = [
         "# FPGA learner: one whole DQN SGD step, simulated, beside the model",
         "",
-        "Regenerate: `python experiments/rtl/step_cycles.py` (minutes; the rows of 32x32 and "
-        "of the nets wider than 64, each a slow Verilator build, are kept from the last "
-        "`--slow` run; `--slow` simulates them too). `sim_*`: hrl_learn_step "
+        "Regenerate: `python experiments/rtl/step_cycles.py` (the points of 4x4 to 16x16 up "
+        "to batch 64; the rows of batches 128 and 256, of 32x32 and of the nets wider than "
+        "64, each build a slow one, are kept from the last `--slow` run, which simulates "
+        "them too; `--only-slow --nmax W` those of width W alone). `sim_*`: hrl_learn_step "
         "simulated in Verilator, two whole SGD steps of the net with the state carried in "
         "the module's banks, every master, moment, target and TD word and the saturations "
         "checked against hrl.fixed_point.dqn.FixedDQN.sgd_step; the second step's cycles by "
