@@ -196,7 +196,7 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             + head + body)
     missing = _missing(rows)
     if missing:
-        text += ("\nNot synthesized: " + ", ".join(missing) + ". Their yosys runs did not "
+        text += ("\nNot synthesized: " + ", ".join(missing) + ". These yosys runs did not "
                  "finish within the session that made this table (yosys at nice 10 on a "
                  "shared 2-core machine).\n")
     if clock:
