@@ -19,7 +19,6 @@ says which). The model is not fitted.
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 import tempfile
@@ -32,6 +31,7 @@ sys.path.insert(0, str(ROOT / "sim"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import learner_cycles  # noqa: E402
+import results_table  # noqa: E402
 import rtl_runner  # noqa: E402
 
 from hrl.mapping import learner_schedule as ls  # noqa: E402
@@ -80,12 +80,7 @@ def main() -> None:
                          "ratio": round(sim / model, 3), "macs": macs,
                          "utilization": round(macs / (size * size * sim), 3),
                          "us": round(sim / mhz, 2)})
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "forward_cycles.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    lines = [
+    head = [
         "# FPGA learner: the engine's cycles per inference, simulated and modeled",
         "",
         "Regenerate: `python experiments/rtl/forward_cycles.py`. `sim_cycles`: "
@@ -96,15 +91,10 @@ def main() -> None:
         "last output row, plus DEP_GAP between layers). `difference` = sim - model, `ratio` = "
         "sim / model. `utilization` = MACs / (R x C x sim_cycles). "
         f"`us` at the clock estimated by yosys, {mhz:.0f} MHz (resources.md).",
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
     ]
-    lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
     diffs = sorted({r["difference"] for r in rows})
     one = [r for r in rows if r["net"] == "4-64-64-2" and r["batch"] == 1]
-    lines += [
-        "",
+    foot = [
         f"The simulated count minus the model's: {min(diffs)} to {max(diffs)} cycles. The "
         "model runs the layers one after another: each to its last output row, then DEP_GAP "
         "(the activation register, the bank write and read) before the next layer's first beat. "
@@ -122,7 +112,7 @@ def main() -> None:
         "sample), so the count is about the sum over layers of ceil(N / C) x K beats plus the "
         "last layer's drain.",
     ]
-    (OUT / "forward_cycles.md").write_text("\n".join(lines) + "\n")
+    results_table.write(OUT, "forward_cycles", rows, COLUMNS, head, foot)
     print((OUT / "forward_cycles.md").read_text())
 
 

@@ -12,13 +12,15 @@ timed scans, per step, compilation left out. It appends its rows to
 experiments/results/fpga_learner/crossover_measured.csv, naming the device, the commit and the
 command, so that runs on different machines (a GPU machine, this VM) sit side by side.
 `report` joins those rows with experiments/results/fpga_learner/cycles.csv (the FPGA learner's
-cycle model, checked cycle for cycle against the simulated array; `learner_cycles.py`) into
+whole steps simulated in RTL where it has them, its cycle model elsewhere; `learner_cycles.py`) into
 crossover.md and crossover.png: microseconds per SGD step against the batch, one line per
 device, one panel per network.
 
-The FPGA side runs momentum SGD in fixed point, the measured sides run float32 Adam: each is
-the learner that side would train with, so the comparison is per SGD step of the same network
-and batch, not per bit of arithmetic.
+The FPGA side runs Adam in fixed point (hrl_learn_step's Adam lanes, a Polyak target update
+every step), the measured sides run float32 Adam: each is the learner that side would train
+with, so the comparison is per SGD step of the same network and batch, not per bit of
+arithmetic. An FPGA figure marked `*` is a whole step simulated in RTL (cycles.csv's sim =
+yes, from step_cycles.csv); the others are the cycle model, which the simulated steps check.
 """
 
 from __future__ import annotations
@@ -125,6 +127,24 @@ def measure(args) -> None:
                           flush=True)
 
 
+def crossover_line(net: str, batches, sides: dict, names: list[str]) -> str:
+    """Where the fastest side changes along the batch, for one net, in one sentence."""
+    best = []
+    for b in batches:
+        have = {s: sides[s][(net, b)] for s in names if (net, b) in sides[s]}
+        if have:
+            best.append((b, min(have, key=have.get)))
+    runs: list[list] = []
+    for b, s in best:
+        if runs and runs[-1][0] == s:
+            runs[-1][2] = b
+        else:
+            runs.append([s, b, b])
+    text = "; ".join(f"{s} fastest at batch {lo}" + (f"-{hi}" if hi != lo else "")
+                     for s, lo, hi in runs)
+    return f"{net}: {text}."
+
+
 def report(_args) -> None:
     from matplotlib.figure import Figure
 
@@ -134,6 +154,8 @@ def report(_args) -> None:
         fpga = [r for r in csv.DictReader(f) if r["op"] == "sgd_step"
                 and r["net"].startswith("dqn ") and r["array"] in ("16x16", "32x32")]
     sides: dict[str, dict] = {}  # side -> {(net, batch): us}
+    simulated = {(f"fpga {r['array']}", r["net"], int(r["batch"])) for r in fpga
+                 if r["sim"] == "yes"}
     for r in measured:
         side = (f"gpu: {r['device_kind']}" if r["device"] == "gpu" else
                 f"cpu: {r['machine']}")
@@ -150,8 +172,12 @@ def report(_args) -> None:
              "experiments/rtl/learner_crossover.py report`. Measured sides: hrl's float32 DQN "
              "`train_step` (Adam, clipping) in a jitted scan, median of the timed scans; each "
              "row of crossover_measured.csv names its device, commit and command. FPGA sides: "
-             "the fixed-point learner's cycles (cycles.csv: the array simulated or modelled, "
-             "loss and update modelled) at the clock yosys estimates.", ""]
+             "the fixed-point learner's whole SGD step (Adam, a Polyak target update every "
+             "step) in cycles at the clock yosys estimates (cycles.csv, "
+             "experiments/rtl/learner_cycles.py): `*` marks a step simulated in RTL "
+             "(hrl_learn_step in Verilator, bit for bit against the fixed-point reference; "
+             "step_cycles.md), the others are the cycle model (hrl/mapping/learner_schedule.py) "
+             "that the simulated steps check.", ""]
     for net in nets:
         lines += [f"## {net}", "", "| batch | " + " | ".join(names) + " | fastest |",
                   "|---|" + "---|" * (len(names) + 1)]
@@ -159,9 +185,10 @@ def report(_args) -> None:
             cells = {s: sides[s].get((net, b)) for s in names}
             have = {s: v for s, v in cells.items() if v is not None}
             best = min(have, key=have.get) if have else "-"
-            lines.append(f"| {b} | " + " | ".join("-" if v is None else f"{v:.1f}"
-                                                  for v in cells.values()) + f" | {best} |")
-        lines.append("")
+            lines.append(f"| {b} | " + " | ".join(
+                "-" if v is None else f"{v:.1f}" + ("*" if (s, net, b) in simulated else "")
+                for s, v in cells.items()) + f" | {best} |")
+        lines += ["", crossover_line(net, batches, sides, names), ""]
     (OUT / "crossover.md").write_text("\n".join(lines))
     fig = Figure(figsize=(4.2 * len(nets), 3.6))
     for i, net in enumerate(nets):

@@ -1,24 +1,34 @@
-"""Cycles per inference and per SGD step of the FPGA learning module, counted by simulating
-its multiply-accumulate array, and the cycle model for the rest of the sweep.
+"""Cycles per inference and per SGD step of the FPGA learning module: the simulated counts
+where a simulation has them, the cycle model for the rest of the sweep.
 
     python experiments/rtl/learner_cycles.py      # -> experiments/results/fpga_learner/
                                                   #    cycles.{csv,md}
-    python experiments/rtl/learner_cycles.py --no-sim   # the model only (seconds)
+    python experiments/rtl/learner_cycles.py --no-sim   # no array simulation (seconds)
 
 An inference or a step is a list of phases of array products (hrl/mapping/learner_schedule.py: the
 double-DQN step runs the online net on s and s' and the target net on s', then the backward
 pass with the bias gradient as one more row of A^T; DDPG runs the critic's step and the
-actor's). For the points in SIMULATED the whole schedule streams through
-hrl_learn_mac_array in Verilator (the array testbench's test_schedule_cycles, which also
-asserts that each phase takes exactly the model's cycles); `sim` = yes on those rows, the
-array cycles then being the simulated phases plus the controller's DEP_GAP between them.
-Every other row is the model (which the simulated points check cycle for cycle). The loss
-and update columns are learner_schedule's: for DQN the passes of the step module
-(hrl_learn_step: three Q rows read per sample; the Adam walk and the target walk, a row
-block of C parameters a cycle each, the target every step as the config's default; their
-constants are its simulated phases, experiments/rtl/step_cycles.py); for DDPG, whose step
-is not sequenced in RTL, modeled (one sample, one row block per cycle + pipeline). The
-`units` column says which.
+actor's). `sim` = yes on the simulated rows, model on the rest; the `units` column says
+which simulation:
+
+- DQN's whole SGD step in hrl_learn_step (Verilator, every word checked against the
+  fixed-point reference), read from step_cycles.csv (experiments/rtl/step_cycles.py): the
+  array cycles are its forward and backward runs, the loss, Adam and target passes its own,
+  the total its count from start to done (the sequencer's hand-offs included);
+- one state's inference in hrl_learn_engine (Icarus, checked word for word), read from
+  forward_cycles.csv (experiments/rtl/forward_cycles.py);
+- DDPG's whole SGD step in hrl_learn_step_ddpg (Verilator, every word checked), read from
+  ddpg_step_cycles.csv (experiments/rtl/ddpg_step_cycles.py): the loss column holds its
+  loss rows and its clip passes;
+- the step's products streamed through hrl_learn_mac_array alone (the points of SIMULATED,
+  none now that both steps are simulated whole; the array testbench's
+  test_schedule_cycles), plus the controller's DEP_GAP between phases.
+
+The rest is learner_schedule alone (which the simulated points check). The loss and update
+columns of a DQN model row are the step module's
+passes as learner_schedule counts them (three Q rows read per sample; the Adam walk and the
+target walk, a row block of C parameters a cycle each, the target every step as the
+config's default).
 
 Time: cycles at the clock estimated from yosys (experiments/rtl/learner_resources.py, read
 from experiments/results/fpga_learner/resources.md when it is there, else CLOCK_MHZ).
@@ -37,6 +47,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "sim"))  # rtl_runner, for the array's simulation
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import results_table  # noqa: E402
 
 from hrl.mapping import learner_schedule as ls  # noqa: E402
 
@@ -50,10 +64,10 @@ NETS = {
 }
 BATCHES = [16, 32, 64, 128, 256]
 ARRAYS = [4, 8, 16, 32]
-# (net, batch, array size) simulated in Verilator; inference (batch 1) at each size too.
-SIMULATED = [("dqn 4-64-64-2", 32, 8), ("dqn 4-64-64-2", 32, 16),
-             ("ddpg pendulum 3-64-64-1 / 4-64-64-1", 128, 16)]
-SIM_ARRAYS = sorted({s for _, _, s in SIMULATED})
+# (net, batch, array size) whose products stream through the array alone in Verilator: for a
+# step with no whole-step RTL. DQN's and DDPG's steps and the inferences are simulated whole
+# (step_cycles.csv, ddpg_step_cycles.csv, forward_cycles.csv).
+SIMULATED: list[tuple[str, int, int]] = []
 COLUMNS = ["op", "net", "batch", "array", "sim", "array_cycles", "loss_cycles",
            "update_cycles", "total_cycles", "macs", "utilization", "us", "units"]
 
@@ -111,32 +125,69 @@ def step_phases(kind, dims, critic, batch):
     return ls.dqn_step(dims, batch) if kind == "dqn" else ls.ddpg_step(dims, critic, batch)
 
 
-def row_for(op, name, batch, size, sim_counts, mhz):
+def simulated_tables() -> tuple[dict, dict]:
+    """The whole-module counts the other scripts simulated: DQN's and DDPG's whole steps by
+    (net, batch, array) from step_cycles.csv and ddpg_step_cycles.csv, and inferences (batch 1) by (net, array) from
+    forward_cycles.csv; empty where a table is not there."""
+    steps, infers = {}, {}
+    if (OUT / "step_cycles.csv").exists():
+        with open(OUT / "step_cycles.csv", newline="") as f:
+            for r in csv.DictReader(f):
+                steps[(f"dqn {r['net']}", int(r["batch"]), r["array"])] = r
+    if (OUT / "ddpg_step_cycles.csv").exists():
+        with open(OUT / "ddpg_step_cycles.csv", newline="") as f:
+            for r in csv.DictReader(f):
+                name = f"ddpg pendulum {r['actor']} / {r['critic']}"
+                steps[(name, int(r["batch"]), r["array"])] = r
+    if (OUT / "forward_cycles.csv").exists():
+        with open(OUT / "forward_cycles.csv", newline="") as f:
+            for r in csv.DictReader(f):
+                if int(r["batch"]) == 1:
+                    infers[(f"dqn {r['net']}", r["array"])] = r
+    return steps, infers
+
+
+def row_for(op, name, batch, size, sim_counts, mhz, step=None, infer=None):
+    """One row of the table: `step` a row of step_cycles.csv (DQN's whole step simulated),
+    `infer` one of forward_cycles.csv (the engine's inference), `sim_counts` the array's
+    simulated phases; the model where none is given."""
     kind, dims, critic = NETS[name]
     if op == "inference":
         phases = ls.forward_phases(dims, [1])
-        array = (sum(sim_counts) + ls.DEP_GAP * (len(phases) - 1)) if sim_counts \
-            else ls.schedule_cycles(phases, size, size)
-        loss = upd = 0
         mac = ls.macs(phases)
-        units = "array only"
+        loss = upd = 0
+        if infer is not None:
+            array = total = int(infer["sim_cycles"])
+            units = "simulated: the engine's inference (forward_cycles.md)"
+        else:
+            array = total = ls.inference_cycles(dims, size, size)
+            units = "model"
     else:
         fwd, bwd = step_phases(kind, dims, critic, batch)
-        if sim_counts:
-            array = sum(sim_counts) + ls.DEP_GAP * (len(fwd) + len(bwd) - 2) + 2 * ls.DEP_GAP
-        else:
-            array = ls.schedule_cycles(fwd, size, size) + ls.schedule_cycles(bwd, size, size) \
-                + 2 * ls.DEP_GAP
-        model = ls.step_cycles(kind, dims, batch, size, size, critic=critic)
-        loss = model["loss"]
-        upd = model["update"] + model["target"]  # DQN: Polyak every step, the default
         mac = ls.macs(fwd) + ls.macs(bwd)
-        units = ("loss, Adam and target passes as hrl_learn_step runs them (model)"
-                 if kind == "dqn" else "loss and update modeled (not yet in RTL)")
-    total = array + loss + upd
+        if step is not None:
+            array = int(step["sim_forward"]) + int(step["sim_backward"])
+            loss = int(step["sim_loss"]) + int(step.get("sim_clip") or 0)
+            upd = int(step["sim_update"]) + int(step["sim_target"])
+            total = int(step["sim_step"])  # the sequencer's hand-offs included
+            units = ("simulated: the whole step (hrl_learn_step, step_cycles.md)"
+                     if kind == "dqn" else
+                     "simulated: the whole step (hrl_learn_step_ddpg, ddpg_step_cycles.md)")
+        else:
+            model = ls.step_cycles(kind, dims, batch, size, size, critic=critic)
+            loss = model["loss"]
+            upd = model["update"] + model["target"]  # DQN: Polyak every step, the default
+            array, total = model["array"], model["total"]
+            if sim_counts:  # the array's simulated phases, DEP_GAP between them
+                array = sum(sim_counts) + ls.DEP_GAP * (len(fwd) + len(bwd) - 2) \
+                    + 2 * ls.DEP_GAP
+                total = total - model["array"] + array
+            units = ("simulated: the array's phases (hrl_learn_mac_array); loss and update "
+                     "passes: model" if sim_counts else "model")
     return {"op": op, "net": name, "batch": batch, "array": f"{size}x{size}",
-            "sim": "yes" if sim_counts else "model", "array_cycles": array,
-            "loss_cycles": loss, "update_cycles": upd, "total_cycles": total, "macs": mac,
+            "sim": "yes" if (sim_counts or step or infer) else "model",
+            "array_cycles": array, "loss_cycles": loss, "update_cycles": upd,
+            "total_cycles": total, "macs": mac,
             "utilization": round(mac / (size * size * array), 3),
             "us": round(total / mhz, 2), "units": units}
 
@@ -144,7 +195,8 @@ def row_for(op, name, batch, size, sim_counts, mhz):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--no-sim", action="store_true", help="the model only, no simulation")
+    ap.add_argument("--no-sim", action="store_true",
+                    help="no array simulation (the whole-module tables are still read)")
     args = ap.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     mhz = clock_mhz()
@@ -155,35 +207,41 @@ def main(argv=None) -> int:
             fwd, bwd = step_phases(kind, dims, critic, batch)
             sims[("step", name, batch, size)] = simulate_phases(fwd + bwd, size)
             print(name, batch, size, sims[("step", name, batch, size)], flush=True)
-        for size in SIM_ARRAYS:
-            name = "dqn 4-64-64-2"
-            sims[("inference", name, 1, size)] = simulate_phases(
-                ls.forward_phases(NETS[name][1], [1]), size)
+    steps, infers = simulated_tables()
     rows = []
     for name in NETS:
         for size in ARRAYS:
+            a = f"{size}x{size}"
             rows.append(row_for("inference", name, 1, size,
-                                sims.get(("inference", name, 1, size)), mhz))
+                                sims.get(("inference", name, 1, size)), mhz,
+                                infer=infers.get((name, a))))
             for batch in BATCHES:
                 rows.append(row_for("sgd_step", name, batch, size,
-                                    sims.get(("step", name, batch, size)), mhz))
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "cycles.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    head = "| " + " | ".join(COLUMNS[:-1]) + " |\n|" + "---|" * (len(COLUMNS) - 1) + "\n"
-    body = "".join("| " + " | ".join(str(r[c]) for c in COLUMNS[:-1]) + " |\n" for r in rows)
-    (OUT / "cycles.md").write_text(
-        "# FPGA learner: cycles per inference and per SGD step\n\n"
-        "Regenerate: `python experiments/rtl/learner_cycles.py`. `sim` = yes: the array's "
-        "schedule simulated in Verilator (hrl_learn_mac_array), which also checks the model "
-        "cycle for cycle; `model`: hrl/mapping/learner_schedule.py. The loss and update "
-        "cycles of an SGD step are learner_schedule's: DQN's are the step module's passes "
-        "(hrl_learn_step, whose whole step step_cycles.md simulates; the update column holds "
-        "the Adam and the target walks, the target every step), DDPG's modeled. `us` at the "
-        f"clock estimated by yosys, {mhz:g} MHz (resources.md). `utilization` = MACs / "
-        "(R x C x array cycles). Inference: one state, the online net.\n\n" + head + body)
+                                    sims.get(("step", name, batch, size)), mhz,
+                                    step=steps.get((name, batch, a))))
+    n_sim = sum(r["sim"] == "yes" for r in rows)
+    head = [
+        "# FPGA learner: cycles per inference and per SGD step",
+        "",
+        "Regenerate: `python experiments/rtl/learner_cycles.py` (it reads step_cycles.csv and "
+        "forward_cycles.csv: regenerate those first). `sim` = yes: simulated, `units` says "
+        "what: DQN's whole step in hrl_learn_step or DDPG's in hrl_learn_step_ddpg "
+        "(Verilator, bit for bit against the fixed-point reference; step_cycles.md, "
+        "ddpg_step_cycles.md, whose clip passes the loss column holds: the array cycles are its forward and backward "
+        "runs, the update column its Adam and target walks, the total its count from start "
+        "to done, the sequencer's hand-offs included), one state's inference in "
+        "hrl_learn_engine (forward_cycles.md), or the step's array products alone in "
+        "hrl_learn_mac_array (which checks the model's phases cycle for cycle; the loss and "
+        "update passes then the model's). `model`: hrl/mapping/learner_schedule.py (DQN's "
+        "step and the inference: the engine's runs of the step module's op tables, "
+        "`run_cycles`, which the simulated rows check; DDPG's step: its seven runs' phases, "
+        "which its simulated rows check). The loss and update cycles of a model row are the "
+        "step modules' passes as the model counts them (the update column holds the Adam "
+        f"and the target walks, the target every step). `us` at the clock estimated by yosys, {mhz:g} MHz (resources.md). "
+        "`utilization` = MACs / (R x C x array cycles). Inference: one state, the online net. "
+        f"{n_sim} of the {len(rows)} rows simulated.",
+    ]
+    results_table.write(OUT, "cycles", rows, COLUMNS, head)
     return 0
 
 

@@ -5,6 +5,12 @@
     python experiments/rtl/learner_resources.py --size 8 --size 16
     python experiments/rtl/learner_resources.py --units  # only the per-learner units ->
         experiments/results/fpga_learner/units.{csv,md}
+    python experiments/rtl/learner_resources.py --table  # no synthesis: resources.md from
+        resources.csv, the rows of runs finished since (sim_build/syn-learn), the clock of
+        the existing resources.md
+
+A size whose runs did not all finish has the rows of the modules that did, no total, and
+the table's text names what is missing.
 
 The same flow as the replay manager's (`fpga_rtl/syn/run_syn.py`): yosys `synth_xilinx
 -family xcup` (UltraScale+, the Alveo U200 family), hierarchical, `stat -top` composing the
@@ -81,6 +87,7 @@ UNITS = [
 ]
 UNIT_COLUMNS = ["module", "parameters", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP",
                 "CARRY", "seconds"]
+MODULES = ("hrl_learn_mac_array", "hrl_learn_activation", "hrl_learn_weight_bank")
 COLUMNS = ["module", "size", "LUT", "LUTRAM", "FF", "BRAM36", "URAM", "DSP", "CARRY",
            "seconds"]
 
@@ -166,6 +173,12 @@ def _number(text: str):
     return int(value) if value.is_integer() else value
 
 
+def _missing(rows: list[dict]) -> list[str]:
+    """The modules of SIZES with no row in `rows`."""
+    have = {(r["module"], int(r["size"])) for r in rows}
+    return [f"{m} {n}x{n}" for n in SIZES for m in MODULES if (m, n) not in have]
+
+
 def markdown(rows: list[dict], clock: dict | None) -> str:
     head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
     body = "".join("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float) else str(r[c])
@@ -173,11 +186,19 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
     text = ("# FPGA learner: resources (yosys synth_xilinx -family xcup)\n\n"
             "Regenerate: `python experiments/rtl/learner_resources.py`. Cell counts after "
             "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
-            "3 bank sets (weights, activations, deltas). An array size missing here did not "
-            "finish within the session that made the table (yosys took 7-8 min per array "
-            "at 4x4 and 8x8 on a shared 2-core machine); `--size N` adds size N and keeps the "
-            "other sizes' rows.\n\n"
+            "3 bank sets (weights, activations, deltas), for a size whose three modules all "
+            "finished. `seconds`: yosys's wall time on a shared 2-core machine (effort, not "
+            "a benchmark; the 16x16 array took 21 min); `--size N` adds size N and keeps the "
+            "other sizes' rows. The units the step module adds (the loss units, an Adam lane "
+            "with its reciprocal square root, the target unit) are in units.md; the step "
+            "module's sequencer (hrl_learn_step) and the kernel around it (hrl_learn_kernel, "
+            "AXI) are not synthesized here.\n\n"
             + head + body)
+    missing = _missing(rows)
+    if missing:
+        text += ("\nNot synthesized: " + ", ".join(missing) + ". These yosys runs did not "
+                 "finish within the session that made this table (yosys at nice 10 on a "
+                 "shared 2-core machine).\n")
     if clock:
         text += ("\n## Clock estimate\n\nThe narrowing unit (the array's output stage, "
                  f"{ARRAY['ACCW']}-bit accumulator to {ARRAY['OW']}-bit words, three register "
@@ -225,6 +246,57 @@ def write_units(timeout: float) -> None:
     (OUT / "units.md").write_text(units_markdown(rows))
 
 
+def _clock_of_table() -> dict | None:
+    """The clock estimate the existing resources.md states (its narrowing unit's run)."""
+    md = OUT / "resources.md"
+    m = re.search(r"flattened: (\d+) LUT/MUXF levels, yosys sta ([\d.]+) ns.*?\*\*(\d+) MHz",
+                  md.read_text(), re.S) if md.exists() else None
+    return ({"lut_levels": int(m.group(1)), "sta_ns": float(m.group(2)),
+             "est_MHz": int(m.group(3))} if m else None)
+
+
+def write_table() -> None:
+    """resources.{csv,md} from resources.csv and every module run of SIZES that finished
+    in sim_build/syn-learn since (a run newer than the RTL), no synthesis."""
+    with open(OUT / "resources.csv", newline="") as f:
+        rows = [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
+                if r["module"] != "total"]
+    have = {(r["module"], int(r["size"])) for r in rows}
+    for size in SIZES:
+        for module in MODULES:
+            work = WORK / f"{module}-{size}"
+            if (module, size) not in have and (work / "seconds.txt").exists():
+                rows.append(synthesize(module, size))  # finished: _cached reads it
+    _write(rows, _clock_of_table())
+
+
+def _totals(rows: list[dict]) -> list[dict]:
+    """`rows` (no totals) with a total after each size whose three modules are there."""
+    out = []
+    for size in sorted({int(r["size"]) for r in rows}):
+        parts = {r["module"]: r for r in rows if int(r["size"]) == size}
+        out += [parts[m] for m in MODULES if m in parts]
+        if len(parts) == len(MODULES):
+            secs = [p["seconds"] for p in parts.values()]
+            total = {"module": "total", "size": size,
+                     "seconds": sum(secs) if all(isinstance(x, int) for x in secs) else ""}
+            for c in COLUMNS[2:-1]:
+                total[c] = (parts["hrl_learn_mac_array"][c] + parts["hrl_learn_activation"][c]
+                            + 3 * parts["hrl_learn_weight_bank"][c])
+            out.append(total)
+    return out
+
+
+def _write(rows: list[dict], clock: dict | None) -> None:
+    rows = _totals([r for r in rows if r["module"] != "total"])
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "resources.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    (OUT / "resources.md").write_text(markdown(rows, clock))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
@@ -233,7 +305,13 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
     ap.add_argument("--units", action="store_true",
                     help="only the per-learner units (loss, target, Adam) -> units.{csv,md}")
+    ap.add_argument("--table", action="store_true",
+                    help="no synthesis: rewrite resources.md from resources.csv and the "
+                         "runs finished since")
     args = ap.parse_args(argv)
+    if args.table:
+        write_table()
+        return 0
     write_units(args.timeout)
     if args.units:
         return 0
@@ -245,35 +323,19 @@ def main(argv=None) -> int:
     except (RuntimeError, subprocess.TimeoutExpired) as err:
         print(f"clock estimate: {err}", flush=True)
     for size in sizes:
-        parts = {}
-        for module in ("hrl_learn_mac_array", "hrl_learn_activation", "hrl_learn_weight_bank"):
+        for module in MODULES:
             try:
-                parts[module] = synthesize(module, size, args.timeout)
-                rows.append(parts[module])
+                rows.append(synthesize(module, size, args.timeout))
                 print(rows[-1], flush=True)
             except subprocess.TimeoutExpired:
                 print(f"{module} {size}: did not finish in {args.timeout:.0f} s", flush=True)
-        if len(parts) == 3:
-            secs = [p["seconds"] for p in parts.values()]
-            total = {"module": "total", "size": size,
-                     "seconds": sum(secs) if all(isinstance(x, int) for x in secs) else ""}
-            for c in COLUMNS[2:-1]:
-                total[c] = (parts["hrl_learn_mac_array"][c] + parts["hrl_learn_activation"][c]
-                            + 3 * parts["hrl_learn_weight_bank"][c])
-            rows.append(total)
-    OUT.mkdir(parents=True, exist_ok=True)
     # The sizes not run this time keep their rows from the existing table, so that one size
     # is added (`--size 16`) without synthesizing the others again.
     if (OUT / "resources.csv").exists():
         with open(OUT / "resources.csv", newline="") as f:
-            kept = [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
-                    if int(r["size"]) not in sizes]
-        rows = sorted(kept + rows, key=lambda r: int(r["size"]))
-    with open(OUT / "resources.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    (OUT / "resources.md").write_text(markdown(rows, clock))
+            rows += [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
+                     if int(r["size"]) not in sizes]
+    _write(rows, clock)
     return 0
 
 

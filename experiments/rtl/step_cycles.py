@@ -2,22 +2,32 @@
 the engine's forward and backward runs, the loss unit, the Adam lanes and the target unit,
 sequenced), counted in simulation, beside hrl/mapping/learner_schedule.step_cycles.
 
-    python experiments/rtl/step_cycles.py        # -> experiments/results/fpga_learner/
-                                                 #    step_cycles.{csv,md}
+    python experiments/rtl/step_cycles.py          # -> experiments/results/fpga_learner/
+                                                   #    step_cycles.{csv,md} (minutes)
+    python experiments/rtl/step_cycles.py --slow   # also the SLOW points (batches 128 and
+                                                   # 256, 32 x 32, the wide nets)
 
 Each point runs the step module's testbench (sim/hrl_learn_step, test_listed_steps) on
-Verilator: DQN's 4-64-64-2 built by the fixed-point agent, two whole SGD steps with the
-state carried in the module's banks, every master, moment, target, TD word and the
-saturations checked against hrl.fixed_point.dqn.FixedDQN.sgd_step, and the module's own
-counters read back (the step's, `st_start` to `st_done`, and each phase's: forward run,
-loss unit, backward run, Adam update, target update). The steps run Polyak's target update
-every step (period 1), so each has a target phase; a hard copy every `period` steps has
-it once per period (`step_us_no_target` is such a step between copies). The model is not
-fitted.
+Verilator: a DQN net built by the fixed-point agent, two whole SGD steps with the state
+carried in the module's banks, every master, moment, target, TD word and the saturations
+checked against hrl.fixed_point.dqn.FixedDQN.sgd_step (a mismatch fails the run, and no row
+is written), and the module's own counters read back (the step's, `st_start` to `st_done`,
+and each phase's: forward run, loss unit, backward run, Adam update, target update). The
+steps run Polyak's target update every step (period 1), so each has a target phase; a hard
+copy every `period` steps has it once per period (`step_us_no_target` is such a step
+between copies). The model is not fitted.
+
+The points of one build (array size, NMAX = the net's widest layer, BMAX = twice the
+largest batch, s and s' stacked) run in one simulation, one net after another. The SLOW
+points (batches 128 and 256, a 32 x 32 array, NMAX 128 and 256: each group a Verilator
+build and a simulation of many minutes) run only with --slow (or --only-slow); without it
+their rows are kept from the existing step_cycles.csv. The table is written after each
+build.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import sys
@@ -31,14 +41,19 @@ sys.path.insert(0, str(ROOT / "sim"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import learner_cycles  # noqa: E402
+import results_table  # noqa: E402
 import rtl_runner  # noqa: E402
 
 from hrl.mapping import learner_schedule as ls  # noqa: E402
 
 OUT = learner_cycles.OUT
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
-POINTS = [(4, 32), (8, 32), (16, 16), (16, 32), (16, 64)]  # (array size, batch)
-BMAX = 128  # the module's largest batch (of s and s' stacked): one build per array size
+WIDE = [(4, 128, 128, 2), (4, 256, 256, 2)]  # two larger DQN nets (cycles.md's)
+# (net, array size, batch)
+POINTS = [(DQN, 4, 32), (DQN, 8, 32), (DQN, 16, 16), (DQN, 16, 32), (DQN, 16, 64)]
+# Each group of SLOW is a build and a simulation of 15-30 min on a shared 2-core machine.
+SLOW = [(DQN, 16, 128), (DQN, 16, 256), (DQN, 32, 32), (DQN, 32, 64), (WIDE[0], 16, 32),
+        (WIDE[1], 16, 32)]
 SIM = "verilator"
 TARGET_US = 25.0  # the issue's floor for one DQN step, batch 32, on 16 x 16
 COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "sim_update",
@@ -46,48 +61,111 @@ COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "
            "model_target", "model_total", "step_ratio", "step_us", "step_us_no_target"]
 
 
-def simulate(size: int, batch: int) -> dict:
-    """The step module's cycles of DQN's second step on an R = C = size array (the whole
-    step and its phases), every word of both steps checked by the testbench."""
-    prm = {"R": size, "C": size, "AW": 18, "BW": 18, "OW": 24, "NMAX": max(DQN),
-           "NL": len(DQN) - 1, "BMAX": BMAX, "AMAX": DQN[-1]}
+def net_name(dims) -> str:
+    return "-".join(map(str, dims))
+
+
+def build_params(size: int, nmax: int, batch_max: int) -> dict:
+    """The step module's parameters for nets up to `nmax` wide and batches up to
+    `batch_max` on an R = C = size array (BMAX holds s and s' stacked)."""
+    return {"R": size, "C": size, "AW": 18, "BW": 18, "OW": 24, "NMAX": nmax,
+            "NL": len(DQN) - 1, "BMAX": 2 * batch_max, "AMAX": DQN[-1]}
+
+
+def simulate(size: int, nets: list[tuple[tuple, int]]) -> list[dict]:
+    """The step module's cycles of each (dims, batch)'s second step on an R = C = size
+    array (the whole step and its phases), every word of both steps checked by the
+    testbench; one build for all of `nets`."""
+    prm = build_params(size, max(max(d) for d, _ in nets), max(b for _, b in nets))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cycles.json"
         rtl_runner.run("hrl_learn_step", prm, sources=rtl_runner.load_testbench(
             "hrl_learn_step").SOURCES, sim=SIM, testcase="test_listed_steps",
-            env={"STEP_NETS": json.dumps([[list(DQN), batch, 2]]),
+            env={"STEP_NETS": json.dumps([[list(d), b, 2] for d, b in nets]),
                  "STEP_CYCLES_OUT": str(out)})
-        return json.loads(out.read_text())[0]["steps"][-1]
+        return [n["steps"][-1] for n in json.loads(out.read_text())]
 
 
-def main() -> None:
+def row(dims, size: int, batch: int, sim: dict, mhz: float) -> dict:
+    model = ls.step_cycles("dqn", list(dims), batch, size, size)
+    return {"net": net_name(dims), "batch": batch, "array": f"{size}x{size}",
+            "sim_forward": sim["fwd"], "sim_loss": sim["loss"], "sim_backward": sim["bwd"],
+            "sim_update": sim["upd"], "sim_target": sim["tgt"], "sim_step": sim["cycles"],
+            "model_array": model["array"], "model_loss": model["loss"],
+            "model_update": model["update"], "model_target": model["target"],
+            "model_total": model["total"],
+            "step_ratio": round(sim["cycles"] / model["total"], 3),
+            "step_us": round(sim["cycles"] / mhz, 2),
+            "step_us_no_target": round((sim["cycles"] - sim["tgt"]) / mhz, 2)}
+
+
+def _kept(points) -> dict:
+    """Rows of the existing table for `points`, by (net, array, batch), the model's
+    columns recomputed (the simulated ones are the RTL's, unchanged by the model)."""
+    path = OUT / "step_cycles.csv"
+    if not path.exists():
+        return {}
+    want = {(net_name(d), f"{s}x{s}", b): (d, s, b) for d, s, b in points}
+    kept = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["net"], r["array"], int(r["batch"]))
+            if key in want:
+                d, s, b = want[key]
+                sim = {"fwd": int(r["sim_forward"]), "loss": int(r["sim_loss"]),
+                       "bwd": int(r["sim_backward"]), "upd": int(r["sim_update"]),
+                       "tgt": int(r["sim_target"]), "cycles": int(r["sim_step"])}
+                kept[(d, s, b)] = sim
+    return kept
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--slow", action="store_true",
+                    help="also simulate the SLOW points (else their rows are kept)")
+    ap.add_argument("--only-slow", action="store_true",
+                    help="simulate only the SLOW points; keep the other rows")
+    ap.add_argument("--nmax", type=int, action="append", default=[],
+                    help="only the points whose widest layer is this (repeatable)")
+    args = ap.parse_args(argv)
     mhz = learner_cycles.clock_mhz()
-    rows = []
-    for size, batch in POINTS:
+    run = (SLOW if args.only_slow else POINTS + SLOW if args.slow else POINTS)
+    run = [p for p in run if not args.nmax or max(p[0]) in args.nmax]
+    sims = {}
+    builds: dict[tuple, list] = {}
+    for dims, size, batch in run:
+        builds.setdefault((size, max(dims)), []).append((dims, batch))
+    for (size, nmax), nets in builds.items():
         started = time.time()
-        sim = simulate(size, batch)
-        print(f"{size}x{size} batch {batch}: {time.time() - started:.0f} s", flush=True)
-        model = ls.step_cycles("dqn", list(DQN), batch, size, size)
-        rows.append({"net": "-".join(map(str, DQN)), "batch": batch, "array": f"{size}x{size}",
-                     "sim_forward": sim["fwd"], "sim_loss": sim["loss"],
-                     "sim_backward": sim["bwd"], "sim_update": sim["upd"],
-                     "sim_target": sim["tgt"], "sim_step": sim["cycles"],
-                     "model_array": model["array"], "model_loss": model["loss"],
-                     "model_update": model["update"], "model_target": model["target"],
-                     "model_total": model["total"],
-                     "step_ratio": round(sim["cycles"] / model["total"], 3),
-                     "step_us": round(sim["cycles"] / mhz, 2),
-                     "step_us_no_target": round((sim["cycles"] - sim["tgt"]) / mhz, 2)})
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "step_cycles.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    lines = [
+        for (dims, batch), sim in zip(nets, simulate(size, nets), strict=True):
+            sims[(dims, size, batch)] = sim
+        print(f"{size}x{size} NMAX {nmax}: {[b for _, b in nets]} in "
+              f"{time.time() - started:.0f} s", flush=True)
+        # Written after each build: the other rows as the table stands now (another run of
+        # other points may have written it meanwhile), this run's so far.
+        md = write_table({**_kept(POINTS + SLOW), **sims}, mhz)
+    if not builds:  # nothing to simulate (--nmax of no point): the table rewritten
+        md = write_table(_kept(POINTS + SLOW), mhz)
+    print(md.read_text())
+    return 0
+
+
+def write_table(sims: dict, mhz: float) -> Path:
+    """step_cycles.{csv,md} of the points of `sims` ((dims, size, batch) -> counts)."""
+    rows = [row(d, s, b, sims[(d, s, b)], mhz) for d, s, b in POINTS + SLOW
+            if (d, s, b) in sims]
+    missing = [f"{net_name(d)} {s}x{s} batch {b}" for d, s, b in POINTS + SLOW
+               if (d, s, b) not in sims]
+    worst = max(rows, key=lambda r: abs(r["step_ratio"] - 1))
+    head = [
         "# FPGA learner: one whole DQN SGD step, simulated, beside the model",
         "",
-        "Regenerate: `python experiments/rtl/step_cycles.py`. `sim_*`: hrl_learn_step "
-        "simulated in Verilator, two whole SGD steps of DQN's net with the state carried in "
+        "Regenerate: `python experiments/rtl/step_cycles.py` (the points of 4x4 to 16x16 up "
+        "to batch 64; the rows of batches 128 and 256, of 32x32 and of the nets wider than "
+        "64, each build a slow one, are kept from the last `--slow` run, which simulates "
+        "them too; `--only-slow --nmax W` those of width W alone). `sim_*`: hrl_learn_step "
+        "simulated in Verilator, two whole SGD steps of the net with the state carried in "
         "the module's banks, every master, moment, target and TD word and the saturations "
         "checked against hrl.fixed_point.dqn.FixedDQN.sgd_step; the second step's cycles by "
         "the module's own counters: `sim_forward` the engine's forward run (the online net on "
@@ -96,21 +174,18 @@ def main() -> None:
         "bias gradients), `sim_update` the Adam lanes' pass over every parameter (C per "
         "cycle, the operand words written back), `sim_target` the target unit's pass "
         "(Polyak, every step here), `sim_step` all of it from `st_start` to `st_done` (the "
-        "phases and the sequencer's hand-offs). `model_*`: "
+        "phases and the sequencer's hand-offs). Each build holds its nets' widest layer "
+        "(NMAX) and twice the largest batch (BMAX, s and s' stacked). `model_*`: "
         "hrl/mapping/learner_schedule.py `step_cycles` at target_period 1 (`array` the "
         "forward and backward products, against `sim_forward` + `sim_backward`; `loss`, "
         "`update` and `target` the step module's passes, whose constants its simulated "
         "phases set); `step_ratio` = sim_step / model_total. `step_us` at the "
         f"clock estimated by yosys, {mhz:.0f} MHz (resources.md); `step_us_no_target` a step "
         "without the target pass (a hard copy every `period` steps, between copies).",
-        "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
     ]
-    lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
-    goal = [r for r in rows if r["array"] == "16x16" and r["batch"] == 32]
-    lines += [
-        "",
+    goal = [r for r in rows if r["array"] == "16x16" and r["batch"] == 32
+            and r["net"] == net_name(DQN)]
+    foot = [
         f"The issue's target, one DQN step of 4-64-64-2 at batch 32 on 16x16 in at most "
         f"{TARGET_US:g} us: "
         + "; ".join(f"{r['step_us']} us simulated with a Polyak target update "
@@ -119,16 +194,20 @@ def main() -> None:
         + ". DQN CartPole's config copies the target every 100 steps, so its steps cost "
         "`step_us_no_target` but one in 100. The target pass is a second walk over the "
         "parameters after Adam's: the engine's weight bank has one host write port, which "
-        "the online net's operand words take in Adam's walk (the model before this module "
-        "ran the Adam and target lanes side by side in one pass, and counted one cycle a "
-        "sample for the loss unit, which reads three Q rows per sample through the engine's "
-        "host port: Q(s), the online Q(s') and the target's Q'(s')). The forward and backward "
-        "runs are the engine's, as the array's table counted them before (the loss unit "
+        "the online net's operand words take in Adam's walk. The loss unit reads three Q "
+        "rows per sample through the engine's host port: Q(s), the online Q(s') and the "
+        "target's Q'(s'). The forward and backward runs are the engine's (the loss unit "
         "between them: two runs, a few hand-off cycles each).",
+        "",
+        f"The model against the simulated step: step_ratio {min(r['step_ratio'] for r in rows)}"
+        f" to {max(r['step_ratio'] for r in rows)} (furthest: {worst['net']} "
+        f"{worst['array']} batch {worst['batch']}).",
     ]
-    (OUT / "step_cycles.md").write_text("\n".join(lines) + "\n")
-    print((OUT / "step_cycles.md").read_text())
+    if missing:
+        foot += ["", "Not simulated yet (no `--slow` run has written them): "
+                 + "; ".join(missing) + "."]
+    return results_table.write(OUT, "step_cycles", rows, COLUMNS, head, foot)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

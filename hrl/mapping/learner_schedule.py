@@ -12,6 +12,15 @@ beat). The array's testbench (`test_schedule_cycles`) streams schedules through 
 checks this model against the simulated count cycle for cycle; the tables of
 experiments/rtl/learner_cycles.py simulate some points and take the model for the rest.
 
+`run_cycles` is the cycle model of the engine (hrl_learn_engine) running a table of ops: its
+tiles stream back to back across ops, each op's beats waiting only by the engine's rules (a
+chained op's beat for the tile of the previous op it reads, an independent op's very last
+beat and any other op's first for the previous op written whole), plus the run's own
+cycles. `dqn_forward_ops` / `dqn_backward_ops` are the step module's two engine runs (the
+host's op table for hrl_learn_step, as its testbench writes it): the model of
+`step_cycles`' array term for DQN. The engine's inference (`inference_cycles`) is the same
+model on one net's forward ops.
+
 `DEP_GAP` is the controller's cost between dependent phases (the activation unit's
 register, the bank write, the bank's 2-cycle read) and `loss_cycles` / `update_cycles` /
 `target_cycles` the loss unit's, the Adam lanes' and the target unit's passes. For DQN they
@@ -44,6 +53,14 @@ CLIP_CYCLES = 5  # a sample of a DDPG clip pass: its reads, their 2 cycles, its 
 CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
 ADAM_PIPE = 12  # an Adam walk: reads 2 + Adam 6 + operand 3 cycles + the hand-off
 TARGET_PIPE = 6  # a target walk: reads 2 + target unit 3 cycles + the hand-off
+STEP_HANDOFF = 2  # hrl_learn_step: the command's start and end (its header)
+# hrl_learn_engine's run: the first op's load and the banks' 2-cycle read before the first
+# beat; then one cycle per further op to load it (RUN_FIXED + n_ops - 1 in all).
+RUN_FIXED = 3
+# A drained row's way into its bank: the mask bank's 2-cycle read, the activation register,
+# the bank write (hrl_learn_engine's schedule): a tile's rows are written WRITE_LAG cycles
+# after they leave the array.
+WRITE_LAG = 4
 
 
 def tiles(m: int, n: int, r: int, c: int) -> list[int]:
@@ -179,7 +196,10 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
     'update' both Adam walks, its 'target' the walk over both nets). 'total' is their sum
     with the target pass's cycles spread over `target_period` steps (the step modules run it
     every `target_update_period` steps; 1, the configs' default, Polyak every step);
-    'target' is the pass itself."""
+    'target' is the pass itself. DQN's 'array' is the step module's two engine runs
+    (`run_cycles` of `dqn_forward_ops` and `dqn_backward_ops`), its total with the
+    module's STEP_HANDOFF. DDPG's 'array' is its seven runs' phases (`ddpg_runs`,
+    `schedule_cycles`), a DEP_GAP between runs."""
     if not isinstance(target_period, int) or target_period < 1:
         raise ValueError(f"agent.target_update_period: {target_period!r} must be an int >= 1")
     if kind == "dqn":
@@ -187,8 +207,11 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
         upd = update_cycles(dims, c, ADAM_PIPE)
         target = target_cycles(dims, c)
         loss = loss_cycles(batch, LOSS_READS, DQN_LOSS_PIPE)
-        array = schedule_cycles(fwd, r, c) + schedule_cycles(bwd, r, c) + 2 * DEP_GAP
+        # hrl_learn_step: the engine's two runs, the units' passes, its start and end
+        array = run_cycles(dqn_forward_ops(dims, batch), r, c) \
+            + run_cycles(dqn_backward_ops(dims, batch), r, c)
         work = macs(fwd) + macs(bwd)
+        handoff = STEP_HANDOFF
     else:
         runs = ddpg_runs(dims, critic, batch)
         upd = update_cycles(dims, c, ADAM_PIPE) + update_cycles(critic, c, ADAM_PIPE)
@@ -196,13 +219,82 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
         loss = ddpg_loss_cycles(batch)
         array = sum(schedule_cycles(run, r, c) for run in runs) + len(runs) * DEP_GAP
         work = sum(macs(run) for run in runs)
-    total = array + loss + upd + -(-target // target_period)
+        handoff = 0
+    total = array + loss + upd + -(-target // target_period) + handoff
     return {"array": array, "loss": loss, "update": upd, "target": target, "total": total,
             "macs": work}
 
 
+# ------------------------------------------------------------------ the engine's runs
+# An op of an engine run: (M, K, N, dep), dep how its beats wait on the op before it
+# (hrl_learn_engine's schedule): FIRST the run's first op, CHAINED (reads the previous op's
+# output: a beat waits for the previous op's tile that holds its column), INDEP (reads
+# nothing the previous op writes, KIND + 8: only its very last beat waits for the previous
+# op written whole), WHOLE (any other: its first beat waits for the previous op written whole).
+FIRST, CHAINED, INDEP, WHOLE = "first", "chained", "indep", "whole"
+
+
+def run_cycles(ops, r: int, c: int) -> int:
+    """Cycles of one engine run of `ops` ((M, K, N, dep) each) on an R x C array, from
+    `start` to `done`: every tile's last beat max(K, rows of the previous tile, 3) cycles
+    after the previous one (the array's rule, as `phase_cycles`) unless an op's wait is
+    later; a tile is written OUT_LATENCY + its rows + WRITE_LAG cycles after its last beat;
+    the run ends when its last op is written whole, RUN_FIXED + n_ops - 1 cycles on top.
+    Unlike `schedule_cycles` (phases one after another with DEP_GAP), consecutive ops
+    overlap, as the engine runs them."""
+    last = None  # the previous tile's last beat (the first beat of the run is cycle 0)
+    rows_prev = 0
+    prev = None  # the previous op: {(row block, column block): written}, whole, its C
+    for m, k, n, dep in ops:
+        tiles = [(r0 // r, c0 // c, min(r, m - r0)) for r0 in range(0, m, r)
+                 for c0 in range(0, n, c)]
+        written = {}
+        for i, (rb, cb, rows) in enumerate(tiles):
+            t = k - 1 if last is None else last + max(k, rows_prev, 3)
+            if prev is not None and dep == WHOLE:
+                t = max(t, prev["whole"] + k - 1)
+            elif prev is not None and dep == CHAINED:
+                # beat kk reads column kk: the previous op's tile (rb, kk // c) is written
+                for j in range(-(-k // c)):
+                    if (rb, j) in prev["tiles"]:
+                        t = max(t, prev["tiles"][(rb, j)] + k - 1 - j * c)
+            elif prev is not None and dep == INDEP and i == len(tiles) - 1:
+                t = max(t, prev["whole"])
+            last, rows_prev = t, rows
+            written[(rb, cb)] = t + OUT_LATENCY + rows + WRITE_LAG
+        prev = {"tiles": written, "whole": max(written.values())}
+    return prev["whole"] + RUN_FIXED + len(ops) - 1
+
+
+def net_forward_ops(dims, batch: int, first: str = FIRST):
+    """One net's forward ops on `batch` rows: each layer reads the previous one's output."""
+    return [(batch, dims[i], dims[i + 1], first if i == 0 else CHAINED)
+            for i in range(len(dims) - 1)]
+
+
+def dqn_forward_ops(dims, batch: int):
+    """The step's forward run: the online net on s and s' stacked (2B rows), then the target
+    net on s' (its first op independent of the online net's last)."""
+    return net_forward_ops(dims, 2 * batch) + net_forward_ops(dims, batch, INDEP)
+
+
+def dqn_backward_ops(dims, batch: int):
+    """The step's backward run, per layer from the last: the delta of its input (kind 2,
+    not for the first layer), its weight gradient (kind 3, M = its input width) and its
+    bias gradient (kind 4, its own op of one row: 1^T @ delta). Each reads nothing its
+    predecessor writes (the first follows the loss unit, another run), so all are
+    independent."""
+    ops = []
+    for i in range(len(dims) - 2, -1, -1):
+        if i > 0:
+            ops.append((batch, dims[i + 1], dims[i], INDEP))
+        ops += [(dims[i], batch, dims[i + 1], INDEP), (1, batch, dims[i + 1], INDEP)]
+    return [(*ops[0][:3], FIRST), *ops[1:]]
+
+
 def inference_cycles(dims, r: int, c: int, batch: int = 1) -> int:
-    return schedule_cycles(forward_phases(dims, [batch]), r, c)
+    """The engine's run of one net's forward pass on `batch` states."""
+    return run_cycles(net_forward_ops(dims, batch), r, c)
 
 
 # ------------------------------------------------------------------ the engine's limits

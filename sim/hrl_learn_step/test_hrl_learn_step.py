@@ -540,6 +540,16 @@ SETS = [
     pytest.param("verilator", params(16, 16, nmax=64, nl=3, bmax=64, amax=16),
                  {"STEP_TB_NETS": "1", "STEP_TB_STEPS": "3"}, id="verilator-R16-C16",
                  marks=pytest.mark.slow),
+    # The builds of experiments/rtl/step_cycles.py's table that no set above covers, each
+    # with the table's net and batch listed (test_listed_steps): batch 256 on 16 x 16, a
+    # 32 x 32 array, the wide nets (NMAX 128, 256). Many minutes each (slow tier).
+    *[pytest.param("verilator", params(r, r, nmax=max(dims), nl=3, bmax=2 * batch, amax=2),
+                   {"STEP_TB_NETS": "1", "STEP_TB_STEPS": "2",
+                    "STEP_NETS": json.dumps([[dims, batch, 2]])},
+                   id=f"verilator-R{r}-C{r}-{'-'.join(map(str, dims))}-B{batch}",
+                   marks=pytest.mark.slow)
+      for r, dims, batch in [(16, [4, 64, 64, 2], 256), (32, [4, 64, 64, 2], 64),
+                             (16, [4, 128, 128, 2], 32), (16, [4, 256, 256, 2], 32)]],
 ]
 
 

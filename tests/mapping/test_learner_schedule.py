@@ -5,12 +5,17 @@ RTL cycle for cycle by the array testbench (test_schedule_cycles)."""
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import pytest
 
 from hrl.config import load_config
 from hrl.mapping import fpga
 from hrl.mapping import learner_schedule as ls
 from hrl.mapping.workload import workload_from_config
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_dqn_step_products():
@@ -33,6 +38,55 @@ def test_phase_cycles_by_hand():
     assert ls.product_cycles(5, 2, 4, 4, 4) == 2 + 4 + ls.OUT_LATENCY
     assert ls.schedule_cycles([[(1, 1, 1)], [(1, 1, 1)]], 4, 4) == 2 * (1 + ls.OUT_LATENCY) \
         + ls.DEP_GAP
+
+
+def test_engine_run_by_hand():
+    """One tile: K beats, then it drains and is written; the run's own cycles on top. Two
+    ops of one tile: an independent op streams behind the first (its only beat waits for
+    the first written whole); a chained one waits for the tile it reads."""
+    one = (4 - 1) + ls.OUT_LATENCY + 4 + ls.WRITE_LAG
+    assert ls.run_cycles([(4, 4, 4, ls.FIRST)], 4, 4) == one + ls.RUN_FIXED
+    # K = 1: the second op's last beat would be 3 cycles later; it waits for the first op.
+    written = 0 + ls.OUT_LATENCY + 4 + ls.WRITE_LAG
+    two = written + ls.OUT_LATENCY + 4 + ls.WRITE_LAG + ls.RUN_FIXED + 1
+    assert ls.run_cycles([(4, 1, 4, ls.FIRST), (4, 1, 4, ls.INDEP)], 4, 4) == two
+    assert ls.run_cycles([(4, 1, 4, ls.FIRST), (4, 4, 4, ls.CHAINED)], 4, 4) == \
+        written + 3 + ls.OUT_LATENCY + 4 + ls.WRITE_LAG + ls.RUN_FIXED + 1
+    # Long tiles hide the wait: the second op's tiles follow the first's back to back.
+    assert ls.run_cycles([(4, 64, 4, ls.FIRST), (4, 64, 4, ls.INDEP)], 4, 4) == \
+        63 + 64 + ls.OUT_LATENCY + 4 + ls.WRITE_LAG + ls.RUN_FIXED + 1
+
+
+def test_dqn_step_runs_are_the_step_modules_op_tables():
+    """The forward run: the online net on 2B rows (chained layers), the target's first op
+    independent; the backward run per layer from the last: input delta (not the first
+    layer's), weight gradient, bias gradient as its own one-row op, all independent."""
+    assert ls.dqn_forward_ops([4, 8, 2], 3) == [
+        (6, 4, 8, ls.FIRST), (6, 8, 2, ls.CHAINED), (3, 4, 8, ls.INDEP), (3, 8, 2, ls.CHAINED)]
+    assert ls.dqn_backward_ops([4, 8, 2], 3) == [
+        (3, 2, 8, ls.FIRST), (8, 3, 2, ls.INDEP), (1, 3, 2, ls.INDEP), (4, 3, 8, ls.INDEP),
+        (1, 3, 8, ls.INDEP)]
+
+
+def test_model_against_the_committed_simulated_tables():
+    """The engine's inferences (forward_cycles.csv) and the step module's whole DQN steps
+    (step_cycles.csv), simulated in RTL and committed, against the model: every inference
+    cycle for cycle, every step within 0.5% (the engine's runs, the units' passes and the
+    hand-offs)."""
+    out = REPO / "experiments" / "results" / "fpga_learner"
+    with (out / "forward_cycles.csv").open() as f:
+        for r in csv.DictReader(f):
+            s = int(r["array"].split("x")[0])
+            dims = [int(x) for x in r["net"].split("-")]
+            assert ls.inference_cycles(dims, s, s, int(r["batch"])) == int(r["sim_cycles"]), r
+    with (out / "step_cycles.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    for r in rows:
+        s = int(r["array"].split("x")[0])
+        dims = [int(x) for x in r["net"].split("-")]
+        model = ls.step_cycles("dqn", dims, int(r["batch"]), s, s)
+        assert model["total"] == pytest.approx(int(r["sim_step"]), rel=5e-3), r
 
 
 def test_bigger_array_fewer_cycles():
@@ -68,9 +122,10 @@ def test_dqn_loss_update_and_target_terms_by_hand():
     assert d["loss"] == 3 * 32 + ls.DQN_LOSS_PIPE
     assert d["update"] == blocks + ls.ADAM_PIPE
     assert d["target"] == blocks + ls.TARGET_PIPE
-    assert d["total"] == d["array"] + d["loss"] + d["update"] + d["target"]
+    assert d["total"] == d["array"] + d["loss"] + d["update"] + d["target"] + ls.STEP_HANDOFF
     d100 = ls.step_cycles("dqn", [4, 64, 64, 2], 32, 16, 16, target_period=100)
-    assert d100["total"] == d["array"] + d["loss"] + d["update"] + -(-d["target"] // 100)
+    assert d100["total"] == d["array"] + d["loss"] + d["update"] + -(-d["target"] // 100) \
+        + ls.STEP_HANDOFF
     with pytest.raises(ValueError, match=r"agent.target_update_period: 0 must be an int >= 1"):
         ls.step_cycles("dqn", [4, 64, 2], 32, 16, 16, target_period=0)
 
