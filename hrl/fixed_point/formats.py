@@ -11,8 +11,8 @@ and `optim` name which. Why each is what it is:
   (once per update). Its default depends on the algorithm (WEIGHT_DEFAULT). DQN, Q18.14
   (+-8, step 6.1e-5): the DSP48's multiplier is 27 x 18, so an 18-bit weight against
   `act`'s 16 bits (or `delta`'s 18) still takes one DSP, and the array's banks are 18 bits
-  wide for the deltas anyway; with Q16.12 DQN CartPole ended at the bar on 7/10 seeds, with
-  Q18.14 on 9/10 (experiments/results/fixed_point/). DDPG, Q16.12 (+-8, step 2.4e-4), what
+  wide for the deltas anyway; DQN CartPole ended at the bar on more seeds with Q18.14 than
+  with Q16.12 (experiments/results/fixed_point/). DDPG, Q16.12 (+-8, step 2.4e-4), what
   its runs met the bar with: initial weights of a 128-wide layer are about 0.1, so 12
   fractional bits give them three significant digits.
 * `value` Q24.8 (+-32768): a network's last-layer output (Q values) and the TD target and
