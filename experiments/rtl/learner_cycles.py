@@ -127,8 +127,8 @@ def step_phases(kind, dims, critic, batch):
 
 def simulated_tables() -> tuple[dict, dict]:
     """The whole-module counts the other scripts simulated: DQN's and DDPG's whole steps by
-    (net, batch, array) from step_cycles.csv and ddpg_step_cycles.csv, and inferences (batch 1) by (net, array) from
-    forward_cycles.csv; empty where a table is not there."""
+    (net, batch, array) from step_cycles.csv and ddpg_step_cycles.csv, and inferences
+    (batch 1) by (net, array) from forward_cycles.csv; empty where a table is not there."""
     steps, infers = {}, {}
     if (OUT / "step_cycles.csv").exists():
         with open(OUT / "step_cycles.csv", newline="") as f:
@@ -227,9 +227,10 @@ def main(argv=None) -> int:
         "forward_cycles.csv: regenerate those first). `sim` = yes: simulated, `units` says "
         "what: DQN's whole step in hrl_learn_step or DDPG's in hrl_learn_step_ddpg "
         "(Verilator, bit for bit against the fixed-point reference; step_cycles.md, "
-        "ddpg_step_cycles.md, whose clip passes the loss column holds: the array cycles are its forward and backward "
-        "runs, the update column its Adam and target walks, the total its count from start "
-        "to done, the sequencer's hand-offs included), one state's inference in "
+        "ddpg_step_cycles.md, whose clip passes the loss column holds: the array cycles are "
+        "its forward and backward runs, the update column its Adam and target walks, the "
+        "total its count from start to done, the sequencer's hand-offs included), one "
+        "state's inference in "
         "hrl_learn_engine (forward_cycles.md), or the step's array products alone in "
         "hrl_learn_mac_array (which checks the model's phases cycle for cycle; the loss and "
         "update passes then the model's). `model`: hrl/mapping/learner_schedule.py (DQN's "
@@ -237,7 +238,8 @@ def main(argv=None) -> int:
         "`run_cycles`, which the simulated rows check; DDPG's step: its seven runs' phases, "
         "which its simulated rows check). The loss and update cycles of a model row are the "
         "step modules' passes as the model counts them (the update column holds the Adam "
-        f"and the target walks, the target every step). `us` at the clock estimated by yosys, {mhz:g} MHz (resources.md). "
+        "and the target walks, the target every step). "
+        f"`us` at the clock estimated by yosys, {mhz:g} MHz (resources.md). "
         "`utilization` = MACs / (R x C x array cycles). Inference: one state, the online net. "
         f"{n_sim} of the {len(rows)} rows simulated.",
     ]

@@ -80,7 +80,8 @@ MUTATIONS = [
     # The clip's backward pass lets every delta through (a plain identity).
     pytest.param(r"if \(!\(\(cb_lo\[a2\] && \$signed\(cb_d\) > 0\) \|\| "
                  r"\(cb_hi\[a2\] && \$signed\(cb_d\) < 0\)\)\)",
-                 "if (1'b1)", "clip-backward-identity", id="clip-backward-identity", marks=pytest.mark.slow),
+                 "if (1'b1)", "clip-backward-identity", id="clip-backward-identity",
+                 marks=pytest.mark.slow),
     # The actions written at the block's first lane, not at column S (no rotation).
     pytest.param(r"wire \[LGA-1:0\] off = c_s\[LGA-1:0\];", "wire [LGA-1:0] off = {LGA{1'b0}};",
                  "no-rotation", id="no-rotation", marks=pytest.mark.slow),
