@@ -105,7 +105,7 @@ class TrainLayout:
         if lay["pdepth"] > shape.param_depth:
             raise ValueError(f"{net_key}: {lay['pdepth']} parameter blocks exceed the FPGA "
                              f"learner's {shape.param_depth}")
-        fwd, bwd = _step_ops(fmts, dims, batch, lay)
+        fwd, bwd = step_ops(fmts, dims, batch, lay)
         infer = _row_ops(fmts, dims, infer_rows, lay["on"], lay["w_on"], lay["b_on"])
         rows = fwd + bwd + infer
         assert len(rows) <= shape.max_ops
@@ -163,10 +163,12 @@ def _layout(shape: kp.KernelShape, dims, batch: int) -> dict:
     return lay
 
 
-def _step_ops(fmt: FxFormats, dims, batch: int, lay: dict) -> tuple[list, list]:
+def step_ops(fmt: FxFormats, dims, batch: int, lay: dict) -> tuple[list, list]:
     """The step's op table: forward ops (online on 2B rows, target on B), then per layer
     (last first) the backward op and the two gradients; ops that read nothing their
-    predecessor writes are marked independent (kind + 8, the engine overlaps them)."""
+    predecessor writes are marked independent (kind + 8, the engine overlaps them). `lay`:
+    the banks' places ("on", "tg", "w_on", "w_tg", "b_on", "b_tg", "dl", "gw", "gb"), as
+    the kernel's layout or hrl_learn_step's testbench lays them out."""
     depth = len(dims) - 1
     fwd = (_row_ops(fmt, dims, 2 * batch, lay["on"], lay["w_on"], lay["b_on"])
            + _row_ops(fmt, dims, batch, lay["tg"], lay["w_tg"], lay["b_tg"], kind0=8))

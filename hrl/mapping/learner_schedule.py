@@ -17,7 +17,7 @@ tiles stream back to back across ops, each op's beats waiting only by the engine
 chained op's beat for the tile of the previous op it reads, an independent op's very last
 beat and any other op's first for the previous op written whole), plus the run's own
 cycles. `dqn_forward_ops` / `dqn_backward_ops` are the step module's two engine runs (the
-host's op table for hrl_learn_step, as its testbench writes it): the model of
+host's op table for hrl_learn_step, hrl.fixed_point.train_program.step_ops): the model of
 `step_cycles`' array term for DQN. The engine's inference (`inference_cycles`) is the same
 model on one net's forward ops.
 

@@ -48,7 +48,7 @@ from tb_common import pulse_reset
 
 from hrl.agents.dqn.agent import DQNConfig
 from hrl.envs.spec import DiscreteActions, EnvSpec
-from hrl.fixed_point import optim
+from hrl.fixed_point import optim, train_program
 from hrl.fixed_point.common import step_rate
 from hrl.fixed_point.dqn import make_fixed_dqn
 from hrl.fixed_point.numerics import Fx
@@ -262,52 +262,6 @@ class TB:
         lay["pb"], lay["blocks"] = pb, p
         return lay
 
-    def ops(self, agent, dims, batch, lay):
-        """The engine's op table of one step: forward ops (online on 2B rows, target on B),
-        then per layer (last first) the backward op and the two gradients; ops that read
-        nothing their predecessor writes are marked independent (KIND + 8)."""
-        f, depth = agent.fmts, len(dims) - 1
-        fwd = []
-        for net, rows in (("on", 2 * batch), ("tg", batch)):
-            for i in range(depth):
-                last = i == depth - 1
-                out = f.value if last else f.act
-                fwd.append({
-                    "x_base": lay[net][i][0], "x_slog": lay[net][i][1], "m": rows,
-                    "k": dims[i], "n": dims[i + 1], "w_base": lay[f"w_{net}"][i][0],
-                    "w_slog": lay[f"w_{net}"][i][1], "b_base": lay[f"b_{net}"][i],
-                    "y_base": lay[net][i + 1][0], "y_slog": lay[net][i + 1][1],
-                    "relu": int(not last), "shift": f.act.frac + f.weight.frac - out.frac,
-                    "width": out.width, "bshift": f.act.frac,
-                    "kind": 8 if (net == "tg" and i == 0) else 0})
-        bwd = []
-        dl, acts, ws = lay["dl"], lay["on"], lay["w_on"]
-        for i in range(depth - 1, -1, -1):
-            d = dl[i + 1]
-            if i > 0:
-                bwd.append({"kind": 2, "x_base": d[0], "x_slog": d[1], "m": batch,
-                            "k": dims[i + 1], "n": dims[i], "w_base": ws[i][0],
-                            "w_slog": ws[i][1], "y_base": dl[i][0], "y_slog": dl[i][1],
-                            "m_base": acts[i][0], "width": f.delta.width,
-                            "shift": f.weight.frac})
-            bwd.append({"kind": 3, "x_base": acts[i][0], "x_slog": acts[i][1], "m": dims[i],
-                        "k": batch, "n": dims[i + 1], "w_base": d[0], "w_slog": d[1],
-                        "y_base": lay["gw"][i][0], "y_slog": lay["gw"][i][1],
-                        "width": f.grad.width,
-                        "shift": f.act.frac + f.delta.frac - f.grad.frac})
-            bwd.append({"kind": 4, "m": 1, "k": batch, "n": dims[i + 1], "w_base": d[0],
-                        "w_slog": d[1], "y_base": lay["gb"][i][0], "y_slog": 0,
-                        "width": f.grad.width, "shift": f.delta.frac - f.grad.frac})
-        reads = {2: lambda o: {("d", o["x_base"]), ("a", o["m_base"])},
-                 3: lambda o: {("a", o["x_base"]), ("d", o["w_base"])},
-                 4: lambda o: {("d", o["w_base"])}}
-        prev = None  # the first backward op follows the loss unit's writes (another run)
-        for op in bwd:
-            if prev is not None and prev not in reads[op["kind"]](op):
-                op["kind"] += 8
-            prev = ("d", op["y_base"])
-        return fwd, bwd
-
     async def setup(self, dims, batch, lr=1e-3, period=1, tau=0.005, key=0, wild=False):
         """Build the agent, lay the network out, write the op table, the registers and the
         initial state, run init. wild: the online and target masters random words over the
@@ -324,7 +278,8 @@ class TB:
             state = state.replace(params=words(state.params),
                                   target_params=words(state.target_params))
         lay = self.layout(dims, batch)
-        fwd, bwd = self.ops(agent, dims, batch, lay)
+        # the host's op table of a step, as the kernel's programs write it
+        fwd, bwd = train_program.step_ops(agent.fmts, dims, batch, lay)
         for j, op in enumerate(fwd + bwd):
             await self.write_op(j, op)
         fp = agent.cfg.fixed_point
