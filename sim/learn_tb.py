@@ -47,6 +47,70 @@ async def write_matrix(dut, sel: int, base: int, slog: int, mat, lanes: int, bus
     dut.h_wr_en.value = 0
 
 
+class StepPorts:
+    """The step modules' own host ports (hrl_learn_step, hrl_learn_step_ddpg: the same
+    st_cfg_*, st_p_* and st_td* ports), for a TB class with `dut`, `C` (lanes of a parameter
+    block) and `hdl_formats` (the module's formats by name)."""
+
+    async def write_cfg(self, items) -> None:
+        """The step's registers: (address, value) pairs."""
+        from cocotb.triggers import FallingEdge
+
+        d = self.dut
+        for addr, value in items:
+            await FallingEdge(d.clk)
+            d.st_cfg_en.value = 1
+            d.st_cfg_addr.value = addr
+            d.st_cfg_data.value = int(value) & 0xFFFFFFFF
+        await FallingEdge(d.clk)
+        d.st_cfg_en.value = 0
+
+    async def write_stream(self, sel: int, blocks: np.ndarray) -> None:
+        from cocotb.triggers import FallingEdge
+
+        d = self.dut
+        for p, row in enumerate(blocks):
+            await FallingEdge(d.clk)
+            d.st_p_wr_en.value = 1
+            d.st_p_wr_sel.value = sel
+            d.st_p_wr_addr.value = p
+            d.st_p_wr_data.value = pack(row, 32)
+        await FallingEdge(d.clk)
+        d.st_p_wr_en.value = 0
+
+    async def read_stream(self, sel: int, n: int) -> np.ndarray:
+        """n blocks of parameter bank `sel`, one read per cycle (the data 2 cycles later)."""
+        from cocotb.triggers import FallingEdge
+
+        d = self.dut
+        out = np.zeros((n, self.C), np.int64)
+        for k in range(n + 2):
+            await FallingEdge(d.clk)
+            if k >= 2:
+                out[k - 2] = unpack(int(d.st_p_rd_data.value), self.C, 32)
+            d.st_p_rd_en.value = int(k < n)
+            d.st_p_rd_sel.value = sel
+            d.st_p_rd_addr.value = min(k, n - 1)
+        d.st_p_rd_en.value = 0
+        return out
+
+    async def read_td(self, batch: int):
+        """The step's TD and |TD| words of samples 0..batch-1."""
+        from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+
+        d = self.dut
+        vw = self.hdl_formats["value"][0]
+        td, abs_td = np.zeros(batch, np.int64), np.zeros(batch, np.int64)
+        for b in range(batch):
+            await FallingEdge(d.clk)
+            d.st_td_i.value = b
+            await RisingEdge(d.clk)
+            await ReadOnly()
+            td[b] = unpack(int(d.st_td.value), 1, vw)[0]
+            abs_td[b] = unpack(int(d.st_abs_td.value), 1, vw)[0]
+        await FallingEdge(d.clk)
+        return td, abs_td
+
 async def write_op(dut, op: int, fields: dict) -> None:
     """Row `op` of the engine's op table, one field (OP_FIELDS order) per cycle; a field
     not named is 0."""

@@ -37,10 +37,9 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 from learn_tb import (
     SEL_ACT,
     SEL_DELTA,
+    StepPorts,
     clog2,
-    pack,
     random_words,
-    unpack,
     write_matrix,
     write_op,
 )
@@ -65,7 +64,7 @@ P_MASTER, P_M, P_V, P_TARGET = 0, 1, 2, 3
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
 
 
-class TB:
+class TB(StepPorts):
     def __init__(self, dut, seed: int = 1):
         self.dut = dut
         p = rtl_runner.param
@@ -112,56 +111,6 @@ class TB:
 
     async def write_op(self, op: int, fields: dict) -> None:
         await write_op(self.dut, op, fields)
-
-    async def write_cfg(self, items) -> None:
-        """The step's registers: (address, value) pairs."""
-        d = self.dut
-        for addr, value in items:
-            await FallingEdge(d.clk)
-            d.st_cfg_en.value = 1
-            d.st_cfg_addr.value = addr
-            d.st_cfg_data.value = int(value) & 0xFFFFFFFF
-        await FallingEdge(d.clk)
-        d.st_cfg_en.value = 0
-
-    async def write_stream(self, sel: int, blocks: np.ndarray) -> None:
-        d = self.dut
-        for p, row in enumerate(blocks):
-            await FallingEdge(d.clk)
-            d.st_p_wr_en.value = 1
-            d.st_p_wr_sel.value = sel
-            d.st_p_wr_addr.value = p
-            d.st_p_wr_data.value = pack(row, 32)
-        await FallingEdge(d.clk)
-        d.st_p_wr_en.value = 0
-
-    async def read_stream(self, sel: int, n: int) -> np.ndarray:
-        """n blocks of parameter bank `sel`, one read per cycle (the data 2 cycles later)."""
-        d = self.dut
-        out = np.zeros((n, self.C), np.int64)
-        for k in range(n + 2):
-            await FallingEdge(d.clk)
-            if k >= 2:
-                out[k - 2] = unpack(int(d.st_p_rd_data.value), self.C, 32)
-            d.st_p_rd_en.value = int(k < n)
-            d.st_p_rd_sel.value = sel
-            d.st_p_rd_addr.value = min(k, n - 1)
-        d.st_p_rd_en.value = 0
-        return out
-
-    async def read_td(self, batch: int):
-        d = self.dut
-        vw = self.hdl_formats["value"][0]
-        td, abs_td = np.zeros(batch, np.int64), np.zeros(batch, np.int64)
-        for b in range(batch):
-            await FallingEdge(d.clk)
-            d.st_td_i.value = b
-            await RisingEdge(d.clk)
-            await ReadOnly()
-            td[b] = unpack(int(d.st_td.value), 1, vw)[0]
-            abs_td[b] = unpack(int(d.st_abs_td.value), 1, vw)[0]
-        await FallingEdge(d.clk)
-        return td, abs_td
 
     async def write_batch(self, words) -> None:
         d = self.dut

@@ -37,10 +37,9 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 from learn_tb import (
     SEL_ACT,
     SEL_DELTA,
+    StepPorts,
     clog2,
-    pack,
     random_words,
-    unpack,
     write_matrix,
     write_op,
 )
@@ -70,7 +69,7 @@ PHASES = ("fwd", "loss", "clip", "bwd", "upd", "tgt")
 PENDULUM = ((3, 64, 64, 1), (4, 64, 64, 1))  # experiments/configs/ddpg_pendulum.yaml
 
 
-class TB:
+class TB(StepPorts):
     def __init__(self, dut, seed: int = 1):
         self.dut = dut
         p = rtl_runner.param
@@ -113,56 +112,6 @@ class TB:
     async def write_matrix(self, sel: int, base: int, slog: int, mat) -> None:
         lanes = self.LA if sel in (SEL_ACT, SEL_DELTA) else self.C
         await write_matrix(self.dut, sel, base, slog, mat, lanes, self.LA, self.HW)
-
-    async def write_cfg(self, items) -> None:
-        """The step's registers: (address, value) pairs."""
-        d = self.dut
-        for addr, value in items:
-            await FallingEdge(d.clk)
-            d.st_cfg_en.value = 1
-            d.st_cfg_addr.value = addr
-            d.st_cfg_data.value = int(value) & 0xFFFFFFFF
-        await FallingEdge(d.clk)
-        d.st_cfg_en.value = 0
-
-    async def write_stream(self, sel: int, blocks: np.ndarray) -> None:
-        d = self.dut
-        for p, row in enumerate(blocks):
-            await FallingEdge(d.clk)
-            d.st_p_wr_en.value = 1
-            d.st_p_wr_sel.value = sel
-            d.st_p_wr_addr.value = p
-            d.st_p_wr_data.value = pack(row, 32)
-        await FallingEdge(d.clk)
-        d.st_p_wr_en.value = 0
-
-    async def read_stream(self, sel: int, n: int) -> np.ndarray:
-        """n blocks of parameter bank `sel`, one read per cycle (the data 2 cycles later)."""
-        d = self.dut
-        out = np.zeros((n, self.C), np.int64)
-        for k in range(n + 2):
-            await FallingEdge(d.clk)
-            if k >= 2:
-                out[k - 2] = unpack(int(d.st_p_rd_data.value), self.C, 32)
-            d.st_p_rd_en.value = int(k < n)
-            d.st_p_rd_sel.value = sel
-            d.st_p_rd_addr.value = min(k, n - 1)
-        d.st_p_rd_en.value = 0
-        return out
-
-    async def read_td(self, batch: int):
-        d = self.dut
-        vw = self.hdl_formats["value"][0]
-        td, abs_td = np.zeros(batch, np.int64), np.zeros(batch, np.int64)
-        for b in range(batch):
-            await FallingEdge(d.clk)
-            d.st_td_i.value = b
-            await RisingEdge(d.clk)
-            await ReadOnly()
-            td[b] = unpack(int(d.st_td.value), 1, vw)[0]
-            abs_td[b] = unpack(int(d.st_abs_td.value), 1, vw)[0]
-        await FallingEdge(d.clk)
-        return td, abs_td
 
     async def write_batch(self, reward, discount, weight) -> None:
         d = self.dut
