@@ -3,15 +3,18 @@ simulation, beside the cycle model's prediction.
 
     python experiments/rtl/forward_cycles.py        # -> experiments/results/fpga_learner/
                                                     #    forward_cycles.{csv,md}
+    python experiments/rtl/forward_cycles.py --model-only   # the model's columns again, from
+                                                            # the simulated counts on file
 
 Each point runs the engine's testbench (sim/hrl_learn_engine, test_listed_nets) on Icarus:
 random weights and inputs in the default formats, the whole network through the op table,
 every output word checked against hrl.fixed_point.layers.mlp_forward, and the engine's own
 cycle counter (the edge that takes `start` to the one that raises `done`) read back. The
-model is hrl/mapping/learner_schedule.inference_cycles (the array's phases plus DEP_GAP
-between layers, from the first beat to the last output row); the engine overlaps chained
-layers, which the model does not, and adds a few cycles around the run (the results file
-says which). The model is not fitted.
+model is hrl/mapping/learner_schedule.inference_cycles: the engine's run of the net's forward
+ops (`run_cycles`, the schedule the step's runs use too), each chained layer's beats waiting
+only for the tile of the previous layer they read. The model is not fitted to these counts.
+`--model-only` recomputes the model's columns from the simulated counts already in
+forward_cycles.csv (after a change to the model; nothing is simulated).
 
 `us` is the simulated count at the clock estimated by yosys for the array
 (experiments/results/fpga_learner/resources.md, read by learner_cycles.clock_mhz).
@@ -19,6 +22,7 @@ says which). The model is not fitted.
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 import tempfile
@@ -63,23 +67,37 @@ def simulate(size: int, nets) -> list[int]:
         return json.loads(out.read_text())
 
 
+def row(dims, batch: int, size: int, sim: int, mhz: float) -> dict:
+    model = ls.inference_cycles(list(dims), size, size, batch)
+    macs = ls.macs(ls.forward_phases(list(dims), [batch]))
+    return {"net": "-".join(map(str, dims)), "batch": batch, "array": f"{size}x{size}",
+            "sim_cycles": sim, "model_cycles": model, "difference": sim - model,
+            "ratio": round(sim / model, 3), "macs": macs,
+            "utilization": round(macs / (size * size * sim), 3), "us": round(sim / mhz, 2)}
+
+
+def simulated_on_file() -> list[tuple[tuple[int, ...], int, int, int]]:
+    """(dims, batch, array size, simulated cycles) of every row of forward_cycles.csv."""
+    with (OUT / "forward_cycles.csv").open() as f:
+        return [(tuple(int(x) for x in r["net"].split("-")), int(r["batch"]),
+                 int(r["array"].split("x")[0]), int(r["sim_cycles"]))
+                for r in csv.DictReader(f)]
+
+
 def main() -> None:
+    model_only = "--model-only" in sys.argv[1:]
     mhz = learner_cycles.clock_mhz()
     rows = []
-    for size, nets in ARRAYS:
+    if model_only:
+        rows = [row(dims, batch, size, sim, mhz) for dims, batch, size, sim
+                in simulated_on_file()]
+    for size, nets in [] if model_only else ARRAYS:
         started = time.time()
         counts = simulate(size, nets)
         print(f"{size}x{size}: {len(nets)} networks in {time.time() - started:.0f} s",
               flush=True)
-        for (dims, batch), sim in zip(nets, counts, strict=True):
-            model = ls.inference_cycles(list(dims), size, size, batch)
-            macs = ls.macs(ls.forward_phases(list(dims), [batch]))
-            rows.append({"net": "-".join(map(str, dims)), "batch": batch,
-                         "array": f"{size}x{size}", "sim_cycles": sim,
-                         "model_cycles": model, "difference": sim - model,
-                         "ratio": round(sim / model, 3), "macs": macs,
-                         "utilization": round(macs / (size * size * sim), 3),
-                         "us": round(sim / mhz, 2)})
+        rows += [row(dims, batch, size, sim, mhz)
+                 for (dims, batch), sim in zip(nets, counts, strict=True)]
     head = [
         "# FPGA learner: the engine's cycles per inference, simulated and modeled",
         "",
@@ -87,8 +105,9 @@ def main() -> None:
         "hrl_learn_engine simulated in Icarus, whole networks through its op table, every "
         "output word checked against hrl.fixed_point.layers.mlp_forward, counted by the "
         "engine's own counter from `start` to `done`. `model_cycles`: "
-        "hrl/mapping/learner_schedule.py `inference_cycles` (the array's phases, first beat to "
-        "last output row, plus DEP_GAP between layers). `difference` = sim - model, `ratio` = "
+        "hrl/mapping/learner_schedule.py `inference_cycles` (the engine's run of the forward "
+        "ops, `run_cycles`: each chained layer's beats wait only for the tile of the previous "
+        "layer they read; not fitted to these counts). `difference` = sim - model, `ratio` = "
         "sim / model. `utilization` = MACs / (R x C x sim_cycles). "
         f"`us` at the clock estimated by yosys, {mhz:.0f} MHz (resources.md).",
     ]
@@ -96,15 +115,13 @@ def main() -> None:
     one = [r for r in rows if r["net"] == "4-64-64-2" and r["batch"] == 1]
     foot = [
         f"The simulated count minus the model's: {min(diffs)} to {max(diffs)} cycles. The "
-        "model runs the layers one after another: each to its last output row, then DEP_GAP "
-        "(the activation register, the bank write and read) before the next layer's first beat. "
-        "The engine overlaps them: a layer that reads the previous one's output starts its "
+        "model follows the engine: a layer that reads the previous one's output starts its "
         "tiles as soon as the previous layer's last beat is issued, each beat waiting only for "
-        "the tile it reads, so the drain between layers is hidden. It adds what the model "
-        "leaves out: the first op's load and the banks' 2-cycle read before the first beat, the "
-        "2-cycle wait of each output row for the mask bank's read (the backward pass's ReLU "
-        "mask; every op's rows take the same path), the activation register and the bank "
-        "write after the last row, and one cycle per further layer to load its op.",
+        "the tile it reads, so the drain between layers is hidden; around the run it counts "
+        "the first op's load and the banks' read before the first beat, each output row's wait "
+        "for the mask bank's read, the activation register and the bank write after the last "
+        "row, and one cycle per further layer to load its op (`learner_schedule.OUT_LATENCY`, "
+        "`WRITE_LAG`, `RUN_FIXED`).",
         "",
         f"One state's inference of DQN's net (the issue's target: at most {TARGET_US} us): "
         + "; ".join(f"{r['array']} {r['us']} us ({r['sim_cycles']} cycles)" for r in one)
