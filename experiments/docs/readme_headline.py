@@ -111,23 +111,27 @@ def _mapping() -> tuple[str, str]:
     folder = RESULTS / "mapping" / "heldout"
     draws = sorted((int(m.group(1)), p) for p in folder.glob("heldout-seed*.md")
                    if (m := re.fullmatch(r"heldout-seed(\d+)\.md", p.name)))
-    missed = {}
+    missed, partial = {}, {}
     for seed, md in draws:
         met = [r["met"] for r in _table(md, "figure") if r["met"] in ("True", "False")]
         missed[seed] = (met.count("False"), len(met))
+        # A draw stopped part way says so on its page: "Partial: K of the N settings ...".
+        if m := re.search(r"Partial: (\d+) of the (\d+) settings", md.read_text()):
+            partial[seed] = f"{m.group(1)} of {m.group(2)} settings measured"
     latest, md = draws[-1]
     figures = {r["figure"].split(" (")[0]: r["value"] for r in _table(md, "figure")}
     error = figures["median abs. error of predicted env steps/s"]
     regret = figures["median pick regret"]
     worst = figures["worst pick regret"]
     vs_default = figures["worst pick / default"]
-    all_met = [s for s, (n, _) in missed.items() if n == 0]
+    all_met = [f"{s} ({partial[s]})" if s in partial else str(s)
+               for s, (n, _) in missed.items() if n == 0]
     earlier = draws[-2][0] if len(draws) > 1 else None
     before = (f"; seed {earlier} missed {missed[earlier][0]} of its {missed[earlier][1]} targets"
               if earlier is not None and missed[earlier][0] else "")
     return (f"mapping model on settings drawn at random, never fitted to (seed {latest}, the "
             f"latest of {len(draws)} draws; every target met on seeds "
-            f"{', '.join(map(str, all_met))}{before})",
+            f"{', '.join(all_met)}{before})",
             _link(f"{error} median error; median pick regret {regret}, worst {worst}; the "
                   f"pick at worst {vs_default} the default's time", md))
 

@@ -57,11 +57,15 @@ def main() -> int:
                if "hrl-1thread" in m and "peer-1thread" in m else "-")
         lines.append(f"| `{r['folder']}` | {r['game']} | {r['machine']} | {r['rounds']} | "
                      + " | ".join(cells) + f" | {ratio} | {one} |")
-    lines += ["", "Since `train.cpu_threads: auto` gives a conv net XLA's default threads on a "
-              "2-core machine (it gave one before), the `hrl` column of `2core-asterix` and "
-              "`2core-space_invaders`, measured before that change, is one thread; their `hrl "
-              "all threads` column is what `auto` runs now. `2core-breakout` was measured "
-              "after it.", "",
+    lines += ["", "On a 2-core machine `hrl` (`auto`) and `hrl all threads` run the same "
+              "setting (a conv net gets a thread per core); their two medians show the spread "
+              "between processes.", "",
+              "The peer's figures differ between machines that report the same CPU name: "
+              "`before-d03e4a4` measured it at 375 SGD steps/s, the `2core-*` runs at 182 on "
+              "Breakout. The peer's code of that commit, run again beside today's on the "
+              "machine of the `2core-*` runs, gave the same figures as today's (176-189 "
+              "against 185-198 SGD steps/s, two rounds), so the difference is the machine; "
+              "read each run's ratio within its own row.", "",
               "`before-d03e4a4` is the issue's baseline, before the optimizer and convolution "
               "fixes. In the `gpu` run the peer's flashbax buffer is the one built for the CPU "
               "(`device=\"cpu\"`), as in every other run: read that row's hrl against "
