@@ -27,6 +27,11 @@ import numpy as np
 
 REFERENCE_REPEATS = 15
 PARTS = ("xla_s", "python_s", "numpy_s")
+# Readings of the reference a speed check takes (their median is compared): one reading, on
+# a machine nobody else uses, now and then lands beyond SPEED_TOLERANCE of the machine's usual
+# time (experiments/mapping/reference_spread.py measures how often), which scaled every
+# prediction of the check that took it. Each reading costs about half a second.
+CHECK_SAMPLES = 5
 
 
 @functools.cache  # one compile per process: the profiler and the validation time it often
@@ -102,6 +107,14 @@ def reference_time(repeats: int = REFERENCE_REPEATS) -> dict:
     return out
 
 
+def reference_now(samples: int = CHECK_SAMPLES) -> float:
+    """The reference seconds a speed check compares: the median of `samples` readings of
+    `reference_time` taken one after another, so that one stray reading does not decide."""
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    return statistics.median(reference_time()["seconds"] for _ in range(samples))
+
+
 def profile_reference(samples) -> float | None:
     """The reference seconds a profile was taken at: the median of its samples (None when
     it has none, as profiles taken before there was a reference)."""
@@ -163,12 +176,13 @@ def steady_samples(samples) -> list:
 
 
 def speed_check(profile: dict) -> tuple[float, str | None]:
-    """Times the reference workload now (`reference_time`, a fraction of a second) against
-    `profile`'s and returns (scale, warning): every predicted time is multiplied by `scale`
-    (1 within SPEED_TOLERANCE, where the difference is noise), and `warning` says in one line
-    how much faster or slower this machine runs than when profiled, that the profile holds
-    no reference to tell, or that its reference moved by more than PROFILE_SPREAD while it was
-    taken (then nothing is scaled); None when all is well. The profile's reference is that of
+    """Times the reference workload now (`reference_now`: the median of CHECK_SAMPLES
+    readings, a few seconds) against `profile`'s and returns (scale, warning): every
+    predicted time is multiplied by `scale` (1 within SPEED_TOLERANCE, where the difference
+    is noise), and `warning` says in one line how much faster or slower this machine runs
+    than when profiled, that the profile holds no reference to tell, or that its reference
+    moved by more than PROFILE_SPREAD while it was taken (then nothing is scaled); None when
+    all is well. The profile's reference is that of
     its `steady_rounds`, the rounds its rows come from. ValueError beyond SPEED_REFUSE."""
     samples = steady_samples(profile.get("speed_reference"))
     if not samples:
@@ -181,7 +195,7 @@ def speed_check(profile: dict) -> tuple[float, str | None]:
         return 1.0, (f"the profile's reference workload moved {spread:.1f}x while it was taken "
                      "(a busy machine): its rows hold that drift, so predictions are not "
                      "scaled to this machine's speed now; re-profile on a quiet machine")
-    scale = speed_scale(reference_time()["seconds"], samples)
+    scale = speed_scale(reference_now(), samples)
     if scale > SPEED_REFUSE or scale < 1.0 / SPEED_REFUSE:
         raise ValueError(f"this machine runs the profile's reference workload at {scale:.2f}x "
                          f"its profiled time (allowed 1/{SPEED_REFUSE:g}..{SPEED_REFUSE:g}x): "

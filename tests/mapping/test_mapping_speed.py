@@ -23,3 +23,22 @@ def test_speed_scale_is_now_over_the_profile_s_median():
     with pytest.raises(ValueError, match="reference seconds must be > 0, got now 0.0"):
         speed_scale(0.0, samples)
 
+
+
+def test_a_speed_check_reads_the_median_of_several_readings(monkeypatch):
+    """One stray reading of the reference (a machine at the profile's speed, read once 40%
+    fast) neither scales the predictions nor warns: the check compares the median of
+    CHECK_SAMPLES readings. A machine slow in every reading is still scaled."""
+    from hrl.mapping import speed
+
+    profile = {"speed_reference": [{"seconds": 0.030}, {"seconds": 0.030}]}
+    readings = iter([0.018] + [0.030] * (speed.CHECK_SAMPLES - 1))
+    monkeypatch.setattr(speed, "reference_time", lambda: {"seconds": next(readings)})
+    assert speed.speed_check(profile) == (1.0, None)
+    with pytest.raises(StopIteration):  # every reading was taken
+        next(readings)
+    monkeypatch.setattr(speed, "reference_time", lambda: {"seconds": 0.060})
+    scale, warning = speed.speed_check(profile)
+    assert scale == pytest.approx(2.0) and "2.00x slower" in warning
+    with pytest.raises(ValueError, match="samples must be >= 1, got 0"):
+        speed.reference_now(0)
