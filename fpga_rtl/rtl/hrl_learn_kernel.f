@@ -8,6 +8,7 @@ rtl/hrl_learn_rsqrt_rom.v
 rtl/hrl_learn_rsqrt.v
 rtl/hrl_learn_adam.v
 rtl/hrl_learn_target.v
+rtl/hrl_learn_walk.v
 rtl/hrl_learn_step.v
 rtl/hrl_axi_rd.v
 rtl/hrl_axi_wr.v

@@ -1,6 +1,7 @@
 // hrl_learn_step_ddpg: the learning module's whole DDPG SGD step, a thin sequencer above
-// hrl_learn_engine that owns the optimizer's banks and the loss, clip, Adam and target
-// units. Bit for bit hrl.fixed_point.ddpg.FixedDDPG.sgd_step (Adam), given the batch words,
+// hrl_learn_engine that owns the loss and clip units and the parameter walks
+// (hrl_learn_walk: the optimizer's banks, the Adam and target lanes). Bit for bit
+// hrl.fixed_point.ddpg.FixedDDPG.sgd_step (Adam), given the batch words,
 // with both networks' state (actor and critic master weights, Adam's moments, both target
 // masters, the step counter) carried in its banks from step to step. The engine holds the
 // four networks: layers 0..NLA-1 of its layer registers are the actor's, NLA..NLA+NLC-1 the
@@ -36,10 +37,12 @@
 // st_cmd 1 (init) computes every net's operand words from the master and target banks (the
 // host's initial words), as the step's write-back does.
 //
-// The parameter stream (hrl_learn_step's): layer by layer (the actor's, then the critic's,
+// The parameter stream (hrl_learn_walk's): layer by layer (the actor's, then the critic's,
 // each at its layer's P_BASE), per layer its weight rows then its bias as row K, per row
 // blocks of C words (lanes past N hold zeros); block p at address p of the master, m, v and
-// target banks, which the host reads and writes in that order through st_p_*.
+// target banks, which the host reads and writes in that order through st_p_*. The critic's
+// Adam walk runs over layers NLA..NLA+NLC-1, the actor's over 0..NLA-1, the target and init
+// walks over all.
 //
 // Saturations (st_sat, per step): the engine's seven runs, the loss unit's, the Adam lanes',
 // the Polyak step's, and the operand roundings the step reads: the target actor's, the
@@ -74,14 +77,15 @@
 // `st_error`: the configuration out of range (nothing runs) or an engine run stopped at a
 // bad op (the step stops there).
 //
-// Cost above the engine: C Adam lanes, C target lanes, one DDPG loss unit, AMAX clip
-// comparator pairs and an LA-word rotator (the action's columns start at S, not at a
-// multiple of LA), four banks of C words per block, the batch, TD and clip-mask registers
-// (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven runs (each with its
-// start and end cycles), 2 B + 7 for the critic rows and B + 5 for the actor rows, 5 B for
-// each of the three clip passes, blocks + 12 for each Adam walk (its net's blocks), blocks
-// + 6 for the target walk when due (both nets' blocks), two for the command's start and end
-// (hrl.mapping.learner_schedule's DDPG terms, which the testbench checks cycle for cycle).
+// Cost above the engine: the walk (hrl_learn_walk: C Adam lanes, C target lanes, four banks
+// of C words per block), one DDPG loss unit, AMAX clip comparator pairs and an LA-word
+// rotator (the action's columns start at S, not at a multiple of LA), the batch, TD and
+// clip-mask registers (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven
+// runs (each with its start and end cycles), 2 B + 7 for the critic rows and B + 5 for the
+// actor rows, 5 B for each of the three clip passes, blocks + 12 for each Adam walk (its
+// net's blocks), blocks + 6 for the target walk when due (both nets' blocks), two for the
+// command's start and end (hrl.mapping.learner_schedule's DDPG terms, which the testbench
+// checks cycle for cycle).
 `default_nettype none
 
 module hrl_learn_step_ddpg #(
@@ -204,7 +208,7 @@ module hrl_learn_step_ddpg #(
     input  wire                 st_p_rd_en,
     input  wire [1:0]           st_p_rd_sel,
     input  wire [PAB-1:0]       st_p_rd_addr,
-    output reg  [C*32-1:0]      st_p_rd_data,
+    output wire [C*32-1:0]      st_p_rd_data,
     // the last step's TD error and |TD| of sample st_td_i (value words, the next cycle)
     input  wire [IW-1:0]        st_td_i,
     output reg  [VW-1:0]        st_td,
@@ -213,7 +217,6 @@ module hrl_learn_step_ddpg #(
     // ------------------------------------------------------------------ sizes (the engine's)
     localparam LA = (R > C) ? R : C;
     localparam LGA = $clog2(LA);
-    localparam LGC = $clog2(C);
     localparam DMAX = (NMAX > BMAX) ? NMAX : BMAX;
     localparam IW = $clog2(DMAX + 1);
     localparam SLA = $clog2((NMAX + LA - 1) / LA);
@@ -236,12 +239,11 @@ module hrl_learn_step_ddpg #(
     // the step's own
     localparam NBLK = (NMAX + C - 1) / C;                  // blocks of a row
     localparam PDEPTH = NL * (NMAX + 1) * NBLK;            // blocks of the largest stream
-    localparam PAB = (PDEPTH > 1) ? $clog2(PDEPTH) : 1;
+    localparam PAB = (PDEPTH > 1) ? $clog2(PDEPTH) : 1;    // (hrl_learn_walk's)
     localparam LB = (NL > 1) ? $clog2(NL) : 1;             // a layer
     localparam CB = $clog2(C + 1);
-    localparam OB = (LGA > 0) ? LGA : 1;
-    localparam integer W_SH = MF - WF;                     // the operand's shift (checked)
 
+    // (the walk's parameters: hrl_learn_walk checks them)
     initial begin
         if (AMAX < 1 || AMAX > LA)
             $fatal(1, "hrl_learn_step_ddpg: AMAX=%0d must be in 1..max(R, C)=%0d", AMAX, LA);
@@ -252,16 +254,9 @@ module hrl_learn_step_ddpg #(
             $fatal(1, "hrl_learn_step_ddpg: NL=%0d must be at least 2 (an actor and a critic)",
                    NL);
         if (BMAX < 1) $fatal(1, "hrl_learn_step_ddpg: BMAX=%0d must be at least 1", BMAX);
-        if (WWID < 2 || WWID > BW)
-            $fatal(1, "hrl_learn_step_ddpg: WWID=%0d must be in 2..BW=%0d", WWID, BW);
         if (VW > OW || GW > OW || DLW > OW || BW > HW)
             $fatal(1, "hrl_learn_step_ddpg: VW=%0d, GW=%0d, DLW=%0d must fit OW=%0d",
                    VW, GW, DLW, OW);
-        if (MW > 32 || OMW > 32 || QW > 32)
-            $fatal(1, "hrl_learn_step_ddpg: MW=%0d, OMW=%0d, QW=%0d must be at most 32 (the port)",
-                   MW, OMW, QW);
-        if (W_SH < -4) $fatal(1, "hrl_learn_step_ddpg: MF - WF = %0d must be at least -4", W_SH);
-        if (PAB > 24) $fatal(1, "hrl_learn_step_ddpg: parameter banks of 2**%0d blocks", PAB);
     end
 
     // ------------------------------------------------------------------ registers
@@ -282,17 +277,6 @@ module hrl_learn_step_ddpg #(
     reg [31:0]     c_period, c_phase;
     reg [OW-1:0]   c_low [0:AMAX-1];    // the action box, act words
     reg [OW-1:0]   c_high [0:AMAX-1];
-    reg [IW-1:0]   l_k  [0:NL-1];
-    reg [IW-1:0]   l_n  [0:NL-1];
-    reg [HAB-1:0]  l_wb [0:NL-1];
-    reg [4:0]      l_ws [0:NL-1];
-    reg [HAB-1:0]  l_bb [0:NL-1];
-    reg [HAB-1:0]  l_twb [0:NL-1];
-    reg [HAB-1:0]  l_tbb [0:NL-1];
-    reg [HAB-1:0]  l_gwb [0:NL-1];
-    reg [4:0]      l_gs [0:NL-1];
-    reg [HAB-1:0]  l_gbb [0:NL-1];
-    reg [PAB-1:0]  l_pb [0:NL-1];
 
     localparam AXB = (AMAX > 1) ? $clog2(AMAX) : 1;        // an action
     wire        cfg_glob = st_cfg_addr < 12'd64;
@@ -300,6 +284,7 @@ module hrl_learn_step_ddpg #(
     wire [11:0] cfg_rel = st_cfg_addr - 12'd64;
     wire [LB-1:0] cfg_l = cfg_rel[4 +: LB];
     wire        cfg_l_ok = {24'd0, cfg_rel[11:4]} < NL;
+    wire        cfg_walk = st_cfg_en && !st_busy && cfg_layer && cfg_l_ok;   // the walk's
     wire        cfg_a_ok = {22'd0, st_cfg_addr[9:0]} < AMAX;
     wire [AXB-1:0] cfg_a = st_cfg_addr[AXB-1:0];
     reg         step_inc;     // the step's end: the counter and the target's phase move
@@ -351,23 +336,7 @@ module hrl_learn_step_ddpg #(
                     6'd40: c_phase <= st_cfg_data;
                     default: ;
                 endcase
-            end else if (cfg_layer) begin
-                if (cfg_l_ok)
-                    case (cfg_rel[3:0])
-                        4'd0:  l_k[cfg_l] <= st_cfg_data[IW-1:0];
-                        4'd1:  l_n[cfg_l] <= st_cfg_data[IW-1:0];
-                        4'd2:  l_wb[cfg_l] <= st_cfg_data[HAB-1:0];
-                        4'd3:  l_ws[cfg_l] <= st_cfg_data[4:0];
-                        4'd4:  l_bb[cfg_l] <= st_cfg_data[HAB-1:0];
-                        4'd5:  l_twb[cfg_l] <= st_cfg_data[HAB-1:0];
-                        4'd6:  l_tbb[cfg_l] <= st_cfg_data[HAB-1:0];
-                        4'd7:  l_gwb[cfg_l] <= st_cfg_data[HAB-1:0];
-                        4'd8:  l_gs[cfg_l] <= st_cfg_data[4:0];
-                        4'd9:  l_gbb[cfg_l] <= st_cfg_data[HAB-1:0];
-                        4'd10: l_pb[cfg_l] <= st_cfg_data[PAB-1:0];
-                        default: ;
-                    endcase
-            end else if (cfg_a_ok) begin
+            end else if (!cfg_layer && cfg_a_ok) begin   // (the layers' fields: the walk's)
                 if (st_cfg_addr[10]) c_high[cfg_a] <= st_cfg_data[OW-1:0];
                 else c_low[cfg_a] <= st_cfg_data[OW-1:0];
             end
@@ -444,90 +413,12 @@ module hrl_learn_step_ddpg #(
     assign fault = e_fault;
     assign cycles = e_cycles;
     assign sat_count = e_sat;
-    // ------------------------------------------------------------------ the parameter banks
-    // Four memories of C-word blocks (master, m, v, target), one read and one write port
-    // each: the stream's walk or the host.
-    reg  [PAB-1:0]   pr_addr;          // the walk's read address (this cycle)
-    reg              pr_en;
-    wire [PAB-1:0]   p_raddr = sq ? pr_addr : st_p_rd_addr;
-    wire             p_ren = sq ? pr_en : st_p_rd_en;
-    reg  [C*MW-1:0]  mem_w [0:PDEPTH-1];
-    reg  [C*OMW-1:0] mem_m [0:PDEPTH-1];
-    reg  [C*QW-1:0]  mem_v [0:PDEPTH-1];
-    reg  [C*MW-1:0]  mem_t [0:PDEPTH-1];
-    reg  [C*MW-1:0]  rw1, rw2, rt1, rt2;
-    reg  [C*OMW-1:0] rm1, rm2;
-    reg  [C*QW-1:0]  rv1, rv2;
-    // the walk's writes
-    reg              ww_en, wm_en, wt_en;   // master, m and v, target
-    reg  [PAB-1:0]   ww_addr, wm_addr, wt_addr;
-    reg  [C*MW-1:0]  ww_data, wt_data;
-    reg  [C*OMW-1:0] wm_data;
-    reg  [C*QW-1:0]  wv_data;
-    // the host's writes, unpacked
-    wire [C*MW-1:0]  hp_w;
-    wire [C*OMW-1:0] hp_m;
-    wire [C*QW-1:0]  hp_v;
-    genvar g;
-    generate
-        for (g = 0; g < C; g = g + 1) begin : g_hp
-            assign hp_w[g*MW +: MW] = st_p_wr_data[g*32 +: MW];
-            assign hp_m[g*OMW +: OMW] = st_p_wr_data[g*32 +: OMW];
-            assign hp_v[g*QW +: QW] = st_p_wr_data[g*32 +: QW];
-            if (MW < 32 || OMW < 32 || QW < 32) begin : g_unused
-                /* verilator lint_off UNUSEDSIGNAL */
-                wire unused = ^st_p_wr_data[g*32 +: 32];
-                /* verilator lint_on UNUSEDSIGNAL */
-            end
-        end
-    endgenerate
-    wire hw = st_p_wr_en && !sq;
-    always @(posedge clk) begin
-        if (p_ren) begin
-            rw1 <= mem_w[p_raddr];
-            rm1 <= mem_m[p_raddr];
-            rv1 <= mem_v[p_raddr];
-            rt1 <= mem_t[p_raddr];
-        end
-        rw2 <= rw1;
-        rm2 <= rm1;
-        rv2 <= rv1;
-        rt2 <= rt1;
-        if (hw && st_p_wr_sel == 2'd0) mem_w[st_p_wr_addr] <= hp_w;
-        if (hw && st_p_wr_sel == 2'd1) mem_m[st_p_wr_addr] <= hp_m;
-        if (hw && st_p_wr_sel == 2'd2) mem_v[st_p_wr_addr] <= hp_v;
-        if (hw && st_p_wr_sel == 2'd3) mem_t[st_p_wr_addr] <= hp_w;
-        if (ww_en) mem_w[ww_addr] <= ww_data;
-        if (wm_en) begin
-            mem_m[wm_addr] <= wm_data;
-            mem_v[wm_addr] <= wv_data;
-        end
-        if (wt_en) mem_t[wt_addr] <= wt_data;
-    end
-    // The host's read: the selected bank's block, sign-extended, 2 cycles after.
-    reg [1:0] p_sel1;
-    always @(posedge clk) p_sel1 <= st_p_rd_sel;
-    generate
-        for (g = 0; g < C; g = g + 1) begin : g_prd
-            wire [MW-1:0]  w = rw1[g*MW +: MW];
-            wire [OMW-1:0] m = rm1[g*OMW +: OMW];
-            wire [QW-1:0]  v = rv1[g*QW +: QW];
-            wire [MW-1:0]  t = rt1[g*MW +: MW];
-            always @(posedge clk)
-                case (p_sel1)
-                    2'd0: st_p_rd_data[g*32 +: 32] <= {{(32-MW){w[MW-1]}}, w};
-                    2'd1: st_p_rd_data[g*32 +: 32] <= {{(32-OMW){m[OMW-1]}}, m};
-                    2'd2: st_p_rd_data[g*32 +: 32] <= {{(32-QW){v[QW-1]}}, v};
-                    default: st_p_rd_data[g*32 +: 32] <= {{(32-MW){t[MW-1]}}, t};
-                endcase
-        end
-    endgenerate
 
     // ------------------------------------------------------------------ the sequencer
     localparam [3:0] S_IDLE = 4'd0, S_RUN = 4'd1, S_RUNW = 4'd2, S_LOSS = 4'd3,
                      S_AROW = 4'd4, S_LOSSW = 4'd5, S_CLIP = 4'd6, S_WALK = 4'd7,
-                     S_WALKW = 4'd8, S_FIN = 4'd9;
-    // The walks over the parameter stream.
+                     S_FIN = 4'd8;
+    // The walks over the parameter stream (hrl_learn_walk's kinds).
     localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPON = 2'd2, P_OPTG = 2'd3;
     // The phases (the header's numbers; 16, 17 init's walks, 15 and 18 the end).
     localparam [4:0] PH_CLIPT = 5'd1, PH_LOSS = 5'd3, PH_WCRIT = 5'd5, PH_CLIPA = 5'd7,
@@ -538,6 +429,8 @@ module hrl_learn_step_ddpg #(
     reg            cmd_init;
     reg [1:0]      pk;                 // the walk's kind
     reg [LW-1:0]   cur_lr;             // the walk's rate word
+    reg [LB-1:0]   w_lo;               // the walk's first layer
+    reg [LB:0]     w_hi;               // one past its last layer
     reg [SW-1:0]   acc_sat, nop_a, nop_c, nop_tg, nop_a_n, nop_c_n, nop_tg_n;
     reg            tgt_ran;
     // the loss and clip passes
@@ -545,147 +438,44 @@ module hrl_learn_step_ddpg #(
     reg            ls;                 // its loss read: 0 Q(s, a), 1 Q'(s', mu'(s'))
     reg [2:0]      cs;                 // its clip cycle (0..4)
     reg [IW-1:0]   l_left;             // samples not yet written
-    // the walk
-    reg [LB-1:0]   wl;
-    reg [LB:0]     w_hi;               // one past the walk's last layer
-    reg [IW-1:0]   wi, wjb;
-    reg [PAB-1:0]  wp;
-    reg [4:0]      w_drain;            // cycles since the last issue
-
-    wire [IW-1:0]  wk = l_k[wl];
-    wire [IW-1:0]  wn = l_n[wl];
-    wire [IW-1:0]  w_nblk = (wn + C[IW-1:0] - 1'b1) >> LGC;
-    wire           w_bias = wi == wk;
-    wire           w_last_blk = wjb + 1'b1 >= w_nblk;
-    wire           w_last_row = w_bias;
-    wire           w_last_layer = {1'b0, wl} + 1'b1 >= w_hi;
-    wire [IW+7:0]  w_j = {8'd0, wjb} << LGC;      // the block's first column
-    wire [C-1:0]   w_lanes;
-    generate
-        for (g = 0; g < C; g = g + 1) begin : g_wl
-            assign w_lanes[g] = w_j + g < {8'd0, wn};
-        end
-    endgenerate
-    wire [IW-1:0]  w_j_al = (w_j[IW-1:0] >> LGA) << LGA;
     wire [LB-1:0]  nla_l = c_nla[LB-1:0];          // < NL (checked: NLC >= 1)
     wire [LB:0]    nla_h = c_nla[LB:0];
     wire [LB:0]    nl_all = c_nla[LB:0] + c_nlc[LB:0];
+    genvar g;
 
-    // The walk's side band, through its pipeline (stage s: s cycles after the issue).
-    localparam LAT = 11;                          // the Adam walk's: read 2, Adam 6, target 3
-    reg            d_v    [1:LAT];
-    reg [PAB-1:0]  d_p    [1:LAT];
-    reg [LB-1:0]   d_l    [1:LAT];
-    reg [IW-1:0]   d_i    [1:LAT];
-    reg [IW-1:0]   d_jb   [1:LAT];
-    reg            d_b    [1:LAT];
-    reg [C-1:0]    d_lanes[1:LAT];
-    reg [OB-1:0]   d_off  [1:2];                  // the gradient's lanes in the LA read
-    wire           w_issue = state == S_WALK;   // one block per cycle
-    integer s;
-    always @(posedge clk) begin
-        d_v[1] <= w_issue;
-        d_p[1] <= wp;
-        d_l[1] <= wl;
-        d_i[1] <= wi;
-        d_jb[1] <= wjb;
-        d_b[1] <= w_bias;
-        d_lanes[1] <= w_lanes;
-        d_off[1] <= w_j[OB-1:0] & (LA[OB-1:0] - 1'b1);
-        d_off[2] <= d_off[1];
-        for (s = 2; s <= LAT; s = s + 1) begin
-            d_v[s] <= d_v[s-1];
-            d_p[s] <= d_p[s-1];
-            d_l[s] <= d_l[s-1];
-            d_i[s] <= d_i[s-1];
-            d_jb[s] <= d_jb[s-1];
-            d_b[s] <= d_b[s-1];
-            d_lanes[s] <= d_lanes[s-1];
-        end
-        if (rst) for (s = 1; s <= LAT; s = s + 1) d_v[s] <= 1'b0;
-    end
-
-    // ---- the Adam lanes (stage 2 in, stage 8 out)
-    wire [C*GW-1:0]  grad;
-    wire [C-1:0]     ad_v;
-    wire [C*MW-1:0]  ad_w;
-    wire [C*OMW-1:0] ad_m;
-    wire [C*QW-1:0]  ad_q;
-    wire [C*3-1:0]   ad_sat;
-    generate
-        for (g = 0; g < C; g = g + 1) begin : g_adam
-            wire [OW-1:0] word = h_rd_data[({{(32-OB){1'b0}}, d_off[2]} + g) * OW +: OW];
-            assign grad[g*GW +: GW] = word[GW-1:0];
-            if (OW > GW) begin : g_unused
-                /* verilator lint_off UNUSEDSIGNAL */
-                wire unused = ^word[OW-1:GW];
-                /* verilator lint_on UNUSEDSIGNAL */
-            end
-            hrl_learn_adam #(.GW(GW), .GF(GF), .MW(OMW), .MF(OMF), .SW(QW), .SF(QF),
-                             .RW(RW), .RF(RF), .TW(TW), .TF(TF), .WW(MW), .WF(MF),
-                             .UW(UW), .UF(UF), .LW(LW), .LF(LF)) adam (
-                .clk(clk), .rst(rst), .c1(c_c1), .c2(c_c2), .lr(cur_lr), .v_floor(c_vfloor),
-                .in_valid(d_v[2] && pk == P_ADAM), .in_w(rw2[g*MW +: MW]),
-                .in_m(rm2[g*OMW +: OMW]), .in_v(rv2[g*QW +: QW]), .in_g(grad[g*GW +: GW]),
-                .out_valid(ad_v[g]), .out_w(ad_w[g*MW +: MW]), .out_m(ad_m[g*OMW +: OMW]),
-                .out_v(ad_q[g*QW +: QW]), .out_sat(ad_sat[g*3 +: 3]));
-        end
-    endgenerate
-
-    // ---- the target and operand lanes (stage 8 in for Adam's walk, else stage 2)
-    wire             t_in_v = (pk == P_ADAM) ? d_v[8] : d_v[2];
-    wire [C*MW-1:0]  t_on = (pk == P_ADAM) ? ad_w : ((pk == P_OPTG) ? rt2 : rw2);
-    wire             t_copy = !(pk == P_TGT && c_flags[2]);
-    wire             t_out_v;
-    wire [C*MW-1:0]  t_master;
-    wire [C*WWID-1:0] t_weight;
-    wire [C-1:0]     t_sat_m, t_sat_w;
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire [$clog2(2 * C + 1)-1:0] t_nsat;   // counted per lane below (the lanes past N out)
-    /* verilator lint_on UNUSEDSIGNAL */
-    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF)) tgt (
-        .clk(clk), .rst(rst), .tau(c_tau), .in_valid(t_in_v), .in_copy(t_copy),
-        .in_online(t_on), .in_target(rt2), .out_valid(t_out_v), .out_master(t_master),
-        .out_weight(t_weight), .out_sat_master(t_sat_m), .out_sat_weight(t_sat_w),
-        .out_nsat(t_nsat));
-    // The write stage: 11 for Adam's walk, 5 for the others.
-    wire             o_v = (pk == P_ADAM) ? d_v[LAT] : d_v[5];
-    wire [PAB-1:0]   o_p = (pk == P_ADAM) ? d_p[LAT] : d_p[5];
-    wire [LB-1:0]    o_l = (pk == P_ADAM) ? d_l[LAT] : d_l[5];
-    wire [IW-1:0]    o_i = (pk == P_ADAM) ? d_i[LAT] : d_i[5];
-    wire [IW-1:0]    o_jb = (pk == P_ADAM) ? d_jb[LAT] : d_jb[5];
-    wire             o_b = (pk == P_ADAM) ? d_b[LAT] : d_b[5];
-    wire [C-1:0]     o_lanes = (pk == P_ADAM) ? d_lanes[LAT] : d_lanes[5];
-    wire             o_tgt = pk == P_TGT || pk == P_OPTG;   // the target net's words
-    reg  [CB-1:0]    n_sm, n_sw;
-    reg  [CB+2:0]    n_ad;
-    integer c;
-    always @(*) begin
-        n_sm = {CB{1'b0}};
-        n_sw = {CB{1'b0}};
-        n_ad = {(CB+3){1'b0}};
-        for (c = 0; c < C; c = c + 1) begin
-            n_sm = n_sm + {{(CB-1){1'b0}}, t_sat_m[c] && o_lanes[c]};
-            n_sw = n_sw + {{(CB-1){1'b0}}, t_sat_w[c] && o_lanes[c]};
-            n_ad = n_ad + (d_lanes[8][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
-        end
-    end
-    wire [LA*HW-1:0] t_wdata;
-    generate
-        for (g = 0; g < LA; g = g + 1) begin : g_tw
-            if (g < C) begin : g_in
-                wire [WWID-1:0] w = t_weight[g*WWID +: WWID];
-                assign t_wdata[g*HW +: HW] = {{(HW-WWID){w[WWID-1]}}, w};
-            end else begin : g_out
-                assign t_wdata[g*HW +: HW] = {HW{1'b0}};
-            end
-        end
-    endgenerate
-    // unused: the Adam lanes' valid beyond lane 0 (they run in lock step)
-    // unused: the Adam lanes' valid beyond lane 0 (they run in lock step)
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_ad = ^ad_v;
-    /* verilator lint_on UNUSEDSIGNAL */
+    // ------------------------------------------------------------------ the walks
+    // The parameter banks, the Adam and target lanes: the critic's walk over its layers,
+    // the actor's over its own, the target's and init's over both nets.
+    wire             wk_done, wk_op_v;
+    wire             wk_wr_en, wk_rd_en, wk_rd_sel;
+    wire [1:0]       wk_wr_sel;
+    wire [HAB-1:0]   wk_wr_base, wk_rd_base;
+    wire [4:0]       wk_wr_slog, wk_rd_slog;
+    wire [IW-1:0]    wk_wr_i, wk_wr_j, wk_rd_i, wk_rd_j, wk_rd_rows, wk_rd_cols;
+    wire [LA-1:0]    wk_wr_mask;
+    wire [LA*HW-1:0] wk_wr_data;
+    wire [CB+2:0]    wk_sat;
+    wire [CB-1:0]    wk_op_nsat;
+    wire [LB-1:0]    wk_op_layer;
+    hrl_learn_walk #(.R(R), .C(C), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL), .BMAX(BMAX),
+                     .WWID(WWID), .WF(WF), .GW(GW), .GF(GF), .MW(MW), .MF(MF), .OMW(OMW),
+                     .OMF(OMF), .QW(QW), .QF(QF), .RW(RW), .RF(RF), .TW(TW), .TF(TF),
+                     .UW(UW), .UF(UF), .LW(LW), .LF(LF)) walk_inst (
+        .clk(clk), .rst(rst), .busy(st_busy),
+        .c1(c_c1), .c2(c_c2), .lr(cur_lr), .v_floor(c_vfloor), .tau(c_tau),
+        .polyak(c_flags[2]),
+        .cfg_en(cfg_walk), .cfg_layer(cfg_l), .cfg_field(cfg_rel[3:0]),
+        .cfg_data(st_cfg_data),
+        .run(state == S_WALK), .kind(pk), .lo(w_lo), .hi(w_hi), .done(wk_done),
+        .wr_en(wk_wr_en), .wr_sel(wk_wr_sel), .wr_base(wk_wr_base), .wr_slog(wk_wr_slog),
+        .wr_i(wk_wr_i), .wr_j(wk_wr_j), .wr_mask(wk_wr_mask), .wr_data(wk_wr_data),
+        .rd_en(wk_rd_en), .rd_sel(wk_rd_sel), .rd_base(wk_rd_base), .rd_slog(wk_rd_slog),
+        .rd_i(wk_rd_i), .rd_j(wk_rd_j), .rd_rows(wk_rd_rows), .rd_cols(wk_rd_cols),
+        .rd_data(h_rd_data),
+        .sat(wk_sat), .op_v(wk_op_v), .op_layer(wk_op_layer), .op_nsat(wk_op_nsat),
+        .p_wr_en(st_p_wr_en), .p_wr_sel(st_p_wr_sel), .p_wr_addr(st_p_wr_addr),
+        .p_wr_data(st_p_wr_data), .p_rd_en(st_p_rd_en), .p_rd_sel(st_p_rd_sel),
+        .p_rd_addr(st_p_rd_addr), .p_rd_data(st_p_rd_data));
 
     // ---- the loss unit: critic rows (two reads a sample) and actor rows (none)
     // The read tags, waiting with the reads' 2 cycles: (valid, which, sample).
@@ -868,46 +658,28 @@ module hrl_learn_step_ddpg #(
                 s_wr_mask = a_mask;
                 s_wr_data = cw_data;
             end
-            S_WALK, S_WALKW: begin
-                // the operand words into the weight (or bias) bank
-                s_wr_en = t_out_v && o_v;
-                s_wr_sel = o_b ? 2'd2 : 2'd1;
-                s_wr_base = o_b ? (o_tgt ? l_tbb[o_l] : l_bb[o_l])
-                                : (o_tgt ? l_twb[o_l] : l_wb[o_l]);
-                s_wr_slog = o_b ? 5'd0 : l_ws[o_l];
-                s_wr_i = o_b ? {IW{1'b0}} : o_i;
-                s_wr_j = o_jb << LGC;
-                s_wr_mask = {{(LA-C){1'b0}}, o_lanes};
-                s_wr_data = t_wdata;
-                // the gradient block from the delta bank (Adam's walks)
-                s_rd_en = w_issue && pk == P_ADAM;
-                s_rd_sel = 1'b1;
-                s_rd_base = w_bias ? l_gbb[wl] : l_gwb[wl];
-                s_rd_slog = w_bias ? 5'd0 : l_gs[wl];
-                s_rd_i = w_bias ? {IW{1'b0}} : wi;
-                s_rd_j = w_j_al;
-                s_rd_rows = w_bias ? {{(IW-1){1'b0}}, 1'b1} : wk;
-                s_rd_cols = wn;
+            S_WALK: begin
+                // the walk's: the operand words into the weight (or bias) bank, the gradient
+                // block from the delta bank (Adam's walks)
+                s_wr_en = wk_wr_en;
+                s_wr_sel = wk_wr_sel;
+                s_wr_base = wk_wr_base;
+                s_wr_slog = wk_wr_slog;
+                s_wr_i = wk_wr_i;
+                s_wr_j = wk_wr_j;
+                s_wr_mask = wk_wr_mask;
+                s_wr_data = wk_wr_data;
+                s_rd_en = wk_rd_en;
+                s_rd_sel = wk_rd_sel;
+                s_rd_base = wk_rd_base;
+                s_rd_slog = wk_rd_slog;
+                s_rd_i = wk_rd_i;
+                s_rd_j = wk_rd_j;
+                s_rd_rows = wk_rd_rows;
+                s_rd_cols = wk_rd_cols;
             end
             default: ;
         endcase
-    end
-    always @(*) begin
-        pr_en = w_issue;
-        pr_addr = wp;
-    end
-    // the walk's bank writes
-    always @(*) begin
-        ww_en = t_out_v && o_v && pk == P_ADAM;
-        ww_addr = o_p;
-        ww_data = t_master;
-        wt_en = t_out_v && o_v && pk == P_TGT;
-        wt_addr = o_p;
-        wt_data = t_master;
-        wm_en = d_v[8] && pk == P_ADAM;
-        wm_addr = d_p[8];
-        wm_data = ad_m;
-        wv_data = ad_q;
     end
 
     // ---- the configuration's range (checked at the start: nothing runs on a bad one)
@@ -932,8 +704,6 @@ module hrl_learn_step_ddpg #(
             ls <= 1'b0;
             cs <= 3'd0;
             l_left <= c_b;
-            wi <= {IW{1'b0}};
-            wjb <= {IW{1'b0}};
             state <= S_FIN;
             case (p)
                 5'd0, 5'd2, 5'd4, 5'd6, 5'd8, 5'd10, 5'd12: begin
@@ -948,24 +718,21 @@ module hrl_learn_step_ddpg #(
                     state <= S_WALK;
                     pk <= P_ADAM;
                     cur_lr <= c_lrc;
-                    wl <= nla_l;
-                    wp <= l_pb[nla_l];
+                    w_lo <= nla_l;
                     w_hi <= nl_all;
                 end
                 PH_WACT: begin
                     state <= S_WALK;
                     pk <= P_ADAM;
                     cur_lr <= c_lra;
-                    wl <= {LB{1'b0}};
-                    wp <= l_pb[0];
+                    w_lo <= {LB{1'b0}};
                     w_hi <= nla_h;
                 end
                 PH_WTGT, PH_OPON, PH_OPTG: if (p != PH_WTGT || due) begin
                     state <= S_WALK;
                     pk <= (p == PH_WTGT) ? P_TGT : ((p == PH_OPON) ? P_OPON : P_OPTG);
                     tgt_ran <= tgt_ran || p == PH_WTGT;
-                    wl <= {LB{1'b0}};
-                    wp <= l_pb[0];
+                    w_lo <= {LB{1'b0}};
                     w_hi <= nl_all;
                 end
                 default: ;
@@ -973,14 +740,10 @@ module hrl_learn_step_ddpg #(
         end
     endtask
 
-    wire          walking = state == S_WALK || state == S_WALKW;
-    wire          w_out = walking && t_out_v && o_v;      // a block's write stage
     wire [SW-1:0] sat_add = (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
-                  + ((w_out && pk == P_TGT) ? {{(SW-CB){1'b0}}, n_sm} : {SW{1'b0}})
-                  + ((w_out && pk == P_ADAM && ph == PH_WCRIT) ? {{(SW-CB){1'b0}}, n_sw}
-                                                                : {SW{1'b0}})
-                  + ((walking && d_v[8] && pk == P_ADAM) ? {{(SW-CB-3){1'b0}}, n_ad}
-                                                          : {SW{1'b0}})
+                  + {{(SW-CB-3){1'b0}}, wk_sat}
+                  + ((wk_op_v && pk == P_ADAM && ph == PH_WCRIT) ? {{(SW-CB){1'b0}}, wk_op_nsat}
+                                                                  : {SW{1'b0}})
                   + ((state == S_RUNW && e_done) ? e_sat : {SW{1'b0}});
     wire          on_state = state != S_IDLE && state != S_FIN;
     always @(posedge clk) begin
@@ -999,12 +762,12 @@ module hrl_learn_step_ddpg #(
                 default: ;
             endcase
         // the operand roundings: the online nets' (Adam's walks, init) by net, the targets'
-        if (w_out) begin
+        if (wk_op_v) begin
             if (pk == P_ADAM || pk == P_OPON) begin
-                if ({1'b0, o_l} < nla_h) nop_a_n <= nop_a_n + {{(SW-CB){1'b0}}, n_sw};
-                else nop_c_n <= nop_c_n + {{(SW-CB){1'b0}}, n_sw};
+                if ({1'b0, wk_op_layer} < nla_h) nop_a_n <= nop_a_n + {{(SW-CB){1'b0}}, wk_op_nsat};
+                else nop_c_n <= nop_c_n + {{(SW-CB){1'b0}}, wk_op_nsat};
             end else begin
-                nop_tg_n <= nop_tg_n + {{(SW-CB){1'b0}}, n_sw};
+                nop_tg_n <= nop_tg_n + {{(SW-CB){1'b0}}, wk_op_nsat};
             end
         end
         acc_sat <= acc_sat + sat_add;
@@ -1067,33 +830,7 @@ module hrl_learn_step_ddpg #(
                     cs <= cs + 3'd1;
                 end
             end
-            S_WALK: begin
-                // one block per cycle, in the stream's order
-                if (w_last_blk) begin
-                    wjb <= {IW{1'b0}};
-                    if (w_last_row) begin
-                        wi <= {IW{1'b0}};
-                        if (w_last_layer) begin
-                            state <= S_WALKW;
-                            w_drain <= 5'd0;
-                        end else begin
-                            wl <= wl + 1'b1;
-                            wp <= l_pb[wl + 1'b1];
-                        end
-                    end else begin
-                        wi <= wi + 1'b1;
-                        wp <= wp + 1'b1;
-                    end
-                end else begin
-                    wjb <= wjb + 1'b1;
-                    wp <= wp + 1'b1;
-                end
-            end
-            S_WALKW: begin
-                // the pipeline drains: LAT cycles after the last issue every write is done
-                w_drain <= w_drain + 1'b1;
-                if (w_drain == ((pk == P_ADAM) ? LAT[4:0] : 5'd5)) enter(ph + 5'd1);
-            end
+            S_WALK: if (wk_done) enter(ph + 5'd1);   // the walk's last write
             S_FIN: begin
                 st_busy <= 1'b0;
                 st_done <= 1'b1;
@@ -1130,7 +867,7 @@ module hrl_learn_step_ddpg #(
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_misc = ^{cfg_rel, w_j, c_a_x, e_busy, e_cycles, c_flags, d_p[9], d_p[10],
+    wire unused_misc = ^{cfg_rel, c_a_x, e_busy, e_cycles, c_flags,
                          AAB[0], BAB[0], DAB[0], WAB[0], HAB0[0], FW0[0], st_cfg_addr};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule

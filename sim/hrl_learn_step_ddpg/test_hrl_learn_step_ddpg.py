@@ -563,7 +563,7 @@ async def test_listed_steps(dut):
 SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
            "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_ddpg.v",
            "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
-           "hrl_learn_target.v", "hrl_learn_step_ddpg.v"]
+           "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step_ddpg.v"]
 
 
 def params(r, c, nmax=16, nl=6, bmax=16, amax=4, aw=18, bw=18, ow=24):

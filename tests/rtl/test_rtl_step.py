@@ -1,9 +1,10 @@
 """The learning module's whole DQN SGD step (fpga_rtl/rtl/hrl_learn_step.v: the engine, the
-loss unit, the Adam lanes and the target unit sequenced, the optimizer's state in its
-banks): its cocotb testbench's sweep (sim/hrl_learn_step/: whole steps, state carried from
-step to step, bit for bit against hrl.fixed_point.dqn.FixedDQN.sgd_step), Verilator -Wall
-lint, $fatal on illegal parameters, and mutation tests: the testbench must fail against a
-copy of the step module with one deliberate bug.
+loss unit and the parameter walks (hrl_learn_walk.v: the Adam lanes, the target unit, the
+optimizer's state in its banks) sequenced): its cocotb testbench's sweep
+(sim/hrl_learn_step/: whole steps, state carried from step to step, bit for bit against
+hrl.fixed_point.dqn.FixedDQN.sgd_step), Verilator -Wall lint, $fatal on illegal parameters,
+and mutation tests: the testbench must fail against a copy of the step module, or of its
+walk module, with one deliberate bug.
 
 As tests/rtl/test_rtl_engine.py: a missing tool skips with the reason outside CI and fails
 under CI=true; the Icarus set, the lint of the default set and the $fatal checks run in
@@ -35,7 +36,7 @@ TOP = "hrl_learn_step"
 SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
         "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
         "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
-        "hrl_learn_target.v", "hrl_learn_step.v"]
+        "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step.v"]
 # The mutants' set: they need only fail, and a small module builds and runs fast.
 SMALL = {"R": 4, "C": 4, "AW": 18, "BW": 18, "OW": 24, "NMAX": 16, "NL": 3, "BMAX": 16,
          "AMAX": 4}
@@ -69,29 +70,33 @@ def test_illegal_parameters_stop(bad, pattern, tmp_path):
     assert re.search(pattern, text), text
 
 
+# The mutated file: the step module or its walks' (hrl_learn_walk, which this testbench
+# covers as the DDPG step's does).
+STEP, WALK = "hrl_learn_step.v", "hrl_learn_walk.v"
 MUTATIONS = [
     # The target updated one step late (due when train_steps, not train_steps + 1, is a
     # multiple of the period).
-    pytest.param(r"assign due = c_phase \+ 1'b1 >= c_period;", "assign due = c_phase >= c_period;",
-                 "target-late", id="target-late"),
+    pytest.param(STEP, r"assign due = c_phase \+ 1'b1 >= c_period;",
+                 "assign due = c_phase >= c_period;", "target-late", id="target-late"),
     # The online net's operand words not written back (the next step reads stale weights).
-    pytest.param(r"s_wr_en = t_out_v && o_v;", "s_wr_en = t_out_v && o_v && o_tgt;",
-                 "no-operand-writeback", id="no-operand-writeback"),
+    pytest.param(WALK, r"assign wr_en = t_out_v && o_v;",
+                 "assign wr_en = t_out_v && o_v && o_tgt;", "no-operand-writeback",
+                 id="no-operand-writeback"),
     # The loss unit's output delta written with its sign flipped (gradient ascent).
-    pytest.param(r"assign lo_wdata\[g\*HW \+: HW\] = \{\{\(HW-DLW\)\{d\[DLW-1\]\}\}, d\};",
+    pytest.param(STEP, r"assign lo_wdata\[g\*HW \+: HW\] = \{\{\(HW-DLW\)\{d\[DLW-1\]\}\}, d\};",
                  "assign lo_wdata[g*HW +: HW] = -{{(HW-DLW){d[DLW-1]}}, d};",
                  "delta-sign", id="delta-sign"),
     # Adam's decay words swapped (1 - beta2 for 1 - beta1).
-    pytest.param(r"\.c1\(c_c1\), \.c2\(c_c2\)", ".c1(c_c2), .c2(c_c1)", "adam-c1-c2",
+    pytest.param(WALK, r"\.c1\(c1\), \.c2\(c2\)", ".c1(c2), .c2(c1)", "adam-c1-c2",
                  id="adam-c1-c2",
                  marks=pytest.mark.slow),
     # Polyak's mode ignored: every target update a hard copy.
-    pytest.param(r"wire             t_copy = !\(pk == P_TGT && c_flags\[2\]\);",
+    pytest.param(WALK, r"wire             t_copy = !\(kind == P_TGT && polyak\);",
                  "wire             t_copy = 1'b1;", "polyak-as-copy", id="polyak-as-copy",
                  marks=pytest.mark.slow),
     # The saturations of the operand rounding from the previous step not counted.
-    pytest.param(r"acc_sat <= nop_on \+ nop_tg;", "acc_sat <= {SW{1'b0}};", "no-operand-sats",
-                 id="no-operand-sats",
+    pytest.param(STEP, r"acc_sat <= nop_on \+ nop_tg;", "acc_sat <= {SW{1'b0}};",
+                 "no-operand-sats", id="no-operand-sats",
                  marks=pytest.mark.slow),
 ]
 
@@ -99,15 +104,15 @@ MUTATIONS = [
 # Each mutant builds and runs the testbench on Icarus (one to three minutes): three in the
 # long tier, the other three in the slow tier (`make test-slow`).
 @pytest.mark.long
-@pytest.mark.parametrize("pattern,repl,name", MUTATIONS)
-def test_testbench_catches_mutation(pattern, repl, name, monkeypatch):
-    """The testbench fails against the step module with one deliberate bug (its random
-    steps on Icarus; the target update forced to Polyak for `polyak-as-copy`, the masters
-    to full-range words, whose operands saturate, for `no-operand-sats`)."""
+@pytest.mark.parametrize("target,pattern,repl,name", MUTATIONS)
+def test_testbench_catches_mutation(target, pattern, repl, name, monkeypatch):
+    """The testbench fails against the step module (or its walk) with one deliberate bug
+    (its random steps on Icarus; the target update forced to Polyak for `polyak-as-copy`,
+    the masters to full-range words, whose operands saturate, for `no-operand-sats`)."""
     rtl_runner.require("icarus")
     if name == "polyak-as-copy":
         monkeypatch.setenv("STEP_TB_TARGET", "polyak")
     if name == "no-operand-sats":
         monkeypatch.setenv("STEP_TB_WILD", "1")
-    assert learn_tb.mutation_kills(TOP, SRCS, "hrl_learn_step.v", pattern, repl, SMALL, name), (
-        f"the {TOP} testbench passed against the mutant {name!r}")
+    assert learn_tb.mutation_kills(TOP, SRCS, target, pattern, repl, SMALL, name), (
+        f"the {TOP} testbench passed against the mutant {name!r} of {target}")

@@ -1,10 +1,10 @@
 """The learning module's whole DDPG SGD step (fpga_rtl/rtl/hrl_learn_step_ddpg.v: the engine,
-the DDPG loss unit, the action clips, the Adam lanes and the target unit sequenced, both
-nets' optimizer state in its banks): its cocotb testbench's sweep (sim/hrl_learn_step_ddpg/:
-whole steps, state carried from step to step, bit for bit against
-hrl.fixed_point.ddpg.FixedDDPG.sgd_step), Verilator -Wall lint, $fatal on illegal
-parameters, and mutation tests: the testbench must fail against a copy of the step module
-with one deliberate bug.
+the DDPG loss unit, the action clips and the parameter walks (hrl_learn_walk.v: the Adam
+lanes, the target unit, both nets' optimizer state in its banks) sequenced): its cocotb
+testbench's sweep (sim/hrl_learn_step_ddpg/: whole steps, state carried from step to step,
+bit for bit against hrl.fixed_point.ddpg.FixedDDPG.sgd_step), Verilator -Wall lint, $fatal
+on illegal parameters, and mutation tests: the testbench must fail against a copy of the
+step module, or of its walk module, with one deliberate bug.
 
 As tests/rtl/test_rtl_step.py: a missing tool skips with the reason outside CI and fails
 under CI=true; the lint of the default set and the $fatal checks run in `make test`; every
@@ -37,7 +37,7 @@ TOP = "hrl_learn_step_ddpg"
 SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
         "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_ddpg.v",
         "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
-        "hrl_learn_target.v", "hrl_learn_step_ddpg.v"]
+        "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step_ddpg.v"]
 # The mutants' set: they need only fail, and a small module builds and runs fast.
 SMALL = {"R": 4, "C": 4, "AW": 18, "BW": 18, "OW": 24, "NMAX": 16, "NL": 6, "BMAX": 16,
          "AMAX": 4}
@@ -71,36 +71,45 @@ def test_illegal_parameters_stop(bad, pattern, tmp_path):
     assert re.search(pattern, text), text
 
 
+# The mutated file: the step module or its walks' (hrl_learn_walk, which this testbench
+# covers as the DQN step's does).
+STEP, WALK = "hrl_learn_step_ddpg.v", "hrl_learn_walk.v"
 MUTATIONS = [
     # The updated critic's operand words not written back: the actor's gradient goes
     # through the critic's weights before its update (and the next step reads stale ones).
-    pytest.param(r"s_wr_en = t_out_v && o_v;",
-                 "s_wr_en = t_out_v && o_v && (o_tgt || ph != PH_WCRIT);",
+    pytest.param(STEP, r"s_wr_en = wk_wr_en;", "s_wr_en = wk_wr_en && ph != PH_WCRIT;",
                  "critic-stale", id="critic-stale"),
     # The clip's backward pass lets every delta through (a plain identity).
-    pytest.param(r"if \(!\(\(cb_lo\[a2\] && \$signed\(cb_d\) > 0\) \|\| "
+    pytest.param(STEP, r"if \(!\(\(cb_lo\[a2\] && \$signed\(cb_d\) > 0\) \|\| "
                  r"\(cb_hi\[a2\] && \$signed\(cb_d\) < 0\)\)\)",
                  "if (1'b1)", "clip-backward-identity", id="clip-backward-identity",
                  marks=pytest.mark.slow),
     # The actions written at the block's first lane, not at column S (no rotation).
-    pytest.param(r"wire \[LGA-1:0\] off = c_s\[LGA-1:0\];", "wire [LGA-1:0] off = {LGA{1'b0}};",
-                 "no-rotation", id="no-rotation", marks=pytest.mark.slow),
+    pytest.param(STEP, r"wire \[LGA-1:0\] off = c_s\[LGA-1:0\];",
+                 "wire [LGA-1:0] off = {LGA{1'b0}};", "no-rotation", id="no-rotation",
+                 marks=pytest.mark.slow),
     # The updated critic's operand roundings not counted in this step's saturations.
-    pytest.param(r"pk == P_ADAM && ph == PH_WCRIT\)", "pk == P_ADAM && 1'b0)",
+    pytest.param(STEP, r"pk == P_ADAM && ph == PH_WCRIT\)", "pk == P_ADAM && 1'b0)",
                  "no-new-critic-sats", id="no-new-critic-sats", marks=pytest.mark.slow),
+    # Every walk's first block read at layer 0's P_BASE: the critic's Adam walk (the only
+    # walk that starts past layer 0, which the DQN step never runs) updates the critic
+    # from the actor's masters and moments.
+    pytest.param(WALK, r"wire \[PAB-1:0\] cp = w_first \? l_pb\[lo\] : wp;",
+                 "wire [PAB-1:0] cp = w_first ? l_pb[0] : wp;", "walk-from-layer-0",
+                 id="walk-from-layer-0", marks=pytest.mark.slow),
 ]
 
 
 # Each mutant builds and runs the testbench on Icarus (one random pair of nets, two steps;
 # a few minutes each): the long tier runs the first, the slow tier (`make test-slow`) the
-# other three, to keep CI within its time.
+# other four, to keep CI within its time.
 @pytest.mark.long
-@pytest.mark.parametrize("pattern,repl,name", MUTATIONS)
-def test_testbench_catches_mutation(pattern, repl, name, monkeypatch):
-    """The testbench fails against the step module with one deliberate bug (its random
-    steps on Icarus, the masters full-range words, whose actions clip at the box's bounds
-    and whose operands saturate)."""
+@pytest.mark.parametrize("target,pattern,repl,name", MUTATIONS)
+def test_testbench_catches_mutation(target, pattern, repl, name, monkeypatch):
+    """The testbench fails against the step module (or its walk) with one deliberate bug
+    (its random steps on Icarus, the masters full-range words, whose actions clip at the
+    box's bounds and whose operands saturate)."""
     rtl_runner.require("icarus")
     monkeypatch.setenv("STEP_TB_WILD", "1")
-    assert learn_tb.mutation_kills(TOP, SRCS, "hrl_learn_step_ddpg.v", pattern, repl, SMALL,
-                                   name), f"the {TOP} testbench passed against the mutant {name!r}"
+    assert learn_tb.mutation_kills(TOP, SRCS, target, pattern, repl, SMALL, name), (
+        f"the {TOP} testbench passed against the mutant {name!r} of {target}")
