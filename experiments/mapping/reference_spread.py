@@ -24,7 +24,6 @@ import csv
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -45,7 +44,7 @@ def child(samples: int) -> None:
     start_profiling_backend(load_config(validate_mapping.CONFIGS["gymnax"]), second_cpu=False)
     from hrl.mapping.speed import reference_time
 
-    print("RESULT " + json.dumps([reference_time() for _ in range(samples)]))
+    print(json.dumps([reference_time() for _ in range(samples)]))  # the last line: the result
 
 
 def main() -> int:
@@ -61,16 +60,14 @@ def main() -> int:
         ap.error("--processes and --samples must be >= 1")
     from hrl.mapping.profile.io import cpu_name
     from hrl.mapping.speed import CHECK_SAMPLES, SPEED_TOLERANCE
+    from hrl.runtime.cpu_backend import run_json_child
 
     rows = []
     for p in range(args.processes):
-        done = subprocess.run([sys.executable, __file__, "--child", "--samples",
-                               str(args.samples)], capture_output=True, text=True, cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
-        lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-        if done.returncode or not lines:
-            raise SystemExit(f"process {p} failed: {done.stderr.strip().splitlines()[-1:]}")
-        for i, s in enumerate(json.loads(lines[-1][len("RESULT "):])):
+        readings = run_json_child([__file__, "--child", "--samples", str(args.samples)],
+                                  f"reference process {p}", 600, cwd=ROOT,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        for i, s in enumerate(readings):
             rows.append({"process": p, "sample": i, **{k: round(s[k] * 1e3, 3) for k in PARTS}})
         got = [r["seconds"] for r in rows if r["process"] == p]
         print(f"process {p + 1}/{args.processes}: " + " ".join(f"{x:.1f}" for x in got)

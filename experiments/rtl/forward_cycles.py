@@ -87,17 +87,18 @@ def simulated_on_file() -> list[tuple[tuple[int, ...], int, int, int]]:
 def main() -> None:
     model_only = "--model-only" in sys.argv[1:]
     mhz = learner_cycles.clock_mhz()
-    rows = []
     if model_only:
         rows = [row(dims, batch, size, sim, mhz) for dims, batch, size, sim
                 in simulated_on_file()]
-    for size, nets in [] if model_only else ARRAYS:
-        started = time.time()
-        counts = simulate(size, nets)
-        print(f"{size}x{size}: {len(nets)} networks in {time.time() - started:.0f} s",
-              flush=True)
-        rows += [row(dims, batch, size, sim, mhz)
-                 for (dims, batch), sim in zip(nets, counts, strict=True)]
+    else:
+        rows = []
+        for size, nets in ARRAYS:
+            started = time.time()
+            counts = simulate(size, nets)
+            print(f"{size}x{size}: {len(nets)} networks in {time.time() - started:.0f} s",
+                  flush=True)
+            rows += [row(dims, batch, size, sim, mhz)
+                     for (dims, batch), sim in zip(nets, counts, strict=True)]
     head = [
         "# FPGA learner: the engine's cycles per inference, simulated and modeled",
         "",

@@ -182,8 +182,8 @@ def speed_check(profile: dict) -> tuple[float, str | None]:
     is noise), and `warning` says in one line how much faster or slower this machine runs
     than when profiled, that the profile holds no reference to tell, or that its reference
     moved by more than PROFILE_SPREAD while it was taken (then nothing is scaled); None when
-    all is well. The profile's reference is that of
-    its `steady_rounds`, the rounds its rows come from. ValueError beyond SPEED_REFUSE."""
+    all is well. The profile's reference is that of its `steady_rounds`, the rounds its rows
+    come from. ValueError beyond SPEED_REFUSE."""
     samples = steady_samples(profile.get("speed_reference"))
     if not samples:
         return 1.0, ("the profile holds no reference workload timings (taken before hrl "
