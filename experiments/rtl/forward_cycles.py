@@ -5,6 +5,8 @@ simulation, beside the cycle model's prediction.
                                                     #    forward_cycles.{csv,md}
     python experiments/rtl/forward_cycles.py --model-only   # the model's columns again, from
                                                             # the simulated counts on file
+    python experiments/rtl/forward_cycles.py --arrays 8x32  # simulate these arrays only and
+                                                            # keep the other rows on file
 
 Each point runs the engine's testbench (sim/hrl_learn_engine, test_listed_nets) on Icarus:
 random weights and inputs in the default formats, the whole network through the op table,
@@ -43,19 +45,23 @@ from hrl.mapping import learner_schedule as ls  # noqa: E402
 OUT = learner_cycles.OUT
 DQN = [((4, 64, 64, 2), 1), ((4, 64, 64, 2), 32)]  # DQN CartPole's net
 NETS = [*DQN, ((4, 128, 128, 2), 1), ((4, 128, 128, 2), 32), ((8, 256, 256, 4), 1)]
-# (array size, networks): the 32 x 32 array only on DQN's net (Icarus slows with its size).
-ARRAYS = [(4, NETS), (8, NETS), (16, NETS), (32, DQN)]
+# (R, C, networks): the 32 x 32 array only on DQN's net (Icarus slows with its size). The
+# 8 x 32 and 4 x 64 arrays have the 16 x 16's 256 processing elements in other shapes: at
+# batch 1 only one row of the array has work, and C words of weights feed it per cycle, so
+# wider arrays of the same size run one state's inference in fewer cycles.
+ARRAYS = [(4, 4, NETS), (8, 8, NETS), (16, 16, NETS), (32, 32, DQN), (8, 32, NETS),
+          (4, 64, DQN)]
 SIM = "icarus"
 TARGET_US = 1.5  # the issue's floor for one state's inference (DQN 4-64-64-2)
 COLUMNS = ["net", "batch", "array", "sim_cycles", "model_cycles", "difference", "ratio",
            "macs", "utilization", "us"]
 
 
-def simulate(size: int, nets) -> list[int]:
-    """The engine's cycle count for each (dims, batch) of `nets` on an R = C = size array,
-    each run checked word for word by the testbench."""
+def simulate(r: int, c: int, nets) -> list[int]:
+    """The engine's cycle count for each (dims, batch) of `nets` on an R x C array, each run
+    checked word for word by the testbench."""
     nmax = max(max(d) for d, _ in nets)
-    prm = {"R": size, "C": size, "AW": 16, "BW": 16, "OW": 24, "NMAX": nmax,
+    prm = {"R": r, "C": c, "AW": 16, "BW": 16, "OW": 24, "NMAX": nmax,
            "NL": max(len(d) - 1 for d, _ in nets), "BMAX": max(b for _, b in nets),
            "BSMAX": 24, "SW": 32}
     with tempfile.TemporaryDirectory() as tmp:
@@ -67,38 +73,66 @@ def simulate(size: int, nets) -> list[int]:
         return json.loads(out.read_text())
 
 
-def row(dims, batch: int, size: int, sim: int, mhz: float) -> dict:
-    model = ls.inference_cycles(list(dims), size, size, batch)
+def row(dims, batch: int, r: int, c: int, sim: int, mhz: float) -> dict:
+    model = ls.inference_cycles(list(dims), r, c, batch)
     macs = ls.macs(ls.forward_phases(list(dims), [batch]))
-    return {"net": "-".join(map(str, dims)), "batch": batch, "array": f"{size}x{size}",
+    return {"net": "-".join(map(str, dims)), "batch": batch, "array": f"{r}x{c}",
             "sim_cycles": sim, "model_cycles": model, "difference": sim - model,
             "ratio": round(sim / model, 3), "macs": macs,
-            "utilization": round(macs / (size * size * sim), 3), "us": round(sim / mhz, 2)}
+            "utilization": round(macs / (r * c * sim), 3), "us": round(sim / mhz, 2)}
 
 
-def simulated_on_file() -> list[tuple[tuple[int, ...], int, int, int]]:
-    """(dims, batch, array size, simulated cycles) of every row of forward_cycles.csv."""
-    with (OUT / "forward_cycles.csv").open() as f:
-        return [(tuple(int(x) for x in r["net"].split("-")), int(r["batch"]),
-                 int(r["array"].split("x")[0]), int(r["sim_cycles"]))
-                for r in csv.DictReader(f)]
+def simulated_on_file() -> dict[tuple, int]:
+    """Simulated cycles of every row of forward_cycles.csv by (dims, batch, R, C)."""
+    path = OUT / "forward_cycles.csv"
+    if not path.exists():
+        return {}
+    with path.open() as f:
+        return {(tuple(int(x) for x in r["net"].split("-")), int(r["batch"]),
+                 *(int(x) for x in r["array"].split("x"))): int(r["sim_cycles"])
+                for r in csv.DictReader(f)}
+
+
+def parse_args(argv):
+    """(model_only, arrays to simulate: a set of (R, C), None for all of ARRAYS)."""
+    model_only = "--model-only" in argv
+    rest = [a for a in argv if a != "--model-only"]
+    if not rest:
+        return model_only, None
+    if rest[0] != "--arrays" or len(rest) < 2 or model_only:
+        sys.exit("usage: forward_cycles.py [--model-only | --arrays RxC [RxC ...]]")
+    known = {(r, c) for r, c, _ in ARRAYS}
+    want = set()
+    for a in rest[1:]:
+        try:
+            r, c = (int(x) for x in a.split("x"))
+        except ValueError:
+            sys.exit(f"--arrays: {a!r} is not RxC (one of "
+                     f"{', '.join(f'{r}x{c}' for r, c in sorted(known))})")
+        if (r, c) not in known:
+            sys.exit(f"--arrays: {a} is none of ARRAYS "
+                     f"({', '.join(f'{r}x{c}' for r, c in sorted(known))})")
+        want.add((r, c))
+    return False, want
 
 
 def main() -> None:
-    model_only = "--model-only" in sys.argv[1:]
+    model_only, arrays = parse_args(sys.argv[1:])
     mhz = learner_cycles.clock_mhz()
-    if model_only:
-        rows = [row(dims, batch, size, sim, mhz) for dims, batch, size, sim
-                in simulated_on_file()]
-    else:
-        rows = []
-        for size, nets in ARRAYS:
+    sims = simulated_on_file() if model_only or arrays else {}
+    if not model_only:
+        for r, c, nets in ARRAYS:
+            if arrays is not None and (r, c) not in arrays:
+                continue
             started = time.time()
-            counts = simulate(size, nets)
-            print(f"{size}x{size}: {len(nets)} networks in {time.time() - started:.0f} s",
+            counts = simulate(r, c, nets)
+            print(f"{r}x{c}: {len(nets)} networks in {time.time() - started:.0f} s",
                   flush=True)
-            rows += [row(dims, batch, size, sim, mhz)
-                     for (dims, batch), sim in zip(nets, counts, strict=True)]
+            sims.update({(dims, batch, r, c): sim
+                         for (dims, batch), sim in zip(nets, counts, strict=True)})
+    # Rows in ARRAYS' order, the points of arrays no longer listed dropped.
+    rows = [row(dims, batch, r, c, sims[(dims, batch, r, c)], mhz)
+            for r, c, nets in ARRAYS for dims, batch in nets if (dims, batch, r, c) in sims]
     head = [
         "# FPGA learner: the engine's cycles per inference, simulated and modeled",
         "",
@@ -128,7 +162,8 @@ def main() -> None:
         + "; ".join(f"{r['array']} {r['us']} us ({r['sim_cycles']} cycles)" for r in one)
         + f", at {mhz:.0f} MHz. At batch 1 only one of the array's R rows has work (x[r] is a "
         "sample), so the count is about the sum over layers of ceil(N / C) x K beats plus the "
-        "last layer's drain.",
+        "last layer's drain: C, the weight words read per cycle, sets it. The 8x32 and 4x64 "
+        "rows are the 16x16's 256 processing elements in wider shapes.",
     ]
     results_table.write(OUT, "forward_cycles", rows, COLUMNS, head, foot)
     print((OUT / "forward_cycles.md").read_text())

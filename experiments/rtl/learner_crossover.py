@@ -145,6 +145,14 @@ def crossover_line(net: str, batches, sides: dict, names: list[str]) -> str:
     return f"{net}: {text}."
 
 
+def _side_order(side: str) -> tuple:
+    """Measured sides by name, the FPGA arrays among them by their size, then width."""
+    if side.startswith("fpga "):
+        r, c = (int(x) for x in side.split()[1].split("x"))
+        return ("fpga", r * c, c)
+    return (side, 0, 0)
+
+
 def report(_args) -> None:
     from matplotlib.figure import Figure
 
@@ -152,7 +160,7 @@ def report(_args) -> None:
         measured = list(csv.DictReader(f))
     with CYCLES.open() as f:
         fpga = [r for r in csv.DictReader(f) if r["op"] == "sgd_step"
-                and r["net"].startswith("dqn ") and r["array"] in ("16x16", "32x32")]
+                and r["net"].startswith("dqn ") and r["array"] in ("16x16", "8x32", "32x32")]
     sides: dict[str, dict] = {}  # side -> {(net, batch): us}
     simulated = {(f"fpga {r['array']}", r["net"], int(r["batch"])) for r in fpga
                  if r["sim"] == "yes"}
@@ -165,7 +173,7 @@ def report(_args) -> None:
         sides.setdefault(side, {})[(r["net"], int(r["batch"]))] = float(r["us"])
     nets = sorted({k[0] for v in sides.values() for k in v}, key=lambda n: int(n.split("-")[1]))
     batches = sorted({k[1] for v in sides.values() for k in v})
-    names = sorted(sides)
+    names = sorted(sides, key=_side_order)
     lines = ["# FPGA learner crossover: microseconds per DQN SGD step", "",
              "Regenerate: `python experiments/rtl/learner_crossover.py measure` on each machine "
              "(it appends to crossover_measured.csv), then `python "

@@ -63,7 +63,9 @@ NETS = {
     "ddpg pendulum 3-64-64-1 / 4-64-64-1": ("ddpg", [3, 64, 64, 1], [4, 64, 64, 1]),
 }
 BATCHES = [16, 32, 64, 128, 256]
-ARRAYS = [4, 8, 16, 32]
+# (R, C): the square arrays, and 8 x 32, the 16 x 16's 256 processing elements in a wider
+# shape (C weight words a cycle: one state's inference, and most steps, in fewer cycles)
+ARRAYS = [(4, 4), (8, 8), (16, 16), (32, 32), (8, 32)]
 # (net, batch, array size) whose products stream through the array alone in Verilator: for a
 # step with no whole-step RTL. DQN's and DDPG's steps and the inferences are simulated whole
 # (step_cycles.csv, ddpg_step_cycles.csv, forward_cycles.csv).
@@ -147,11 +149,12 @@ def simulated_tables() -> tuple[dict, dict]:
     return steps, infers
 
 
-def row_for(op, name, batch, size, sim_counts, mhz, step=None, infer=None):
+def row_for(op, name, batch, shape, sim_counts, mhz, step=None, infer=None):
     """One row of the table: `step` a row of step_cycles.csv (DQN's whole step simulated),
     `infer` one of forward_cycles.csv (the engine's inference), `sim_counts` the array's
-    simulated phases; the model where none is given."""
+    simulated phases; the model where none is given. `shape` is the array's (R, C)."""
     kind, dims, critic = NETS[name]
+    r, c = shape
     if op == "inference":
         phases = ls.forward_phases(dims, [1])
         mac = ls.macs(phases)
@@ -160,7 +163,7 @@ def row_for(op, name, batch, size, sim_counts, mhz, step=None, infer=None):
             array = total = int(infer["sim_cycles"])
             units = "simulated: the engine's inference (forward_cycles.md)"
         else:
-            array = total = ls.inference_cycles(dims, size, size)
+            array = total = ls.inference_cycles(dims, r, c)
             units = "model"
     else:
         fwd, bwd = step_phases(kind, dims, critic, batch)
@@ -174,7 +177,7 @@ def row_for(op, name, batch, size, sim_counts, mhz, step=None, infer=None):
                      if kind == "dqn" else
                      "simulated: the whole step (hrl_learn_step_ddpg, ddpg_step_cycles.md)")
         else:
-            model = ls.step_cycles(kind, dims, batch, size, size, critic=critic)
+            model = ls.step_cycles(kind, dims, batch, r, c, critic=critic)
             loss = model["loss"]
             upd = model["update"] + model["target"]  # DQN: Polyak every step, the default
             array, total = model["array"], model["total"]
@@ -184,11 +187,11 @@ def row_for(op, name, batch, size, sim_counts, mhz, step=None, infer=None):
                 total = total - model["array"] + array
             units = ("simulated: the array's phases (hrl_learn_mac_array); loss and update "
                      "passes: model" if sim_counts else "model")
-    return {"op": op, "net": name, "batch": batch, "array": f"{size}x{size}",
+    return {"op": op, "net": name, "batch": batch, "array": f"{r}x{c}",
             "sim": "yes" if (sim_counts or step or infer) else "model",
             "array_cycles": array, "loss_cycles": loss, "update_cycles": upd,
             "total_cycles": total, "macs": mac,
-            "utilization": round(mac / (size * size * array), 3),
+            "utilization": round(mac / (r * c * array), 3),
             "us": round(total / mhz, 2), "units": units}
 
 
@@ -210,14 +213,15 @@ def main(argv=None) -> int:
     steps, infers = simulated_tables()
     rows = []
     for name in NETS:
-        for size in ARRAYS:
-            a = f"{size}x{size}"
-            rows.append(row_for("inference", name, 1, size,
-                                sims.get(("inference", name, 1, size)), mhz,
+        for shape in ARRAYS:
+            a = f"{shape[0]}x{shape[1]}"
+            rows.append(row_for("inference", name, 1, shape,
+                                sims.get(("inference", name, 1, shape[0])), mhz,
                                 infer=infers.get((name, a))))
             for batch in BATCHES:
-                rows.append(row_for("sgd_step", name, batch, size,
-                                    sims.get(("step", name, batch, size)), mhz,
+                rows.append(row_for("sgd_step", name, batch, shape,
+                                    sims.get(("step", name, batch, shape[0]))
+                                    if shape[0] == shape[1] else None, mhz,
                                     step=steps.get((name, batch, a))))
     n_sim = sum(r["sim"] == "yes" for r in rows)
     head = [

@@ -3,6 +3,7 @@
     python experiments/rtl/learner_resources.py        # every size in SIZES ->
         experiments/results/fpga_learner/resources.{csv,md}
     python experiments/rtl/learner_resources.py --size 8 --size 16
+    python experiments/rtl/learner_resources.py --size 8x32   # an R x C array of SHAPES
     python experiments/rtl/learner_resources.py --units  # only the per-learner units ->
         experiments/results/fpga_learner/units.{csv,md}
     python experiments/rtl/learner_resources.py --table  # no synthesis: resources.md from
@@ -21,6 +22,10 @@ so 18 x 18 operands; 24-bit outputs; an exact 44-bit accumulator for K up to 256
 hrl_learn_mac_array (R = C = size), hrl_learn_weight_bank (L = size lanes; one bank set
 per matrix kind: weights, activations, deltas, each of DEPTH words per lane) and
 hrl_learn_activation. `total` sums the array, the activation unit and three bank sets.
+The arrays of SHAPES (R x C, not square: the 16 x 16's processing elements in a wider
+shape) synthesize the array alone; their total takes the activation unit of C lanes and
+the banks of max(R, C) lanes from the square size of that many lanes (the engine's banks:
+hrl_learn_engine's header).
 
 The per-learner units, which do not grow with the array (one sample or one parameter word a
 cycle), are synthesized once at the same formats, into units.{csv,md}: the loss units
@@ -58,6 +63,7 @@ import run_syn  # noqa: E402
 OUT = ROOT / "experiments" / "results" / "fpga_learner"
 WORK = ROOT / "sim_build" / "syn-learn"
 SIZES = [4, 8, 16, 32]
+SHAPES = ["8x32"]  # arrays R x C of the same processing elements as a square size, wider
 # The learner's operand, accumulator and output widths (see the module docstring).
 ARRAY = {"AW": 18, "BW": 18, "BIASW": 16, "BSMAX": 24, "KMAX": 256, "ACCW": 44, "OW": 24,
          "TAGW": 8}
@@ -110,10 +116,19 @@ def _yosys(top: str, sources: list[str], params: dict, workdir: Path, flat: bool
     return (workdir / "stat.txt").read_text()
 
 
-def synthesize(module: str, size: int, timeout: float = 3600) -> dict:
-    """One module at one array size; returns its table row."""
+def shape(size) -> tuple[int, int]:
+    """(R, C) of a table's `size`: N (an N x N array) or "RxC"."""
+    if isinstance(size, str) and "x" in size:
+        r, c = size.split("x")
+        return int(r), int(c)
+    return int(size), int(size)
+
+
+def synthesize(module: str, size, timeout: float = 3600) -> dict:
+    """One module at one array size (N or "RxC", the array only); returns its table row."""
     if module == "hrl_learn_mac_array":
-        srcs, prm = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"], {"R": size, "C": size,
+        r, c = shape(size)
+        srcs, prm = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"], {"R": r, "C": c,
                                                                       **ARRAY}
     elif module == "hrl_learn_weight_bank":
         srcs, prm = ["hrl_learn_weight_bank.v"], {"L": size, "DW": 18, "DEPTH": BANK_DEPTH,
@@ -174,9 +189,11 @@ def _number(text: str):
 
 
 def _missing(rows: list[dict]) -> list[str]:
-    """The modules of SIZES with no row in `rows`."""
-    have = {(r["module"], int(r["size"])) for r in rows}
-    return [f"{m} {n}x{n}" for n in SIZES for m in MODULES if (m, n) not in have]
+    """The modules of SIZES and the arrays of SHAPES with no row in `rows`."""
+    have = {(r["module"], str(r["size"])) for r in rows}
+    return ([f"{m} {n}x{n}" for n in SIZES for m in MODULES if (m, str(n)) not in have]
+            + [f"hrl_learn_mac_array {s}" for s in SHAPES
+               if ("hrl_learn_mac_array", s) not in have])
 
 
 def markdown(rows: list[dict], clock: dict | None) -> str:
@@ -187,7 +204,9 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "Regenerate: `python experiments/rtl/learner_resources.py`. Cell counts after "
             "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
             "3 bank sets (weights, activations, deltas), for a size whose three modules all "
-            "finished. `seconds`: yosys's wall time on a shared 2-core machine (effort, not "
+            "finished; for an R x C array (not square) the activation unit of C lanes and the "
+            "banks of max(R, C) lanes are those of the square size with that many lanes. "
+            "`seconds`: yosys's wall time on a shared 2-core machine (effort, not "
             "a benchmark; the 16x16 array took 21 min); `--size N` adds size N and keeps the "
             "other sizes' rows. The units the step module adds (the loss units, an Adam lane "
             "with its reciprocal square root, the target unit) are in units.md; the step "
@@ -261,21 +280,36 @@ def write_table() -> None:
     with open(OUT / "resources.csv", newline="") as f:
         rows = [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
                 if r["module"] != "total"]
-    have = {(r["module"], int(r["size"])) for r in rows}
-    for size in SIZES:
-        for module in MODULES:
-            work = WORK / f"{module}-{size}"
-            if (module, size) not in have and (work / "seconds.txt").exists():
-                rows.append(synthesize(module, size))  # finished: _cached reads it
+    have = {(r["module"], str(r["size"])) for r in rows}
+    runs = [(m, n) for n in SIZES for m in MODULES] + [("hrl_learn_mac_array", s)
+                                                       for s in SHAPES]
+    for module, size in runs:
+        work = WORK / f"{module}-{size}"
+        if (module, str(size)) not in have and (work / "seconds.txt").exists():
+            rows.append(synthesize(module, size))  # finished: _cached reads it
     _write(rows, _clock_of_table())
+
+
+def _sort_key(size) -> tuple[int, int, int]:
+    r, c = shape(size)
+    return (r * c, c, r)
 
 
 def _totals(rows: list[dict]) -> list[dict]:
     """`rows` (no totals) with a total after each size whose three modules are there."""
     out = []
-    for size in sorted({int(r["size"]) for r in rows}):
-        parts = {r["module"]: r for r in rows if int(r["size"]) == size}
+    for size in sorted({r["size"] for r in rows}, key=_sort_key):
+        parts = {r["module"]: r for r in rows if r["size"] == size}
         out += [parts[m] for m in MODULES if m in parts]
+        r_, c_ = shape(size)
+        if r_ != c_ and "hrl_learn_mac_array" in parts:
+            # the other modules of an R x C array: those of the square sizes of as many
+            # lanes (the activation unit C, the banks max(R, C))
+            lanes = {"hrl_learn_activation": c_, "hrl_learn_weight_bank": max(r_, c_)}
+            for m, n in lanes.items():
+                got = [x for x in rows if x["module"] == m and x["size"] == n]
+                if got:
+                    parts[m] = got[0]
         if len(parts) == len(MODULES):
             secs = [p["seconds"] for p in parts.values()]
             total = {"module": "total", "size": size,
@@ -300,8 +334,9 @@ def _write(rows: list[dict], clock: dict | None) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--size", type=int, action="append", default=[],
-                    help="array size R = C (repeatable); default: every size in SIZES")
+    ap.add_argument("--size", action="append", default=[],
+                    help="array size N (R = C; every module) or RxC of SHAPES (the array "
+                         "alone), repeatable; default: every size in SIZES and SHAPES")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
     ap.add_argument("--units", action="store_true",
                     help="only the per-learner units (loss, target, Adam) -> units.{csv,md}")
@@ -315,7 +350,7 @@ def main(argv=None) -> int:
     write_units(args.timeout)
     if args.units:
         return 0
-    sizes = args.size or SIZES
+    sizes = [_size_arg(a) for a in args.size] or [*SIZES, *SHAPES]
     rows, clock = [], None
     try:
         clock = narrow_clock(args.timeout)
@@ -323,7 +358,7 @@ def main(argv=None) -> int:
     except (RuntimeError, subprocess.TimeoutExpired) as err:
         print(f"clock estimate: {err}", flush=True)
     for size in sizes:
-        for module in MODULES:
+        for module in (MODULES if isinstance(size, int) else MODULES[:1]):
             try:
                 rows.append(synthesize(module, size, args.timeout))
                 print(rows[-1], flush=True)
@@ -334,9 +369,18 @@ def main(argv=None) -> int:
     if (OUT / "resources.csv").exists():
         with open(OUT / "resources.csv", newline="") as f:
             rows += [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
-                     if int(r["size"]) not in sizes]
+                     if _number(r["size"]) not in sizes]
     _write(rows, clock)
     return 0
+
+
+def _size_arg(text: str):
+    """--size's value: N (an int) or RxC of SHAPES (a string); a one-line exit otherwise."""
+    if text.isdigit():
+        return int(text)
+    if text in SHAPES:
+        return text
+    sys.exit(f"--size: {text!r} is neither an array size N nor one of SHAPES ({SHAPES})")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ sequenced), counted in simulation, beside hrl/mapping/learner_schedule.step_cycl
     python experiments/rtl/step_cycles.py          # -> experiments/results/fpga_learner/
                                                    #    step_cycles.{csv,md} (minutes)
     python experiments/rtl/step_cycles.py --slow   # also the SLOW points (batches 128 and
-                                                   # 256, 32 x 32, the wide nets)
+                                                   # 256, 32 x 32, 8 x 32, the wide nets)
 
 Each point runs the step module's testbench (sim/hrl_learn_step, test_listed_steps) on
 Verilator: a DQN net built by the fixed-point agent, two whole SGD steps with the state
@@ -17,12 +17,12 @@ steps run Polyak's target update every step (period 1), so each has a target pha
 copy every `period` steps has it once per period (`step_us_no_target` is such a step
 between copies). The model is not fitted.
 
-The points of one build (array size, NMAX = the net's widest layer, BMAX = twice the
+The points of one build (the array R x C, NMAX = the net's widest layer, BMAX = twice the
 largest batch, s and s' stacked) run in one simulation, one net after another. The SLOW
-points (batches 128 and 256, a 32 x 32 array, NMAX 128 and 256: each group a Verilator
-build and a simulation of many minutes) run only with --slow (or --only-slow); without it
-their rows are kept from the existing step_cycles.csv. The table is written after each
-build.
+points (batches 128 and 256, the 32 x 32 and 8 x 32 arrays, NMAX 128 and 256: each group a
+Verilator build and a simulation of many minutes) run only with --slow (or --only-slow);
+without it their rows are kept from the existing step_cycles.csv. `--nmax` and `--array`
+pick points (`--only-slow --array 8x32`). The table is written after each build.
 """
 
 from __future__ import annotations
@@ -49,11 +49,13 @@ from hrl.mapping import learner_schedule as ls  # noqa: E402
 OUT = learner_cycles.OUT
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
 WIDE = [(4, 128, 128, 2), (4, 256, 256, 2)]  # two larger DQN nets (cycles.md's)
-# (net, array size, batch)
-POINTS = [(DQN, 4, 32), (DQN, 8, 32), (DQN, 16, 16), (DQN, 16, 32), (DQN, 16, 64)]
+# (net, array rows R, columns C, batch)
+POINTS = [(DQN, 4, 4, 32), (DQN, 8, 8, 32), (DQN, 16, 16, 16), (DQN, 16, 16, 32),
+          (DQN, 16, 16, 64)]
 # Each group of SLOW is a build and a simulation of 15-30 min on a shared 2-core machine.
-SLOW = [(DQN, 16, 128), (DQN, 16, 256), (DQN, 32, 32), (DQN, 32, 64), (WIDE[0], 16, 32),
-        (WIDE[1], 16, 32)]
+# 8 x 32: the 16 x 16's 256 processing elements in a wider shape (forward_cycles.py's).
+SLOW = [(DQN, 16, 16, 128), (DQN, 16, 16, 256), (DQN, 32, 32, 32), (DQN, 32, 32, 64),
+        (WIDE[0], 16, 16, 32), (WIDE[1], 16, 16, 32), (DQN, 8, 32, 32)]
 SIM = "verilator"
 TARGET_US = 25.0  # the issue's floor for one DQN step, batch 32, on 16 x 16
 COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "sim_update",
@@ -65,18 +67,18 @@ def net_name(dims) -> str:
     return "-".join(map(str, dims))
 
 
-def build_params(size: int, nmax: int, batch_max: int) -> dict:
+def build_params(r: int, c: int, nmax: int, batch_max: int) -> dict:
     """The step module's parameters for nets up to `nmax` wide and batches up to
-    `batch_max` on an R = C = size array (BMAX holds s and s' stacked)."""
-    return {"R": size, "C": size, "AW": 18, "BW": 18, "OW": 24, "NMAX": nmax,
+    `batch_max` on an R x C array (BMAX holds s and s' stacked)."""
+    return {"R": r, "C": c, "AW": 18, "BW": 18, "OW": 24, "NMAX": nmax,
             "NL": len(DQN) - 1, "BMAX": 2 * batch_max, "AMAX": DQN[-1]}
 
 
-def simulate(size: int, nets: list[tuple[tuple, int]]) -> list[dict]:
-    """The step module's cycles of each (dims, batch)'s second step on an R = C = size
-    array (the whole step and its phases), every word of both steps checked by the
-    testbench; one build for all of `nets`."""
-    prm = build_params(size, max(max(d) for d, _ in nets), max(b for _, b in nets))
+def simulate(r: int, c: int, nets: list[tuple[tuple, int]]) -> list[dict]:
+    """The step module's cycles of each (dims, batch)'s second step on an R x C array (the
+    whole step and its phases), every word of both steps checked by the testbench; one
+    build for all of `nets`."""
+    prm = build_params(r, c, max(max(d) for d, _ in nets), max(b for _, b in nets))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cycles.json"
         rtl_runner.run("hrl_learn_step", prm, sources=rtl_runner.load_testbench(
@@ -86,9 +88,9 @@ def simulate(size: int, nets: list[tuple[tuple, int]]) -> list[dict]:
         return [n["steps"][-1] for n in json.loads(out.read_text())]
 
 
-def row(dims, size: int, batch: int, sim: dict, mhz: float) -> dict:
-    model = ls.step_cycles("dqn", list(dims), batch, size, size)
-    return {"net": net_name(dims), "batch": batch, "array": f"{size}x{size}",
+def row(dims, r: int, c: int, batch: int, sim: dict, mhz: float) -> dict:
+    model = ls.step_cycles("dqn", list(dims), batch, r, c)
+    return {"net": net_name(dims), "batch": batch, "array": f"{r}x{c}",
             "sim_forward": sim["fwd"], "sim_loss": sim["loss"], "sim_backward": sim["bwd"],
             "sim_update": sim["upd"], "sim_target": sim["tgt"], "sim_step": sim["cycles"],
             "model_array": model["array"], "model_loss": model["loss"],
@@ -105,17 +107,16 @@ def _kept(points) -> dict:
     path = OUT / "step_cycles.csv"
     if not path.exists():
         return {}
-    want = {(net_name(d), f"{s}x{s}", b): (d, s, b) for d, s, b in points}
+    want = {(net_name(d), f"{r}x{c}", b): (d, r, c, b) for d, r, c, b in points}
     kept = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             key = (r["net"], r["array"], int(r["batch"]))
             if key in want:
-                d, s, b = want[key]
                 sim = {"fwd": int(r["sim_forward"]), "loss": int(r["sim_loss"]),
                        "bwd": int(r["sim_backward"]), "upd": int(r["sim_update"]),
                        "tgt": int(r["sim_target"]), "cycles": int(r["sim_step"])}
-                kept[(d, s, b)] = sim
+                kept[want[key]] = sim
     return kept
 
 
@@ -128,19 +129,26 @@ def main(argv=None) -> int:
                     help="simulate only the SLOW points; keep the other rows")
     ap.add_argument("--nmax", type=int, action="append", default=[],
                     help="only the points whose widest layer is this (repeatable)")
+    ap.add_argument("--array", action="append", default=[],
+                    help="only the points of this array, RxC (repeatable)")
     args = ap.parse_args(argv)
+    arrays = {f"{r}x{c}" for _, r, c, _ in POINTS + SLOW}
+    for a in args.array:
+        if a not in arrays:
+            ap.error(f"--array: {a!r} is the array of no point ({', '.join(sorted(arrays))})")
     mhz = learner_cycles.clock_mhz()
     run = (SLOW if args.only_slow else POINTS + SLOW if args.slow else POINTS)
-    run = [p for p in run if not args.nmax or max(p[0]) in args.nmax]
+    run = [p for p in run if (not args.nmax or max(p[0]) in args.nmax)
+           and (not args.array or f"{p[1]}x{p[2]}" in args.array)]
     sims = {}
     builds: dict[tuple, list] = {}
-    for dims, size, batch in run:
-        builds.setdefault((size, max(dims)), []).append((dims, batch))
-    for (size, nmax), nets in builds.items():
+    for dims, r, c, batch in run:
+        builds.setdefault((r, c, max(dims)), []).append((dims, batch))
+    for (r, c, nmax), nets in builds.items():
         started = time.time()
-        for (dims, batch), sim in zip(nets, simulate(size, nets), strict=True):
-            sims[(dims, size, batch)] = sim
-        print(f"{size}x{size} NMAX {nmax}: {[b for _, b in nets]} in "
+        for (dims, batch), sim in zip(nets, simulate(r, c, nets), strict=True):
+            sims[(dims, r, c, batch)] = sim
+        print(f"{r}x{c} NMAX {nmax}: {[b for _, b in nets]} in "
               f"{time.time() - started:.0f} s", flush=True)
         # Written after each build: the other rows as the table stands now (another run of
         # other points may have written it meanwhile), this run's so far.
@@ -152,11 +160,10 @@ def main(argv=None) -> int:
 
 
 def write_table(sims: dict, mhz: float) -> Path:
-    """step_cycles.{csv,md} of the points of `sims` ((dims, size, batch) -> counts)."""
-    rows = [row(d, s, b, sims[(d, s, b)], mhz) for d, s, b in POINTS + SLOW
-            if (d, s, b) in sims]
-    missing = [f"{net_name(d)} {s}x{s} batch {b}" for d, s, b in POINTS + SLOW
-               if (d, s, b) not in sims]
+    """step_cycles.{csv,md} of the points of `sims` ((dims, R, C, batch) -> counts)."""
+    rows = [row(*p, sims[p], mhz) for p in POINTS + SLOW if p in sims]
+    missing = [f"{net_name(d)} {r}x{c} batch {b}" for d, r, c, b in POINTS + SLOW
+               if (d, r, c, b) not in sims]
     worst = max(rows, key=lambda r: abs(r["step_ratio"] - 1))
     head = [
         "# FPGA learner: one whole DQN SGD step, simulated, beside the model",
@@ -198,6 +205,12 @@ def write_table(sims: dict, mhz: float) -> Path:
         "rows per sample through the engine's host port: Q(s), the online Q(s') and the "
         "target's Q'(s'). The forward and backward runs are the engine's (the loss unit "
         "between them: two runs, a few hand-off cycles each).",
+        "",
+        *[f"The same 256 processing elements as {r['array']} (a wider shape; "
+          f"forward_cycles.md has its inference): {r['step_us']} us with the Polyak update "
+          f"({r['sim_step']} cycles), {r['step_us_no_target']} us without one."
+          for r in rows if r["array"] == "8x32" and r["batch"] == 32
+          and r["net"] == net_name(DQN)],
         "",
         f"The model against the simulated step: step_ratio {min(r['step_ratio'] for r in rows)}"
         f" to {max(r['step_ratio'] for r in rows)} (furthest: {worst['net']} "

@@ -76,16 +76,17 @@ def test_model_against_the_committed_simulated_tables():
     out = REPO / "experiments" / "results" / "fpga_learner"
     with (out / "forward_cycles.csv").open() as f:
         for r in csv.DictReader(f):
-            s = int(r["array"].split("x")[0])
+            rows_, cols = (int(x) for x in r["array"].split("x"))
             dims = [int(x) for x in r["net"].split("-")]
-            assert ls.inference_cycles(dims, s, s, int(r["batch"])) == int(r["sim_cycles"]), r
+            assert ls.inference_cycles(dims, rows_, cols, int(r["batch"])) \
+                == int(r["sim_cycles"]), r
     with (out / "step_cycles.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert rows
     for r in rows:
-        s = int(r["array"].split("x")[0])
+        rows_, cols = (int(x) for x in r["array"].split("x"))
         dims = [int(x) for x in r["net"].split("-")]
-        model = ls.step_cycles("dqn", dims, int(r["batch"]), s, s)
+        model = ls.step_cycles("dqn", dims, int(r["batch"]), rows_, cols)
         assert model["total"] == pytest.approx(int(r["sim_step"]), rel=5e-3), r
 
 
