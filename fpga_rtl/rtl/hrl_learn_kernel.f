@@ -14,4 +14,5 @@ rtl/hrl_axi_rd.v
 rtl/hrl_axi_wr.v
 rtl/hrl_beats_to_words.v
 rtl/hrl_words_to_beats.v
+rtl/hrl_axil_ctrl.v
 rtl/hrl_learn_kernel.v

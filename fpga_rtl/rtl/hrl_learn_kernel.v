@@ -121,14 +121,14 @@ module hrl_learn_kernel #(
     input  wire        s_axi_control_wvalid,
     output wire        s_axi_control_wready,
     output wire [1:0]  s_axi_control_bresp,
-    output reg         s_axi_control_bvalid,
+    output wire        s_axi_control_bvalid,
     input  wire        s_axi_control_bready,
     input  wire [C_S_AXI_CONTROL_ADDR_WIDTH-1:0] s_axi_control_araddr,
     input  wire        s_axi_control_arvalid,
     output wire        s_axi_control_arready,
-    output reg  [31:0] s_axi_control_rdata,
+    output wire [31:0] s_axi_control_rdata,
     output wire [1:0]  s_axi_control_rresp,
-    output reg         s_axi_control_rvalid,
+    output wire        s_axi_control_rvalid,
     input  wire        s_axi_control_rready,
 
     // m_axi_gmem: the program and the matrices in (R), the outputs out (W).
@@ -215,13 +215,12 @@ module hrl_learn_kernel #(
     wire rst = !ap_rst_n;
 
     // ------------------------------------------------------------------ registers
-    reg ap_start_reg, ap_done_reg, ap_ready_reg, ap_idle_reg;
-    reg gie_reg;
-    reg [1:0] ier_reg, isr_reg;
-    reg [31:0] nld_reg, nop_reg, nst_reg;
-    reg [31:0] op_at_reg, st_at_reg;
-    reg [31:0] first_reg, cmd_reg;
-    reg [63:0] prog_reg;
+    // The control block (AXI4-Lite, ap_ctrl_hs, interrupts) and the argument registers;
+    // word i of the map above is args[32 i +: 32], the read-only words come from ro.
+    localparam [31:0] ARG_WORDS = 32'h0500_d550;   // 0x10 .. 0x3c, 0x60, 0x68
+    localparam [31:0] RO_WORDS = 32'h00ff_0000;    // 0x40 .. 0x5c
+    reg ap_idle_reg;
+    wire ap_start_reg;
     reg [31:0] cycles_reg, eng_cycles_reg, sat_reg;
     reg [3:0] status_reg;
     localparam [7:0] CFG_R = R[7:0], CFG_C = C[7:0], CFG_NL = NL[7:0], CFG_OW = OW[7:0];
@@ -229,140 +228,53 @@ module hrl_learn_kernel #(
     localparam [15:0] CFG_NMAX = NMAX[15:0], CFG_BMAX = BMAX[15:0];
     localparam [7:0] CFG_AMAX = AMAX[7:0];
     localparam [0:0] CFG_TRAIN = TRAIN[0:0];
-
     reg finish;   // the run ends this cycle (from the FSM)
-
-    // AXI4-Lite write: address and data may come in either order; one response each.
-    reg aw_hold, w_hold;
     /* verilator lint_off UNUSEDSIGNAL */
-    reg [AA-1:0] aw_addr;   // registers are words: the byte-offset bits are ignored
+    wire [1023:0] args;   // the words of ARG_WORDS; the others are 0
     /* verilator lint_on UNUSEDSIGNAL */
-    reg [31:0] w_data;
-    reg [3:0] w_strb;
-    assign s_axi_control_awready = !aw_hold && !s_axi_control_bvalid;
-    assign s_axi_control_wready = !w_hold && !s_axi_control_bvalid;
-    assign s_axi_control_bresp = 2'b00;
-    wire wr_do = aw_hold && w_hold && !s_axi_control_bvalid;
+    wire [1023:0] ro = {256'd0,
+                        {23'd0, CFG_TRAIN, CFG_AMAX},          // 0x5c config3
+                        {8'd0, CFG_BS, CFG_BW, CFG_AW},        // 0x58 config2
+                        {CFG_BMAX, CFG_NMAX},                  // 0x54 config1
+                        {CFG_OW, CFG_NL, CFG_C, CFG_R},        // 0x50 config0
+                        {28'd0, status_reg}, sat_reg,          // 0x4c, 0x48
+                        eng_cycles_reg, cycles_reg,            // 0x44, 0x40
+                        512'd0};
 
-    function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
-        integer b;
-        begin
-            merge = old;
-            for (b = 0; b < 4; b = b + 1)
-                if (strb[b]) merge[8*b +: 8] = data[8*b +: 8];
-        end
-    endfunction
-
-    // AXI4-Lite read: one outstanding read, data the cycle after the address.
-    assign s_axi_control_arready = !s_axi_control_rvalid;
-    assign s_axi_control_rresp = 2'b00;
-    wire ar_fire = s_axi_control_arvalid && s_axi_control_arready;
+    hrl_axil_ctrl #(.AA(AA), .WRITABLE(ARG_WORDS), .READ_ONLY(RO_WORDS)) ctrl_inst (
+        .clk(ap_clk), .rst(rst),
+        .s_axi_control_awaddr(s_axi_control_awaddr),
+        .s_axi_control_awvalid(s_axi_control_awvalid),
+        .s_axi_control_awready(s_axi_control_awready),
+        .s_axi_control_wdata(s_axi_control_wdata),
+        .s_axi_control_wstrb(s_axi_control_wstrb),
+        .s_axi_control_wvalid(s_axi_control_wvalid),
+        .s_axi_control_wready(s_axi_control_wready),
+        .s_axi_control_bresp(s_axi_control_bresp),
+        .s_axi_control_bvalid(s_axi_control_bvalid),
+        .s_axi_control_bready(s_axi_control_bready),
+        .s_axi_control_araddr(s_axi_control_araddr),
+        .s_axi_control_arvalid(s_axi_control_arvalid),
+        .s_axi_control_arready(s_axi_control_arready),
+        .s_axi_control_rdata(s_axi_control_rdata),
+        .s_axi_control_rresp(s_axi_control_rresp),
+        .s_axi_control_rvalid(s_axi_control_rvalid),
+        .s_axi_control_rready(s_axi_control_rready),
+        .interrupt(interrupt),
+        .ap_start(ap_start_reg), .finish(finish), .idle(ap_idle_reg),
+        .args(args), .ro(ro)
+    );
+    // The arguments as the host wrote them, whole words; the kernel reads the bits it uses.
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [AA-1:0] ar_addr = s_axi_control_araddr;
+    wire [31:0] nld_reg = args[32*4 +: 32];
+    wire [31:0] nop_reg = args[32*6 +: 32];
+    wire [31:0] nst_reg = args[32*8 +: 32];
+    wire [31:0] op_at_reg = args[32*10 +: 32];
+    wire [31:0] st_at_reg = args[32*12 +: 32];
+    wire [63:0] prog_reg = args[32*14 +: 64];
+    wire [31:0] first_reg = args[32*24 +: 32];
+    wire [31:0] cmd_reg = args[32*26 +: 32];
     /* verilator lint_on UNUSEDSIGNAL */
-
-    always @(posedge ap_clk) begin
-        if (s_axi_control_awvalid && s_axi_control_awready) begin
-            aw_hold <= 1'b1;
-            aw_addr <= s_axi_control_awaddr;
-        end
-        if (s_axi_control_wvalid && s_axi_control_wready) begin
-            w_hold <= 1'b1;
-            w_data <= s_axi_control_wdata;
-            w_strb <= s_axi_control_wstrb;
-        end
-        if (s_axi_control_bvalid && s_axi_control_bready) s_axi_control_bvalid <= 1'b0;
-
-        // Reads: 0x00 returns the status and clears ap_done/ap_ready (clear on read).
-        if (s_axi_control_rvalid && s_axi_control_rready) s_axi_control_rvalid <= 1'b0;
-        if (ar_fire) begin
-            s_axi_control_rvalid <= 1'b1;
-            case (ar_addr[6:2])
-                5'h00: s_axi_control_rdata <= {28'd0, ap_ready_reg, ap_idle_reg, ap_done_reg,
-                                               ap_start_reg};
-                5'h01: s_axi_control_rdata <= {31'd0, gie_reg};
-                5'h02: s_axi_control_rdata <= {30'd0, ier_reg};
-                5'h03: s_axi_control_rdata <= {30'd0, isr_reg};
-                5'h04: s_axi_control_rdata <= nld_reg;
-                5'h06: s_axi_control_rdata <= nop_reg;
-                5'h08: s_axi_control_rdata <= nst_reg;
-                5'h0a: s_axi_control_rdata <= op_at_reg;
-                5'h0c: s_axi_control_rdata <= st_at_reg;
-                5'h0e: s_axi_control_rdata <= prog_reg[31:0];
-                5'h0f: s_axi_control_rdata <= prog_reg[63:32];
-                5'h10: s_axi_control_rdata <= cycles_reg;
-                5'h11: s_axi_control_rdata <= eng_cycles_reg;
-                5'h12: s_axi_control_rdata <= sat_reg;
-                5'h13: s_axi_control_rdata <= {28'd0, status_reg};
-                5'h14: s_axi_control_rdata <= {CFG_OW, CFG_NL, CFG_C, CFG_R};
-                5'h15: s_axi_control_rdata <= {CFG_BMAX, CFG_NMAX};
-                5'h16: s_axi_control_rdata <= {8'd0, CFG_BS, CFG_BW, CFG_AW};
-                5'h17: s_axi_control_rdata <= {23'd0, CFG_TRAIN, CFG_AMAX};
-                5'h18: s_axi_control_rdata <= first_reg;
-                5'h1a: s_axi_control_rdata <= cmd_reg;
-                default: s_axi_control_rdata <= 32'd0;
-            endcase
-            if (ar_addr[6:2] == 5'h00) begin
-                ap_done_reg <= 1'b0;
-                ap_ready_reg <= 1'b0;
-            end
-        end
-
-        if (wr_do) begin
-            aw_hold <= 1'b0;
-            w_hold <= 1'b0;
-            s_axi_control_bvalid <= 1'b1;
-            case (aw_addr[6:2])
-                5'h00: if (w_strb[0] && w_data[0]) ap_start_reg <= 1'b1;
-                5'h01: if (w_strb[0]) gie_reg <= w_data[0];
-                5'h02: if (w_strb[0]) ier_reg <= w_data[1:0];
-                5'h03: if (w_strb[0]) isr_reg <= isr_reg ^ w_data[1:0];
-                5'h04: nld_reg <= merge(nld_reg, w_data, w_strb);
-                5'h06: nop_reg <= merge(nop_reg, w_data, w_strb);
-                5'h08: nst_reg <= merge(nst_reg, w_data, w_strb);
-                5'h0a: op_at_reg <= merge(op_at_reg, w_data, w_strb);
-                5'h0c: st_at_reg <= merge(st_at_reg, w_data, w_strb);
-                5'h0e: prog_reg[31:0] <= merge(prog_reg[31:0], w_data, w_strb);
-                5'h0f: prog_reg[63:32] <= merge(prog_reg[63:32], w_data, w_strb);
-                5'h18: first_reg <= merge(first_reg, w_data, w_strb);
-                5'h1a: cmd_reg <= merge(cmd_reg, w_data, w_strb);
-                default: ;  // read-only and unmapped addresses ignore writes
-            endcase
-        end
-
-        // End of a run: done and ready together (ap_ctrl_hs, no pipelining), start cleared.
-        if (finish) begin
-            ap_start_reg <= 1'b0;
-            ap_done_reg <= 1'b1;
-            ap_ready_reg <= 1'b1;
-            if (ier_reg[0]) isr_reg[0] <= 1'b1;
-            if (ier_reg[1]) isr_reg[1] <= 1'b1;
-        end
-
-        if (rst) begin
-            aw_hold <= 1'b0;
-            w_hold <= 1'b0;
-            s_axi_control_bvalid <= 1'b0;
-            s_axi_control_rvalid <= 1'b0;
-            s_axi_control_rdata <= 32'd0;
-            ap_start_reg <= 1'b0;
-            ap_done_reg <= 1'b0;
-            ap_ready_reg <= 1'b0;
-            gie_reg <= 1'b0;
-            ier_reg <= 2'b00;
-            isr_reg <= 2'b00;
-            nld_reg <= 32'd0;
-            nop_reg <= 32'd0;
-            nst_reg <= 32'd0;
-            op_at_reg <= 32'd0;
-            st_at_reg <= 32'd0;
-            prog_reg <= 64'd0;
-            first_reg <= 32'd0;
-            cmd_reg <= 32'd0;
-        end
-    end
-
-    assign interrupt = gie_reg && (|isr_reg);
 
     // ------------------------------------------------------------------ AXI4 master
     // One port: the program and the matrices come in one word per cycle (hrl_axi_rd, then

@@ -74,7 +74,7 @@ def test_filelist_matches_rtl():
     assert kernel[: len(rmm)] == rmm
     assert kernel[len(rmm):] == ["rtl/hrl_axi_rd.v", "rtl/hrl_axi_wr.v",
                                  "rtl/hrl_beats_to_words.v", "rtl/hrl_words_to_beats.v",
-                                 "rtl/hrl_rmm_kernel.v"]
+                                 "rtl/hrl_axil_ctrl.v", "rtl/hrl_rmm_kernel.v"]
     for path in kernel:
         assert (ROOT / "fpga_rtl" / path).is_file(), path
 
@@ -109,12 +109,18 @@ def test_vitis_files_agree_with_rtl_and_driver():
     assert set(args) == {"command", "count", "level", "row", "seed", "indices", "words",
                          "randoms", "results"}
     tcl = (ROOT / "fpga_rtl/vitis/package_kernel.tcl").read_text()
+    # The control block (hrl_axil_ctrl) holds the words of ARG_WORDS as argument registers.
+    arg_words = int(re.search(r"ARG_WORDS = 32'h([0-9a-f_]+);", rtl).group(1).replace("_", ""),
+                    16)
     for name, arg in args.items():
         offset = int(arg.get("offset"), 16)
         assert offset == REG[name], f"{name}: kernel.xml 0x{offset:x} != driver 0x{REG[name]:x}"
-        # The RTL decodes word address offset/4 for this argument.
-        assert re.search(rf"5'h{offset // 4:02x}:\s*\w+_reg(\[31:0\])?\s*<=\s*merge", rtl), name
         pointer = arg.get("addressQualifier") == "1"
+        # The RTL decodes word address offset/4 (and the next, a pointer's high word) as
+        # this argument's register and reads its value there.
+        words = [offset // 4, offset // 4 + 1] if pointer else [offset // 4]
+        assert all(arg_words >> w & 1 for w in words), name
+        assert re.search(rf"=\s*args\[32\*{offset // 4} \+: {32 * len(words)}\];", rtl), name
         assert arg.get("size") == ("0x8" if pointer else "0x4"), name
         assert re.search(rf"\b{name} 0x{offset:02x} {64 if pointer else 32}"
                          rf"{' ' + arg.get('port') if pointer else ''}\b", tcl), name
