@@ -37,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="profile directory or profile.json from `hrl profile` "
                         "(without one only modelled devices can be used)")
     parser.add_argument("--devices", help="comma separated: cpu, gpu, pocl, rtl, fpga:u200, "
-                        "fpga:u250, fpga:u280 (default: every device in the profile); "
+                        "fpga:u250, fpga:u280, each with an optional learner array "
+                        "fpga:BOARD:RxC (default 16x16, e.g. fpga:u250:8x32) (default: every "
+                        "device in the profile); "
                         "cpu*N or gpu*N: N devices of that kind (virtual CPU devices share "
                         "the profiled machine's cores; GPUs have their own), which adds the "
                         "data-parallel fused loop on D = 1..N of them (train.devices: D) to "

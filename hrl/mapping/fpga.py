@@ -394,6 +394,21 @@ def best_architecture(capacity: int, board: Board, batch: int, timing: RmmTiming
 
 
 # ----------------------------------------------------------------------------- learner
+DEFAULT_ARRAY = "16x16"  # the learner a modelled FPGA has unless its device names another
+
+
+def parse_array(text: str) -> tuple[int, int]:
+    """(R, C) of a learner array spelt `RxC` (hrl_learn_engine's R and C: powers of two in
+    1..64, max(R, C) at least 2). Raises a one-line ValueError naming the text otherwise."""
+    r_text, sep, c_text = text.partition("x")
+    if sep and r_text.isdigit() and c_text.isdigit():
+        r, c = int(r_text), int(c_text)
+        if all(1 <= n <= 64 and n & (n - 1) == 0 for n in (r, c)) and max(r, c) >= 2:
+            return r, c
+    raise ValueError(f"FPGA learner array {text!r}: expected RxC with R and C powers of two "
+                     "in 1..64, max(R, C) >= 2 (e.g. 16x16, 8x32)")
+
+
 @dataclasses.dataclass(frozen=True)
 class ArrayLearner:
     """The FPGA learning module (fpga_rtl/rtl/hrl_learn_*): one R x C fixed-point
@@ -435,7 +450,7 @@ class ArrayLearner:
         return got["total"] / self.clock_hz + self.invoke_overhead_s
 
     @classmethod
-    def from_table(cls, rows: list[dict], array: str = "16x16") -> ArrayLearner:
+    def from_table(cls, rows: list[dict], array: str = DEFAULT_ARRAY) -> ArrayLearner:
         """The learner of the table's `array` (R x C), at the clock the table's figures were
         taken at (its cycles over its microseconds). Raises ValueError when the table has no
         row of that array or no clock."""

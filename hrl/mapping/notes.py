@@ -32,7 +32,7 @@ def device_notes(p) -> list[str]:
             out.append(f"{dev}: modelled (RMM timing: {timing.source}; clock "
                        f"{clock}; logic: {p.logic.source}; board "
                        "resources from its data sheet; learner: "
-                       f"{p.learner.source})"
+                       f"{p.fpga_learners.get(dev, p.learner).source})"
                        + (f"; {fpga_model.FPGA_NO_CONV} (network: {p.workload.conv_layers} "
                           "convolutions)" if p.workload.conv_layers else ""))
         elif dev == "gpu" and p.gpu_spec is not None:

@@ -14,7 +14,9 @@ Device names for `--devices`:
 * `pocl`, `opencl<i>` -- the OpenCL replay backend on that device (measured);
 * `rtl`  -- the RTL replay manager in simulation (measured, if the profile has it);
 * `fpga:<board>` -- the RMM and MLP learner modelled on a board (u200, u250, u280) from the
-  RTL's cycle counts (if profiled) and the board's resources;
+  RTL's cycle counts (if profiled) and the board's resources; `fpga:<board>:<RxC>` with the
+  learner's array R x C instead of 16x16 (`fpga:u250:8x32`; both may be listed, and the
+  exploration compares them);
 * `cpu*N`, `gpu*N` -- N devices of that kind (virtual CPU devices sharing the machine's cores,
   or GPUs): the placements of one, plus the data-parallel candidates of the fused loop on
   D = 1..N of them (`hrl.mapping.parallel`, `Plan.data_parallel`).
@@ -78,8 +80,10 @@ class Plan:
     scaling: str = "weak"
     # Per workload size (num_envs, batch, width): the (lowest, highest) the profile measured.
     box: dict = dataclasses.field(default_factory=dict)
-    # The FPGA learning module a modelled FPGA's infer and train are priced by.
+    # The FPGA learning module a modelled FPGA's infer and train are priced by; a device
+    # `fpga:<board>:<RxC>` by its own (`fpga_learners`, by device name).
     learner: fpga_model.ArrayLearner = fpga_model.ArrayLearner()
+    fpga_learners: dict = dataclasses.field(default_factory=dict)
 
     @functools.cached_property
     def notes(self) -> list[str]:
@@ -124,6 +128,22 @@ def fpga_models(profile: dict | None) -> tuple[fpga_model.RmmTiming,
             learner_from_profile(profile))
 
 
+def fpga_learners(profile: dict | None, devices: list[str],
+                  default: fpga_model.ArrayLearner) -> dict[str, fpga_model.ArrayLearner]:
+    """The learner of each modelled FPGA of `devices` (`fpga:<board>` the `default`,
+    `fpga:<board>:<RxC>` that array's, `learner_from_profile`). Raises a one-line
+    ValueError naming a device whose array is not RxC."""
+    out = {}
+    for dev in devices:
+        if dev.startswith("fpga:"):
+            array = dev.split(":", 2)[2] if dev.count(":") >= 2 else ""
+            try:
+                out[dev] = learner_from_profile(profile, array) if array else default
+            except ValueError as err:
+                raise ValueError(f"device {dev!r}: {err}") from None
+    return out
+
+
 def placements_for(profile: dict | None, devices: list[str] | None,
                    gpu_spec: GpuSpec | None = None, metric: str = "wall",
                    models: dict | None = None, fpga: tuple | None = None
@@ -139,11 +159,12 @@ def placements_for(profile: dict | None, devices: list[str] | None,
     devices = [normalize_placement(d) for d in devices]  # `cpu1` reads as `cpu:1`
     out: list[Placement] = []
     timing, logic, learner = fpga or fpga_models(profile)
+    learners = fpga_learners(profile, devices, learner)
     spec = None
     for dev in devices:
         if dev.startswith("fpga:"):
-            out.append(fpga_placement(dev.split(":", 1)[1], timing=timing, logic=logic,
-                                      learner=learner))
+            out.append(fpga_placement(dev.split(":")[1], timing=timing, logic=logic,
+                                      learner=learners[dev], name=dev))
             continue
         names = [p for p in measured if p == dev or p == f"{dev}-fused"]
         if names:
@@ -188,7 +209,8 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
             cal.cores, scaling) for mode in ("strict", "relaxed")}
     timing, logic, learner = fpga
     return Plan(workload, placements, cal.models, cal.links, exp, cal, timing, logic, devices,
-                spec, data_parallel, counts, scaling, profiled_box(profile), learner)
+                spec, data_parallel, counts, scaling, profiled_box(profile), learner,
+                fpga_learners(profile, devices, learner))
 
 
 def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:

@@ -108,9 +108,12 @@ DEFAULT_LEARNER = fpga_model.ArrayLearner()
 
 def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
                    logic: fpga_model.LogicCoefficients | None = None,
-                   learner: fpga_model.ArrayLearner | None = DEFAULT_LEARNER) -> Placement:
+                   learner: fpga_model.ArrayLearner | None = DEFAULT_LEARNER,
+                   name: str | None = None) -> Placement:
     """The RMM (sample, update, insert) and, unless `learner` is None, the learning module
-    (infer, train; `fpga_model.ArrayLearner`) on a board. The RMM architecture (K, lanes) is
+    (infer, train; `fpga_model.ArrayLearner`) on a board, named `name` (default
+    `fpga:<board>`; `fpga:<board>:<RxC>` for a learner of another array, so that a plan
+    compares two). The RMM architecture (K, lanes) is
     the fastest one that fits the board for the workload's capacity; the tree keeps the
     workload's K when that fits (the software and hardware trees then agree on sampling),
     else the best fitting K is used."""
@@ -138,7 +141,7 @@ def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
         return NAN
 
     prims = {"sample", "update"} | ({"infer", "train"} if learner is not None else set())
-    name = f"fpga:{board_name}"
+    name = name or f"fpga:{board_name}"
     return Placement(name, "fpga-model", name, board.link, frozenset(prims), "fpga-model",
                      latency)
 

@@ -94,10 +94,11 @@ def fpga_rows(p: Plan) -> tuple[list[str], list[list[str]]]:
             "sample batch [us]", "largest N that fits"]
     rows = []
     w = p.workload
-    for pl in p.placements:
-        if pl.kind != "fpga-model":
-            continue
-        board = fpga_model.get_board(pl.name.split(":", 1)[1])
+    # one table per board: `fpga:u250` and `fpga:u250:8x32` hold the same RMM
+    boards = dict.fromkeys(pl.name.split(":")[1] for pl in p.placements
+                           if pl.kind == "fpga-model")
+    for name in boards:
+        board = fpga_model.get_board(name)
         for r in fpga_model.explore(w.capacity, board, w.batch_size, p.rmm_timing):
             rows.append([board.name, str(r["fanout"]), str(r["lanes"]), str(r["depth"]),
                          "yes" if r["fits"] else "no", f"{r['util_lut']:.1%}",

@@ -38,16 +38,23 @@ def rmm_timing_from_profile(profile: dict | None) -> fpga_model.RmmTiming:
     return timing
 
 
-def learner_from_profile(profile: dict | None) -> fpga_model.ArrayLearner:
-    """The FPGA learner of the learner's cycle table (its 16x16 array, the table's clock) if
-    the profile carries the table, else the cycle model at the default clock."""
+def learner_from_profile(profile: dict | None,
+                         array: str = fpga_model.DEFAULT_ARRAY) -> fpga_model.ArrayLearner:
+    """The FPGA learner on an `array` (RxC) array: at the clock of the learner's cycle
+    table if the profile carries the table and it has that array, else the cycle model at
+    the default clock. Raises a one-line ValueError for an array that is not RxC."""
+    r, c = fpga_model.parse_array(array)
     rows = [dict(r.extra) for r in profile_rows(profile) if r.call == "rtl-learner-cycles"]
     if rows:
         try:
-            return fpga_model.ArrayLearner.from_table(rows)
+            return fpga_model.ArrayLearner.from_table(rows, array)
         except (KeyError, TypeError, ValueError):
             pass
-    return fpga_model.ArrayLearner()
+    if (r, c) == (fpga_model.ArrayLearner.rows, fpga_model.ArrayLearner.cols):
+        return fpga_model.ArrayLearner()
+    return fpga_model.ArrayLearner(r, c, source=(
+        f"the learner's cycle model (hrl.mapping.learner_schedule) on the {array} array at the "
+        "default clock, no learner table for that array in the profile"))
 
 
 def logic_from_profile(profile: dict | None) -> fpga_model.LogicCoefficients:

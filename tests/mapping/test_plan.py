@@ -29,6 +29,38 @@ def test_plan_on_profile_predicts_unprofiled_sizes(tiny_profile):
         plan(w, profile, ["tpu"])
 
 
+def test_an_fpga_device_may_name_its_learner_s_array(tiny_profile):
+    """`fpga:<board>:<RxC>` prices infer and train on that learner array, beside the board's
+    default learner (16x16) in the same plan; its note names the array; an array that is not
+    RxC is refused in one line naming the device."""
+    from hrl.mapping import learner_schedule as ls
+    from hrl.mapping.plan import plan
+    from hrl.mapping.profile import load_profile
+    from hrl.mapping.workload import Workload
+
+    profile = load_profile(tiny_profile[0])
+    w = Workload(num_envs=1, batch_size=32, hidden=(64, 64), capacity=128, fanout=4,
+                 sgd_steps=1)
+    p = plan(w, profile, ["cpu", "fpga:u250", "fpga:u250:8x32"])
+    by_name = {pl.name: pl for pl in p.placements}
+    square, wide = by_name["fpga:u250"], by_name["fpga:u250:8x32"]
+    lrn = p.fpga_learners["fpga:u250:8x32"]
+    assert (lrn.rows, lrn.cols) == (8, 32) and (p.learner.rows, p.learner.cols) == (16, 16)
+    # the cycle model's figures, at each learner's clock, plus the invocation
+    dims = list(w.policy_layers())
+    for pl, (r, c) in ((square, (16, 16)), (wide, (8, 32))):
+        learner = p.fpga_learners[pl.name]
+        want = ls.inference_cycles(dims, r, c, 1) / learner.clock_hz + learner.invoke_overhead_s
+        assert pl.seconds("infer", w) == pytest.approx(want)
+    assert wide.seconds("infer", w) < square.seconds("infer", w)
+    assert wide.seconds("train", w) < square.seconds("train", w)
+    assert any(n.startswith("fpga:u250:8x32: modelled") and "8x32" in n for n in p.notes)
+    with pytest.raises(ValueError, match=r"device 'fpga:u250:9x9': FPGA learner array '9x9'") \
+            as err:
+        plan(w, profile, ["cpu", "fpga:u250:9x9"])
+    assert "\n" not in str(err.value)
+
+
 def test_the_pipelined_wait_is_measured_by_the_profile_s_own_loop_rows(tiny_profile):
     """The pipelined executor's one constant, its wait per iteration, comes from the
     profiler's `loop:pipelined` rows (in the host loops' dispatch) and from nothing else: rows
