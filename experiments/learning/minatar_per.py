@@ -284,8 +284,11 @@ def write_tables(out: Path, rows: list[dict]) -> None:
         "# DQN on MinAtar: prioritized replay (alpha 0.6) against uniform replay (alpha 0)",
         "",
         f"{cpu_name()}, {os.cpu_count()} cores, jax {jax.__version__}. Regenerate: "
-        "`nice -n 19 python experiments/learning/minatar_per.py --games GAME` (one game per "
-        "invocation keeps each under ten minutes here); `--budget published` on a GPU.",
+        "`nice -n 19 python experiments/learning/minatar_per.py --games GAME` (the `cpu` "
+        "rows; one game per invocation keeps each under ten minutes here), with `--budget "
+        "cpu-100k` the 110k-step rows, and `--budget cpu-500k --games breakout space_invaders "
+        "--work DIR` the 509k-step rows (about 75 min for the four variants here; run again, "
+        "it resumes from DIR's checkpoints); `--budget published` on a GPU.",
         "",
         "Final eval: the greedy policy on 10 fresh episodes per seed at the end of the budget; "
         "final train: the mean of the last 20 training episodes (epsilon 0.1); IQM over seeds "
