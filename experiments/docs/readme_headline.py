@@ -129,6 +129,11 @@ def _mapping() -> tuple[str, str]:
     earlier = draws[-2][0] if len(draws) > 1 else None
     before = (f"; seed {earlier} missed {missed[earlier][0]} of its {missed[earlier][1]} targets"
               if earlier is not None and missed[earlier][0] else "")
+    # The latest draw's own misses, by name: the figure next to the link is its value.
+    names = [r["figure"].split(" (")[0] for r in _table(md, "figure") if r["met"] == "False"]
+    if names:
+        before += (f"; seed {latest} missed {len(names)} of its {missed[latest][1]} targets "
+                   f"({', '.join(names)})")
     return (f"mapping model on settings drawn at random, never fitted to (seed {latest}, the "
             f"latest of {len(draws)} draws; every target met on seeds "
             f"{', '.join(all_met)}{before})",
