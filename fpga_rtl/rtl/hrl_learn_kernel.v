@@ -12,7 +12,7 @@
 // copies matrices out. So any op kind the engine gains (and any network up to its sizes)
 // needs no kernel change, only a different program (hrl.fixed_point.kernel_program writes them).
 //
-// Control registers (s_axi_control; byte offsets):
+// Control registers (s_axi_control, held by hrl_axil_ctrl; byte offsets):
 //   0x00 control  bit0 ap_start (host writes 1; cleared by the kernel at ap_done)
 //                 bit1 ap_done (clear on read)  bit2 ap_idle  bit3 ap_ready (clear on read)
 //   0x04 GIE      bit0 global interrupt enable

@@ -1,7 +1,8 @@
 // hrl_rmm_kernel: the replay manager (hrl_rmm) as a Xilinx XRT/Vitis RTL kernel.
 //
-// Control: AXI4-Lite slave s_axi_control with the ap_ctrl_hs protocol that XRT drives
-// (the register map below is also in fpga_rtl/vitis/kernel.xml and fpga_rtl/README.md):
+// Control: AXI4-Lite slave s_axi_control with the ap_ctrl_hs protocol that XRT drives, held
+// by hrl_axil_ctrl (the register map below is also in fpga_rtl/vitis/kernel.xml and
+// fpga_rtl/README.md):
 //
 //   0x00 control  bit0 ap_start (host writes 1; cleared by the kernel at ap_done)
 //                 bit1 ap_done  (clear on read)   bit2 ap_idle   bit3 ap_ready (clear on read)
