@@ -177,7 +177,7 @@ module hrl_learn_engine #(
     localparam HAB = (HAB0 > BAB) ? HAB0 : BAB;
     localparam HW = (OW > BW) ? OW : BW;
     localparam NOPS = (NL > 0) ? 6 * NL : 6;   // entries of the op table (NL checked below)
-    localparam OPB = $clog2(NOPS);
+    localparam OPB = $clog2((NL > 0) ? 6 * NL : 6);  // NOPS, spelt out for yosys
     localparam FW0 = (HAB > IW) ? HAB : IW;
     localparam FW = (FW0 > 8) ? FW0 : 8;       // an op field's value
     // The array's exact accumulator (hrl_learn_mac_array's bound).

@@ -184,7 +184,7 @@ module hrl_learn_kernel #(
     localparam HAB = (HAB0 > BAB) ? HAB0 : BAB;
     localparam HW = (OW > BW) ? OW : BW;
     localparam NOPS = (NL > 0) ? 6 * NL : 6;
-    localparam OPB = $clog2(NOPS);
+    localparam OPB = $clog2((NL > 0) ? 6 * NL : 6);  // NOPS, spelt out for yosys
     localparam FW0 = (HAB > IW) ? HAB : IW;
     localparam FW = (FW0 > 8) ? FW0 : 8;
     localparam GWW = $clog2(LA + 1);         // bits of a store group's word count
