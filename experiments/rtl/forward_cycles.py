@@ -24,6 +24,7 @@ forward_cycles.csv (after a change to the model; nothing is simulated).
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import sys
@@ -93,31 +94,24 @@ def simulated_on_file() -> dict[tuple, int]:
                 for r in csv.DictReader(f)}
 
 
-def parse_args(argv):
-    """(model_only, arrays to simulate: a set of (R, C), None for all of ARRAYS)."""
-    model_only = "--model-only" in argv
-    rest = [a for a in argv if a != "--model-only"]
-    if not rest:
-        return model_only, None
-    if rest[0] != "--arrays" or len(rest) < 2 or model_only:
-        sys.exit("usage: forward_cycles.py [--model-only | --arrays RxC [RxC ...]]")
-    known = {(r, c) for r, c, _ in ARRAYS}
-    want = set()
-    for a in rest[1:]:
-        try:
-            r, c = (int(x) for x in a.split("x"))
-        except ValueError:
-            sys.exit(f"--arrays: {a!r} is not RxC (one of "
-                     f"{', '.join(f'{r}x{c}' for r, c in sorted(known))})")
-        if (r, c) not in known:
-            sys.exit(f"--arrays: {a} is none of ARRAYS "
-                     f"({', '.join(f'{r}x{c}' for r, c in sorted(known))})")
-        want.add((r, c))
-    return False, want
+def parse_args(argv) -> argparse.Namespace:
+    """--model-only, or --arrays: the (R, C) of ARRAYS to simulate (None: all of them)."""
+    known = {f"{r}x{c}": (r, c) for r, c, _ in ARRAYS}
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--model-only", action="store_true",
+                      help="the model's columns again, from the simulated counts on file")
+    mode.add_argument("--arrays", nargs="+", choices=sorted(known), metavar="RxC",
+                      help=f"simulate these arrays only (of {', '.join(known)}) and keep the "
+                           "other rows on file")
+    args = ap.parse_args(argv)
+    args.arrays = {known[a] for a in args.arrays} if args.arrays else None
+    return args
 
 
 def main() -> None:
-    model_only, arrays = parse_args(sys.argv[1:])
+    args = parse_args(sys.argv[1:])
+    model_only, arrays = args.model_only, args.arrays
     mhz = learner_cycles.clock_mhz()
     sims = simulated_on_file() if model_only or arrays else {}
     if not model_only:

@@ -208,20 +208,19 @@ def main(argv=None) -> int:
         for name, batch, size in SIMULATED:
             kind, dims, critic = NETS[name]
             fwd, bwd = step_phases(kind, dims, critic, batch)
-            sims[("step", name, batch, size)] = simulate_phases(fwd + bwd, size)
-            print(name, batch, size, sims[("step", name, batch, size)], flush=True)
+            sims[(name, batch, (size, size))] = simulate_phases(fwd + bwd, size)
+            print(name, batch, size, sims[(name, batch, (size, size))], flush=True)
     steps, infers = simulated_tables()
     rows = []
     for name in NETS:
         for shape in ARRAYS:
             a = f"{shape[0]}x{shape[1]}"
-            rows.append(row_for("inference", name, 1, shape,
-                                sims.get(("inference", name, 1, shape[0])), mhz,
+            # an inference is simulated whole (forward_cycles.csv) or modelled
+            rows.append(row_for("inference", name, 1, shape, None, mhz,
                                 infer=infers.get((name, a))))
             for batch in BATCHES:
                 rows.append(row_for("sgd_step", name, batch, shape,
-                                    sims.get(("step", name, batch, shape[0]))
-                                    if shape[0] == shape[1] else None, mhz,
+                                    sims.get((name, batch, shape)), mhz,
                                     step=steps.get((name, batch, a))))
     n_sim = sum(r["sim"] == "yes" for r in rows)
     head = [

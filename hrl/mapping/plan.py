@@ -147,10 +147,11 @@ def fpga_learners(profile: dict | None, devices: list[str],
 def placements_for(profile: dict | None, devices: list[str] | None,
                    gpu_spec: GpuSpec | None = None, metric: str = "wall",
                    models: dict | None = None, fpga: tuple | None = None
-                   ) -> tuple[list[Placement], list[str], GpuSpec | None]:
+                   ) -> tuple[list[Placement], list[str], GpuSpec | None, dict]:
     """Placements for the requested devices (default: every measured one), the devices each
-    spelt once, and the GPU spec a modelled `gpu` is priced from (None: none modelled).
-    `fpga`: `fpga_models(profile)`, when the caller has read it already."""
+    spelt once, the GPU spec a modelled `gpu` is priced from (None: none modelled) and the
+    learner of each modelled FPGA (`fpga_learners`). `fpga`: `fpga_models(profile)`, when
+    the caller has read it already."""
     if models is None:
         models = models_from_profile(profile, metric) if profile else {}
     measured = sorted({p for (_, p) in models})
@@ -178,7 +179,7 @@ def placements_for(profile: dict | None, devices: list[str] | None,
             continue
         raise ValueError(f"device {dev!r} is neither in the profile (measured: {measured}) nor "
                          "modelled (gpu, fpga:u200, fpga:u250, fpga:u280)")
-    return out, devices, spec
+    return out, devices, spec, learners
 
 
 def plan(workload: Workload, profile: dict | None, devices: list[str] | None = None,
@@ -196,8 +197,8 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
         raise ValueError(f"scaling must be one of {parallel.SCALINGS}, got {scaling!r}")
     cal = calibrate(profile, metric)
     fpga = fpga_models(profile)
-    placements, devices, spec = placements_for(profile, devices, gpu_spec, metric, cal.models,
-                                               fpga)
+    placements, devices, spec, learners = placements_for(profile, devices, gpu_spec, metric,
+                                                         cal.models, fpga)
     exp = dse.explore(placements, workload, staleness=staleness, link_overrides=cal.links,
                       loop_overhead=cal.constants(workload), process_link=cal.process_link,
                       host_cores=cal.cores)
@@ -210,7 +211,7 @@ def plan(workload: Workload, profile: dict | None, devices: list[str] | None = N
     timing, logic, learner = fpga
     return Plan(workload, placements, cal.models, cal.links, exp, cal, timing, logic, devices,
                 spec, data_parallel, counts, scaling, profiled_box(profile), learner,
-                fpga_learners(profile, devices, learner))
+                learners)
 
 
 def _check_every_call_has_a_placement(exp, workload: Workload, models: dict) -> None:
