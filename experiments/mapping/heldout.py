@@ -145,7 +145,7 @@ def run_overrides(s: Setting, mapping=None) -> list[str]:
 
 def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out: Path,
         backends: tuple[str, ...], console, progress, flags: str = "", rounds: int = 1,
-        minatar: int = 0) -> dict:
+        minatar: int = 0, resume: bool = False) -> dict:
     """Draw, predict, measure and report (module docstring). `measure(config_path, overrides,
     iterations) -> {"wall_s", ...}` runs one mapping in a fresh process. Predictions are
     scaled as `hrl map` and `--mapping auto` scale them (`hrl.mapping.speed.speed_check`).
@@ -154,7 +154,9 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
     compared in a regret ran close in time) and each run's median is compared; the CSV keeps
     every round's seconds. `minatar`: how many of the `n` settings are MinAtar's (`draw`;
     `configs` and `profiles` then have a "minatar" entry). Writes heldout-seed<S>.csv/.md/.png
-    into `out`; returns the summary."""
+    into `out`; returns the summary. `resume`: a setting the draw's CSV in `out` already holds
+    whole (every ranked mapping, `rounds` rounds each: a run stopped part way) is not measured
+    again; its seconds and its speed-check scale are read back from the CSV."""
     from hrl.config import load_config
     from hrl.mapping.instantiate import choose
     from hrl.mapping.ranking import config_label
@@ -180,11 +182,17 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
     # and says so.
     jobs.sort(key=lambda job: job[0].env != "minatar")
     rows = []
+    before = _measured_before(out / f"heldout-seed{seed}.csv", jobs, rounds) if resume else {}
+    if before:
+        console.print(f"resumed: {len(before)} setting(s) read back from the draw's CSV")
     with progress(console=console) as bar:
         task = bar.add_task("held-out", total=sum(len(ms) for _, ms, _ in jobs) * rounds)
         for done, (s, ranked, scale) in enumerate(jobs, 1):
             seconds = {m.label: [] for m in ranked}
-            for r in range(rounds):
+            if s.name in before:
+                seconds, scale = before[s.name]
+                bar.advance(task, len(ranked) * rounds)
+            for r in range(rounds if s.name not in before else 0):
                 for m in ranked:
                     bar.update(task, description=f"{s.name} {m.label} (round {r + 1})")
                     meas = measure(str(configs[s.env]), run_overrides(s, m), s.iterations())
@@ -203,6 +211,26 @@ def run(n: int, seed: int, configs: dict, profiles: dict, measure: Callable, out
             summary = summarize(rows)
             write(rows, summary, out, seed, n, flags, (done, len(jobs)))
     return summary
+
+
+def _measured_before(path: Path, jobs: list, rounds: int) -> dict:
+    """{setting name: ({mapping label: [seconds per round]}, speed scale)} for each setting of
+    `jobs` whose rows in the CSV at `path` cover every ranked mapping with `rounds` rounds;
+    {} without a CSV. A setting measured in part is measured again, whole."""
+    if not path.exists():
+        return {}
+    with open(path, newline="") as f:
+        by = {}
+        for r in csv.DictReader(f):
+            by.setdefault(r["setting"], {})[r["mapping"]] = r
+    before = {}
+    for s, ranked, _ in jobs:
+        rs = by.get(s.name, {})
+        seconds = {m.label: [float(x) for x in rs[m.label]["measured_s_rounds"].split()]
+                   for m in ranked if m.label in rs}
+        if len(seconds) == len(ranked) and all(len(v) == rounds for v in seconds.values()):
+            before[s.name] = (seconds, float(rs[ranked[0].label]["speed_scale"]))
+    return before
 
 
 def _row(s: Setting, m, scale: float, measured: float, rounds: list[float], steps: int,

@@ -162,6 +162,9 @@ def main(argv=None) -> int:
                          "MINATAR_SPACE, priced from the profile-minatar profile; default "
                          "N // 4; 0 draws the settings of seeds drawn before MinAtar's)")
     ap.add_argument("--seed", type=int, default=0, help="the --held-out draw")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --held-out: keep the settings a stopped run of the same draw "
+                         "measured whole (read back from its CSV in --out) and measure the rest")
     ap.add_argument("--measure", help=argparse.SUPPRESS)  # a child: one run, JSON out
     ap.add_argument("--staleness", type=int, default=1)
     ap.add_argument("--backends", nargs="+", default=["jax", "xla", SECOND_CPU, "opencl"],
@@ -272,7 +275,8 @@ def main(argv=None) -> int:
                     + (f" --held-out-rounds {args.held_out_rounds}"
                        if args.held_out_rounds > 1 else "")
                     + f" --held-out-minatar {args.held_out_minatar}",
-                    rounds=args.held_out_rounds, minatar=args.held_out_minatar)
+                    rounds=args.held_out_rounds, minatar=args.held_out_minatar,
+                    resume=args.resume)
         return 0
 
     modes = [("strict", 0), ("relaxed", args.staleness)]
