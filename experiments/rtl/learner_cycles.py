@@ -89,6 +89,7 @@ CACHE = ROOT / "sim_build" / "learn-cycles"
 def _fresh(path: Path) -> bool:
     """`path` exists and is newer than the array's RTL and its testbench."""
     deps = [ROOT / "fpga_rtl" / "rtl" / "hrl_learn_mac_array.v",
+            ROOT / "fpga_rtl" / "rtl" / "hrl_learn_mac_pe.v",
             ROOT / "fpga_rtl" / "rtl" / "hrl_learn_narrow.v",
             ROOT / "sim" / "hrl_learn_mac_array" / "test_hrl_learn_mac_array.py"]
     return path.exists() and all(path.stat().st_mtime > d.stat().st_mtime for d in deps)

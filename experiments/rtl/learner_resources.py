@@ -4,6 +4,7 @@
         experiments/results/fpga_learner/resources.{csv,md}
     python experiments/rtl/learner_resources.py --size 8 --size 16
     python experiments/rtl/learner_resources.py --size 8x32   # an R x C array of SHAPES
+    python experiments/rtl/learner_resources.py --array-only --size 32  # the array alone
     python experiments/rtl/learner_resources.py --units  # only the per-learner units ->
         experiments/results/fpga_learner/units.{csv,md}
     python experiments/rtl/learner_resources.py --table  # no synthesis: resources.md from
@@ -19,7 +20,8 @@ counts by instance; the cell counts are read by `run_syn.count_cells` (LUT, LUTR
 BRAM36, URAM, DSP, CARRY). Each built module is synthesized as its own top at the learner's
 formats (hrl.fixed_point.formats.FxFormats: 16-bit activations and weights, 18-bit deltas,
 so 18 x 18 operands; 24-bit outputs; an exact 44-bit accumulator for K up to 256):
-hrl_learn_mac_array (R = C = size), hrl_learn_weight_bank (L = size lanes; one bank set
+hrl_learn_mac_array (R = C = size; its processing element, hrl_learn_mac_pe, a module of
+its own, mapped once and counted R x C times), hrl_learn_weight_bank (L = size lanes; one bank set
 per matrix kind: weights, activations, deltas, each of DEPTH words per lane) and
 hrl_learn_activation. `total` sums the array, the activation unit and three bank sets.
 The arrays of SHAPES (R x C, not square: the 16 x 16's processing elements in a wider
@@ -128,7 +130,8 @@ def synthesize(module: str, size, timeout: float = 3600) -> dict:
     """One module at one array size (N or "RxC", the array only); returns its table row."""
     if module == "hrl_learn_mac_array":
         r, c = shape(size)
-        srcs, prm = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"], {"R": r, "C": c,
+        srcs, prm = ["hrl_learn_narrow.v",
+                     "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v"], {"R": r, "C": c,
                                                                       **ARRAY}
     elif module == "hrl_learn_weight_bank":
         srcs, prm = ["hrl_learn_weight_bank.v"], {"L": size, "DW": 18, "DEPTH": BANK_DEPTH,
@@ -207,8 +210,10 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "finished; for an R x C array (not square) the activation unit of C lanes and the "
             "banks of max(R, C) lanes are those of the square size with that many lanes. "
             "`seconds`: yosys's wall time on a shared 2-core machine (effort, not "
-            "a benchmark; the 16x16 array took 21 min); `--size N` adds size N and keeps the "
-            "other sizes' rows. The units the step module adds (the loss units, an Adam lane "
+            "a benchmark). The array is synthesized hierarchically: its processing element "
+            "(hrl_learn_mac_pe) is mapped once and counted R x C times. `--size N` adds size "
+            "N and keeps the other sizes' rows; `--array-only` runs the array alone. "
+            "The units the step module adds (the loss units, an Adam lane "
             "with its reciprocal square root, the target unit) are in units.md; the step "
             "module's sequencer (hrl_learn_step) and the kernel around it (hrl_learn_kernel, "
             "AXI) are not synthesized here.\n\n"
@@ -338,6 +343,9 @@ def main(argv=None) -> int:
                     help="array size N (R = C; every module) or RxC of SHAPES (the array "
                          "alone), repeatable; default: every size in SIZES and SHAPES")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
+    ap.add_argument("--array-only", action="store_true",
+                    help="synthesize only the array at each --size (no units, no clock "
+                         "run); the other modules and the clock keep their rows")
     ap.add_argument("--units", action="store_true",
                     help="only the per-learner units (loss, target, Adam) -> units.{csv,md}")
     ap.add_argument("--table", action="store_true",
@@ -347,29 +355,34 @@ def main(argv=None) -> int:
     if args.table:
         write_table()
         return 0
-    write_units(args.timeout)
+    if not args.array_only:
+        write_units(args.timeout)
     if args.units:
         return 0
     sizes = [_size_arg(a) for a in args.size] or [*SIZES, *SHAPES]
-    rows, clock = [], None
+    rows, clock = [], _clock_of_table() if args.array_only else None
     try:
-        clock = narrow_clock(args.timeout)
-        print("clock", clock, flush=True)
+        if not args.array_only:
+            clock = narrow_clock(args.timeout)
+            print("clock", clock, flush=True)
     except (RuntimeError, subprocess.TimeoutExpired) as err:
         print(f"clock estimate: {err}", flush=True)
+    ran = set()
     for size in sizes:
-        for module in (MODULES if isinstance(size, int) else MODULES[:1]):
+        for module in (MODULES if isinstance(size, int) and not args.array_only
+                       else MODULES[:1]):
+            ran.add((module, str(size)))
             try:
                 rows.append(synthesize(module, size, args.timeout))
                 print(rows[-1], flush=True)
             except subprocess.TimeoutExpired:
                 print(f"{module} {size}: did not finish in {args.timeout:.0f} s", flush=True)
-    # The sizes not run this time keep their rows from the existing table, so that one size
-    # is added (`--size 16`) without synthesizing the others again.
+    # The modules not run this time keep their rows from the existing table, so that one
+    # size is added (`--size 16`) without synthesizing the others again.
     if (OUT / "resources.csv").exists():
         with open(OUT / "resources.csv", newline="") as f:
             rows += [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
-                     if _number(r["size"]) not in sizes]
+                     if (r["module"], r["size"]) not in ran]
     _write(rows, clock)
     return 0
 

@@ -1,4 +1,5 @@
 rtl/hrl_learn_narrow.v
+rtl/hrl_learn_mac_pe.v
 rtl/hrl_learn_mac_array.v
 rtl/hrl_learn_weight_bank.v
 rtl/hrl_learn_activation.v

@@ -72,10 +72,8 @@ module hrl_learn_mac_array #(
     localparam KB = (KMAX > 1) ? $clog2(KMAX) : 0;
     localparam NEED_P = AW + BW - 2 + KB + 2;
     localparam NEED_B = BIASW - 1 + BSMAX + 2;
-    localparam PW = AW + BW;
     localparam NPIPE = 3;  // register stages inside the narrowing unit
-    // Sign-extension widths, kept positive so that illegal widths reach the $fatal below.
-    localparam PEXT = (ACCW > PW) ? ACCW - PW : 1;
+    // Sign-extension width, kept positive so that illegal widths reach the $fatal below.
     localparam BEXT = (ACCW > BIASW) ? ACCW - BIASW : 1;
 
     initial begin
@@ -105,16 +103,15 @@ module hrl_learn_mac_array #(
     reg [TAGW-1:0]   tag1;
     reg [6:0]        rows1;
     // ---------------------------------------------------------------- stage 2: products
+    // (the products and sums are the processing elements': hrl_learn_mac_pe)
     reg              v2, first2, last2;
-    reg [R*C*PW-1:0] p2;
     reg [C*ACCW-1:0] b2;
     reg signed [7:0] shift2;
     reg [5:0]        width2;
     reg [TAGW-1:0]   tag2;
     reg [6:0]        rows2;
     // ---------------------------------------------------------------- stage 3: sums
-    reg [R*C*ACCW-1:0] acc;
-    reg [R*C*ACCW-1:0] shadow;
+    wire [R*C*ACCW-1:0] shadow;  // PE (r, c)'s last tile at [(r*C + c)*ACCW +: ACCW]
     reg signed [7:0]   shift_s;
     reg [5:0]          width_s;
     reg [TAGW-1:0]     tag_s;
@@ -173,21 +170,14 @@ module hrl_learn_mac_array #(
         end
     end
 
+    // Stages 2 and 3, per processing element (hrl_learn_mac_pe): the product, the sum.
     generate
         for (gr = 0; gr < R; gr = gr + 1) begin : g_row
             for (gc = 0; gc < C; gc = gc + 1) begin : g_pe
-                localparam I = gr * C + gc;
-                wire signed [AW-1:0] xa = x1[gr*AW +: AW];
-                wire signed [BW-1:0] wb = w1[gc*BW +: BW];
-                wire signed [PW-1:0] prod = xa * wb;
-                always @(posedge clk) if (v1) p2[I*PW +: PW] <= prod;
-                wire signed [ACCW-1:0] pe = {{PEXT{p2[I*PW+PW-1]}}, p2[I*PW +: PW]};
-                wire signed [ACCW-1:0] base = first2 ? b2[gc*ACCW +: ACCW] : acc[I*ACCW +: ACCW];
-                wire signed [ACCW-1:0] sum = base + pe;
-                always @(posedge clk) begin
-                    if (v2) acc[I*ACCW +: ACCW] <= sum;
-                    if (v2 && last2) shadow[I*ACCW +: ACCW] <= sum;
-                end
+                hrl_learn_mac_pe #(.AW(AW), .BW(BW), .ACCW(ACCW)) pe_inst (
+                    .clk(clk), .v1(v1), .x(x1[gr*AW +: AW]), .w(w1[gc*BW +: BW]),
+                    .v2(v2), .first2(first2), .last2(last2), .bias(b2[gc*ACCW +: ACCW]),
+                    .shadow(shadow[(gr*C+gc)*ACCW +: ACCW]));
             end
         end
     endgenerate

@@ -504,7 +504,8 @@ async def test_step_products(dut):
 # (sim_build/hrl_learn_engine/<sim>-R..-C..-...). Any other set runs with
 # rtl_runner.run("hrl_learn_engine", {...}, sources=SOURCES, sim=...).
 
-SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
+SOURCES = ["hrl_learn_narrow.v",
+           "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
            "hrl_learn_activation.v", "hrl_learn_engine.v"]
 
 

@@ -318,7 +318,7 @@ async def test_schedule_cycles(dut):
 # (sim_build/hrl_learn_mac_array/<sim>-R..-C..-...). Any other set runs with
 # rtl_runner.run("hrl_learn_mac_array", {...}, sources=SOURCES, sim=...).
 
-SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"]
+SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v"]
 
 
 def params(r, c, aw=16, bw=16, biasw=16, bsmax=24, kmax=256, accw=42, ow=16, tagw=8):

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.hw
 globals().update(rtl_runner.sweeps("hrl_learn_engine", "test_hrl_learn_engine"))
 
 TOP = "hrl_learn_engine"
-SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
+SRCS = ["hrl_learn_narrow.v",
+        "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
         "hrl_learn_activation.v", "hrl_learn_engine.v"]
 PRM = {"R": 4, "C": 4, "AW": 18, "BW": 18, "OW": 24, "NMAX": 64, "NL": 4, "BMAX": 32,
        "BSMAX": 24, "SW": 32}

@@ -35,7 +35,7 @@ for _module in MODULES:
 LINT = [
     ("hrl_learn_narrow", ["hrl_learn_narrow.v"], [{}, {"IW": 20, "OW": 8, "SMAX": 20, "PIPE": 1},
                                                   {"PIPE": 3}]),
-    ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"],
+    ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v"],
      [{}, {"R": 1, "C": 1, "KMAX": 1, "ACCW": 40, "TAGW": 1},
       {"R": 16, "C": 16, "AW": 18, "BW": 18, "ACCW": 44, "OW": 24},
       {"R": 3, "C": 5, "AW": 12, "BW": 10, "BIASW": 20, "BSMAX": 12, "KMAX": 40, "ACCW": 33,
@@ -69,7 +69,8 @@ def test_verilator_lint(top, srcs, prm):
 
 
 
-ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v", "hrl_learn_mac_array.v"])
+ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v",
+                                 "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v"])
 BANK = ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"])
 ACT = ("hrl_learn_activation", ["hrl_learn_activation.v"])
 LOSS = ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"])
@@ -113,7 +114,7 @@ MUTATIONS = [
                  "ties-away", id="array-narrow-ties-away"),
     pytest.param(*ARRAY, "hrl_learn_mac_array.v", r"bw <<< in_bias_shift", "bw", ARRAY_PRM,
                  "no-bias-shift", id="array-no-bias-shift", marks=pytest.mark.long),
-    pytest.param(*ARRAY, "hrl_learn_mac_array.v", r"first2 \? b2\[gc\*ACCW \+: ACCW\] : ",
+    pytest.param(*ARRAY, "hrl_learn_mac_pe.v", r"first2 \? bias : ",
                  "", ARRAY_PRM, "no-preload", id="array-no-preload", marks=pytest.mark.long),
     pytest.param(*ARRAY, "hrl_learn_mac_array.v", r"drain_left <= 8'd3\)", "drain_left <= 8'd4)",
                  ARRAY_PRM, "early-last", id="array-early-last", marks=pytest.mark.long),

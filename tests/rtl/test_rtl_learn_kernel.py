@@ -29,7 +29,8 @@ pytestmark = pytest.mark.hw
 globals().update(rtl_runner.sweeps("hrl_learn_kernel", "test_hrl_learn_kernel"))
 
 TOP = "hrl_learn_kernel"
-SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
+SRCS = ["hrl_learn_narrow.v",
+        "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
         "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
         "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v", "hrl_learn_target.v",
         "hrl_learn_walk.v", "hrl_learn_step.v", "hrl_axi_rd.v", "hrl_axi_wr.v",

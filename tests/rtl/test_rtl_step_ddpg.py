@@ -34,7 +34,8 @@ pytestmark = pytest.mark.hw
 globals().update(rtl_runner.sweeps("hrl_learn_step_ddpg", "test_hrl_learn_step_ddpg"))
 
 TOP = "hrl_learn_step_ddpg"
-SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
+SRCS = ["hrl_learn_narrow.v",
+        "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
         "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_ddpg.v",
         "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
         "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step_ddpg.v"]
