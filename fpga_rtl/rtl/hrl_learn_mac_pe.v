@@ -5,8 +5,8 @@
 // sum into the shadow register that the array drains while the next tile accumulates.
 //
 // Its own module so that a hierarchical synthesis (learner_resources.py, yosys without
-// -flatten) maps one element and counts it R x C times, rather than mapping R x C copies
-// inlined in the array: the same netlist, in minutes at any array size.
+// -flatten) maps one element once and counts it R x C times, instead of optimizing R x C
+// copies inlined in the array together. The logic is the same either way.
 `default_nettype none
 
 module hrl_learn_mac_pe #(
