@@ -253,6 +253,18 @@ module hrl_learn_walk #(
         end
     endgenerate
     wire hw = p_wr_en && !busy;
+    // One write port per bank, as the read port: the walk's while busy, else the host's. Two
+    // write ports (the walk's and the host's apart) would not map onto a block RAM, whose
+    // second port is the read's: synthesis would build each bank from flip-flops.
+    wire             w_we = busy ? ww_en : hw && p_wr_sel == 2'd0;
+    wire             m_we = busy ? wm_en : hw && p_wr_sel == 2'd1;
+    wire             v_we = busy ? wm_en : hw && p_wr_sel == 2'd2;
+    wire             t_we = busy ? wt_en : hw && p_wr_sel == 2'd3;
+    wire [PAB-1:0]   w_wa = busy ? ww_addr : p_wr_addr;  // master and target
+    wire [PAB-1:0]   m_wa = busy ? wm_addr : p_wr_addr;  // m and v
+    wire [C*MW-1:0]  w_wd = busy ? ww_data : hp_w;       // master and target
+    wire [C*OMW-1:0] m_wd = busy ? wm_data : hp_m;
+    wire [C*QW-1:0]  v_wd = busy ? wv_data : hp_v;
     always @(posedge clk) begin
         if (p_ren) begin
             rw1 <= mem_w[p_raddr];
@@ -264,16 +276,10 @@ module hrl_learn_walk #(
         rm2 <= rm1;
         rv2 <= rv1;
         rt2 <= rt1;
-        if (hw && p_wr_sel == 2'd0) mem_w[p_wr_addr] <= hp_w;
-        if (hw && p_wr_sel == 2'd1) mem_m[p_wr_addr] <= hp_m;
-        if (hw && p_wr_sel == 2'd2) mem_v[p_wr_addr] <= hp_v;
-        if (hw && p_wr_sel == 2'd3) mem_t[p_wr_addr] <= hp_w;
-        if (ww_en) mem_w[ww_addr] <= ww_data;
-        if (wm_en) begin
-            mem_m[wm_addr] <= wm_data;
-            mem_v[wm_addr] <= wv_data;
-        end
-        if (wt_en) mem_t[ww_addr] <= ww_data;
+        if (w_we) mem_w[w_wa] <= w_wd;
+        if (m_we) mem_m[m_wa] <= m_wd;
+        if (v_we) mem_v[m_wa] <= v_wd;
+        if (t_we) mem_t[w_wa] <= w_wd;
     end
     // The host's read: the selected bank's block, sign-extended, 2 cycles after.
     reg [1:0] p_sel1;
