@@ -5,6 +5,8 @@
     python experiments/rtl/learner_resources.py --size 8 --size 16
     python experiments/rtl/learner_resources.py --size 8x32   # an R x C array of SHAPES
     python experiments/rtl/learner_resources.py --array-only --size 32  # the array alone
+    python experiments/rtl/learner_resources.py --kernel  # the training kernel ->
+        experiments/results/fpga_learner/kernel.{csv,md}
     python experiments/rtl/learner_resources.py --units  # only the per-learner units ->
         experiments/results/fpga_learner/units.{csv,md}
     python experiments/rtl/learner_resources.py --table  # no synthesis: resources.md from
@@ -161,6 +163,46 @@ def _cached(top: str, srcs: list[str], prm: dict, work: Path, timeout: float) ->
     return {**run_syn.count_cells(stat), "seconds": seconds}
 
 
+def synthesize_kernel(timeout: float = 3600) -> dict:
+    """The training kernel (hrl_learn_kernel with TRAIN = 1: the engine, the DQN step module
+    with its loss, Adam and target lanes, the AXI ports and the control block), at the size
+    the all-FPGA run builds (hrl.fixed_point.kernel_host.DEFAULT_SHAPE), synthesized
+    hierarchically from its filelist; its table row."""
+    from hrl.fixed_point.kernel_host import DEFAULT_SHAPE
+    from hrl.fixed_point.kernel_program import hdl_params
+
+    prm = hdl_params(DEFAULT_SHAPE)
+    srcs = [line.removeprefix("rtl/")
+            for line in (RTL / "hrl_learn_kernel.f").read_text().split()]
+    return {"module": "hrl_learn_kernel", "size": f"{prm['R']}x{prm['C']}",
+            **_cached("hrl_learn_kernel", srcs, prm, WORK / "hrl_learn_kernel", timeout)}
+
+
+def write_kernel(timeout: float) -> None:
+    """kernel.{csv,md}: the training kernel's row (synthesize_kernel)."""
+    from hrl.fixed_point.kernel_host import DEFAULT_SHAPE
+    from hrl.fixed_point.kernel_program import hdl_params
+
+    row = synthesize_kernel(timeout)
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "kernel.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerow(row)
+    params = ", ".join(f"{k} = {v}" for k, v in hdl_params(DEFAULT_SHAPE).items())
+    (OUT / "kernel.md").write_text(
+        "# FPGA learner: the training kernel's resources (yosys synth_xilinx -family xcup)\n\n"
+        "Regenerate: `python experiments/rtl/learner_resources.py --kernel`. The whole kernel "
+        "of the all-FPGA run (`hrl_learn_kernel`, TRAIN = 1: the engine with its array and "
+        "banks, the DQN step module with its loss unit and its Adam and target lanes, the "
+        "AXI master and the AXI4-Lite control block) at "
+        f"`hrl.fixed_point.kernel_host.DEFAULT_SHAPE` ({params}), synthesized "
+        "hierarchically from `fpga_rtl/rtl/hrl_learn_kernel.f`. Cell counts after yosys "
+        "synthesis (its top-level I/O buffers not counted), not a placed Vivado result; "
+        "`seconds`: yosys's wall time on a shared 2-core machine (effort, not a "
+        "benchmark).\n\n" + markdown_table([row]))
+
+
 def narrow_clock(timeout: float = 3600) -> dict:
     """LUT levels and yosys sta of the narrowing unit at the array's widths, as the array
     instantiates it (PIPE = 3), measured as fpga_rtl/syn/run_timing.py measures the RMM's
@@ -199,10 +241,14 @@ def _missing(rows: list[dict]) -> list[str]:
                if ("hrl_learn_mac_array", s) not in have])
 
 
-def markdown(rows: list[dict], clock: dict | None) -> str:
+def markdown_table(rows: list[dict]) -> str:
     head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
-    body = "".join("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float) else str(r[c])
-                                      for c in COLUMNS) + " |\n" for r in rows)
+    return head + "".join("| " + " | ".join(f"{r[c]:g}" if isinstance(r[c], float)
+                                             else str(r[c]) for c in COLUMNS) + " |\n"
+                          for r in rows)
+
+
+def markdown(rows: list[dict], clock: dict | None) -> str:
     text = ("# FPGA learner: resources (yosys synth_xilinx -family xcup)\n\n"
             "Regenerate: `python experiments/rtl/learner_resources.py`. Cell counts after "
             "yosys synthesis, not a placed Vivado result. `total` = array + activation unit + "
@@ -216,8 +262,8 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "The units the step module adds (the loss units, an Adam lane "
             "with its reciprocal square root, the target unit) are in units.md; the step "
             "module's sequencer (hrl_learn_step) and the kernel around it (hrl_learn_kernel, "
-            "AXI) are not synthesized here.\n\n"
-            + head + body)
+            "AXI) are in kernel.md (`--kernel`, at the all-FPGA run's size).\n\n"
+            + markdown_table(rows))
     missing = _missing(rows)
     if missing:
         text += ("\nNot synthesized: " + ", ".join(missing) + ". These yosys runs did not "
@@ -346,6 +392,9 @@ def main(argv=None) -> int:
     ap.add_argument("--array-only", action="store_true",
                     help="synthesize only the array at each --size (no units, no clock "
                          "run); the other modules and the clock keep their rows")
+    ap.add_argument("--kernel", action="store_true",
+                    help="only the training kernel at the all-FPGA run's size -> "
+                         "kernel.{csv,md}")
     ap.add_argument("--units", action="store_true",
                     help="only the per-learner units (loss, target, Adam) -> units.{csv,md}")
     ap.add_argument("--table", action="store_true",
@@ -354,6 +403,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.table:
         write_table()
+        return 0
+    if args.kernel:
+        write_kernel(args.timeout)
         return 0
     if not args.array_only:
         write_units(args.timeout)
