@@ -5,7 +5,7 @@
     python experiments/rtl/learner_resources.py --size 8 --size 16
     python experiments/rtl/learner_resources.py --size 8x32   # an R x C array of SHAPES
     python experiments/rtl/learner_resources.py --array-only --size 32  # the array alone
-    python experiments/rtl/learner_resources.py --kernel  # the training kernel ->
+    python experiments/rtl/learner_resources.py --kernel 4x4 16x16  # the training kernel ->
         experiments/results/fpga_learner/kernel.{csv,md}
     python experiments/rtl/learner_resources.py --units  # only the per-learner units ->
         experiments/results/fpga_learner/units.{csv,md}
@@ -163,44 +163,54 @@ def _cached(top: str, srcs: list[str], prm: dict, work: Path, timeout: float) ->
     return {**run_syn.count_cells(stat), "seconds": seconds}
 
 
-def synthesize_kernel(timeout: float = 3600) -> dict:
+def synthesize_kernel(array: str, timeout: float = 3600) -> dict:
     """The training kernel (hrl_learn_kernel with TRAIN = 1: the engine, the DQN step module
-    with its loss, Adam and target lanes, the AXI ports and the control block), at the size
-    the all-FPGA run builds (hrl.fixed_point.kernel_host.DEFAULT_SHAPE), synthesized
-    hierarchically from its filelist; its table row."""
+    with its loss, Adam and target lanes, the AXI ports and the control block) with the
+    all-FPGA run's parameters (hrl.fixed_point.kernel_host.DEFAULT_SHAPE) but its array
+    `array` (RxC), synthesized hierarchically from its filelist; its table row."""
     from hrl.fixed_point.kernel_host import DEFAULT_SHAPE
     from hrl.fixed_point.kernel_program import hdl_params
 
-    prm = hdl_params(DEFAULT_SHAPE)
+    r, c = shape(array)
+    prm = {**hdl_params(DEFAULT_SHAPE), "R": r, "C": c}
     srcs = [line.removeprefix("rtl/")
             for line in (RTL / "hrl_learn_kernel.f").read_text().split()]
-    return {"module": "hrl_learn_kernel", "size": f"{prm['R']}x{prm['C']}",
-            **_cached("hrl_learn_kernel", srcs, prm, WORK / "hrl_learn_kernel", timeout)}
+    return {"module": "hrl_learn_kernel", "size": array,
+            **_cached("hrl_learn_kernel", srcs, prm, WORK / f"hrl_learn_kernel-{array}",
+                      timeout)}
 
 
-def write_kernel(timeout: float) -> None:
-    """kernel.{csv,md}: the training kernel's row (synthesize_kernel)."""
+def write_kernel(arrays: list[str], timeout: float) -> None:
+    """kernel.{csv,md}: the training kernel's rows (synthesize_kernel), one per array of
+    `arrays`; the rows of other arrays already in kernel.csv are kept."""
     from hrl.fixed_point.kernel_host import DEFAULT_SHAPE
     from hrl.fixed_point.kernel_program import hdl_params
 
-    row = synthesize_kernel(timeout)
+    rows = [synthesize_kernel(a, timeout) for a in arrays]
+    if (OUT / "kernel.csv").exists():
+        with open(OUT / "kernel.csv", newline="") as f:
+            rows += [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
+                     if r["size"] not in arrays]
+    rows.sort(key=lambda r: _sort_key(r["size"]))
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "kernel.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
-        w.writerow(row)
+        w.writerows(rows)
     params = ", ".join(f"{k} = {v}" for k, v in hdl_params(DEFAULT_SHAPE).items())
     (OUT / "kernel.md").write_text(
         "# FPGA learner: the training kernel's resources (yosys synth_xilinx -family xcup)\n\n"
-        "Regenerate: `python experiments/rtl/learner_resources.py --kernel`. The whole kernel "
+        "Regenerate: `python experiments/rtl/learner_resources.py --kernel "
+        + " ".join(str(r["size"]) for r in rows) + "`. The whole kernel "
         "of the all-FPGA run (`hrl_learn_kernel`, TRAIN = 1: the engine with its array and "
-        "banks, the DQN step module with its loss unit and its Adam and target lanes, the "
-        "AXI master and the AXI4-Lite control block) at "
-        f"`hrl.fixed_point.kernel_host.DEFAULT_SHAPE` ({params}), synthesized "
-        "hierarchically from `fpga_rtl/rtl/hrl_learn_kernel.f`. Cell counts after yosys "
-        "synthesis (its top-level I/O buffers not counted), not a placed Vivado result; "
-        "`seconds`: yosys's wall time on a shared 2-core machine (effort, not a "
-        "benchmark).\n\n" + markdown_table([row]))
+        "banks, the DQN step module with its loss unit and its C Adam and target lanes, the "
+        "AXI master and the AXI4-Lite control block) with "
+        f"`hrl.fixed_point.kernel_host.DEFAULT_SHAPE`'s parameters ({params}) but the "
+        "row's array R x C, synthesized hierarchically from "
+        "`fpga_rtl/rtl/hrl_learn_kernel.f`. Cell counts after yosys synthesis (its "
+        "top-level I/O buffers not counted), not a placed Vivado result; `seconds`: yosys's "
+        "wall time on a shared 2-core machine (effort, not a benchmark).\n\n"
+        + markdown_table(rows))
 
 
 def narrow_clock(timeout: float = 3600) -> dict:
@@ -392,8 +402,9 @@ def main(argv=None) -> int:
     ap.add_argument("--array-only", action="store_true",
                     help="synthesize only the array at each --size (no units, no clock "
                          "run); the other modules and the clock keep their rows")
-    ap.add_argument("--kernel", action="store_true",
-                    help="only the training kernel at the all-FPGA run's size -> "
+    ap.add_argument("--kernel", nargs="*", metavar="RxC", default=None,
+                    help="only the training kernel, with the all-FPGA run's parameters and "
+                         "each array RxC given (none: the run's own, 4x4) -> "
                          "kernel.{csv,md}")
     ap.add_argument("--units", action="store_true",
                     help="only the per-learner units (loss, target, Adam) -> units.{csv,md}")
@@ -404,8 +415,15 @@ def main(argv=None) -> int:
     if args.table:
         write_table()
         return 0
-    if args.kernel:
-        write_kernel(args.timeout)
+    if args.kernel is not None:
+        from hrl.mapping.fpga import parse_array
+
+        for a in args.kernel:
+            try:
+                parse_array(a)
+            except ValueError as err:
+                sys.exit(f"--kernel: {err}")
+        write_kernel(args.kernel or ["4x4"], args.timeout)
         return 0
     if not args.array_only:
         write_units(args.timeout)
