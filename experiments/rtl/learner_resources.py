@@ -187,10 +187,7 @@ def write_kernel(arrays: list[str], timeout: float) -> None:
     from hrl.fixed_point.kernel_program import hdl_params
 
     rows = [synthesize_kernel(a, timeout) for a in arrays]
-    if (OUT / "kernel.csv").exists():
-        with open(OUT / "kernel.csv", newline="") as f:
-            rows += [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
-                     if r["size"] not in arrays]
+    rows += [r for r in _read_rows(OUT / "kernel.csv") if r["size"] not in arrays]
     rows.sort(key=lambda r: _sort_key(r["size"]))
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "kernel.csv", "w", newline="") as f:
@@ -243,6 +240,15 @@ def _number(text: str):
     return int(value) if value.is_integer() else value
 
 
+def _read_rows(path: Path) -> list[dict]:
+    """The rows of a table CSV this script wrote, numbers as numbers (_number); [] without
+    one."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)]
+
+
 def _missing(rows: list[dict]) -> list[str]:
     """The modules of SIZES and the arrays of SHAPES with no row in `rows`."""
     have = {(r["module"], str(r["size"])) for r in rows}
@@ -272,7 +278,7 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
             "The units the step module adds (the loss units, an Adam lane "
             "with its reciprocal square root, the target unit) are in units.md; the step "
             "module's sequencer (hrl_learn_step) and the kernel around it (hrl_learn_kernel, "
-            "AXI) are in kernel.md (`--kernel`, at the all-FPGA run's size).\n\n"
+            "AXI) are in kernel.md (`--kernel`).\n\n"
             + markdown_table(rows))
     missing = _missing(rows)
     if missing:
@@ -338,9 +344,7 @@ def _clock_of_table() -> dict | None:
 def write_table() -> None:
     """resources.{csv,md} from resources.csv and every module run of SIZES that finished
     in sim_build/syn-learn since (a run newer than the RTL), no synthesis."""
-    with open(OUT / "resources.csv", newline="") as f:
-        rows = [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
-                if r["module"] != "total"]
+    rows = [r for r in _read_rows(OUT / "resources.csv") if r["module"] != "total"]
     have = {(r["module"], str(r["size"])) for r in rows}
     runs = [(m, n) for n in SIZES for m in MODULES] + [("hrl_learn_mac_array", s)
                                                        for s in SHAPES]
@@ -430,13 +434,15 @@ def main(argv=None) -> int:
     if args.units:
         return 0
     sizes = [_size_arg(a) for a in args.size] or [*SIZES, *SHAPES]
-    rows, clock = [], _clock_of_table() if args.array_only else None
-    try:
-        if not args.array_only:
+    rows, clock = [], None
+    if args.array_only:
+        clock = _clock_of_table()
+    else:
+        try:
             clock = narrow_clock(args.timeout)
             print("clock", clock, flush=True)
-    except (RuntimeError, subprocess.TimeoutExpired) as err:
-        print(f"clock estimate: {err}", flush=True)
+        except (RuntimeError, subprocess.TimeoutExpired) as err:
+            print(f"clock estimate: {err}", flush=True)
     ran = set()
     for size in sizes:
         for module in (MODULES if isinstance(size, int) and not args.array_only
@@ -449,10 +455,8 @@ def main(argv=None) -> int:
                 print(f"{module} {size}: did not finish in {args.timeout:.0f} s", flush=True)
     # The modules not run this time keep their rows from the existing table, so that one
     # size is added (`--size 16`) without synthesizing the others again.
-    if (OUT / "resources.csv").exists():
-        with open(OUT / "resources.csv", newline="") as f:
-            rows += [{c: _number(v) for c, v in r.items()} for r in csv.DictReader(f)
-                     if (r["module"], r["size"]) not in ran]
+    rows += [r for r in _read_rows(OUT / "resources.csv")
+             if (r["module"], str(r["size"])) not in ran]
     _write(rows, clock)
     return 0
 

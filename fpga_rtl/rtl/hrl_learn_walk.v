@@ -252,14 +252,13 @@ module hrl_learn_walk #(
             end
         end
     endgenerate
-    wire hw = p_wr_en && !busy;
     // One write port per bank, as the read port: the walk's while busy, else the host's. Two
     // write ports (the walk's and the host's apart) would not map onto a block RAM, whose
     // second port is the read's: synthesis would build each bank from flip-flops.
-    wire             w_we = busy ? ww_en : hw && p_wr_sel == 2'd0;
-    wire             m_we = busy ? wm_en : hw && p_wr_sel == 2'd1;
-    wire             v_we = busy ? wm_en : hw && p_wr_sel == 2'd2;
-    wire             t_we = busy ? wt_en : hw && p_wr_sel == 2'd3;
+    wire             w_we = busy ? ww_en : p_wr_en && p_wr_sel == 2'd0;
+    wire             m_we = busy ? wm_en : p_wr_en && p_wr_sel == 2'd1;
+    wire             v_we = busy ? wm_en : p_wr_en && p_wr_sel == 2'd2;
+    wire             t_we = busy ? wt_en : p_wr_en && p_wr_sel == 2'd3;
     wire [PAB-1:0]   w_wa = busy ? ww_addr : p_wr_addr;  // master and target
     wire [PAB-1:0]   m_wa = busy ? wm_addr : p_wr_addr;  // m and v
     wire [C*MW-1:0]  w_wd = busy ? ww_data : hp_w;       // master and target
