@@ -2,7 +2,7 @@
 held-out figure (a pick's regret: its measured time over the best's) moves between two
 measurements of the same runs on this machine. Nothing is predicted or fitted here.
 
-    .venv/bin/python experiments/mapping/heldout_retest.py --seed 8 --setting 5 \
+    .venv/bin/python experiments/mapping/heldout_retest.py --seed 8 --setting 5 --minatar 0 \
         --mappings "cpu" "cpu pipelined" [--rounds 3] [--backends jax opencl]
 
 Each round measures every mapping once, in a fresh process, as the draw did
@@ -35,11 +35,17 @@ def main(argv=None) -> int:
                     help="two mapping labels as the draw's report names them")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--n", type=int, default=16, help="the draw's size (--held-out N)")
+    ap.add_argument("--minatar", type=int, default=None, metavar="K",
+                    help="the draw's MinAtar settings (its --held-out-minatar; default N // 4, "
+                         "as the draw's; 0 for the draws of seeds before MinAtar's)")
     ap.add_argument("--profile", default=str(vm.OUT / "heldout"))
     ap.add_argument("--backends", nargs="+", default=["jax", "opencl"],
                     help="the replay backends the draw ranked (its --backends)")
     args = ap.parse_args(argv)
-    settings = heldout.draw(args.n, args.seed)
+    minatar = args.n // 4 if args.minatar is None else args.minatar
+    if not 0 <= minatar <= args.n:
+        ap.error(f"--minatar must be in 0..{args.n}, got {minatar}")
+    settings = heldout.draw(args.n, args.seed, minatar)
     if not 0 <= args.setting < len(settings):
         ap.error(f"--setting must be in 0..{len(settings) - 1}, got {args.setting}")
     s = settings[args.setting]
@@ -70,8 +76,8 @@ def main(argv=None) -> int:
         w.writerows(rows)
     lines = [f"# {s.name}: {first} and {second} measured again", "",
              f"Regenerate: `.venv/bin/python experiments/mapping/heldout_retest.py --seed "
-             f"{args.seed} --setting {args.setting} --mappings \"{first}\" \"{second}\" "
-             f"--rounds {args.rounds}`. Env steps/s per round (each run in a fresh process, "
+             f"{args.seed} --setting {args.setting} --minatar {minatar} --mappings \"{first}\" "
+             f"\"{second}\" --rounds {args.rounds}`. Env steps/s per round (each run in a fresh process, "
              "as the draw measured it); ratio: the second over the first.", "",
              f"| round | {first} | {second} | ratio |", "|---|---|---|---|"]
     lines += [f"| {r['round']} | {r[first]:,.0f} | {r[second]:,.0f} | {r['ratio']:.2f} |"
