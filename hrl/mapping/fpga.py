@@ -428,6 +428,8 @@ class ArrayLearner:
     invoke_overhead_s: float = 10e-6
     source: str = ("the learner's cycle model (hrl.mapping.learner_schedule) on a 16x16 array "
                    "at the default clock, no learner table in the profile")
+    # What the whole kernel takes of a board (`learner_use`); None: unknown, not checked.
+    use: LearnerUse | None = None
 
     def infer_seconds(self, layers: Sequence[int], batch: int) -> float:
         """One forward pass of the policy on `batch` states."""
@@ -465,6 +467,100 @@ class ArrayLearner:
             f"the learner's cycle model on its {array} array ({sim} of the table's {len(mine)} "
             f"points simulated in RTL, cycle for cycle), at the table's {clock / 1e6:.0f} MHz "
             "(yosys's estimate; experiments/results/fpga_learner/cycles.csv)"))
+
+
+# ----------------------------------------------------------------------------- learner use
+RESOURCES = ("lut", "ff", "bram36", "uram", "dsp")
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerUse:
+    """What the whole training kernel (fpga_rtl/rtl/hrl_learn_kernel.v: the array, its banks,
+    the C Adam and target lanes, the loss unit, the walk and the control) takes of a board on
+    one array: LUTs (logic and LUT RAM), flip-flops, BRAM36, URAM and DSP slices, and where
+    the figures come from (`source`)."""
+
+    lut: float
+    ff: float
+    bram36: float
+    uram: float
+    dsp: float
+    source: str
+
+    def as_dict(self) -> dict[str, float]:
+        return {r: float(getattr(self, r)) for r in RESOURCES}
+
+
+def _use_of(row: Mapping) -> dict[str, float]:
+    """A yosys table row (experiments/results/fpga_learner/*.csv) in the model's resources."""
+    return {"lut": float(row["LUT"]) + float(row.get("LUTRAM") or 0), "ff": float(row["FF"]),
+            "bram36": float(row["BRAM36"]), "uram": float(row.get("URAM") or 0),
+            "dsp": float(row["DSP"])}
+
+
+def _array_size(text: str) -> str:
+    """A table's size as RxC: the array tables spell a square array by its side ("16")."""
+    return text if "x" in text else f"{text}x{text}"
+
+
+def learner_use(kernel_rows: list[Mapping], array_rows: list[Mapping],
+                array: str) -> LearnerUse | None:
+    """The training kernel's resources on an `array` (RxC) array, from yosys's tables:
+    `kernel_rows` the whole kernel synthesized (experiments/results/fpga_learner/kernel.csv,
+    `learner_resources.py --kernel`), `array_rows` the array, its activation unit and its
+    banks synthesized alone, their `total` rows (resources.csv, `--array-only`).
+
+    Measured where the kernel table has the array. Otherwise estimated, where the array table
+    has the array's total and the kernel table two or more arrays of different C that the
+    array table has too: the array's total plus the rest of the kernel (the kernel less its
+    array's total: the Adam and target lanes, one per column, the loss unit, the walk and the
+    control), fitted per resource as a + b * C through the synthesized kernels by least
+    squares. Why linear in C: the lanes are the part of the rest that grows, C of each. None
+    when neither holds (nothing is known: the model then does not check the learner's fit)."""
+    r, c = parse_array(array)
+    name = f"{r}x{c}"
+    kernels = {_array_size(k["size"]): _use_of(k) for k in kernel_rows}
+    if name in kernels:
+        return LearnerUse(**kernels[name], source=(
+            f"the training kernel on the {name} array, synthesized (yosys synth_xilinx; "
+            "experiments/results/fpga_learner/kernel.csv)"))
+    totals = {_array_size(t["size"]): _use_of(t) for t in array_rows
+              if t.get("module") == "total"}
+    points = [(parse_array(k)[1], {x: kernels[k][x] - totals[k][x] for x in RESOURCES})
+              for k in sorted(kernels) if k in totals]
+    if name not in totals or len({col for col, _ in points}) < 2:
+        return None
+    cols = np.array([col for col, _ in points], float)
+    design = np.stack([np.ones_like(cols), cols], axis=1)
+    use = {}
+    for x in RESOURCES:
+        (a, b), *_ = np.linalg.lstsq(design, np.array([rest[x] for _, rest in points]),
+                                     rcond=None)
+        use[x] = totals[name][x] + max(0.0, a + b * c)
+    fitted = ", ".join(sorted(k for k in kernels if k in totals))
+    return LearnerUse(**use, source=(
+        f"ESTIMATED for the {name} array: its array, activation unit and banks synthesized, "
+        f"the rest of the kernel (one Adam and one target lane per column, loss, walk, "
+        f"control) extrapolated in C from the kernels synthesized at {fitted} "
+        "(experiments/results/fpga_learner/resources.csv, kernel.csv)"))
+
+
+def board_less(board: Board, use: Mapping[str, float]) -> Board:
+    """`board` with `use` already taken: what `fits` then leaves for a second kernel is the
+    usable share less `use`, resource by resource."""
+    return dataclasses.replace(board, **{
+        r: getattr(board, r) - use[r] / board.usable for r in RESOURCES})
+
+
+def learner_misfit(use: LearnerUse | None, board: Board) -> str | None:
+    """Why the training kernel does not fit `board` by itself (each resource over the usable
+    share, named with its figures), or None: it fits, or its use is unknown."""
+    if use is None:
+        return None
+    over = [f"{r.upper()} {use.as_dict()[r]:,.0f} > {board.usable * getattr(board, r):,.0f}"
+            for r in RESOURCES if use.as_dict()[r] > board.usable * getattr(board, r)]
+    return f"the learner needs more than {board.name} has usable ({'; '.join(over)})" if over \
+        else None
 
 
 # Why a conv net's infer and train never go to a modelled FPGA (the plan's notes say it).

@@ -32,7 +32,7 @@ def device_notes(p) -> list[str]:
             out.append(f"{dev}: modelled (RMM timing: {timing.source}; clock "
                        f"{clock}; logic: {p.logic.source}; board "
                        "resources from its data sheet; learner: "
-                       f"{p.fpga_learners.get(dev, p.learner).source})"
+                       f"{_learner_note(p.fpga_learners.get(dev, p.learner), dev)})"
                        + (f"; {fpga_model.FPGA_NO_CONV} (network: {p.workload.conv_layers} "
                           "convolutions)" if p.workload.conv_layers else ""))
         elif dev == "gpu" and p.gpu_spec is not None:
@@ -43,6 +43,21 @@ def device_notes(p) -> list[str]:
                                        "fused loop does not pay" if whole else "")
                        + " (an assumption)")
     return out
+
+
+def _learner_note(learner, dev: str) -> str:
+    """Where a modelled FPGA's learner figures come from: its times, its resources, and
+    whether it fits the board (`platform.fpga_placement` leaves one that does not off it)."""
+    board = fpga_model.get_board(dev.split(":")[1])
+    if learner.use is None:
+        resources = ("its resources unknown (no yosys table of the training kernel for this "
+                     "array in the profile): its fit on the board not checked")
+    else:
+        misfit = fpga_model.learner_misfit(learner.use, board)
+        resources = (f"resources {learner.use.source}: "
+                     + (f"{misfit}, so infer and train stay off {dev}" if misfit else
+                        f"fits {board.name}"))
+    return f"{learner.source}; {resources}"
 
 
 def executor_notes(p) -> list[str]:

@@ -116,16 +116,27 @@ def fpga_placement(board_name: str, timing: fpga_model.RmmTiming | None = None,
     compares two). The RMM architecture (K, lanes) is
     the fastest one that fits the board for the workload's capacity; the tree keeps the
     workload's K when that fits (the software and hardware trees then agree on sampling),
-    else the best fitting K is used."""
+    else the best fitting K is used.
+
+    Where the learner's resources are known (`learner.use`, `fpga_model.learner_use`): a
+    learner that does not fit the board by itself is left off it (the placement then has no
+    infer and train; the plan's notes say why, `fpga_model.learner_misfit`), and the RMM is
+    sized in what the learner leaves (`fpga_model.board_less`)."""
     board = fpga_model.get_board(board_name)
     timing = timing or fpga_model.RmmTiming()
     logic = logic or fpga_model.LogicCoefficients()
+    if learner is not None and fpga_model.learner_misfit(learner.use, board):
+        learner = None
+    rmm_board = board if learner is None or learner.use is None else \
+        fpga_model.board_less(board, learner.use.as_dict())
+    beside = "" if rmm_board is board else f" beside the {learner.rows}x{learner.cols} learner"
 
     def arch_for(w: Workload) -> dict:
-        rows = [r for r in fpga_model.explore(w.capacity, board, w.batch_size, timing, logic)
-                if r["fits"]]
+        rows = [r for r in fpga_model.explore(w.capacity, rmm_board, w.batch_size, timing,
+                                              logic) if r["fits"]]
         if not rows:
-            raise ValueError(f"no RMM architecture holds {w.capacity} leaves on {board.name}")
+            raise ValueError(f"no RMM architecture holds {w.capacity} leaves on "
+                             f"{board.name}{beside}")
         same_k = [r for r in rows if r["fanout"] == w.fanout]
         return min(same_k or rows, key=lambda r: (r["sample_s"], r["util_uram"] + r["util_bram36"]))
 

@@ -42,7 +42,21 @@ def learner_from_profile(profile: dict | None,
                          array: str = fpga_model.DEFAULT_ARRAY) -> fpga_model.ArrayLearner:
     """The FPGA learner on an `array` (RxC) array: at the clock of the learner's cycle
     table if the profile carries the table and it has that array, else the cycle model at
-    the default clock. Raises a one-line ValueError for an array that is not RxC."""
+    the default clock; with the kernel's resources where the profile's yosys tables give
+    them (`fpga.learner_use`). Raises a one-line ValueError for an array that is not RxC."""
+    learner = _learner_timing(profile, array)
+    rows = profile_rows(profile)
+    try:
+        use = fpga_model.learner_use(
+            [dict(r.extra) for r in rows if r.call == "rtl-learner-kernel"],
+            [dict(r.extra) for r in rows if r.call == "rtl-learner-resources"], array)
+    except (KeyError, TypeError, ValueError):  # a table of another layout: not checked
+        use = None
+    return dataclasses.replace(learner, use=use)
+
+
+def _learner_timing(profile: dict | None, array: str) -> fpga_model.ArrayLearner:
+    """The learner's times on `array` (`learner_from_profile`), its resources not read."""
     r, c = fpga_model.parse_array(array)
     rows = [dict(r.extra) for r in profile_rows(profile) if r.call == "rtl-learner-cycles"]
     if rows:

@@ -209,6 +209,85 @@ def test_the_fpga_learner_is_its_cycle_model_at_the_table_s_clock():
         fpga.learner_seconds(learner, "sample", None)
 
 
+def _learner_tables():
+    out = []
+    for name in ("kernel", "resources"):
+        with (REPO / f"experiments/results/fpga_learner/{name}.csv").open() as f:
+            out.append(list(csv.DictReader(f)))
+    return out
+
+
+def test_learner_use_is_the_synthesized_kernel_or_its_estimate_from_the_tables():
+    """The training kernel's resources: the kernel table's row where it has the array; else
+    the array's synthesized total plus the rest of the kernel, linear in C through the
+    synthesized kernels (by hand on a small table); nothing where neither table has it."""
+    kernels, arrays = _learner_tables()
+    got = fpga.learner_use(kernels, arrays, "16x16")
+    row = next(r for r in kernels if r["size"] == "16x16")
+    assert got.lut == float(row["LUT"]) + float(row["LUTRAM"]) and got.dsp == float(row["DSP"])
+    assert "synthesized" in got.source and "ESTIMATED" not in got.source
+    assert fpga.learner_use(kernels, arrays, "64x64") is None  # no table has it
+    # By hand: kernels at C = 2 and 4 whose rest (kernel - total) is 10 + 5 C LUT, 3 C DSP.
+    hand_k = [{"size": "2x2", "LUT": 30, "FF": 1, "BRAM36": 1, "DSP": 10},
+              {"size": "4x4", "LUT": 50, "FF": 1, "BRAM36": 1, "DSP": 28}]
+    hand_a = [{"module": "total", "size": "2", "LUT": 10, "FF": 1, "BRAM36": 1, "DSP": 4},
+              {"module": "total", "size": "4", "LUT": 20, "FF": 1, "BRAM36": 1, "DSP": 16},
+              {"module": "hrl_learn_mac_array", "size": "8", "LUT": 1, "FF": 1, "BRAM36": 0,
+               "DSP": 1},
+              {"module": "total", "size": "8", "LUT": 100, "FF": 2, "BRAM36": 2, "DSP": 64}]
+    est = fpga.learner_use(hand_k, hand_a, "8x8")
+    assert (est.lut, est.dsp, est.ff) == pytest.approx((100 + 10 + 5 * 8, 64 + 3 * 8, 2))
+    assert est.source.startswith("ESTIMATED for the 8x8 array")
+    assert fpga.learner_use(hand_k[:1], hand_a, "8x8") is None  # one C: no line through it
+
+
+def test_a_learner_that_does_not_fit_stays_off_the_board_and_the_rmm_sits_beside_it():
+    """`fpga_placement`: a learner over the board's usable share gets no infer and train
+    there (and `learner_misfit` names the resource and both figures); one that fits leaves
+    the RMM only what it does not take."""
+    from hrl.mapping.platform import fpga_placement
+
+    board = fpga.get_board("u200")
+    w = Workload(num_envs=8, batch_size=32, capacity=1 << 20)
+    big = fpga.LearnerUse(lut=board.lut, ff=0, bram36=0, uram=0, dsp=10, source="by hand")
+    huge = fpga.ArrayLearner(use=big)
+    why = fpga.learner_misfit(big, board)
+    assert why.startswith("the learner needs more than u200") and "LUT 1,182,240 > 827,568" in why
+    assert {"infer", "train"}.isdisjoint(fpga_placement("u200", learner=huge).primitives)
+    assert fpga.learner_misfit(None, board) is None
+    # Half the block RAM and UltraRAM taken: it fits, and a million-leaf RMM, which fits the
+    # board alone, no longer fits beside it.
+    half = fpga.ArrayLearner(use=fpga.LearnerUse(lut=0, ff=0, bram36=board.bram36 / 2,
+                                                  uram=board.uram / 2, dsp=0, source="by hand"))
+    alone, beside = fpga_placement("u200"), fpga_placement("u200", learner=half)
+    assert {"infer", "train"} <= beside.primitives
+    assert alone.latency("sample", w) > 0
+    with pytest.raises(ValueError, match="1048576 leaves on u200 beside the 16x16 learner"):
+        beside.latency("sample", w)
+    left = fpga.board_less(board, half.use.as_dict())
+    assert board.usable * left.uram == pytest.approx(board.usable * board.uram - board.uram / 2)
+
+
+def test_a_profile_carries_the_learner_s_resource_tables_into_the_plan_s_notes():
+    """`rtl_cycle_rows` copies both learner resource tables into a profile; the learner read
+    from it holds the synthesized kernel (16x16) or the estimate (32x32), and the plan's
+    device note says which and whether it fits the board."""
+    from hrl.mapping import notes
+    from hrl.mapping.profile import rtl_cycle_rows
+    from hrl.mapping.rtl_tables import learner_from_profile
+
+    tables = {"rows": rtl_cycle_rows()}
+    kernels, _ = _learner_tables()
+    row = next(r for r in kernels if r["size"] == "16x16")
+    assert learner_from_profile(tables).use.dsp == float(row["DSP"])
+    assert learner_from_profile(tables, "32x32").use.source.startswith("ESTIMATED")
+    assert learner_from_profile(None).use is None
+    note = notes._learner_note(learner_from_profile(tables), "fpga:u200")
+    assert "kernel.csv): fits u200" in note
+    assert "fit on the board not checked" in notes._learner_note(learner_from_profile(None),
+                                                                 "fpga:u280")
+
+
 def test_rmm_timing_from_the_rtl_cycle_table_columns():
     # Rows shaped like experiments/results/rtl/cycles.csv (experiments/rtl/report_cycles.py) for
     # the pipelined RTL at K = 4 (L = 2 cycles per level): sample 9 + L*D, update L*D + 2,

@@ -119,5 +119,10 @@ RTL_RESOURCE_CSVS = ("fpga_rtl/syn/resources.csv",)  # written by fpga_rtl/syn/r
 RTL_KERNEL_CSVS = ("experiments/results/rtl/kernel_cycles_fit.csv",)
 # written by experiments/rtl/learner_cycles.py: the FPGA learner's cycles per network, batch, array
 RTL_LEARNER_CSVS = ("experiments/results/fpga_learner/cycles.csv",)
+# written by experiments/rtl/learner_resources.py: yosys's counts of the whole training kernel
+# per array (--kernel), and of the array, its activation unit and banks alone (--array-only)
+RTL_LEARNER_KERNEL_CSVS = ("experiments/results/fpga_learner/kernel.csv",)
+RTL_LEARNER_RESOURCE_CSVS = ("experiments/results/fpga_learner/resources.csv",)
 RTL_TABLE_CALLS = ("rtl-cycles", "rtl-kernel-cycles", "rtl-resources",
-                   "rtl-learner-cycles")  # rows of the CSVs above
+                   "rtl-learner-cycles", "rtl-learner-kernel",
+                   "rtl-learner-resources")  # rows of the CSVs above

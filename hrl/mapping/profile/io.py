@@ -22,6 +22,8 @@ from hrl.mapping.profile.grids import (
     RTL_CYCLE_CSVS,
     RTL_KERNEL_CSVS,
     RTL_LEARNER_CSVS,
+    RTL_LEARNER_KERNEL_CSVS,
+    RTL_LEARNER_RESOURCE_CSVS,
     RTL_RESOURCE_CSVS,
     RTL_TABLE_CALLS,
 )
@@ -45,12 +47,15 @@ def find_repo_file(candidates) -> Path | None:
 
 
 def rtl_cycle_rows() -> list[ProfileRow]:
-    """The RTL's cycle tables (core, kernel) and yosys resource table as profile rows
-    (`rtl-cycles`, `rtl-kernel-cycles`, `rtl-resources`, `rtl-learner-cycles`; mode `table`,
-    the CSV's columns in `extra`), for those that exist; they feed the FPGA model, not a fit."""
+    """The RTL's cycle tables (core, kernel, learner) and yosys resource tables (the RMM's,
+    the learner's) as profile rows (`RTL_TABLE_CALLS`: `rtl-cycles`, `rtl-kernel-cycles`,
+    `rtl-resources`, `rtl-learner-cycles`, `rtl-learner-kernel`, `rtl-learner-resources`;
+    mode `table`, the CSV's columns in `extra`), for those that exist; they feed the FPGA
+    model, not a fit."""
     out = []
     for call, names in zip(RTL_TABLE_CALLS, (RTL_CYCLE_CSVS, RTL_KERNEL_CSVS, RTL_RESOURCE_CSVS,
-                                            RTL_LEARNER_CSVS), strict=True):
+                                            RTL_LEARNER_CSVS, RTL_LEARNER_KERNEL_CSVS,
+                                            RTL_LEARNER_RESOURCE_CSVS), strict=True):
         path = find_repo_file(names)
         if path is None:
             continue
