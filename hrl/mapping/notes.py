@@ -54,9 +54,11 @@ def _learner_note(learner, dev: str) -> str:
                      "array in the profile): its fit on the board not checked")
     else:
         misfit = fpga_model.learner_misfit(learner.use, board)
+        share = fpga_model.utilisation(learner.use.as_dict(), board)
+        most = max(share, key=share.get)
         resources = (f"resources {learner.use.source}: "
                      + (f"{misfit}, so infer and train stay off {dev}" if misfit else
-                        f"fits {board.name}"))
+                        f"fits {board.name}, at most {share[most]:.0%} of its {most.upper()}"))
     return f"{learner.source}; {resources}"
 
 
