@@ -18,6 +18,7 @@ runnable here or not, with the reason.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 
@@ -63,6 +64,17 @@ class RankedMapping:
                              f"{self.executor!r}")
 
 
+
+def combined_uncertainty(u_a: float, u_b: float) -> float:
+    """The relative uncertainty of the ratio of two predictions whose own are `u_a` and `u_b`:
+    sqrt(u_a ** 2 + u_b ** 2). Why in quadrature and not their sum: where the two mappings'
+    executors differ, their formulas were fitted to different loop rows of the profile
+    (`uncertainty.uncertainty_of`) and their errors are independent; where they share one,
+    its error moves both predictions the same way and cancels in the ratio. The sum is the
+    bound for errors that always fall on opposite sides, which nothing here makes."""
+    return math.hypot(u_a, u_b)
+
+
 @dataclasses.dataclass
 class Ranking:
     """`mappings`: fastest first (ties keep the catalogue's order); `plan`: the exploration
@@ -100,9 +112,9 @@ class Ranking:
     def pick(self) -> tuple[RankedMapping, bool, str]:
         """What `hrl train --mapping auto` runs: (mapping, kept_default, why). Among the
         mappings whose gain over the config's own mapping clears the two predictions'
-        uncertainties,
+        uncertainties combined (`combined_uncertainty`),
 
-            t_default / t_m - 1 > u_m + u_default,
+            t_default / t_m - 1 > sqrt(u_m ** 2 + u_default ** 2),
 
         the one with the highest throughput its uncertainty still vouches for, the smallest
         t_m * (1 + u_m); the config's own mapping when none clears. Each mapping is weighed on
@@ -120,21 +132,24 @@ class Ranking:
         def gain(m: RankedMapping) -> float:
             return default.seconds / m.seconds - 1.0
 
+        def within(m: RankedMapping) -> str:
+            both = combined_uncertainty(m.uncertainty, default.uncertainty)
+            return (f"{both:.0%}: {m.uncertainty:.0%} and {default.uncertainty:.0%} "
+                    "in quadrature")
+
         clears = [m for m in self.runnable() if m is not default
-                  and gain(m) > m.uncertainty + default.uncertainty]
+                  and gain(m) > combined_uncertainty(m.uncertainty, default.uncertainty)]
         if not clears:
             return default, True, (
                 f"kept the config's own mapping ({default.label}): {best.label} is predicted "
                 f"{gain(best):.0%} faster, within the predictions' uncertainty "
-                f"({best.uncertainty:.0%} + {default.uncertainty:.0%}), and no other mapping "
-                "clears its own")
+                f"({within(best)}), and no other mapping clears its own")
         pick = min(clears, key=lambda m: m.seconds * (1.0 + m.uncertainty))  # stable: ties
         passed = "" if pick is best else (
             f"; {best.label}, predicted faster still, is less certain ({best.uncertainty:.0%})")
         return pick, False, (
             f"{pick.label} is predicted {gain(pick):.0%} faster than the config's own mapping "
-            f"({default.label}), beyond the uncertainty ({pick.uncertainty:.0%} + "
-            f"{default.uncertainty:.0%}){passed}")
+            f"({default.label}), beyond the uncertainty ({within(pick)}){passed}")
 
     def get(self, label: str) -> RankedMapping:
         for m in self.mappings:

@@ -4,7 +4,7 @@ A prediction is trusted as far as its executor's formula has matched whole itera
 profiler measured (the loop rows, out of sample), and less the further the setting lies
 outside the sizes the profile measured, past a margin the held-out runs vouch for.
 `--mapping auto` leaves the config's own mapping only for a predicted gain beyond the two
-uncertainties (`ranking.Ranking.pick`).
+uncertainties combined in quadrature (`ranking.Ranking.pick`, `ranking.combined_uncertainty`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
 
 import json
 
+import pytest
+
 CONFIG = "experiments/configs/dqn_cartpole.yaml"
 PROFILE = "experiments/results/mapping/profile"
 # The setting where `hrl map` once ranked only the fused and the sequential loop while
@@ -99,12 +101,19 @@ def _ranking(default_label, *entries):
 
 def test_mapping_auto_leaves_the_default_only_for_a_gain_beyond_the_uncertainty():
     """The pick rule: the config's own mapping stays unless a prediction beats it by more than
-    the two uncertainties together; among those that do, the best throughput their
-    uncertainty vouches for; a default that is not ranked never holds the pick back."""
+    the two uncertainties combined in quadrature; among those that do, the best throughput
+    their uncertainty vouches for; a default that is not ranked never holds the pick back."""
+    from hrl.mapping.ranking import combined_uncertainty
+
     ms = 1e-3
-    # 11% faster, uncertainties 10% + 10%: kept, and said why.
+    assert combined_uncertainty(0.3, 0.4) == pytest.approx(0.5)
+    # 11% faster, uncertainties 10% and 10% (14% combined): kept, and said why.
     m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 9 * ms, 0.1)).pick()
     assert (m.label, kept) == ("cpu", True) and "within the predictions' uncertainty" in why
+    assert "14%: 10% and 10% in quadrature" in why
+    # 25% faster, 18% and 12%: beyond their 22% in quadrature (not beyond their 30% sum).
+    m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.12), ("x", 8 * ms, 0.18)).pick()
+    assert (m.label, kept) == ("x", False) and "(22%: 18% and 12% in quadrature)" in why
     # Twice as fast: beyond 20%, the fastest runs.
     m, kept, why = _ranking("cpu", ("cpu", 10 * ms, 0.1), ("x", 5 * ms, 0.1)).pick()
     assert (m.label, kept) == ("x", False) and "beyond the uncertainty" in why
