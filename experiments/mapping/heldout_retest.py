@@ -77,8 +77,8 @@ def main(argv=None) -> int:
     lines = [f"# {s.name}: {first} and {second} measured again", "",
              f"Regenerate: `.venv/bin/python experiments/mapping/heldout_retest.py --seed "
              f"{args.seed} --setting {args.setting} --minatar {minatar} --mappings \"{first}\" "
-             f"\"{second}\" --rounds {args.rounds}`. Env steps/s per round (each run in a fresh process, "
-             "as the draw measured it); ratio: the second over the first.", "",
+             f"\"{second}\" --rounds {args.rounds}`. Env steps/s per round (each run in a "
+             "fresh process, as the draw measured it); ratio: the second over the first.", "",
              f"| round | {first} | {second} | ratio |", "|---|---|---|---|"]
     lines += [f"| {r['round']} | {r[first]:,.0f} | {r[second]:,.0f} | {r['ratio']:.2f} |"
               for r in rows]

@@ -69,10 +69,11 @@ def choose(cfg, profile: dict, metric: str = "wall", max_devices: int = 1,
     """The mapping `hrl train --mapping auto` runs for `cfg` on `profile`: `Ranking.pick` of
     `ranking.rank_mappings` (the one ranking `hrl map` reports), in the config's dependency
     mode: the fastest prediction whose gain over the config's own mapping clears the two
-    predictions' uncertainties combined (`ranking.combined_uncertainty`; none does: the config's own, `kept_default`; `notes` says
-    which and why). `max_devices` > 1 adds the data-parallel fused loop on D = 2..max_devices
-    devices of the JAX backend's kind, where `available_devices` (default: what JAX sees)
-    and the config allow it. Costs one `rank_mappings`."""
+    predictions' uncertainties combined (`ranking.combined_uncertainty`; none does: the
+    config's own, `kept_default`; `notes` says which and why). `max_devices` > 1 adds the
+    data-parallel fused loop on D = 2..max_devices devices of the JAX backend's kind, where
+    `available_devices` (default: what JAX sees) and the config allow it. Costs one
+    `rank_mappings`."""
     ranked = rank_mappings(cfg, profile, metric=metric, max_devices=max_devices,
                            available_devices=available_devices, backends=backends)
     notes = [n for n in ranked.notes if not n.startswith("D=")]

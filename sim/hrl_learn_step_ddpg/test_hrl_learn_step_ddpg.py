@@ -38,7 +38,6 @@ from learn_tb import (
     SEL_ACT,
     SEL_DELTA,
     StepPorts,
-    clog2,
     random_words,
     write_matrix,
     write_op,
@@ -47,23 +46,13 @@ from tb_common import pulse_reset
 
 from hrl.agents.ddpg.agent import DDPGConfig
 from hrl.envs.spec import ContinuousActions, EnvSpec
-from hrl.fixed_point import optim
+from hrl.fixed_point import ddpg_program as dp
 from hrl.fixed_point.common import step_rate
 from hrl.fixed_point.ddpg import make_fixed_ddpg
+from hrl.fixed_point.ddpg_program import G
 from hrl.fixed_point.numerics import Fx
 from hrl.mapping import learner_schedule as ls
 
-# the step's registers (hrl_learn_step_ddpg's header)
-G = {name: i for i, name in enumerate((
-    "NLA", "NLC", "S", "A", "B", "OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS",
-    "TA_BASE", "TA_SLOG", "TCI_BASE", "TCI_SLOG", "Q_BASE", "Q_SLOG", "QT_BASE", "QT_SLOG",
-    "D_BASE", "D_SLOG", "MU_BASE", "MU_SLOG", "CI_BASE", "CI_SLOG", "DI_BASE", "DI_SLOG",
-    "DA_BASE", "DA_SLOG", "FLAGS", "HUBER", "C1", "C2", "LR_C", "LR_A", "V_FLOOR", "TAU",
-    "PERIOD", "STEPS", "PHASE"))}
-L = {name: i for i, name in enumerate((
-    "K", "N", "W_BASE", "W_SLOG", "B_BASE", "TW_BASE", "TB_BASE", "GW_BASE", "G_SLOG",
-    "GB_BASE", "P_BASE"))}
-LAYER0, LOW0, HIGH0 = 64, 2048, 3072
 P_MASTER, P_M, P_V, P_TARGET = 0, 1, 2, 3
 PHASES = ("fwd", "loss", "clip", "bwd", "upd", "tgt")
 PENDULUM = ((3, 64, 64, 1), (4, 64, 64, 1))  # experiments/configs/ddpg_pendulum.yaml
@@ -77,13 +66,9 @@ class TB(StepPorts):
         self.OW, self.BW = p("OW", 24), p("BW", 18)
         self.NMAX, self.NL, self.BMAX = p("NMAX", 64), p("NL", 4), p("BMAX", 32)
         self.AMAX = p("AMAX", 4)
-        self.LA = max(self.R, self.C)
+        self.banks = dp.StepBanks.of(self.R, self.C, self.NMAX, self.NL, self.BMAX)
+        self.LA = self.banks.la
         self.HW = max(self.OW, self.BW)
-        sla = clog2(-(-self.NMAX // self.LA))
-        self.adepth = 2 * (self.NL + 1) * self.BMAX << sla
-        self.wdepth = 2 * self.NL * self.NMAX << clog2(-(-self.NMAX // self.C))
-        self.bdepth = 2 * self.NL << clog2(-(-self.NMAX // self.C))
-        self.ddepth = ((self.NL + 1) * self.BMAX + self.NL * (self.NMAX + 1)) << sla
         self.rng = np.random.default_rng(seed + 100 * self.R + self.C)
         self.hdl_formats = {  # the module's formats (its parameters), name: (width, frac)
             "weight": (p("WWID", 16), p("WF", 12)), "value": (p("VW", 24), p("VF", 8)),
@@ -158,144 +143,6 @@ class TB(StepPorts):
                 f"the module's {name} format {want} is not the agent's {getattr(f, name)}")
         return agent
 
-    def stream(self, params) -> np.ndarray:
-        """Both nets' words as the parameter stream (the actor's layers, then the critic's;
-        per layer its weight rows, then its bias, in blocks of C words, zeros past N)."""
-        c, blocks = self.C, []
-        for layer in [*params["actor"], *params["critic"]]:
-            w, b = np.asarray(layer["w"]), np.asarray(layer["b"])
-            for row in [*w, b]:
-                for j0 in range(0, len(row), c):
-                    blk = np.zeros(c, np.int64)
-                    part = row[j0:j0 + c]
-                    blk[:len(part)] = part
-                    blocks.append(blk)
-        return np.array(blocks, np.int64).reshape(-1, c)
-
-    def layout(self, dims_a, dims_c, batch):
-        """Bases and strides of everything the step reads and writes. Activations: the
-        actor's input (s), the target actor's (s'), their hidden and output matrices (shared:
-        the target actor's are dead once its output is clipped), the critic's and the target
-        critic's. Deltas: the critic's (its input delta included), the actor's (none at its
-        input). Global layer l: the actor's 0..NLA-1, the critic's NLA.."""
-        la, c = self.LA, self.C
-        na, nc = len(dims_a) - 1, len(dims_c) - 1
-        sa = [clog2(-(-d // la)) for d in dims_a]
-        sc = [clog2(-(-d // la)) for d in dims_c]
-        lay, base = {}, 0
-
-        def put(rows, slog):
-            nonlocal base
-            out = (base, slog)
-            base += rows << slog
-            return out
-
-        lay["a"] = [None] + [put(batch, sa[i]) for i in range(1, na + 1)]
-        lay["x"], lay["xn"] = put(batch, sa[0]), put(batch, sa[0])
-        lay["c"] = [put(batch, sc[i]) for i in range(nc + 1)]
-        lay["tc"] = [put(batch, sc[i]) for i in range(nc + 1)]
-        assert base <= self.adepth, f"activations need {base} > {self.adepth}"
-        dims = [*zip(dims_a[:-1], dims_a[1:], strict=True),
-                *zip(dims_c[:-1], dims_c[1:], strict=True)]
-        wb, bb = 0, 0
-        lay["w_on"], lay["w_tg"], lay["b_on"], lay["b_tg"] = [], [], [], []
-        for net in ("on", "tg"):
-            for k, n in dims:
-                slog = clog2(-(-n // c))
-                lay[f"w_{net}"].append((wb, slog))
-                lay[f"b_{net}"].append(bb)
-                wb += k << slog
-                bb += 1 << slog
-        assert wb <= self.wdepth and bb <= self.bdepth
-        base = 0
-        lay["dc"] = [put(batch, sc[i]) for i in range(nc + 1)]
-        lay["da"] = [None] + [put(batch, sa[i]) for i in range(1, na + 1)]
-        lay["gw"], lay["gb"] = [], []
-        for k, n in dims:
-            slog = clog2(-(-n // la))
-            lay["gw"].append(put(k, slog))
-            lay["gb"].append(put(1, slog))
-        assert base <= self.ddepth, f"deltas need {base} > {self.ddepth}"
-        pb, p = [], 0
-        for k, n in dims:
-            pb.append(p)
-            p += (k + 1) * -(-n // c)
-        lay["pb"], lay["blocks"], lay["dims"] = pb, p, dims
-        return lay
-
-    def ops(self, agent, dims_a, dims_c, lay):
-        """The engine's op table: the seven runs of the step (hrl_learn_step_ddpg's header),
-        as lists of ops; an op that reads nothing its predecessor writes is marked
-        independent (KIND + 8)."""
-        f, na = agent.fmts, len(dims_a) - 1
-        batch = None
-
-        def forward(acts, x0, dims, wkey, g0, out_last):
-            ops = []
-            depth = len(dims) - 1
-            for i in range(depth):
-                last = i == depth - 1
-                out = out_last if last else f.act
-                x = x0 if i == 0 else acts[i]
-                ops.append({
-                    "x_base": x[0], "x_slog": x[1], "m": batch, "k": dims[i],
-                    "n": dims[i + 1], "w_base": lay[wkey][g0 + i][0],
-                    "w_slog": lay[wkey][g0 + i][1], "b_base": lay["b" + wkey[1:]][g0 + i],
-                    "y_base": acts[i + 1][0], "y_slog": acts[i + 1][1], "relu": int(not last),
-                    "shift": f.act.frac + f.weight.frac - out.frac, "width": out.width,
-                    "bshift": f.act.frac, "kind": 0})
-            return ops
-
-        def backward(dl, acts, x0, dims, g0, grads=True, to_input=False):
-            ops = []
-            for i in range(len(dims) - 2, -1, -1):
-                d = dl[i + 1]
-                x = x0 if i == 0 else acts[i]
-                w = lay["w_on"][g0 + i]
-                if i > 0 or to_input:
-                    op = {"kind": 2 if i > 0 else 1, "x_base": d[0], "x_slog": d[1],
-                          "m": batch, "k": dims[i + 1], "n": dims[i], "w_base": w[0],
-                          "w_slog": w[1], "y_base": dl[i][0], "y_slog": dl[i][1],
-                          "width": f.delta.width, "shift": f.weight.frac}
-                    if i > 0:
-                        op["m_base"] = acts[i][0]
-                    ops.append(op)
-                if grads:
-                    gw, gb = lay["gw"][g0 + i], lay["gb"][g0 + i]
-                    ops.append({"kind": 3, "x_base": x[0], "x_slog": x[1], "m": dims[i],
-                                "k": batch, "n": dims[i + 1], "w_base": d[0], "w_slog": d[1],
-                                "y_base": gw[0], "y_slog": gw[1], "width": f.grad.width,
-                                "shift": f.act.frac + f.delta.frac - f.grad.frac})
-                    ops.append({"kind": 4, "m": 1, "k": batch, "n": dims[i + 1],
-                                "w_base": d[0], "w_slog": d[1], "y_base": gb[0], "y_slog": 0,
-                                "width": f.grad.width, "shift": f.delta.frac - f.grad.frac})
-            return ops
-
-        batch = lay["batch"]
-        a, c, tc = lay["a"], lay["c"], lay["tc"]
-        critic_f = forward(c, c[0], dims_c, "w_on", na, f.value)
-        critic_f[0]["kind"] = 8  # after the target actor's ops, reads none of their words
-        runs = [
-            forward(a, lay["xn"], dims_a, "w_tg", 0, f.act) + critic_f,          # 0
-            forward(tc, tc[0], dims_c, "w_tg", na, f.value),                     # 2
-            backward(lay["dc"], c, c[0], dims_c, na),                            # 4
-            forward(a, lay["x"], dims_a, "w_on", 0, f.act),                      # 6
-            forward(c, c[0], dims_c, "w_on", na, f.value),                       # 8
-            backward(lay["dc"], c, c[0], dims_c, na, grads=False, to_input=True),  # 10
-            backward(lay["da"], a, lay["x"], dims_a, 0),                         # 12
-        ]
-        reads = {1: lambda o: {("d", o["x_base"])},
-                 2: lambda o: {("d", o["x_base"]), ("a", o["m_base"])},
-                 3: lambda o: {("a", o["x_base"]), ("d", o["w_base"])},
-                 4: lambda o: {("d", o["w_base"])}}
-        for run in runs[2:3] + runs[5:]:
-            prev = None  # a run's first op follows another run (or the sequencer's writes)
-            for op in run:
-                if prev is not None and prev not in reads[op["kind"]](op):
-                    op["kind"] += 8
-                prev = ("d", op["y_base"])
-        return runs
-
     async def setup(self, dims_a, dims_c, batch, lr=(1e-3, 1e-3), period=1, tau=0.005,
                     box=None, huber=None, key=0, wild=False):
         """Build the agent, lay the nets out, write the op table, the registers and the
@@ -307,7 +154,6 @@ class TB(StepPorts):
             box = ((-2.0,) * dims_a[-1], (2.0,) * dims_a[-1])
         agent = self.agent(dims_a, dims_c, batch, lr, period, tau, box, huber)
         f = agent.fmts
-        na, nc = len(dims_a) - 1, len(dims_c) - 1
         state = agent.init(jax.random.PRNGKey(key))
         if wild:
             def words(tree):
@@ -316,53 +162,21 @@ class TB(StepPorts):
 
             state = state.replace(params=words(state.params),
                                   target_params=words(state.target_params))
-        lay = self.layout(dims_a, dims_c, batch)
-        lay["batch"] = batch
-        runs = self.ops(agent, dims_a, dims_c, lay)
-        j, ends = 0, []
+        lay = dp.layout(self.banks, dims_a, dims_c, batch)
+        runs = dp.step_runs(agent.fmts, dims_a, dims_c, lay)
+        j = 0
         for run in runs:
             for op in run:
                 await write_op(self.dut, j, op)
                 j += 1
-            ends.append(j)
-        fp = agent.cfg.fixed_point
-        c1 = optim.unit_word(1.0 - fp.beta1, f, "beta1")
-        c2 = optim.unit_word(1.0 - fp.beta2, f, "beta2")
-        polyak = tau != 1.0
-        a, c, tc, dc = lay["a"], lay["c"], lay["tc"], lay["dc"]
-        g = [("NLA", na), ("NLC", nc), ("S", dims_a[0]), ("A", dims_a[-1]), ("B", batch),
-             *zip(("OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS"), ends,
-                  strict=True),
-             ("TA_BASE", a[na][0]), ("TA_SLOG", a[na][1]), ("TCI_BASE", tc[0][0]),
-             ("TCI_SLOG", tc[0][1]), ("Q_BASE", c[nc][0]), ("Q_SLOG", c[nc][1]),
-             ("QT_BASE", tc[nc][0]), ("QT_SLOG", tc[nc][1]), ("D_BASE", dc[nc][0]),
-             ("D_SLOG", dc[nc][1]), ("MU_BASE", a[na][0]), ("MU_SLOG", a[na][1]),
-             ("CI_BASE", c[0][0]), ("CI_SLOG", c[0][1]), ("DI_BASE", dc[0][0]),
-             ("DI_SLOG", dc[0][1]), ("DA_BASE", lay["da"][na][0]),
-             ("DA_SLOG", lay["da"][na][1]),
-             ("FLAGS", (2 if huber is not None else 0) | (4 if polyak else 0)),
-             ("HUBER", agent._huber() or 0), ("C1", c1), ("C2", c2),
-             ("V_FLOOR", optim.second_floor(c2, f)),
-             ("TAU", optim.unit_word(tau, f, "tau") if polyak else 0), ("PERIOD", period),
-             ("STEPS", 0), ("PHASE", 0)]
-        items = [(G[k], v) for k, v in g]
-        for gl, (k, n) in enumerate(lay["dims"]):
-            fields = {"K": k, "N": n, "W_BASE": lay["w_on"][gl][0],
-                      "W_SLOG": lay["w_on"][gl][1], "B_BASE": lay["b_on"][gl],
-                      "TW_BASE": lay["w_tg"][gl][0], "TB_BASE": lay["b_tg"][gl],
-                      "GW_BASE": lay["gw"][gl][0], "G_SLOG": lay["gw"][gl][1],
-                      "GB_BASE": lay["gb"][gl][0], "P_BASE": lay["pb"][gl]}
-            items += [(LAYER0 + 16 * gl + L[k], v) for k, v in fields.items()]
-        low, high = agent._bounds()
-        items += [(LOW0 + i, int(v)) for i, v in enumerate(np.asarray(low))]
-        items += [(HIGH0 + i, int(v)) for i, v in enumerate(np.asarray(high))]
+        items = dp.config_pairs(agent, lay, dp.run_ends(runs), period=period, tau=tau)
         await self.write_cfg(items)
         for sel, pick in ((P_MASTER, lambda s, k: s.params[k]),
                           (P_M, lambda s, k: s.opt_state[k][0]),
                           (P_V, lambda s, k: s.opt_state[k][1]),
                           (P_TARGET, lambda s, k: s.target_params[k])):
             tree = {k: pick(state, k) for k in ("actor", "critic")}
-            await self.write_stream(sel, self.stream(tree))
+            await self.write_stream(sel, dp.stream(tree, self.C))
         error, _, _, _ = await self.command(1, 100 + 8 * lay["blocks"])
         assert not error, f"{dims_a} {dims_c} batch {batch}: init raised st_error"
         return agent, state, lay
@@ -404,7 +218,7 @@ class TB(StepPorts):
         await self.write_batch(np.asarray(reward), np.asarray(discount), np.asarray(w))
         rates = [int(step_rate(agent.cfg, k, b, state.train_steps, f))
                  for k in ("critic_learning_rate", "actor_learning_rate")]
-        await self.write_cfg([(G["LR_C"], rates[0]), (G["LR_A"], rates[1])])
+        await self.write_cfg([(dp.G["LR_C"], rates[0]), (dp.G["LR_A"], rates[1])])
         macs = 6 * b * sum(k * n for k, n in lay["dims"])
         error, sats, cycles, phases = await self.command(
             0, 4000 + 8 * macs + 40 * lay["blocks"] + 40 * b)
@@ -416,7 +230,7 @@ class TB(StepPorts):
                                 ("m", P_M, lambda s, k: s.opt_state[k][0]),
                                 ("v", P_V, lambda s, k: s.opt_state[k][1]),
                                 ("target", P_TARGET, lambda s, k: s.target_params[k])):
-            want = self.stream({k: pick(new, k) for k in ("actor", "critic")})
+            want = dp.stream({k: pick(new, k) for k in ("actor", "critic")}, self.C)
             checks.append((name, await self.read_stream(sel, len(want)), want))
         for name, got, want in checks:
             bad = np.argwhere(got != want)
@@ -500,8 +314,7 @@ async def test_bad_config(dut):
     await tb.reset()
     await tb.write_cfg([(G["NLA"], 1), (G["NLC"], 1), (G["S"], 1), (G["A"], 1),
                         (G["B"], tb.BMAX + 1), (G["PERIOD"], 1), (G["STEPS"], 7),
-                        *[(G[k], i + 1) for i, k in enumerate(
-                            ("OP_F1", "OP_F2", "OP_B1", "OP_F3", "OP_F4", "OP_B2", "NOPS"))]])
+                        *[(G[k], i + 1) for i, k in enumerate(dp.RUN_ENDS)]])
     error, _, cycles, _ = await tb.command(0, 100)
     assert error, f"batch {tb.BMAX + 1} > BMAX ran without st_error"
     assert cycles < 10, f"a refused step ran {cycles} cycles"
