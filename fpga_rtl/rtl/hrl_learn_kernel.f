@@ -5,12 +5,14 @@ rtl/hrl_learn_weight_bank.v
 rtl/hrl_learn_activation.v
 rtl/hrl_learn_engine.v
 rtl/hrl_learn_loss_dqn.v
+rtl/hrl_learn_loss_ddpg.v
 rtl/hrl_learn_rsqrt_rom.v
 rtl/hrl_learn_rsqrt.v
 rtl/hrl_learn_adam.v
 rtl/hrl_learn_target.v
 rtl/hrl_learn_walk.v
 rtl/hrl_learn_step.v
+rtl/hrl_learn_step_ddpg.v
 rtl/hrl_axi_rd.v
 rtl/hrl_axi_wr.v
 rtl/hrl_beats_to_words.v

@@ -3,8 +3,10 @@
 // on the card's memory. With TRAIN = 1 the engine is hrl_learn_step's (the whole DQN SGD
 // step above the engine, whose engine ports it passes through): one kernel both infers and
 // trains, and the network's state (master weights, Adam's moments, the target masters, the
-// operand words the array reads) stays in its banks from run to run. TRAIN = 0 builds the
-// engine alone (the inference kernel: no optimizer banks, no loss or Adam lanes).
+// operand words the array reads) stays in its banks from run to run. TRAIN = 2 is the same
+// with hrl_learn_step_ddpg (DDPG's step: an actor and a critic in the same banks; its batch
+// rows' action word is unused, the actions come in with the critic's input). TRAIN = 0
+// builds the engine alone (the inference kernel: no optimizer banks, no loss or Adam lanes).
 //
 // One run is a program the host leaves in device memory: a list of bank loads, an op table
 // and a list of bank stores. The kernel knows no network and no op kind: it copies matrices
@@ -38,7 +40,7 @@
 //   0x50 config0  read only: R [7:0], C [15:8], NL [23:16], OW [31:24]
 //   0x54 config1  read only: NMAX [15:0], BMAX [31:16]
 //   0x58 config2  read only: AW [7:0], BW [15:8], BSMAX [23:16]
-//   0x5c config3  read only: AMAX [7:0], TRAIN [8]
+//   0x5c config3  read only: AMAX [7:0], TRAIN [9:8]
 //   0x60 op_first the first op of the table a run writes and the engine runs (ops op_first
 //                 ..n_ops-1; 0: the whole table), so one table holds several programs' ops
 //                 (the SGD step's and an inference's)
@@ -95,10 +97,11 @@ module hrl_learn_kernel #(
     parameter BMAX = 32,
     // Largest bias shift (hrl_learn_engine BSMAX).
     parameter BSMAX = 24,
-    // 1: the engine is hrl_learn_step's (SGD steps, cmd 1 and 2), 0: the engine alone.
+    // 1: the engine is hrl_learn_step's (DQN's SGD steps, cmd 1 and 2), 2: hrl_learn_step_ddpg's
+    // (DDPG's), 0: the engine alone.
     parameter TRAIN = 0,
-    // Largest number of actions of the step's loss unit (hrl_learn_step AMAX; TRAIN only).
-    // The step's word formats are its defaults (hrl.fixed_point.formats' DQN formats).
+    // Largest number of actions of the step's loss unit (its AMAX; TRAIN only). The step's
+    // word formats are its defaults (hrl.fixed_point.formats' DQN or DDPG Adam formats).
     parameter AMAX = 4,
     // AXI4-Lite control address bits (Vitis: large enough for the register map).
     parameter C_S_AXI_CONTROL_ADDR_WIDTH = 7,
@@ -195,8 +198,8 @@ module hrl_learn_kernel #(
     localparam PAB = (PDEPTH > 1) ? $clog2(PDEPTH) : 1;
     localparam VW = 24;                      // the step's value words (TD, rewards)
     localparam PW = 17;                      // its probability words (discount, IS weight)
-    localparam [31:0] MAX_LOAD = (TRAIN == 1) ? 32'd9 : 32'd3;
-    localparam [31:0] MAX_STORE = (TRAIN == 1) ? 32'd7 : 32'd1;
+    localparam [31:0] MAX_LOAD = (TRAIN != 0) ? 32'd9 : 32'd3;
+    localparam [31:0] MAX_STORE = (TRAIN != 0) ? 32'd7 : 32'd1;
 
     initial begin
         if (AA < 7 || AA > 16)
@@ -208,7 +211,7 @@ module hrl_learn_kernel #(
                    DW);
         if (IW > 15)
             $fatal(1, "%m: NMAX=%0d, BMAX=%0d: max(NMAX, BMAX) must be below 2**15", NMAX, BMAX);
-        if (TRAIN != 0 && TRAIN != 1) $fatal(1, "%m: TRAIN=%0d must be 0 or 1", TRAIN);
+        if (TRAIN < 0 || TRAIN > 2) $fatal(1, "%m: TRAIN=%0d must be 0, 1 or 2", TRAIN);
         // R, C, AW, BW, OW, NMAX, NL, BMAX, BSMAX: hrl_learn_engine's own checks.
     end
 
@@ -227,13 +230,13 @@ module hrl_learn_kernel #(
     localparam [7:0] CFG_AW = AW[7:0], CFG_BW = BW[7:0], CFG_BS = BSMAX[7:0];
     localparam [15:0] CFG_NMAX = NMAX[15:0], CFG_BMAX = BMAX[15:0];
     localparam [7:0] CFG_AMAX = AMAX[7:0];
-    localparam [0:0] CFG_TRAIN = TRAIN[0:0];
+    localparam [1:0] CFG_TRAIN = TRAIN[1:0];
     reg finish;   // the run ends this cycle (from the FSM)
     /* verilator lint_off UNUSEDSIGNAL */
     wire [1023:0] args;   // the words of ARG_WORDS; the others are 0
     /* verilator lint_on UNUSEDSIGNAL */
     wire [1023:0] ro = {256'd0,
-                        {23'd0, CFG_TRAIN, CFG_AMAX},          // 0x5c config3
+                        {22'd0, CFG_TRAIN, CFG_AMAX},          // 0x5c config3
                         {8'd0, CFG_BS, CFG_BW, CFG_AW},        // 0x58 config2
                         {CFG_BMAX, CFG_NMAX},                  // 0x54 config1
                         {CFG_OW, CFG_NL, CFG_C, CFG_R},        // 0x50 config0
@@ -378,7 +381,7 @@ module hrl_learn_kernel #(
     wire [LA*OW-1:0] h_rd_data;
     reg h_rd_en;
 
-    // The step's ports (TRAIN = 1; tied off otherwise): registers of the run below.
+    // The step's ports (TRAIN = 1 or 2; tied off otherwise): registers of the run below.
     reg st_start, st_cmd;
     wire st_busy, st_done, st_error;
     wire [31:0] st_sat, st_cycles, st_steps;
@@ -425,6 +428,40 @@ module hrl_learn_kernel #(
                 .st_bt_en(st_bt_en), .st_bt_i(st_bt_i), .st_bt_action(st_bt_action),
                 .st_bt_reward(st_bt_reward), .st_bt_discount(st_bt_discount),
                 .st_bt_weight(st_bt_weight),
+                .st_p_wr_en(st_p_wr_en), .st_p_wr_sel(st_p_wr_sel),
+                .st_p_wr_addr(st_p_wr_addr), .st_p_wr_data(st_p_wr_data),
+                .st_p_rd_en(st_p_rd_en), .st_p_rd_sel(st_p_rd_sel),
+                .st_p_rd_addr(st_p_rd_addr), .st_p_rd_data(st_p_rd_data),
+                .st_td_i(ii), .st_td(st_td), .st_abs_td(st_abs_td));
+        end else if (TRAIN == 2) begin : g_step_ddpg
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [31:0] cyc_fwd, cyc_loss, cyc_clip, cyc_bwd, cyc_upd, cyc_tgt;
+            wire unused_action = ^st_bt_action;  // DDPG's actions are the critic's input
+            /* verilator lint_on UNUSEDSIGNAL */
+            hrl_learn_step_ddpg #(.R(R), .C(C), .AW(AW), .BW(BW), .OW(OW), .NMAX(NMAX),
+                                  .NL(NL), .BMAX(BMAX), .BSMAX(BSMAX), .SW(32),
+                                  .AMAX(AMAX)) step (
+                .clk(ap_clk), .rst(rst),
+                .start(eng_start), .n_ops(nop_reg[OPB:0]), .op_first(first_reg[OPB-1:0]),
+                .busy(eng_busy), .done(eng_done),
+                .error(eng_error), .fault(eng_fault), .cycles(eng_cycles), .sat_count(eng_sat),
+                .op_wr_en(op_wr_en), .op_wr_op(op_wr_op), .op_wr_field(op_wr_field),
+                .op_wr_data(op_wr_data),
+                .h_wr_en(h_wr_en), .h_wr_sel(d_sel[1:0]), .h_wr_base(d_base),
+                .h_wr_slog(d_slog),
+                .h_wr_i(wi), .h_wr_j(wj), .h_wr_mask(wr_mask), .h_wr_data(wr_data_r),
+                .h_rd_en(h_rd_en), .h_rd_sel(d_sel[0]), .h_rd_base(d_base),
+                .h_rd_slog(d_slog),
+                .h_rd_i(ii), .h_rd_j(jj), .h_rd_rows(d_rows), .h_rd_cols(d_cols),
+                .h_rd_data(h_rd_data),
+                .st_start(st_start), .st_cmd(st_cmd), .st_busy(st_busy), .st_done(st_done),
+                .st_error(st_error), .st_sat(st_sat), .st_cycles(st_cycles),
+                .st_cyc_fwd(cyc_fwd), .st_cyc_loss(cyc_loss), .st_cyc_clip(cyc_clip),
+                .st_cyc_bwd(cyc_bwd), .st_cyc_upd(cyc_upd), .st_cyc_tgt(cyc_tgt),
+                .st_steps(st_steps),
+                .st_cfg_en(st_cfg_en), .st_cfg_addr(st_cfg_addr), .st_cfg_data(st_cfg_data),
+                .st_bt_en(st_bt_en), .st_bt_i(st_bt_i), .st_bt_reward(st_bt_reward),
+                .st_bt_discount(st_bt_discount), .st_bt_weight(st_bt_weight),
                 .st_p_wr_en(st_p_wr_en), .st_p_wr_sel(st_p_wr_sel),
                 .st_p_wr_addr(st_p_wr_addr), .st_p_wr_data(st_p_wr_data),
                 .st_p_rd_en(st_p_rd_en), .st_p_rd_sel(st_p_rd_sel),
@@ -496,7 +533,7 @@ module hrl_learn_kernel #(
     localparam [31:0] DMAX32 = DMAX;
     localparam [31:0] KEEP_OPS = 32'hFFFF_FFFF;   // ops_at: run the table the engine holds
     localparam [31:0] NOPS32 = NOPS;
-    localparam [31:0] CMD_MAX = (TRAIN == 1) ? 32'd2 : 32'd0;
+    localparam [31:0] CMD_MAX = (TRAIN != 0) ? 32'd2 : 32'd0;
     wire [31:0] n_table = nop_reg - first_reg;     // ops of the table a run writes
     reg [PAB-1:0] p_base;                          // a parameter bank's first block
     reg [C*32-1:0] p_pack;                         // a parameter block being gathered

@@ -8,10 +8,14 @@ as `train_program` is for DQN's step.
     runs = step_runs(agent.fmts, dims_a, dims_c, lay)
     pairs = config_pairs(agent, lay, run_ends(runs), period=..., tau=...)
     words = stream({"actor": ..., "critic": ...}, c)  # master, m, v or target words
+    # on the training kernel (hrl_learn_kernel, TRAIN = 2), through its OpenCL driver:
+    kernel.run(init_program(shape, lay, runs, len(pairs)), {cfg, master, m, v, target})
+    kernel.run(step_program(shape, lay), {x, xn, c0, tc0, batch, lr})
 
 One definition for every driver of the step: its testbench (sim/hrl_learn_step_ddpg/), which
-checks every word of whole steps against FixedDDPG.sgd_step, and a training kernel that
-carries the step (not yet: `placement.train: fpga` is DQN's).
+checks every word of whole steps against FixedDDPG.sgd_step, and the training kernel built
+with the DDPG step (tests/rtl/test_rtl_learn_train.py checks its steps the same way). The
+training loop does not drive it yet: `placement.train: fpga` is DQN's.
 
 The seven runs (hrl_learn_step_ddpg's header): the target actor on s' and then the critic on
 [s, a]; the target critic on [s', mu'(s')]; the critic's backward pass and gradients; the
@@ -25,10 +29,10 @@ import dataclasses
 
 import numpy as np
 
+from hrl.fixed_point import kernel_program as kp
 from hrl.fixed_point import optim
 from hrl.fixed_point import train_program as tp
 from hrl.fixed_point.formats import FxFormats
-from hrl.fixed_point.kernel_program import clog2
 
 # hrl_learn_step_ddpg's registers (its header): the globals by address, a layer's fields at
 # LAYER0 + 16 l + field (the actor's layers first, then the critic's), the action box's
@@ -62,8 +66,8 @@ class StepBanks:
     @classmethod
     def of(cls, r: int, c: int, nmax: int, nl: int, bmax: int) -> StepBanks:
         la = max(r, c)
-        sla = clog2(-(-nmax // la))
-        slc = clog2(-(-nmax // c))
+        sla = kp.clog2(-(-nmax // la))
+        slc = kp.clog2(-(-nmax // c))
         return cls(la, c, adepth=2 * (nl + 1) * bmax << sla, wdepth=2 * nl * nmax << slc,
                    bdepth=2 * nl << slc, ddepth=((nl + 1) * bmax + nl * (nmax + 1)) << sla)
 
@@ -78,8 +82,8 @@ def layout(banks: StepBanks, dims_a, dims_c, batch: int) -> dict:
     not fit the banks (a driver refuses them first, naming the key)."""
     la, c = banks.la, banks.c
     na, nc = len(dims_a) - 1, len(dims_c) - 1
-    sa = [clog2(-(-d // la)) for d in dims_a]
-    sc = [clog2(-(-d // la)) for d in dims_c]
+    sa = [kp.clog2(-(-d // la)) for d in dims_a]
+    sc = [kp.clog2(-(-d // la)) for d in dims_c]
     lay, base = {"batch": batch}, 0
 
     def put(rows, slog):
@@ -99,7 +103,7 @@ def layout(banks: StepBanks, dims_a, dims_c, batch: int) -> dict:
     lay["w_on"], lay["w_tg"], lay["b_on"], lay["b_tg"] = [], [], [], []
     for net in ("on", "tg"):
         for k, n in dims:
-            slog = clog2(-(-n // c))
+            slog = kp.clog2(-(-n // c))
             lay[f"w_{net}"].append((wb, slog))
             lay[f"b_{net}"].append(bb)
             wb += k << slog
@@ -110,7 +114,7 @@ def layout(banks: StepBanks, dims_a, dims_c, batch: int) -> dict:
     lay["da"] = [None] + [put(batch, sa[i]) for i in range(1, na + 1)]
     lay["gw"], lay["gb"] = [], []
     for k, n in dims:
-        slog = clog2(-(-n // la))
+        slog = kp.clog2(-(-n // la))
         lay["gw"].append(put(k, slog))
         lay["gb"].append(put(1, slog))
     assert base <= banks.ddepth, f"deltas need {base} > {banks.ddepth}"
@@ -245,3 +249,75 @@ def stream(params, c: int) -> np.ndarray:
     parameter stream: the actor's layers, then the critic's (`train_program.stream`).
     (blocks, C) int64."""
     return tp.stream([*params["actor"], *params["critic"]], c)
+
+
+# --------------------------------------------------------------------------- the kernel
+def kernel_banks(shape: kp.KernelShape) -> StepBanks:
+    """The bank depths of a training kernel of `shape` (its engine's: `KernelShape.depths`)."""
+    d = shape.depths
+    return StepBanks(shape.la, shape.c, d[kp.LOAD_ACT], d[kp.LOAD_WEIGHT], d[kp.LOAD_BIAS],
+                     d[kp.LOAD_DELTA])
+
+
+def _chunks(shape: kp.KernelShape, sel: int, rows: int, cols: int, name: str):
+    """A matrix of `rows` rows from base 0 as descriptors of at most max(NMAX, BMAX) rows
+    each (a descriptor's limit), named name:0, name:<r0>, ... (`train_program.split`)."""
+    step = max(shape.nmax, shape.bmax)
+    return tuple(kp.Matrix(sel, r0, 0, min(step, rows - r0), cols, f"{name}:{r0}")
+                 for r0 in range(0, rows, step))
+
+
+def split(name: str, array: np.ndarray, shape: kp.KernelShape) -> dict:
+    """`array`'s rows under the chunk names `_chunks` gives `name`."""
+    step = max(shape.nmax, shape.bmax)
+    return {f"{name}:{r0}": array[r0:r0 + step] for r0 in range(0, len(array), step)}
+
+
+def _params(shape: kp.KernelShape, lay: dict, load: bool) -> tuple:
+    sel0 = kp.LOAD_PARAM if load else kp.STORE_PARAM
+    return tuple(m for i, bank in enumerate(tp.BANKS)
+                 for m in _chunks(shape, sel0 + i, lay["blocks"], shape.c, bank))
+
+
+def op_table(runs) -> np.ndarray:
+    """The runs' ops, one after the other, as the kernel's op table (n, 16)."""
+    return np.array([[op.get(f, 0) for f in kp.FIELDS] for run in runs for op in run],
+                    np.int64)
+
+
+def init_program(shape: kp.KernelShape, lay: dict, runs, n_pairs: int) -> kp.Program:
+    """Loads the step's registers ('cfg', n_pairs rows of `config_pairs`), both nets' four
+    parameter banks ('master', 'm', 'v', 'target' streams, split by `split`) and the op
+    table of `runs`; runs the step's init (the operand words of all four nets); stores the
+    status row. ValueError when the kernel is not DDPG's or the table is too long."""
+    if shape.train != 2:
+        raise ValueError(f"DDPG's step needs a training kernel with TRAIN=2, this one has "
+                         f"TRAIN={shape.train}")
+    ops = op_table(runs)
+    if len(ops) > shape.max_ops:
+        raise ValueError(f"the step's {len(ops)} ops exceed the kernel's {shape.max_ops}")
+    cfg = _chunks(shape, kp.LOAD_CFG, n_pairs, 2, "cfg")
+    return kp.Program((*cfg, *_params(shape, lay, True)), ops,
+                      (kp.Matrix(kp.STORE_STATUS, 0, 0, 1, len(kp.STATUS_WORDS), "status"),),
+                      first=0, cmd=kp.CMD_INIT)
+
+
+def step_program(shape: kp.KernelShape, lay: dict, dims_a, sync: bool = True) -> kp.Program:
+    """One SGD step: loads 'x' (s) and 'xn' (s') for the actor and the target actor, 'c0'
+    ([s, a]) for the critic, 'tc0' (s', the target critic's input but for the target
+    actor's actions, which the step writes) as act words, 'batch' (B rows of (0, reward,
+    discount, IS weight): the action word is unused) and 'lr' (two (address, value) rows,
+    LR_C and LR_A); runs the step on the op table the kernel holds; stores 'td' (B x 2: td,
+    |td|), the status row and (sync) the four parameter banks."""
+    b, s, a = lay["batch"], dims_a[0], dims_a[-1]
+    loads = (kp.Matrix(kp.LOAD_ACT, *lay["x"], b, s, "x"),
+             kp.Matrix(kp.LOAD_ACT, *lay["xn"], b, s, "xn"),
+             kp.Matrix(kp.LOAD_ACT, *lay["c"][0], b, s + a, "c0"),
+             kp.Matrix(kp.LOAD_ACT, *lay["tc"][0], b, s, "tc0"),
+             kp.Matrix(kp.LOAD_BATCH, 0, 0, b, 4, "batch"),
+             kp.Matrix(kp.LOAD_CFG, 0, 0, 2, 2, "lr"))
+    stores = (kp.Matrix(kp.STORE_TD, 0, 0, b, 2, "td"),
+              kp.Matrix(kp.STORE_STATUS, 0, 0, 1, len(kp.STATUS_WORDS), "status"),
+              *(_params(shape, lay, False) if sync else ()))
+    return kp.Program(loads, np.zeros((0, len(kp.FIELDS)), np.int64), stores,
+                      cmd=kp.CMD_STEP)

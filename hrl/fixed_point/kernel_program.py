@@ -75,7 +75,7 @@ class KernelShape:
     nl: int
     bmax: int
     bsmax: int
-    train: int = 0  # 1: the engine is hrl_learn_step's (SGD steps); 0: the engine alone
+    train: int = 0  # 1: the engine is hrl_learn_step's (DQN's SGD steps), 2: DDPG's; 0: alone
     amax: int = 4  # the step's loss unit's actions (TRAIN only)
 
     @classmethod
@@ -85,7 +85,7 @@ class KernelShape:
         return cls(r=config0 & 0xFF, c=config0 >> 8 & 0xFF, nl=config0 >> 16 & 0xFF,
                    ow=config0 >> 24 & 0xFF, nmax=config1 & 0xFFFF, bmax=config1 >> 16,
                    aw=config2 & 0xFF, bw=config2 >> 8 & 0xFF, bsmax=config2 >> 16 & 0xFF,
-                   train=config3 >> 8 & 1, amax=config3 & 0xFF)
+                   train=config3 >> 8 & 3, amax=config3 & 0xFF)
 
     @property
     def param_depth(self) -> int:

@@ -85,6 +85,9 @@ class TrainLayout:
         if not shape.train:
             raise ValueError("placement.train: fpga needs a training kernel (TRAIN=1); this "
                              "one runs inference only")
+        if shape.train != 1:
+            raise ValueError(f"placement.train: fpga with DQN needs DQN's training kernel "
+                             f"(TRAIN=1); this one has TRAIN={shape.train}")
         if not 1 <= 2 * batch <= shape.bmax:
             raise ValueError(f"{batch_key}: {batch} is outside the FPGA learner's "
                              f"1..BMAX/2={shape.bmax // 2} (a step holds s and s')")

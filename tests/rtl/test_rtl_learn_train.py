@@ -3,6 +3,8 @@ AXI4-Lite control and an AXI4 master) driven through the OpenCL driver on the rt
 by hrl.fixed_point.kernel_train: SGD steps and inferences bit for bit against the JAX
 fixed-point reference (FixedDQN.train_step, q_words), the state carried in the kernel's banks
 from step to step; and a run the kernel refuses shows in the status row it writes to memory.
+With TRAIN = 2 (hrl_learn_step_ddpg inside) the same for DDPG's steps, the host's programs
+written by hrl.fixed_point.ddpg_program, against FixedDDPG.sgd_step.
 
 Each needs a simulator start (and the steps two JIT compilations), a minute or more on 2
 cores: the long tier. A small network for a few steps on a small kernel in Icarus (hard
@@ -175,5 +177,126 @@ def test_the_step_check_catches_a_kernel_mutation(tmp_path, monkeypatch):
         with pytest.raises(AssertionError, match="step 0"):
             _steps(kernel, (4, 8, 6, 2), 4, 2, 2, seed=1, learning_rate=1e-2,
                    target_update_period=2, tau=1.0)
+    finally:
+        kernel.close()
+
+
+# ----------------------------------------------------------------------------- DDPG
+DDPG_SHAPE = kp.KernelShape(r=2, c=4, aw=18, bw=18, ow=24, nmax=12, nl=6, bmax=8, bsmax=24,
+                            train=2, amax=2)
+
+
+def _ddpg_steps(kernel, actor, critic, batch, n_steps, seed, **kw):
+    """n_steps DDPG SGD steps on the training kernel with the DDPG step (TRAIN = 2), the
+    host's side written by hrl.fixed_point.ddpg_program, against FixedDDPG.sgd_step from
+    the same state: every master, moment and target word of both nets, the TD and |TD|
+    words, the saturations (the kernel's plus the host's quantization of the batch) and the
+    step counter, step after step with the state carried in the kernel's banks."""
+    from hrl.agents.ddpg.agent import DDPGConfig
+    from hrl.envs.spec import ContinuousActions
+    from hrl.fixed_point import ddpg_program as dp
+    from hrl.fixed_point.common import step_rate
+    from hrl.fixed_point.ddpg import make_fixed_ddpg
+
+    n_act = actor[-1]
+    cfg = DDPGConfig(numerics="fixed", actor_hidden_sizes=tuple(actor[1:-1]),
+                     critic_hidden_sizes=tuple(critic[1:-1]), **kw)
+    spec = EnvSpec(name="train-kernel", num_envs=1, obs_shape=(actor[0],),
+                   obs_dtype=np.float32,
+                   action=ContinuousActions((n_act,), (-1.0,) * n_act, (2.0,) * n_act),
+                   is_jax=True)
+    agent = make_fixed_ddpg(cfg, spec, batch_size=batch)
+    f, shape = agent.fmts, kernel.shape
+    lay = dp.layout(dp.kernel_banks(shape), actor, critic, batch)
+    runs = dp.step_runs(f, actor, critic, lay)
+    pairs = np.array(dp.config_pairs(agent, lay, dp.run_ends(runs),
+                                     period=cfg.target_update_period, tau=cfg.tau), np.int64)
+    state = agent.init(jax.random.PRNGKey(seed))
+
+    def streams(s):
+        return {"master": s.params, "m": {k: s.opt_state[k][0] for k in s.params},
+                "v": {k: s.opt_state[k][1] for k in s.params}, "target": s.target_params}
+
+    arrays = dp.split("cfg", pairs, shape)
+    for bank, tree in streams(state).items():
+        arrays.update(dp.split(bank, dp.stream(tree, shape.c), shape))
+    outs = kernel.run(dp.init_program(shape, lay, runs, len(pairs)), arrays)
+    tp.check_status(outs["status"], 0, "init")
+    program = dp.step_program(shape, lay, actor)
+    sgd_step = jax.jit(agent.sgd_step)
+    rng = np.random.default_rng(seed)
+    for step in range(n_steps):
+        scale = 3.0 if step % 3 == 2 else 1.0
+        words = {"obs": rng.normal(0, scale, (batch, actor[0])).astype(np.float32),
+                 "next_obs": rng.normal(0, scale, (batch, actor[0])).astype(np.float32),
+                 "action": rng.uniform(-1.0, 2.0, (batch, n_act)).astype(np.float32),
+                 "reward": rng.normal(0, 1, batch).astype(np.float32),
+                 "discount": rng.choice([0.0, 0.99], batch).astype(np.float32)}
+        weights = rng.uniform(0.1, 1.0, batch).astype(np.float32)
+        (x, xn, a, reward, discount, w), n_in = agent._inputs(words, weights)
+        x, xn, a = (np.asarray(v, np.int64) for v in (x, xn, a))
+        rates = [int(step_rate(cfg, k, batch, state.train_steps, f))
+                 for k in ("critic_learning_rate", "actor_learning_rate")]
+        outs = kernel.run(program, {
+            "x": x, "xn": xn, "c0": np.concatenate([x, a], 1), "tc0": xn,
+            "batch": np.stack([np.zeros(batch, np.int64),
+                               *(np.asarray(v, np.int64) for v in (reward, discount, w))], 1),
+            "lr": np.array([[dp.G["LR_C"], rates[0]], [dp.G["LR_A"], rates[1]]], np.int64)})
+        sats, _ = tp.check_status(outs["status"], step + 1, f"DDPG step {step}")
+        state, abs_td, td, metrics = sgd_step(state, words, weights)
+        got_td = outs["td"]
+        np.testing.assert_array_equal(got_td[:, 0], np.asarray(td), err_msg=f"step {step}: td")
+        np.testing.assert_array_equal(got_td[:, 1], np.asarray(abs_td),
+                                      err_msg=f"step {step}: |td|")
+        for bank, tree in streams(state).items():
+            np.testing.assert_array_equal(tp.join(outs, bank), dp.stream(tree, shape.c),
+                                          err_msg=f"step {step}: {bank}")
+        assert sats == int(metrics["saturations"]) - int(n_in), f"step {step}: saturations"
+
+
+@pytest.mark.long  # a Verilator build of the DDPG kernel (cached) and two JIT compilations
+def test_ddpg_steps_on_the_training_kernel_verilator():
+    """DDPG's step behind the kernel (TRAIN = 2), driven through the OpenCL driver on the
+    rtl-sim device: a 3-8-2 actor and a 5-6-1 critic (each its own rate) at batch 4, 5 steps
+    of Polyak target updates, then another state (loaded again: init) of a 2-5-1 actor and a
+    3-7-5-1 critic, 4 steps with a hard copy every 2 steps, all bit for bit against
+    FixedDDPG.sgd_step (`test_the_ddpg_step_check_catches_a_kernel_mutation`: a kernel
+    that loses the batch's rewards fails it)."""
+    _require("verilator")
+    kernel = kernel_host.open_rtl_sim(DDPG_SHAPE, "verilator")
+    try:
+        _ddpg_steps(kernel, (3, 8, 2), (5, 6, 1), 4, 5, seed=1, tau=0.1,
+                    target_update_period=1, critic_huber_delta=1.0,
+                    actor_learning_rate=3e-2, critic_learning_rate=1e-2)
+        _ddpg_steps(kernel, (2, 5, 1), (3, 7, 5, 1), 3, 4, seed=2, tau=1.0,
+                    target_update_period=2)
+    finally:
+        kernel.close()
+
+
+@pytest.mark.long  # a Verilator build of the mutant and the step's JIT compilation
+def test_the_ddpg_step_check_catches_a_kernel_mutation(tmp_path, monkeypatch):
+    """The DDPG check above fails against a kernel with one deliberate bug: each sample's
+    reward word taken as 0 on its way from the batch row to the step."""
+    import shutil
+
+    from hrl.replay.backends import rtl_sim
+
+    _require("verilator")
+    rtl = tmp_path / "fpga_rtl"
+    shutil.copytree(rtl_sim.RTL_DIR / "rtl", rtl / "rtl")
+    source = rtl / "rtl" / "hrl_learn_kernel.v"
+    text, old = source.read_text(), "st_bt_reward <= x_w[1][VW-1:0];"
+    assert text.count(old) == 1, "the mutation's pattern is not in the kernel once"
+    source.write_text(text.replace(old, "st_bt_reward <= {VW{1'b0}};"))
+    monkeypatch.setattr(rtl_sim, "RTL_DIR", rtl)
+    device = rtl_sim.Device("verilator", build_dir=tmp_path / "build")
+    binary = rtl_sim.kernel_binary(kernel_host.KERNEL_NAME, kp.hdl_params(DDPG_SHAPE))
+    kernel = kernel_host.LearnerKernel(DDPG_SHAPE, cl=rtl_sim, device=device, binary=binary)
+    try:
+        with pytest.raises(AssertionError, match="step 0"):
+            _ddpg_steps(kernel, (3, 8, 2), (5, 6, 1), 4, 2, seed=1, tau=0.1,
+                        target_update_period=1, actor_learning_rate=3e-2,
+                        critic_learning_rate=1e-2)
     finally:
         kernel.close()
