@@ -440,14 +440,17 @@ def agent_config_class(algo: str):
 
 def _check_fpga_placement(cfg: RunConfig, name: str) -> None:
     """`placement.<name>: fpga`: what the FPGA learner's kernel implements (DQN's Q network
-    and, for train, its Adam SGD step, in the fixed-point learner's words, called from the
-    sequential executor's host loop). The network and the batch are checked against the
-    kernel's parameters when the run is built (`hrl.runtime.build_run`)."""
+    and, for train, its Adam SGD step; DDPG's Adam SGD step, for train only; in the
+    fixed-point learner's words, called from the sequential executor's host loop). The
+    network and the batch are checked against the kernel's parameters when the run is built
+    (`hrl.runtime.build_run`)."""
     _require(name in ("infer", "train"), f"placement.{name}",
              "fpga places only infer and train (the FPGA learner's primitives; the replay's "
              "sample and update go to the RTL tree with replay.backend: rtl)", "fpga")
-    _require(cfg.algo == "dqn", f"placement.{name}",
-             "fpga runs DQN's Q network only; use algo: dqn", cfg.algo)
+    _require(cfg.algo == "dqn" or (cfg.algo == "ddpg" and name == "train"),
+             f"placement.{name}",
+             "fpga runs DQN's Q network (infer, train) and DDPG's SGD step (train) only; "
+             "DDPG's actor infers in JAX", cfg.algo)
     _require(getattr(cfg.agent, "numerics", None) == "fixed", "agent.numerics",
              f"placement.{name}: fpga computes in the fixed-point learner's words; set "
              "agent.numerics: fixed", getattr(cfg.agent, "numerics", None))

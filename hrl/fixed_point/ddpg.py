@@ -134,18 +134,26 @@ class FixedDDPG(DDPG):
             raise ValueError(f"agent.critic_huber_delta: {h} does not fit {self.fmts.value}")
         return word
 
+    def critic_forward(self, critic_params, x, a):
+        """The critic on (x, a) from its master words: (operand words, Q value words (B, 1),
+        the forward's inputs and masks, saturations). The critic pass of `sgd_step`, and
+        what the FPGA learner's host side reads its Q mean from (`kernel_train_ddpg`)."""
+        f = self.fmts
+        critic, n0 = optim.operand(critic_params, f)
+        q, inputs, masks, n1 = mlp_forward(critic, jnp.concatenate([x, a], 1), f.act, f.weight,
+                                           f.value)
+        return critic, q, inputs, masks, n0 + n1
+
     def _critic_td(self, state, x, xn, a, reward, discount, w):
         f = self.fmts
         an, _, n0 = self._mu_words(state.target_params["actor"], xn)
         critic_t, n1 = optim.operand(state.target_params["critic"], f)
         qn, _, _, n2 = mlp_forward(critic_t, jnp.concatenate([xn, an], 1), f.act, f.weight,
                                    f.value)
-        critic, n3 = optim.operand(state.params["critic"], f)
-        q, inputs, masks, n4 = mlp_forward(critic, jnp.concatenate([x, a], 1), f.act, f.weight,
-                                           f.value)
+        critic, q, inputs, masks, n3 = self.critic_forward(state.params["critic"], x, a)
         delta, td, abs_td, n5 = ddpg_critic_unit(q[:, 0], qn[:, 0], reward, discount, w,
                                                  self._huber(), f)
-        return (critic, inputs, masks, delta, td, abs_td, q), n0 + n1 + n2 + n3 + n4 + n5
+        return (critic, inputs, masks, delta, td, abs_td, q), n0 + n1 + n2 + n3 + n5
 
     def _rates(self, b: int, train_steps):
         return [step_rate(self.cfg, key, b, train_steps, self.fmts)

@@ -23,6 +23,8 @@ kernel's Q words, which equal `q_words`' bit for bit, so a run gives the same ac
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,6 +45,10 @@ ARG_NAMES = ("n_loads", "n_ops", "n_stores", "ops_at", "st_at", "prog", "op_firs
 # as the backward pass reads delta words (Q18.12) where the forward reads act words (Q16.8).
 DEFAULT_SHAPE = kp.KernelShape(r=4, c=4, aw=18, bw=18, ow=24, nmax=64, nl=3, bmax=64, bsmax=24,
                                train=1, amax=4)
+# The kernel it builds for `placement.train: fpga` with `algo: ddpg`: DDPG's step module
+# (TRAIN = 2) on the same array, six layers (Pendulum's 3-64-64-1 actor and 4-64-64-1 critic
+# share them), batches up to 128 (Pendulum's config), up to 4 action dimensions.
+DEFAULT_DDPG_SHAPE = dataclasses.replace(DEFAULT_SHAPE, nl=6, bmax=128, train=2)
 
 
 class LearnerKernel:

