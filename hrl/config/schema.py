@@ -369,8 +369,9 @@ class LogConfig:
 PRIMITIVES = ("env", "infer", "sample", "update", "train")
 # A placement value: `host` (the Python process: gymnasium envs, host replay backends) or a JAX
 # device, `cpu`/`gpu` with an optional index (`cpu:1` needs two CPU devices, e.g. from
-# XLA_FLAGS=--xla_force_host_platform_device_count=2), or `fpga` (infer and train: the FPGA
-# learner's kernel in an RTL simulation, `hrl.fixed_point.kernel_host` and `kernel_train`).
+# XLA_FLAGS=--xla_force_host_platform_device_count=2), or `fpga` (DQN's infer and train,
+# DDPG's train: the FPGA learner's kernel in an RTL simulation, `hrl.fixed_point.kernel_host`,
+# `kernel_train` and `kernel_train_ddpg`).
 PLACEMENT_VALUE = re.compile(r"^(host|cpu|gpu)(:\d+)?$|^fpga$")
 
 

@@ -14,8 +14,8 @@ as `train_program` is for DQN's step.
 
 One definition for every driver of the step: its testbench (sim/hrl_learn_step_ddpg/), which
 checks every word of whole steps against FixedDDPG.sgd_step, and the training kernel built
-with the DDPG step (tests/rtl/test_rtl_learn_train.py checks its steps the same way). The
-training loop does not drive it yet: `placement.train: fpga` is DQN's.
+with the DDPG step (tests/rtl/test_rtl_learn_train.py checks its steps the same way), which
+the training loop drives with `placement.train: fpga` (`kernel_train_ddpg`).
 
 The seven runs (hrl_learn_step_ddpg's header): the target actor on s' and then the critic on
 [s, a]; the target critic on [s', mu'(s')]; the critic's backward pass and gradients; the
