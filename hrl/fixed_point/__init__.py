@@ -6,8 +6,9 @@ multiply-accumulate that the RTL learner (`fpga_rtl/rtl/hrl_learn_*`) matches bi
 gradients, the actor's clip), `losses` (DQN's and DDPG's loss unit) and `optim` (momentum SGD,
 Polyak and hard target updates) are the hardware units, one pure function each: the golden
 models of the RTL's testbenches. The host's side of the FPGA learner's kernel:
-`kernel_program` and `train_program` write its programs, `kernel_host` drives it over
-OpenCL (`placement.infer: fpga`), `kernel_train` runs DQN's SGD step and inference on it
+`kernel_program`, `train_program` (DQN's step) and `ddpg_program` (DDPG's) write its
+programs, `kernel_host` drives it over OpenCL (`placement.infer: fpga`), `kernel_train` runs
+DQN's SGD step and inference on it and `kernel_train_ddpg` DDPG's SGD step
 (`placement.train: fpga`).
 """
 
