@@ -65,7 +65,7 @@ def test_verilator_lint(prm):
     ({"C_M_AXI_GMEM_DATA_WIDTH": 48}, r"C_M_AXI_GMEM_DATA_WIDTH=48 must be a power of two"),
     ({"C_S_AXI_CONTROL_ADDR_WIDTH": 6}, r"C_S_AXI_CONTROL_ADDR_WIDTH=6 must be in \[7, 16\]"),
     ({"R": 3}, r"R=3 must be a power of two in 1..64"),
-    ({"TRAIN": 2}, r"TRAIN=2 must be 0 or 1"),
+    ({"TRAIN": 3}, r"TRAIN=3 must be 0, 1 or 2"),
 ])
 def test_illegal_parameters_stop(bad, pattern, tmp_path):
     """Illegal parameters stop the simulation at time 0 with $fatal naming the value."""
