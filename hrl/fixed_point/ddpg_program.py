@@ -10,6 +10,7 @@ as `train_program` is for DQN's step.
     words = stream({"actor": ..., "critic": ...}, c)  # master, m, v or target words
     # on the training kernel (hrl_learn_kernel, TRAIN = 2), through its OpenCL driver:
     kernel.run(init_program(shape, lay, runs, len(pairs)), {cfg, master, m, v, target})
+    # (the arrays cut into the programs' descriptors by train_program.split)
     kernel.run(step_program(shape, lay), {x, xn, c0, tc0, batch, lr})
 
 One definition for every driver of the step: its testbench (sim/hrl_learn_step_ddpg/), which
@@ -259,26 +260,6 @@ def kernel_banks(shape: kp.KernelShape) -> StepBanks:
                      d[kp.LOAD_DELTA])
 
 
-def _chunks(shape: kp.KernelShape, sel: int, rows: int, cols: int, name: str):
-    """A matrix of `rows` rows from base 0 as descriptors of at most max(NMAX, BMAX) rows
-    each (a descriptor's limit), named name:0, name:<r0>, ... (`train_program.split`)."""
-    step = max(shape.nmax, shape.bmax)
-    return tuple(kp.Matrix(sel, r0, 0, min(step, rows - r0), cols, f"{name}:{r0}")
-                 for r0 in range(0, rows, step))
-
-
-def split(name: str, array: np.ndarray, shape: kp.KernelShape) -> dict:
-    """`array`'s rows under the chunk names `_chunks` gives `name`."""
-    step = max(shape.nmax, shape.bmax)
-    return {f"{name}:{r0}": array[r0:r0 + step] for r0 in range(0, len(array), step)}
-
-
-def _params(shape: kp.KernelShape, lay: dict, load: bool) -> tuple:
-    sel0 = kp.LOAD_PARAM if load else kp.STORE_PARAM
-    return tuple(m for i, bank in enumerate(tp.BANKS)
-                 for m in _chunks(shape, sel0 + i, lay["blocks"], shape.c, bank))
-
-
 def op_table(runs) -> np.ndarray:
     """The runs' ops, one after the other, as the kernel's op table (n, 16)."""
     return np.array([[op.get(f, 0) for f in kp.FIELDS] for run in runs for op in run],
@@ -287,19 +268,18 @@ def op_table(runs) -> np.ndarray:
 
 def init_program(shape: kp.KernelShape, lay: dict, runs, n_pairs: int) -> kp.Program:
     """Loads the step's registers ('cfg', n_pairs rows of `config_pairs`), both nets' four
-    parameter banks ('master', 'm', 'v', 'target' streams, split by `split`) and the op
-    table of `runs`; runs the step's init (the operand words of all four nets); stores the
-    status row. ValueError when the kernel is not DDPG's or the table is too long."""
+    parameter banks ('master', 'm', 'v', 'target' streams, cut by `train_program.split`) and
+    the op table of `runs`; runs the step's init (the operand words of all four nets);
+    stores the status row. ValueError when the kernel is not DDPG's or the table is too long."""
     if shape.train != 2:
         raise ValueError(f"DDPG's step needs a training kernel with TRAIN=2, this one has "
                          f"TRAIN={shape.train}")
     ops = op_table(runs)
     if len(ops) > shape.max_ops:
         raise ValueError(f"the step's {len(ops)} ops exceed the kernel's {shape.max_ops}")
-    cfg = _chunks(shape, kp.LOAD_CFG, n_pairs, 2, "cfg")
-    return kp.Program((*cfg, *_params(shape, lay, True)), ops,
-                      (kp.Matrix(kp.STORE_STATUS, 0, 0, 1, len(kp.STATUS_WORDS), "status"),),
-                      first=0, cmd=kp.CMD_INIT)
+    cfg = tp.chunks(shape, kp.LOAD_CFG, n_pairs, 2, "cfg")
+    return kp.Program((*cfg, *tp.param_matrices(shape, lay["blocks"], True)), ops,
+                      (tp.status_matrix(),), first=0, cmd=kp.CMD_INIT)
 
 
 def step_program(shape: kp.KernelShape, lay: dict, dims_a, sync: bool = True) -> kp.Program:
@@ -317,7 +297,7 @@ def step_program(shape: kp.KernelShape, lay: dict, dims_a, sync: bool = True) ->
              kp.Matrix(kp.LOAD_BATCH, 0, 0, b, 4, "batch"),
              kp.Matrix(kp.LOAD_CFG, 0, 0, 2, 2, "lr"))
     stores = (kp.Matrix(kp.STORE_TD, 0, 0, b, 2, "td"),
-              kp.Matrix(kp.STORE_STATUS, 0, 0, 1, len(kp.STATUS_WORDS), "status"),
-              *(_params(shape, lay, False) if sync else ()))
+              tp.status_matrix(),
+              *(tp.param_matrices(shape, lay["blocks"], False) if sync else ()))
     return kp.Program(loads, np.zeros((0, len(kp.FIELDS)), np.int64), stores,
                       cmd=kp.CMD_STEP)

@@ -89,14 +89,13 @@ class FpgaLearner:
     def hold(self, params, target, m, v, steps) -> None:
         """Make the kernel hold this state (words), loading it only if it does not."""
         streams, steps = self._streams(params, target, m, v), int(steps)
-        if self._held is not None and self._held[1] == steps and all(
-                np.array_equal(streams[b], self._held[0][b]) for b in tp.BANKS):
+        if holds(self._held, streams, steps):
             return
         self._held = None
         pairs = tp.config_pairs(self.t, **self._const, train_steps=steps)
-        arrays = tp.split("cfg", pairs, self.t)
+        arrays = tp.split("cfg", pairs, self.t.shape)
         for b in tp.BANKS:
-            arrays.update(tp.split(b, streams[b], self.t))
+            arrays.update(tp.split(b, streams[b], self.t.shape))
         outs = self.kernel.run(tp.init_program(self.t, len(pairs)), arrays)
         tp.check_status(outs["status"], steps, "init")
         self._held = (streams, steps)
@@ -135,19 +134,36 @@ class FpgaLearner:
         return self.kernel.run(self._infer_prog, {"x": np.asarray(x)})["y"].astype(np.int32)
 
     def summary(self) -> dict:
-        """The run's FPGA figures: launches, SGD steps and inferences on the kernel, state
-        loads, the saturations its steps counted, its cycles per SGD step (simulated)."""
-        s = self.kernel.shape
-        return {"kernel": f"hrl_learn_kernel R{s.r} C{s.c} NMAX{s.nmax} NL{s.nl} BMAX{s.bmax}",
-                "device": getattr(self.kernel.device, "name", str(self.kernel.device)),
-                "launches": self.kernel.runs, "sgd_steps": self.sgd_steps,
-                "inferences": self.inferences, "state_loads": self.inits,
-                "step_saturations": self.saturations,
-                "cycles_per_sgd_step": self.step_cycles / self.sgd_steps
-                if self.sgd_steps else None}
+        """The run's FPGA figures (`learner_summary`)."""
+        return learner_summary(self)
 
 
-def _words(tree):
+def holds(held: tuple[dict, int] | None, streams: dict, steps: int) -> bool:
+    """Whether a learner's kernel holds this state: `held` (the banks' streams and step
+    counter it last loaded or stepped to, None when unknown) equals `streams` and `steps`
+    word for word."""
+    return held is not None and held[1] == steps and all(
+        np.array_equal(streams[b], held[0][b]) for b in tp.BANKS)
+
+
+def learner_summary(learner) -> dict:
+    """The run's FPGA figures of a learner on a training kernel (`FpgaLearner` or
+    `kernel_train_ddpg.FpgaDdpgLearner`): launches, SGD steps and inferences on the kernel,
+    state loads, the saturations its steps counted, its cycles per SGD step (simulated)."""
+    s = learner.kernel.shape
+    step = "" if s.train == 1 else f" TRAIN{s.train}"  # DQN's kernel is the default one
+    return {"kernel": f"hrl_learn_kernel{step} R{s.r} C{s.c} NMAX{s.nmax} NL{s.nl} "
+                      f"BMAX{s.bmax}",
+            "device": getattr(learner.kernel.device, "name", str(learner.kernel.device)),
+            "launches": learner.kernel.runs, "sgd_steps": learner.sgd_steps,
+            "inferences": learner.inferences, "state_loads": learner.inits,
+            "step_saturations": learner.saturations,
+            "cycles_per_sgd_step": learner.step_cycles / learner.sgd_steps
+            if learner.sgd_steps else None}
+
+
+def word_shapes(tree):
+    """The int32 shape of every leaf of `tree` (a host callback's result type)."""
     return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.int32), tree)
 
 
@@ -165,7 +181,7 @@ def make_fpga_train(agent: FixedDQN, learner: FpgaLearner):
         out = (jax.ShapeDtypeStruct((b,), jnp.int32),
                jax.ShapeDtypeStruct((b, agent.spec.action.n), jnp.int32),
                jax.ShapeDtypeStruct((), jnp.int32),
-               _words(params), _words(target), _words(m), _words(v))
+               word_shapes(params), word_shapes(target), word_shapes(m), word_shapes(v))
         td, q, sats, params, target, m, v = jax.pure_callback(
             learner.step, out, params, target, m, v, agent_state.train_steps, x, xn, action,
             reward, discount, w, rate)

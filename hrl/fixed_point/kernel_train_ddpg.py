@@ -33,6 +33,7 @@ import numpy as np
 
 from hrl.agents.common import AgentState, check_batch
 from hrl.fixed_point import ddpg_program as dp
+from hrl.fixed_point import kernel_train as kt
 from hrl.fixed_point import train_program as tp
 from hrl.fixed_point.ddpg import FixedDDPG
 from hrl.fixed_point.formats import FixedPointConfig
@@ -119,17 +120,16 @@ class FpgaDdpgLearner:
     def hold(self, params, target, m, v, steps) -> None:
         """Make the kernel hold this state (words), loading it only if it does not."""
         streams, steps = self._streams(params, target, m, v), int(steps)
-        if self._held is not None and self._held[1] == steps and all(
-                np.array_equal(streams[b], self._held[0][b]) for b in tp.BANKS):
+        if kt.holds(self._held, streams, steps):
             return
         self._held = None
         shape = self.kernel.shape
         pairs = self._pairs.copy()
         pairs[pairs[:, 0] == dp.G["STEPS"], 1] = steps
         pairs[pairs[:, 0] == dp.G["PHASE"], 1] = steps % int(self.agent.cfg.target_update_period)
-        arrays = dp.split("cfg", pairs, shape)
+        arrays = tp.split("cfg", pairs, shape)
         for b in tp.BANKS:
-            arrays.update(dp.split(b, streams[b], shape))
+            arrays.update(tp.split(b, streams[b], shape))
         outs = self.kernel.run(dp.init_program(shape, self.lay, self.runs, len(pairs)), arrays)
         tp.check_status(outs["status"], steps, "init")
         self._held = (streams, steps)
@@ -164,20 +164,8 @@ class FpgaDdpgLearner:
         return (td[:, 0].astype(np.int32), td[:, 1].astype(np.int32), np.int32(sats), *nets)
 
     def summary(self) -> dict:
-        """The run's FPGA figures (`kernel_train.FpgaLearner.summary`'s keys)."""
-        s = self.kernel.shape
-        return {"kernel": f"hrl_learn_kernel TRAIN2 R{s.r} C{s.c} NMAX{s.nmax} NL{s.nl} "
-                          f"BMAX{s.bmax}",
-                "device": getattr(self.kernel.device, "name", str(self.kernel.device)),
-                "launches": self.kernel.runs, "sgd_steps": self.sgd_steps,
-                "inferences": self.inferences, "state_loads": self.inits,
-                "step_saturations": self.saturations,
-                "cycles_per_sgd_step": self.step_cycles / self.sgd_steps
-                if self.sgd_steps else None}
-
-
-def _words(tree):
-    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(jnp.shape(a), jnp.int32), tree)
+        """The run's FPGA figures (`kernel_train.learner_summary`)."""
+        return kt.learner_summary(self)
 
 
 def make_fpga_ddpg_train(agent: FixedDDPG, learner: FpgaDdpgLearner):
@@ -193,7 +181,7 @@ def make_fpga_ddpg_train(agent: FixedDDPG, learner: FpgaDdpgLearner):
         v = {k: agent_state.opt_state[k][1] for k in NETS}
         out = (jax.ShapeDtypeStruct((b,), jnp.int32), jax.ShapeDtypeStruct((b,), jnp.int32),
                jax.ShapeDtypeStruct((), jnp.int32),
-               _words(params), _words(target), _words(m), _words(v))
+               *(kt.word_shapes(tree) for tree in (params, target, m, v)))
         td, _, sats, new_params, new_target, new_m, new_v = jax.pure_callback(
             learner.step, out, params, target, m, v, agent_state.train_steps, x, xn, a,
             reward, discount, w, rate_c, rate_a)

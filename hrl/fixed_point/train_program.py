@@ -253,17 +253,17 @@ def unstream(blocks: np.ndarray, dims, c: int) -> list[dict]:
     return out
 
 
-def _chunks(t: TrainLayout, sel: int, base: int, rows: int, cols: int, name: str):
-    """A matrix of `rows` rows as descriptors of at most max(NMAX, BMAX) rows each (a
-    descriptor's limit); names name:0, name:1, ..."""
-    step = max(t.shape.nmax, t.shape.bmax)
-    return tuple(kp.Matrix(sel, base + r0, 0, min(step, rows - r0), cols, f"{name}:{r0}")
+def chunks(shape: kp.KernelShape, sel: int, rows: int, cols: int, name: str):
+    """A matrix of `rows` rows from base 0 as descriptors of at most max(NMAX, BMAX) rows
+    each (a descriptor's limit); names name:0, name:<r0>, ... (`split` cuts its words)."""
+    step = max(shape.nmax, shape.bmax)
+    return tuple(kp.Matrix(sel, r0, 0, min(step, rows - r0), cols, f"{name}:{r0}")
                  for r0 in range(0, rows, step))
 
 
-def split(name: str, array: np.ndarray, t: TrainLayout) -> dict:
-    """`array`'s rows under the chunk names `_chunks` gives `name`."""
-    step = max(t.shape.nmax, t.shape.bmax)
+def split(name: str, array: np.ndarray, shape: kp.KernelShape) -> dict:
+    """`array`'s rows under the chunk names `chunks` gives `name`."""
+    step = max(shape.nmax, shape.bmax)
     return {f"{name}:{r0}": array[r0:r0 + step] for r0 in range(0, len(array), step)}
 
 
@@ -274,13 +274,15 @@ def join(outs: dict, name: str) -> np.ndarray:
     return np.concatenate([v for _, v in parts])
 
 
-def _param_matrices(t: TrainLayout, load: bool) -> tuple:
+def param_matrices(shape: kp.KernelShape, blocks: int, load: bool) -> tuple:
+    """The four parameter banks' first `blocks` blocks (BANKS order), loaded or stored."""
     sel0 = kp.LOAD_PARAM if load else kp.STORE_PARAM
-    c, n = t.shape.c, t.lay["pdepth"]
-    return tuple(m for i, bank in enumerate(BANKS) for m in _chunks(t, sel0 + i, 0, n, c, bank))
+    return tuple(m for i, bank in enumerate(BANKS)
+                 for m in chunks(shape, sel0 + i, blocks, shape.c, bank))
 
 
-def _status(name: str = "status") -> kp.Matrix:
+def status_matrix(name: str = "status") -> kp.Matrix:
+    """The status row a run stores (kp.STATUS_WORDS; `check_status` reads it)."""
     return kp.Matrix(kp.STORE_STATUS, 0, 0, 1, len(kp.STATUS_WORDS), name)
 
 
@@ -288,8 +290,9 @@ def init_program(t: TrainLayout, n_pairs: int) -> kp.Program:
     """Loads the step's registers ('cfg', n_pairs rows), the four parameter banks ('master',
     'm', 'v', 'target' streams) and the whole op table; runs the step's init (both nets'
     operand words); stores the status row."""
-    cfg = _chunks(t, kp.LOAD_CFG, 0, n_pairs, 2, "cfg")
-    return kp.Program((*cfg, *_param_matrices(t, True)), t.ops, (_status(),), first=0,
+    cfg = chunks(t.shape, kp.LOAD_CFG, n_pairs, 2, "cfg")
+    return kp.Program((*cfg, *param_matrices(t.shape, t.lay["pdepth"], True)), t.ops,
+                      (status_matrix(),), first=0,
                       cmd=kp.CMD_INIT)
 
 
@@ -305,8 +308,8 @@ def step_program(t: TrainLayout, sync: bool) -> kp.Program:
              kp.Matrix(kp.LOAD_CFG, 0, 0, 1, 2, "lr"))
     q = lay["on"][t.depth]
     stores = (kp.Matrix(kp.STORE_TD, 0, 0, b, 2, "td"),
-              kp.Matrix(kp.STORE_ACT, q[0], q[1], b, a, "q"), _status(),
-              *(_param_matrices(t, False) if sync else ()))
+              kp.Matrix(kp.STORE_ACT, q[0], q[1], b, a, "q"), status_matrix(),
+              *(param_matrices(t.shape, t.lay["pdepth"], False) if sync else ()))
     return kp.Program(loads, np.zeros((0, len(kp.FIELDS)), np.int64), stores,
                       cmd=kp.CMD_STEP)
 

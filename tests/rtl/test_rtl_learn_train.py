@@ -154,25 +154,33 @@ def test_dqn_cartpole_steps_on_the_default_kernel_verilator():
         kernel.close()
 
 
-@pytest.mark.long  # an Icarus build of the mutant and a JIT compilation of the step
-def test_the_step_check_catches_a_kernel_mutation(tmp_path, monkeypatch):
-    """The check above fails against a kernel with one deliberate bug: each sample's IS
-    weight taken as its discount (the batch row's words misrouted)."""
+def _mutant_kernel(tmp_path, monkeypatch, sim: str, shape, old: str, new: str):
+    """The learner kernel of `shape` on the rtl-sim device (`sim`) built from a copy of the
+    RTL whose hrl_learn_kernel.v has its one line `old` replaced by `new`."""
     import shutil
 
     from hrl.replay.backends import rtl_sim
 
-    _require("icarus")
+    _require(sim)
     rtl = tmp_path / "fpga_rtl"
     shutil.copytree(rtl_sim.RTL_DIR / "rtl", rtl / "rtl")
     source = rtl / "rtl" / "hrl_learn_kernel.v"
-    text, old = source.read_text(), "st_bt_discount <= x_w[2][PW-1:0];"
+    text = source.read_text()
     assert text.count(old) == 1, "the mutation's pattern is not in the kernel once"
-    source.write_text(text.replace(old, "st_bt_discount <= in_word[PW-1:0];"))
+    source.write_text(text.replace(old, new))
     monkeypatch.setattr(rtl_sim, "RTL_DIR", rtl)
-    device = rtl_sim.Device("icarus", build_dir=tmp_path / "build")
-    binary = rtl_sim.kernel_binary(kernel_host.KERNEL_NAME, kp.hdl_params(SMALL))
-    kernel = kernel_host.LearnerKernel(SMALL, cl=rtl_sim, device=device, binary=binary)
+    device = rtl_sim.Device(sim, build_dir=tmp_path / "build")
+    binary = rtl_sim.kernel_binary(kernel_host.KERNEL_NAME, kp.hdl_params(shape))
+    return kernel_host.LearnerKernel(shape, cl=rtl_sim, device=device, binary=binary)
+
+
+@pytest.mark.long  # an Icarus build of the mutant and a JIT compilation of the step
+def test_the_step_check_catches_a_kernel_mutation(tmp_path, monkeypatch):
+    """The check above fails against a kernel with one deliberate bug: each sample's IS
+    weight taken as its discount (the batch row's words misrouted)."""
+    kernel = _mutant_kernel(tmp_path, monkeypatch, "icarus", SMALL,
+                            "st_bt_discount <= x_w[2][PW-1:0];",
+                            "st_bt_discount <= in_word[PW-1:0];")
     try:
         with pytest.raises(AssertionError, match="step 0"):
             _steps(kernel, (4, 8, 6, 2), 4, 2, 2, seed=1, learning_rate=1e-2,
@@ -217,9 +225,9 @@ def _ddpg_steps(kernel, actor, critic, batch, n_steps, seed, **kw):
         return {"master": s.params, "m": {k: s.opt_state[k][0] for k in s.params},
                 "v": {k: s.opt_state[k][1] for k in s.params}, "target": s.target_params}
 
-    arrays = dp.split("cfg", pairs, shape)
+    arrays = tp.split("cfg", pairs, shape)
     for bank, tree in streams(state).items():
-        arrays.update(dp.split(bank, dp.stream(tree, shape.c), shape))
+        arrays.update(tp.split(bank, dp.stream(tree, shape.c), shape))
     outs = kernel.run(dp.init_program(shape, lay, runs, len(pairs)), arrays)
     tp.check_status(outs["status"], 0, "init")
     program = dp.step_program(shape, lay, actor)
@@ -278,21 +286,8 @@ def test_ddpg_steps_on_the_training_kernel_verilator():
 def test_the_ddpg_step_check_catches_a_kernel_mutation(tmp_path, monkeypatch):
     """The DDPG check above fails against a kernel with one deliberate bug: each sample's
     reward word taken as 0 on its way from the batch row to the step."""
-    import shutil
-
-    from hrl.replay.backends import rtl_sim
-
-    _require("verilator")
-    rtl = tmp_path / "fpga_rtl"
-    shutil.copytree(rtl_sim.RTL_DIR / "rtl", rtl / "rtl")
-    source = rtl / "rtl" / "hrl_learn_kernel.v"
-    text, old = source.read_text(), "st_bt_reward <= x_w[1][VW-1:0];"
-    assert text.count(old) == 1, "the mutation's pattern is not in the kernel once"
-    source.write_text(text.replace(old, "st_bt_reward <= {VW{1'b0}};"))
-    monkeypatch.setattr(rtl_sim, "RTL_DIR", rtl)
-    device = rtl_sim.Device("verilator", build_dir=tmp_path / "build")
-    binary = rtl_sim.kernel_binary(kernel_host.KERNEL_NAME, kp.hdl_params(DDPG_SHAPE))
-    kernel = kernel_host.LearnerKernel(DDPG_SHAPE, cl=rtl_sim, device=device, binary=binary)
+    kernel = _mutant_kernel(tmp_path, monkeypatch, "verilator", DDPG_SHAPE,
+                            "st_bt_reward <= x_w[1][VW-1:0];", "st_bt_reward <= {VW{1'b0}};")
     try:
         with pytest.raises(AssertionError, match="step 0"):
             _ddpg_steps(kernel, (3, 8, 2), (5, 6, 1), 4, 2, seed=1, tau=0.1,
