@@ -1,5 +1,5 @@
 // hrl_learn_adam: the optimizer unit's Adam step (no bias correction), one parameter per
-// cycle, 6 cycles of latency. Bit for bit hrl.fixed_point.optim.adam:
+// cycle, LAT = 33 cycles of latency. Bit for bit hrl.fixed_point.optim.adam:
 //   m'     = narrow(c1 * (g - m) + m)              (moment; g - m exact)
 //   sq     = narrow(g * g)                         (second)
 //   v'     = narrow(c2 * (sq - v) + v)             (second; sq - v exact)
@@ -50,7 +50,7 @@ module hrl_learn_adam #(
     input  wire [MW-1:0] in_m,
     input  wire [SW-1:0] in_v,
     input  wire [GW-1:0] in_g,
-    output reg           out_valid,
+    output wire          out_valid,
     output reg  [WW-1:0] out_w,
     output reg  [MW-1:0] out_m,
     output reg  [SW-1:0] out_v,
@@ -68,6 +68,7 @@ module hrl_learn_adam #(
     localparam integer S2 = 2 * GF - SF;
     localparam integer S3 = MF + RF - TF;
     localparam integer S4 = TF + LF - WF;
+    localparam LAT = 33;   // registers from the inputs to the outputs (the edges below)
 
     initial begin
         if (GW > 30 || MW > 30 || SW > 29 || RW > 30 || TW > 30 || WW > 30 || UW > 30 || LW > 30)
@@ -78,127 +79,220 @@ module hrl_learn_adam #(
                    S1, S2, S3, S4);
     end
 
-    // ------------------------------------------------------------ stage 1: m' and g^2
+    // The pipeline's edges, counted from the edge that samples the inputs (E1), each a
+    // register: a segment between two of them holds one subtraction, one product, one
+    // addition, one narrowing segment or the root's compare, no two of them (see
+    // experiments/results/fpga_learner/clock.md). A product is registered twice (the DSP's
+    // MREG and PREG, or the cascade of a wide one).
+    //   E1 g - m              E2-E3 c1 (g - m), g g   E4 + m (aligned)   E5-E7 m', sq
+    //   E8 sq - v             E9-E10 c2 (sq - v)      E11 + v            E12-E14 v'
+    //   E15 max(v', v_floor)  E16-E22 the root        E23-E24 m' r       E25-E27 the step
+    //   E28-E29 -lr step      E30 + w (aligned)       E31-E33 w'
+    integer k;        // the delay lines' index
+    reg [LAT:1] vp;   // vp[n]: a parameter's word is at E<n>
+    always @(posedge clk) begin
+        vp <= {vp[LAT-1:1], in_valid};
+        if (rst) vp <= {LAT{1'b0}};
+    end
+
+    // ------------------------------------------------------------ m' and g^2 (E1-E7)
     wire signed [GW-1:0] g = in_g;
     wire signed [MW-1:0] m = in_m;
     wire signed [DW-1:0] g_al = {{(DW - GW){g[GW-1]}}, g} <<< (DF - GF);
     wire signed [DW-1:0] m_al = {{(DW - MW){m[MW-1]}}, m} <<< (DF - MF);
-    wire signed [DW-1:0] diff = g_al - m_al;
-    wire signed [A1-1:0] c1_x = {{(A1 - UW){c1[UW-1]}}, c1};
-    wire signed [A1-1:0] acc1 = {{(A1 - DW){diff[DW-1]}}, diff} * c1_x
-                              + ({{(A1 - MW){m[MW-1]}}, m} <<< S1);
-    wire [MW-1:0] m_w;
-    wire          sat_m;
-    hrl_learn_narrow #(.IW(A1), .OW(MW), .SMAX(A1)) narrow_m (
-        .clk(clk), .x(acc1), .shift(S1[7:0]), .width(MW[5:0]), .y(m_w), .sat(sat_m));
-    wire signed [QW-1:0] g_x = {{(QW - GW){g[GW-1]}}, g};
-    wire signed [QW-1:0] sq = g_x * g_x;
-    wire [SW-1:0] sq_w;
-    wire          sat_q;
-    hrl_learn_narrow #(.IW(QW), .OW(SW), .SMAX(QW)) narrow_sq (
-        .clk(clk), .x(sq), .shift(S2[7:0]), .width(SW[5:0]), .y(sq_w), .sat(sat_q));
-
-    reg              v1;
-    reg  [1:0]       sat1;
-    reg  [MW-1:0]    m1;
-    reg  [SW-1:0]    sq1, vv1;
-    reg  [WW-1:0]    w1;
+    reg  signed [DW-1:0] diff1;
+    reg  signed [GW-1:0] g1;
+    reg  signed [MW-1:0] m1;
     always @(posedge clk) begin
-        v1 <= in_valid;
-        sat1 <= {1'b0, sat_m} + {1'b0, sat_q};
-        m1 <= m_w;
-        sq1 <= sq_w;
-        vv1 <= in_v;
-        w1 <= in_w;
-        if (rst) v1 <= 1'b0;
+        diff1 <= g_al - m_al;
+        g1 <= g;
+        m1 <= m;
+    end
+    wire signed [A1-1:0] c1_x = {{(A1 - UW){c1[UW-1]}}, c1};
+    wire signed [QW-1:0] g_x = {{(QW - GW){g1[GW-1]}}, g1};
+    reg  signed [A1-1:0] pm2, pm3, acc1;
+    reg  signed [QW-1:0] pq2, pq3, sq4;
+    wire signed [MW-1:0] m3;
+    reg  [MW-1:0] m_to3 [1:2];
+    always @(posedge clk) begin
+        m_to3[1] <= m1;
+        for (k = 2; k <= 2; k = k + 1) m_to3[k] <= m_to3[k-1];
+    end
+    assign m3 = m_to3[2];
+    always @(posedge clk) begin
+        pm2 <= {{(A1 - DW){diff1[DW-1]}}, diff1} * c1_x;
+        pq2 <= g_x * g_x;
+        pm3 <= pm2;
+        pq3 <= pq2;
+        acc1 <= pm3 + ({{(A1 - MW){m3[MW-1]}}, m3} <<< S1);
+        sq4 <= pq3;
+    end
+    wire [MW-1:0] m_w;
+    wire [SW-1:0] sq_w;
+    wire          sat_m, sat_q;
+    hrl_learn_narrow #(.IW(A1), .OW(MW), .SMAX(A1), .PIPE(2)) narrow_m (
+        .clk(clk), .x(acc1), .shift(S1[7:0]), .width(MW[5:0]), .y(m_w), .sat(sat_m));
+    hrl_learn_narrow #(.IW(QW), .OW(SW), .SMAX(QW), .PIPE(2)) narrow_sq (
+        .clk(clk), .x(sq4), .shift(S2[7:0]), .width(SW[5:0]), .y(sq_w), .sat(sat_q));
+    reg  [MW-1:0] m7;
+    reg  [SW-1:0] sq7;
+    reg  [1:0]    sat7;
+    always @(posedge clk) begin
+        m7 <= m_w;
+        sq7 <= sq_w;
+        sat7 <= {1'b0, sat_m} + {1'b0, sat_q};
     end
 
-    // ------------------------------------------------------------ stage 2: v'
-    wire signed [SW:0]   vdiff = {sq1[SW-1], sq1} - {vv1[SW-1], vv1};
+    // ------------------------------------------------------------ v' (E8-E14)
+    wire [SW-1:0] v7;
+    reg  [SW-1:0] v_to7 [1:7];
+    always @(posedge clk) begin
+        v_to7[1] <= in_v;
+        for (k = 2; k <= 7; k = k + 1) v_to7[k] <= v_to7[k-1];
+    end
+    assign v7 = v_to7[7];
+    reg  signed [SW:0]   vdiff8;
+    always @(posedge clk) vdiff8 <= {sq7[SW-1], sq7} - {v7[SW-1], v7};
     wire signed [A2-1:0] c2_x = {{(A2 - UW){c2[UW-1]}}, c2};
-    wire signed [A2-1:0] acc2 = {{(A2 - SW - 1){vdiff[SW]}}, vdiff} * c2_x
-                              + ({{(A2 - SW){vv1[SW-1]}}, vv1} <<< UF);
+    wire [SW-1:0] v10;
+    reg  [SW-1:0] v_to10 [1:3];
+    always @(posedge clk) begin
+        v_to10[1] <= v7;
+        for (k = 2; k <= 3; k = k + 1) v_to10[k] <= v_to10[k-1];
+    end
+    assign v10 = v_to10[3];
+    reg  signed [A2-1:0] pv9, pv10, acc2;
+    always @(posedge clk) begin
+        pv9 <= {{(A2 - SW - 1){vdiff8[SW]}}, vdiff8} * c2_x;
+        pv10 <= pv9;
+        acc2 <= pv10 + ({{(A2 - SW){v10[SW-1]}}, v10} <<< UF);
+    end
     wire [SW-1:0] v_w;
     wire          sat_v;
-    hrl_learn_narrow #(.IW(A2), .OW(SW), .SMAX(A2)) narrow_v (
+    hrl_learn_narrow #(.IW(A2), .OW(SW), .SMAX(A2), .PIPE(2)) narrow_v (
         .clk(clk), .x(acc2), .shift(UF[7:0]), .width(SW[5:0]), .y(v_w), .sat(sat_v));
-
-    reg              v2;
-    reg  [2:0]       sat2;
-    reg  [MW-1:0]    m2;
-    reg  [SW-1:0]    vn2;
-    reg  [WW-1:0]    w2;
+    wire [1:0] sat13;
+    reg  [1:0] sat_to13 [1:6];
     always @(posedge clk) begin
-        v2 <= v1;
-        sat2 <= {1'b0, sat1} + {2'b0, sat_v};
-        m2 <= m1;
-        vn2 <= v_w;
-        w2 <= w1;
-        if (rst) v2 <= 1'b0;
+        sat_to13[1] <= sat7;
+        for (k = 2; k <= 6; k = k + 1) sat_to13[k] <= sat_to13[k-1];
+    end
+    assign sat13 = sat_to13[6];
+    reg  [SW-1:0] vn14;
+    reg  [2:0]    sat14;
+    always @(posedge clk) begin
+        vn14 <= v_w;
+        sat14 <= {1'b0, sat13} + {2'b0, sat_v};
     end
 
-    // ------------------------------------------------------------ stages 3-4: r (2 cycles)
-    wire signed [SW-1:0] vn2_s = vn2;
+    // ------------------------------------------------------------ r (E15-E22)
+    wire signed [SW-1:0] vn14_s = vn14;
     wire signed [SW-1:0] floor_s = v_floor;
-    wire [SW-1:0] v_root = (vn2_s < floor_s) ? v_floor : vn2;
-    wire          r_valid;
+    reg  [SW-1:0] v_root;
+    always @(posedge clk) v_root <= (vn14_s < floor_s) ? v_floor : vn14;
     wire [RW-1:0] r_w;
     wire          sat_r;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire          r_valid;   // vp[22], the same edge
+    /* verilator lint_on UNUSEDSIGNAL */
     hrl_learn_rsqrt #(.VW(SW), .VF(SF), .RW(RW), .RF(RF)) root (
-        .clk(clk), .rst(rst), .in_valid(v2), .in_v(v_root), .out_valid(r_valid), .out_r(r_w),
-        .out_sat(sat_r));
-    reg  [2:0]       sat3, sat4;
-    reg  [MW-1:0]    m3, m4;
-    reg  [SW-1:0]    vn3, vn4;
-    reg  [WW-1:0]    w3, w4;
-    always @(posedge clk) begin
-        {sat3, m3, vn3, w3} <= {sat2, m2, vn2, w2};
-        {sat4, m4, vn4, w4} <= {sat3, m3, vn3, w3};
-    end
+        .clk(clk), .rst(rst), .in_valid(vp[15]), .in_v(v_root), .out_valid(r_valid),
+        .out_r(r_w), .out_sat(sat_r));
 
-    // ------------------------------------------------------------ stage 5: the step
-    wire signed [PW-1:0] m_x = {{(PW - MW){m4[MW-1]}}, m4};
+    // ------------------------------------------------------------ the step (E23-E27)
+    wire [MW-1:0] m22;
+    reg  [MW-1:0] m_to22 [1:15];
+    always @(posedge clk) begin
+        m_to22[1] <= m7;
+        for (k = 2; k <= 15; k = k + 1) m_to22[k] <= m_to22[k-1];
+    end
+    assign m22 = m_to22[15];
+    wire signed [PW-1:0] m_x = {{(PW - MW){m22[MW-1]}}, m22};
     wire signed [PW-1:0] r_x = {{(PW - RW){r_w[RW-1]}}, r_w};
-    wire signed [PW-1:0] prod = m_x * r_x;
+    reg  signed [PW-1:0] pp23, pp24;
+    always @(posedge clk) begin
+        pp23 <= m_x * r_x;
+        pp24 <= pp23;
+    end
     wire [TW-1:0] step_w;
     wire          sat_s;
-    hrl_learn_narrow #(.IW(PW), .OW(TW), .SMAX(PW)) narrow_step (
-        .clk(clk), .x(prod), .shift(S3[7:0]), .width(TW[5:0]), .y(step_w), .sat(sat_s));
-    reg              v5;
-    reg  [2:0]       sat5;
-    reg  [TW-1:0]    step5;
-    reg  [MW-1:0]    m5;
-    reg  [SW-1:0]    vn5;
-    reg  [WW-1:0]    w5;
+    hrl_learn_narrow #(.IW(PW), .OW(TW), .SMAX(PW), .PIPE(2)) narrow_step (
+        .clk(clk), .x(pp24), .shift(S3[7:0]), .width(TW[5:0]), .y(step_w), .sat(sat_s));
+    wire [2:0] sat22;
+    reg  [2:0] sat_to22 [1:8];
     always @(posedge clk) begin
-        v5 <= r_valid;
-        sat5 <= sat4 + {2'b0, sat_r} + {2'b0, sat_s};
-        step5 <= step_w;
-        m5 <= m4;
-        vn5 <= vn4;
-        w5 <= w4;
-        if (rst) v5 <= 1'b0;
+        sat_to22[1] <= sat14;
+        for (k = 2; k <= 8; k = k + 1) sat_to22[k] <= sat_to22[k-1];
+    end
+    assign sat22 = sat_to22[8];
+    reg  [2:0]    sat23;
+    always @(posedge clk) sat23 <= sat22 + {2'b0, sat_r};
+    wire [2:0] sat26;
+    reg  [2:0] sat_to26 [1:3];
+    always @(posedge clk) begin
+        sat_to26[1] <= sat23;
+        for (k = 2; k <= 3; k = k + 1) sat_to26[k] <= sat_to26[k-1];
+    end
+    assign sat26 = sat_to26[3];
+    reg  [TW-1:0] step27;
+    reg  [2:0]    sat27;
+    always @(posedge clk) begin
+        step27 <= step_w;
+        sat27 <= sat26 + {2'b0, sat_s};
     end
 
-    // ------------------------------------------------------------ stage 6: the weight
-    localparam A4 = A3 + S4 + WW;
-    wire signed [TW-1:0] st = step5;
-    wire signed [WW-1:0] ws = w5;
+    // ------------------------------------------------------------ the weight (E28-E33)
+    // -lr * step + w, exact: the product takes TW + LW + 1 bits (A3 holds it), the aligned
+    // weight WW + S4; one more bit for the sum.
+    localparam A4 = ((A3 > WW + S4) ? A3 : WW + S4) + 1;
+    wire signed [TW-1:0] st = step27;
     wire signed [A4-1:0] neg_lr = -{{(A4 - LW){1'b0}}, lr};  // the rate word is >= 0
-    wire signed [A4-1:0] acc4 = {{(A4 - TW){st[TW-1]}}, st} * neg_lr
-                              + ({{(A4 - WW){ws[WW-1]}}, ws} <<< S4);
+    reg  signed [A4-1:0] pw28, pw29, acc4;
+    wire [WW-1:0] w29;
+    reg  [WW-1:0] w_to29 [1:29];
+    always @(posedge clk) begin
+        w_to29[1] <= in_w;
+        for (k = 2; k <= 29; k = k + 1) w_to29[k] <= w_to29[k-1];
+    end
+    assign w29 = w_to29[29];
+    wire signed [WW-1:0] ws = w29;
+    always @(posedge clk) begin
+        pw28 <= {{(A4 - TW){st[TW-1]}}, st} * neg_lr;
+        pw29 <= pw28;
+        acc4 <= pw29 + ({{(A4 - WW){ws[WW-1]}}, ws} <<< S4);
+    end
     wire [WW-1:0] w_w;
     wire          sat_w;
-    hrl_learn_narrow #(.IW(A4), .OW(WW), .SMAX(A4)) narrow_w (
+    hrl_learn_narrow #(.IW(A4), .OW(WW), .SMAX(A4), .PIPE(2)) narrow_w (
         .clk(clk), .x(acc4), .shift(S4[7:0]), .width(WW[5:0]), .y(w_w), .sat(sat_w));
+    wire [MW-1:0] m32;
+    reg  [MW-1:0] m_to32 [1:10];
     always @(posedge clk) begin
-        out_valid <= v5;
-        out_w <= w_w;
-        out_m <= m5;
-        out_v <= vn5;
-        out_sat <= sat5 + {2'b0, sat_w};
-        if (rst) out_valid <= 1'b0;
+        m_to32[1] <= m22;
+        for (k = 2; k <= 10; k = k + 1) m_to32[k] <= m_to32[k-1];
     end
+    assign m32 = m_to32[10];
+    wire [SW-1:0] v32;
+    reg  [SW-1:0] v_to32 [1:18];
+    always @(posedge clk) begin
+        v_to32[1] <= vn14;
+        for (k = 2; k <= 18; k = k + 1) v_to32[k] <= v_to32[k-1];
+    end
+    assign v32 = v_to32[18];
+    wire [2:0] sat32;
+    reg  [2:0] sat_to32 [1:5];
+    always @(posedge clk) begin
+        sat_to32[1] <= sat27;
+        for (k = 2; k <= 5; k = k + 1) sat_to32[k] <= sat_to32[k-1];
+    end
+    assign sat32 = sat_to32[5];
+    always @(posedge clk) begin
+        out_w <= w_w;
+        out_m <= m32;
+        out_v <= v32;
+        out_sat <= sat32 + {2'b0, sat_w};
+    end
+    assign out_valid = vp[LAT];
 endmodule
 
 `default_nettype wire

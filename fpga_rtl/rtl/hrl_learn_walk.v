@@ -22,9 +22,9 @@
 //              its operand words into the engine's target weights (TW_BASE, TB_BASE);
 //   2 operand  the online net's operand words from its masters (the host's initial words);
 //   3 operand  the target net's, from the target masters.
-// Pipeline (stage s: s cycles after the issue): the banks' read 2, Adam 6, target 3: the
-// write stage at 11 for Adam's walk, at 5 for the others. A walk lasts blocks + 12 cycles
-// (Adam) or blocks + 6 (the others): its issues, then the drain to the last write, `done`
+// Pipeline (stage s: s cycles after the issue): the banks' read 2, Adam ADAM_LAT (33,
+// hrl_learn_adam's LAT), target 3: the write stage at 38 for Adam's walk, at 5 for the
+// others. A walk lasts blocks + 39 cycles (Adam) or blocks + 6 (the others): its issues, then the drain to the last write, `done`
 // high in its last cycle (hrl.mapping.learner_schedule's walk terms).
 //
 // Timing of `run`: the step raises it in a walk's first issue cycle and holds it, with
@@ -39,8 +39,8 @@
 // net (optim.operand's counts).
 //
 // Cost: C Adam and C target lanes, four banks of PDEPTH blocks of C words (one read and one
-// write port each), the layer registers (11 fields of NL layers), the side band's 11-stage
-// pipeline, the counters.
+// write port each), the layer registers (11 fields of NL layers), the side band's LAT-stage
+// pipeline (shift registers), the counters.
 `default_nettype none
 
 module hrl_learn_walk #(
@@ -167,7 +167,9 @@ module hrl_learn_walk #(
     localparam LB = (NL > 1) ? $clog2(NL) : 1;             // a layer
     localparam CB = $clog2(C + 1);
     localparam OB = (LGA > 0) ? LGA : 1;
-    localparam LAT = 11;                                   // Adam's write stage
+    localparam ADAM_LAT = 33;                              // hrl_learn_adam's LAT
+    localparam ADAM_OUT = 2 + ADAM_LAT;                    // Adam's output stage
+    localparam LAT = ADAM_OUT + 3;                         // Adam's write stage
     localparam LAT_T = 5;                                  // the other walks'
     localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPTG = 2'd3;
     localparam integer W_SH = MF - WF;                     // the operand's shift (checked)
@@ -302,7 +304,7 @@ module hrl_learn_walk #(
     // ------------------------------------------------------------------ the walk
     reg            mid;                // the walk's first block is issued
     reg            drain;              // its last block is issued: the pipeline drains
-    reg [4:0]      w_drain;            // cycles since the last issue
+    reg [5:0]      w_drain;            // cycles since the last issue
     reg [LB-1:0]   wl;                 // the next block's layer, row, column block, address
     reg [IW-1:0]   wi, wjb;            // (0 at a walk's start: they wrap at its last block)
     reg [PAB-1:0]  wp;
@@ -325,7 +327,7 @@ module hrl_learn_walk #(
         end
     endgenerate
     wire [IW-1:0]  w_j_al = (w_j[IW-1:0] >> LGA) << LGA;
-    assign done = drain && w_drain == ((kind == P_ADAM) ? LAT[4:0] : LAT_T[4:0]);
+    assign done = drain && w_drain == ((kind == P_ADAM) ? LAT[5:0] : LAT_T[5:0]);
     always @(posedge clk) begin
         if (w_issue) begin
             mid <= 1'b1;
@@ -339,7 +341,7 @@ module hrl_learn_walk #(
                     if (w_last_layer) begin
                         mid <= 1'b0;
                         drain <= 1'b1;
-                        w_drain <= 5'd0;
+                        w_drain <= 6'd0;
                     end else begin
                         wl <= cl + 1'b1;
                         wp <= l_pb[cl + 1'b1];
@@ -394,7 +396,7 @@ module hrl_learn_walk #(
         if (rst) for (s = 1; s <= LAT; s = s + 1) d_v[s] <= 1'b0;
     end
 
-    // ---- the Adam lanes (stage 2 in, stage 8 out)
+    // ---- the Adam lanes (stage 2 in, stage ADAM_OUT out)
     wire [C*GW-1:0]  grad;
     wire [C-1:0]     ad_v;
     wire [C*MW-1:0]  ad_w;
@@ -421,8 +423,8 @@ module hrl_learn_walk #(
         end
     endgenerate
 
-    // ---- the target and operand lanes (stage 8 in for Adam's walk, else stage 2)
-    wire             t_in_v = (kind == P_ADAM) ? d_v[8] : d_v[2];
+    // ---- the target and operand lanes (stage ADAM_OUT in for Adam's walk, else stage 2)
+    wire             t_in_v = (kind == P_ADAM) ? d_v[ADAM_OUT] : d_v[2];
     wire [C*MW-1:0]  t_on = (kind == P_ADAM) ? ad_w : ((kind == P_OPTG) ? rt2 : rw2);
     wire             t_copy = !(kind == P_TGT && polyak);
     wire             t_out_v;
@@ -457,7 +459,7 @@ module hrl_learn_walk #(
         for (c = 0; c < C; c = c + 1) begin
             n_sm = n_sm + {{(CB-1){1'b0}}, t_sat_m[c] && o_lanes[c]};
             n_sw = n_sw + {{(CB-1){1'b0}}, t_sat_w[c] && o_lanes[c]};
-            n_ad = n_ad + (d_lanes[8][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
+            n_ad = n_ad + (d_lanes[ADAM_OUT][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
         end
     end
     wire [LA*HW-1:0] t_wdata;
@@ -501,15 +503,15 @@ module hrl_learn_walk #(
     assign wt_en = t_out_v && o_v && kind == P_TGT;
     assign ww_addr = o_p;
     assign ww_data = t_master;
-    assign wm_en = d_v[8] && kind == P_ADAM;
-    assign wm_addr = d_p[8];
+    assign wm_en = d_v[ADAM_OUT] && kind == P_ADAM;
+    assign wm_addr = d_p[ADAM_OUT];
     assign wm_data = ad_m;
     assign wv_data = ad_q;
 
     // ---- the saturations
     wire w_out = run && t_out_v && o_v;            // a block's write stage
     assign sat = ((w_out && kind == P_TGT) ? {3'd0, n_sm} : {(CB+3){1'b0}})
-                 + ((run && d_v[8] && kind == P_ADAM) ? n_ad : {(CB+3){1'b0}});
+                 + ((run && d_v[ADAM_OUT] && kind == P_ADAM) ? n_ad : {(CB+3){1'b0}});
     assign op_v = w_out;
     assign op_layer = o_l;
     assign op_nsat = n_sw;

@@ -22,6 +22,7 @@ from hrl.fixed_point import Fx, optim
 from hrl.fixed_point.formats import FxFormats
 
 N = 160
+LATENCY = 33  # hrl_learn_adam's LAT: inputs to outputs
 
 
 def _fmt(name: str, width: int, frac: int) -> Fx:
@@ -75,7 +76,7 @@ class TB(StreamTB):
             d.in_g.value = int(g[i]) & ((1 << f.grad.width) - 1)
         await FallingEdge(d.clk)
         d.in_valid.value = 0
-        for _ in range(10):
+        for _ in range(LATENCY + 4):
             await FallingEdge(d.clk)
         got = self.out[start:]
         assert len(got) == len(w), f"{len(got)} words out, want {len(w)}"

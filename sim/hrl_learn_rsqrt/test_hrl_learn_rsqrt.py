@@ -58,7 +58,7 @@ async def test_words(dut):
         dut.in_v.value = int(x) & mask
     await FallingEdge(dut.clk)
     dut.in_valid.value = 0
-    for _ in range(5):
+    for _ in range(12):   # the unit's 7 cycles of latency, and more
         await FallingEdge(dut.clk)
     assert len(tb.out) == len(v), f"{len(tb.out)} words out, want {len(v)}"
     words, n_sat = rsqrt(jnp.asarray(v), tb.vf, tb.rf)
