@@ -458,16 +458,16 @@ module hrl_learn_step #(
         .in_action(bt_act[r2_bi]), .in_reward(bt_rew[r2_bi]), .in_discount(bt_disc[r2_bi]),
         .in_weight(bt_w[r2_bi]), .out_valid(lo_v), .out_delta(lo_delta), .out_td(lo_td),
         .out_abs_td(lo_abs), .out_sat(lo_sat));
-    // The sample of the loss unit's output (4 cycles after its input).
-    reg [IW-1:0] lq_b [1:4];
+    // The sample of the loss unit's output (LOSS_LAT cycles after its input).
+    localparam LOSS_LAT = 20;   // hrl_learn_loss_dqn's LAT
+    reg [IW-1:0] lq_b [1:LOSS_LAT];
+    integer lq;
     always @(posedge clk) begin
         lq_b[1] <= r2_b;
-        lq_b[2] <= lq_b[1];
-        lq_b[3] <= lq_b[2];
-        lq_b[4] <= lq_b[3];
+        for (lq = 2; lq <= LOSS_LAT; lq = lq + 1) lq_b[lq] <= lq_b[lq-1];
         if (lo_v) begin
-            td_mem[lq_b[4][BI-1:0]] <= lo_td;
-            abs_mem[lq_b[4][BI-1:0]] <= lo_abs;
+            td_mem[lq_b[LOSS_LAT][BI-1:0]] <= lo_td;
+            abs_mem[lq_b[LOSS_LAT][BI-1:0]] <= lo_abs;
         end
     end
     wire [LA*HW-1:0] lo_wdata;
@@ -491,7 +491,7 @@ module hrl_learn_step #(
         s_wr_sel = 2'd3;
         s_wr_base = c_db;
         s_wr_slog = c_ds;
-        s_wr_i = lq_b[4];
+        s_wr_i = lq_b[LOSS_LAT];
         s_wr_j = {IW{1'b0}};
         s_wr_mask = lo_mask;
         s_wr_data = lo_wdata;

@@ -45,7 +45,7 @@ import math
 DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
 OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
 LOSS_READS = 3  # DQN's Q rows read per sample (hrl_learn_step: Q(s), Q(s') online, Q'(s'))
-DQN_LOSS_PIPE = 7  # DQN's loss pass: the reads' 2 cycles, the loss unit's 4, the hand-off
+DQN_LOSS_PIPE = 23  # DQN's loss pass: the reads' 2 cycles, the loss unit's 20, the hand-off
 DDPG_CRITIC_READS = 2  # DDPG's critic rows: Q(s, a) and Q'(s', mu'(s')) read per sample
 DDPG_CRITIC_PIPE = 7  # ... the reads' 2 cycles, the loss unit's 4, the hand-off
 DDPG_ACTOR_PIPE = 5  # DDPG's actor rows (the constant delta, nothing read): 4 + hand-off

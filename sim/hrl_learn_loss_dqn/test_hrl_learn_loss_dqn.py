@@ -82,7 +82,7 @@ async def run_batch(tb: TB, huber, double: bool):
         d.in_weight.value = int(weights[i])
     await FallingEdge(d.clk)
     d.in_valid.value = 0
-    for _ in range(10):
+    for _ in range(24):   # the unit's 20 cycles of latency, and more
         await FallingEdge(d.clk)
     got = tb.out[start:]
     assert len(got) == BATCH, f"{len(got)} samples out, want {BATCH}"
