@@ -1,5 +1,5 @@
 // hrl_learn_target: the target-network and operand unit, P parameter words per cycle,
-// 3 register stages. Per lane, bit for bit hrl.fixed_point.optim:
+// LAT = 9 register stages. Per lane, bit for bit hrl.fixed_point.optim:
 //   in_copy = 0 (Polyak):  out_master = polyak(target, online, tau)
 //                          = narrow(tau * (online - target) + target)   (master format; the
 //                            difference exact in MW+1 bits, the product exact, target
@@ -50,6 +50,7 @@ module hrl_learn_target #(
     output reg  [NB-1:0]     out_nsat     // saturations this cycle, 0..2P
 );
     localparam NB = $clog2(2 * P + 1);
+    localparam LAT = 9;                   // registers from the inputs to the outputs
     localparam DW = MW + 1;               // online - target, exact
     localparam AW = MW + UW + UF + 2;     // tau * diff + (target << UF), exact
     localparam integer WSHIFT_I = MF - WF;
@@ -68,73 +69,92 @@ module hrl_learn_target #(
             $fatal(1, "hrl_learn_target: MF-WF=%0d must be in -4..MW=%0d", WSHIFT_I, MW);
     end
 
-    // ------------------------------------------------------------ stage 1: the operands
-    reg              v1, copy1;
-    reg  [P*MW-1:0]  on1, tg1;
+    // The pipeline, one register an edge from the inputs (E1) to the outputs (E9): E1
+    // online - target; E2-E3 tau * diff (the product registered twice: the DSP's MREG and
+    // PREG); E4 + target (aligned); E5-E6 the Polyak narrowing; E7 Polyak or copy, the
+    // master; E8 the operand's narrowing; E9 the outputs. One product, add or narrowing
+    // segment per register-to-register segment (experiments/results/fpga_learner/clock.md).
+    reg  [LAT:1] vp;                // vp[n]: a word is at E<n>
+    reg  [LAT:1] cp;                // ... and its in_copy
     always @(posedge clk) begin
-        v1 <= in_valid;
-        copy1 <= in_copy;
-        on1 <= in_online;
-        tg1 <= in_target;
-        if (rst) v1 <= 1'b0;
+        vp <= {vp[LAT-1:1], in_valid};
+        cp <= {cp[LAT-1:1], in_copy};
+        if (rst) vp <= {LAT{1'b0}};
     end
     wire signed [AW-1:0] tau_x = {{(AW-UW){tau[UW-1]}}, tau};
     wire signed [7:0]    wshift = WSHIFT_I[7:0];
 
-    // ------------------------------------------------------------ stage 2: Polyak or copy
-    reg              v2;
-    reg  [P*MW-1:0]  m2;
-    reg  [P-1:0]     satm2;
-    // ------------------------------------------------------------ stage 3: the operand
-    wire [P*WW-1:0]  w3;
-    wire [P-1:0]     satw3;
-
+    wire [P*MW-1:0]  m7;
+    wire [P-1:0]     satm7;
+    wire [P*WW-1:0]  w8;
+    wire [P-1:0]     satw8;
     genvar g;
+    integer k;
     generate
         for (g = 0; g < P; g = g + 1) begin : g_lane
-            wire signed [MW-1:0] on = on1[g*MW +: MW];
-            wire signed [MW-1:0] tg = tg1[g*MW +: MW];
-            wire signed [DW-1:0] diff = {on[MW-1], on} - {tg[MW-1], tg};
-            wire signed [AW-1:0] diff_x = {{(AW-DW){diff[DW-1]}}, diff};
-            wire signed [AW-1:0] tg_x = {{(AW-MW){tg[MW-1]}}, tg};
-            wire signed [AW-1:0] mac = diff_x * tau_x + (tg_x <<< UF);
+            wire signed [MW-1:0] on = in_online[g*MW +: MW];
+            wire signed [MW-1:0] tg = in_target[g*MW +: MW];
+            reg  signed [DW-1:0] diff1;
+            reg  signed [MW-1:0] on_d [1:6];
+            reg  signed [MW-1:0] tg_d [1:3];
+            always @(posedge clk) begin
+                diff1 <= {on[MW-1], on} - {tg[MW-1], tg};
+                on_d[1] <= on;
+                tg_d[1] <= tg;
+                for (k = 2; k <= 6; k = k + 1) on_d[k] <= on_d[k-1];
+                for (k = 2; k <= 3; k = k + 1) tg_d[k] <= tg_d[k-1];
+            end
+            reg  signed [AW-1:0] p2, p3, mac4;
+            always @(posedge clk) begin
+                p2 <= {{(AW-DW){diff1[DW-1]}}, diff1} * tau_x;
+                p3 <= p2;
+                mac4 <= p3 + ({{(AW-MW){tg_d[3][MW-1]}}, tg_d[3]} <<< UF);
+            end
             wire [MW-1:0] pk;
             wire          pk_sat;
-            hrl_learn_narrow #(.IW(AW), .OW(MW), .SMAX(UF)) narrow_polyak (
-                .clk(clk), .x(mac), .shift(UF[7:0]), .width(MW[5:0]), .y(pk), .sat(pk_sat));
+            hrl_learn_narrow #(.IW(AW), .OW(MW), .SMAX(UF), .PIPE(2)) narrow_polyak (
+                .clk(clk), .x(mac4), .shift(UF[7:0]), .width(MW[5:0]), .y(pk), .sat(pk_sat));
+            reg  [MW-1:0] m_r;
+            reg           satm_r;
             always @(posedge clk) begin
-                m2[g*MW +: MW] <= copy1 ? on : pk;
-                satm2[g] <= !copy1 && pk_sat;
+                m_r <= cp[6] ? on_d[6] : pk;
+                satm_r <= !cp[6] && pk_sat;
             end
-            hrl_learn_narrow #(.IW(MW), .OW(WW), .SMAX(WSMAX)) narrow_operand (
-                .clk(clk), .x(m2[g*MW +: MW]), .shift(wshift), .width(WW[5:0]),
-                .y(w3[g*WW +: WW]), .sat(satw3[g]));
+            assign m7[g*MW +: MW] = m_r;
+            assign satm7[g] = satm_r;
+            hrl_learn_narrow #(.IW(MW), .OW(WW), .SMAX(WSMAX), .PIPE(1)) narrow_operand (
+                .clk(clk), .x(m_r), .shift(wshift), .width(WW[5:0]),
+                .y(w8[g*WW +: WW]), .sat(satw8[g]));
         end
     endgenerate
 
+    // The master and its flag wait a cycle beside the operand's narrowing.
+    reg  [P*MW-1:0]  m8;
+    reg  [P-1:0]     satm8;
     always @(posedge clk) begin
-        v2 <= v1;
-        if (rst) v2 <= 1'b0;
+        m8 <= m7;
+        satm8 <= satm7;
     end
 
     // The cycle's count: a population count of both flag vectors.
     reg [NB-1:0] nsat;
-    integer k;
     always @(*) begin
         nsat = {NB{1'b0}};
         for (k = 0; k < P; k = k + 1)
-            nsat = nsat + {{(NB-1){1'b0}}, satm2[k]} + {{(NB-1){1'b0}}, satw3[k]};
+            nsat = nsat + {{(NB-1){1'b0}}, satm8[k]} + {{(NB-1){1'b0}}, satw8[k]};
     end
 
     always @(posedge clk) begin
-        out_valid <= v2;
-        out_master <= m2;
-        out_weight <= w3;
-        out_sat_master <= satm2;
-        out_sat_weight <= satw3;
+        out_master <= m8;
+        out_weight <= w8;
+        out_sat_master <= satm8;
+        out_sat_weight <= satw8;
         out_nsat <= nsat;
-        if (rst) out_valid <= 1'b0;
     end
+    always @(*) out_valid = vp[LAT];
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_copy = ^cp[LAT:7];
+    /* verilator lint_on UNUSEDSIGNAL */
 endmodule
 
 `default_nettype wire

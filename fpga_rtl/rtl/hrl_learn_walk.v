@@ -23,8 +23,9 @@
 //   2 operand  the online net's operand words from its masters (the host's initial words);
 //   3 operand  the target net's, from the target masters.
 // Pipeline (stage s: s cycles after the issue): the banks' read 2, Adam ADAM_LAT (33,
-// hrl_learn_adam's LAT), target 3: the write stage at 38 for Adam's walk, at 5 for the
-// others. A walk lasts blocks + 39 cycles (Adam) or blocks + 6 (the others): its issues, then the drain to the last write, `done`
+// hrl_learn_adam's LAT), target TGT_LAT (9, hrl_learn_target's LAT): the write stage at
+// 44 for Adam's walk, at 11 for the others. A walk lasts blocks + 45 cycles (Adam) or
+// blocks + 12 (the others): its issues, then the drain to the last write, `done`
 // high in its last cycle (hrl.mapping.learner_schedule's walk terms).
 //
 // Timing of `run`: the step raises it in a walk's first issue cycle and holds it, with
@@ -169,8 +170,9 @@ module hrl_learn_walk #(
     localparam OB = (LGA > 0) ? LGA : 1;
     localparam ADAM_LAT = 33;                              // hrl_learn_adam's LAT
     localparam ADAM_OUT = 2 + ADAM_LAT;                    // Adam's output stage
-    localparam LAT = ADAM_OUT + 3;                         // Adam's write stage
-    localparam LAT_T = 5;                                  // the other walks'
+    localparam TGT_LAT = 9;                                // hrl_learn_target's LAT
+    localparam LAT = ADAM_OUT + TGT_LAT;                   // Adam's write stage
+    localparam LAT_T = 2 + TGT_LAT;                        // the other walks'
     localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPTG = 2'd3;
     localparam integer W_SH = MF - WF;                     // the operand's shift (checked)
 

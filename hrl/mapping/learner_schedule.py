@@ -51,8 +51,8 @@ DDPG_CRITIC_PIPE = 7  # ... the reads' 2 cycles, the loss unit's 4, the hand-off
 DDPG_ACTOR_PIPE = 5  # DDPG's actor rows (the constant delta, nothing read): 4 + hand-off
 CLIP_CYCLES = 5  # a sample of a DDPG clip pass: its reads, their 2 cycles, its writes
 CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
-ADAM_PIPE = 39  # an Adam walk: reads 2 + Adam 33 + operand 3 cycles + the hand-off
-TARGET_PIPE = 6  # a target walk: reads 2 + target unit 3 cycles + the hand-off
+ADAM_PIPE = 45  # an Adam walk: reads 2 + Adam 33 + operand 9 cycles + the hand-off
+TARGET_PIPE = 12  # a target walk: reads 2 + target unit 9 cycles + the hand-off
 STEP_HANDOFF = 2  # hrl_learn_step: the command's start and end (its header)
 # hrl_learn_engine's run: the first op's load and the banks' 2-cycle read before the first
 # beat; then one cycle per further op to load it (RUN_FIXED + n_ops - 1 in all).

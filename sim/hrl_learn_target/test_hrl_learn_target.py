@@ -119,7 +119,7 @@ async def run_pass(tb: TB, tau: int, copy: np.ndarray):
         d.in_target.value = pack(target[c], f.master.width)
     await FallingEdge(d.clk)
     d.in_valid.value = 0
-    for _ in range(6):
+    for _ in range(12):   # the unit's 9 cycles of latency, and more
         await FallingEdge(d.clk)
     got = tb.out[start:]
     assert len(got) == CYCLES, f"{len(got)} cycles out, want {CYCLES}"
