@@ -243,7 +243,10 @@ def main(argv=None) -> int:
         "which its simulated rows check). The loss and update cycles of a model row are the "
         "step modules' passes as the model counts them (the update column holds the Adam "
         "and the target walks, the target every step). "
-        f"`us` at the clock estimated by yosys, {mhz:g} MHz (resources.md). "
+        f"`us` at the array's clock estimated by yosys, {mhz:g} MHz (resources.md); the "
+        "whole kernel as written estimates lower (clock.md: its step module's units have "
+        "longer paths than the array), so a `us` figure holds for a kernel pipelined to "
+        "the array's clock. "
         "`utilization` = MACs / (R x C x array cycles). Inference: one state, the online net. "
         f"{n_sim} of the {len(rows)} rows simulated.",
     ]

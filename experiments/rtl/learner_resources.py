@@ -293,7 +293,12 @@ def markdown(rows: list[dict], clock: dict | None) -> str:
                  f"sta)): **{clock['est_MHz']} MHz**. The PE's 18 x 18 multiply maps to a "
                  f"DSP48E2 and its {ARRAY['ACCW']}-bit accumulate (the bias-preload mux and "
                  f"the adder) to LUTs and carry chains in this flow; neither is timed "
-                 f"here.\n")
+                 f"here.\n\nThis is the array's clock, not the whole kernel's: "
+                 "clock.md times every unit of the learner and the whole training kernel "
+                 "by the same rule (`python experiments/rtl/learner_clock.py`), and the "
+                 "kernel as written has longer paths than the array's, in the step module's "
+                 "units (the figures at this clock hold for a kernel whose units are "
+                 "pipelined to it).\n")
     return text
 
 

@@ -1,0 +1,202 @@
+"""A clock estimate of the FPGA learner's RTL, unit by unit and for the whole training
+kernel, by the same yosys rule as the replay manager's (fpga_rtl/syn/run_timing.py).
+
+    python experiments/rtl/learner_clock.py              # -> experiments/results/
+        fpga_learner/clock.{csv,md}: the units (minutes), then the kernel (about 10 min)
+    python experiments/rtl/learner_clock.py --units-only # the units; the kernel's row kept
+    python experiments/rtl/learner_clock.py --table      # clock.md from clock.csv, no yosys
+
+Each row is one design synthesized flattened (`synth_xilinx -family xcup -flatten`) and
+timed two ways: yosys `ltp` over LUT and MUXF cells (`lut_levels`, carry chains and
+flip-flops cut) and yosys `sta` with the Xilinx cell models' delays (`sta_ns`, the latest
+arrival over every path). `est_MHz` = 1000 / (1 + max(0.5 x lut_levels, sta_ns)), the
+RMM's rule: 200 MHz needs at most 8 levels and 4 ns. `where`: the RTL source lines the
+longest sta path passes (yosys names its cells by them). `dsp_unregistered`: DSP48E2 cells
+with neither MREG nor PREG set; yosys has no timing arcs for a DSP48E2, so a path through
+one of these counts none of the multiply's delay, and the estimate is optimistic there.
+
+A unit alone is timed from its input ports (arrival 0), as if a register drove each; the
+kernel row (hrl_learn_kernel at the all-FPGA run's parameters,
+hrl.fixed_point.kernel_host.DEFAULT_SHAPE: the 4 x 4 array with DQN's step module) times
+every path in its context, and its estimate is the learner's. The paths that set a unit's
+depth do not grow with the array (the array's columns are alike), but the banks' rotators
+and the activation unit's saturation count do, by log2 of the lanes: the bank and the
+activation unit are timed at 16 lanes, the 16 x 16 array's.
+
+Not a Vivado timing report: no placement, no routing (the rule's 1 ns stands for it), no
+DSP or block-RAM delays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from learner_resources import ARRAY, LOSS_FORMATS, OUT, RTL, TARGET_FORMATS, WORK  # noqa: E402
+
+NARROW = ["hrl_learn_narrow.v"]
+ROOT_SRCS = NARROW + ["hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v"]
+# (row name, top, sources, parameters set by chparam): the learner's formats (learner_resources)
+UNITS = [
+    ("narrowing (array)", "hrl_learn_narrow", NARROW,
+     {"IW": ARRAY["ACCW"], "OW": ARRAY["OW"], "SMAX": ARRAY["ACCW"], "PIPE": 3}),
+    ("processing element", "hrl_learn_mac_pe", ["hrl_learn_mac_pe.v"],
+     {k: ARRAY[k] for k in ("AW", "BW", "ACCW")}),
+    ("bank, 16 lanes", "hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"],
+     {"L": 16, "DW": ARRAY["OW"], "DEPTH": 1024, "IW": 9}),
+    ("activation, 16 lanes", "hrl_learn_activation", ["hrl_learn_activation.v"],
+     {"C": 16, "W": ARRAY["OW"]}),
+    ("DQN loss", "hrl_learn_loss_dqn", NARROW + ["hrl_learn_loss_dqn.v"], {}),
+    ("DDPG loss", "hrl_learn_loss_ddpg", NARROW + ["hrl_learn_loss_ddpg.v"], LOSS_FORMATS),
+    ("target, 1 lane", "hrl_learn_target", NARROW + ["hrl_learn_target.v"], TARGET_FORMATS),
+    ("reciprocal square root", "hrl_learn_rsqrt", ROOT_SRCS, {}),
+    ("Adam lane", "hrl_learn_adam", ROOT_SRCS + ["hrl_learn_adam.v"], {}),
+]
+KERNEL = "training kernel, 4x4"
+COLUMNS = ["design", "top", "lut_levels", "sta_ns", "est_MHz", "dsp", "dsp_unregistered",
+           "where", "seconds"]
+
+
+def est_mhz(levels: int, sta_ns: float) -> int:
+    return round(1000.0 / (1.0 + max(0.5 * levels, sta_ns)))
+
+
+def path_sources(sta_text: str) -> str:
+    """The source lines (file:line) the longest sta path's cells are named after, in the
+    path's order from its start, each once."""
+    body = sta_text.split("Latest arrival time", 1)[-1].split("Arrival histogram", 1)[0]
+    seen: list[str] = []
+    for f, line in reversed(re.findall(r"(hrl_\w+)\.v:(\d+)", body)):
+        tag = f"{f}:{line}"
+        if tag not in seen:
+            seen.append(tag)
+    return " ".join(seen)
+
+
+def time_design(name: str, top: str, sources: list[str], params: dict,
+                timeout: float) -> dict:
+    """Synthesize `top` flattened and read its ltp, sta and DSP registers (one yosys run)."""
+    work = WORK / ("clock-" + re.sub(r"[^\w]+", "-", name).strip("-"))
+    work.mkdir(parents=True, exist_ok=True)
+    chparam = ("chparam " + " ".join(f"-set {k} {v}" for k, v in params.items()) + f" {top}"
+               if params else "")
+    (work / "run.ys").write_text(
+        f"read_verilog -sv {' '.join(str(RTL / s) for s in sources)}\n{chparam}\n"
+        f"synth_xilinx -family xcup -top {top} -flatten\n"
+        "tee -o dsp.txt select -count t:DSP48E2\n"
+        "tee -o dsp_comb.txt select -count t:DSP48E2 r:MREG=0 %i r:PREG=0 %i\n"
+        "tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
+        "read_verilog -lib -specify +/xilinx/cells_sim.v\n"
+        "tee -o sta.txt sta\n")
+    t0 = time.time()
+    with open(work / "yosys.log", "w") as f:
+        res = subprocess.run(["yosys", "-q", "-s", "run.ys"], cwd=work, stdout=f,
+                             stderr=subprocess.STDOUT, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"yosys failed for {name}; see {work / 'yosys.log'}")
+    ltp = re.search(r"length=(\d+)", (work / "ltp.txt").read_text())
+    sta_text = (work / "sta.txt").read_text()
+    sta = re.search(r"Latest arrival time in '\S+' is (\d+)", sta_text)
+    if not ltp or not sta:
+        raise RuntimeError(f"no ltp or sta result in {work}")
+
+    def count(file: str) -> int:
+        m = re.search(r"(\d+) objects", (work / file).read_text())
+        return int(m.group(1)) if m else 0
+
+    levels, sta_ns = int(ltp.group(1)), round(int(sta.group(1)) / 1000, 2)
+    return {"design": name, "top": top, "lut_levels": levels, "sta_ns": sta_ns,
+            "est_MHz": est_mhz(levels, sta_ns), "dsp": count("dsp.txt"),
+            "dsp_unregistered": count("dsp_comb.txt"), "where": path_sources(sta_text),
+            "seconds": round(time.time() - t0)}
+
+
+def kernel_design() -> tuple[str, list[str], dict]:
+    from hrl.fixed_point.kernel_host import DEFAULT_SHAPE
+    from hrl.fixed_point.kernel_program import hdl_params
+
+    files = [line.strip().removeprefix("rtl/")
+             for line in (RTL / "hrl_learn_kernel.f").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    return "hrl_learn_kernel", files, hdl_params(DEFAULT_SHAPE)
+
+
+def markdown(rows: list[dict]) -> str:
+    head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
+    body = "".join("| " + " | ".join(str(r[c]) for c in COLUMNS) + " |\n" for r in rows)
+    kern = [r for r in rows if r["design"] == KERNEL]
+    worst = min(rows, key=lambda r: int(r["est_MHz"])) if rows else None
+    text = ("# FPGA learner: clock estimate (yosys, unit by unit and the whole kernel)\n\n"
+            "Regenerate: `python experiments/rtl/learner_clock.py` (`--units-only` keeps the "
+            "kernel's row). Each design synthesized flattened for UltraScale+ and timed by "
+            "yosys `ltp` (LUT/MUXF levels) and `sta` (the Xilinx cell models' delays); "
+            "`est_MHz` = 1000 / (1 + max(0.5 x levels, sta_ns)), the replay manager's rule "
+            "(200 MHz: at most 8 levels and 4 ns). `where`: the source lines of the longest "
+            "path. `dsp_unregistered`: DSP48E2 cells with neither MREG nor PREG, whose "
+            "multiply delay sta does not count (no timing arcs), so the estimate is "
+            "optimistic where such a path is the longest. A unit is timed from its ports; "
+            "the kernel row (the all-FPGA run's kernel: 4x4 array, DQN's step module) times "
+            "every path in context. Not a Vivado report.\n\n" + head + body)
+    if kern:
+        k = kern[0]
+        text += (f"\nThe whole training kernel as written: {k['est_MHz']} MHz "
+                 f"({k['lut_levels']} levels, sta {k['sta_ns']} ns, through "
+                 f"{k['where'] or 'unnamed cells'}). The learner's tables (cycles.md) state "
+                 "times at the array's clock (resources.md, the narrowing unit's estimate), "
+                 "which the kernel reaches only once every unit slower than it is pipelined "
+                 "to it.")
+    if worst is not None:
+        text += (f" The slowest row: {worst['design']} ({worst['est_MHz']} MHz).\n")
+    return text
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--units-only", action="store_true",
+                    help="time the units only; keep the kernel's row of clock.csv")
+    ap.add_argument("--table", action="store_true",
+                    help="no synthesis: rewrite clock.md from clock.csv")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
+    args = ap.parse_args(argv)
+    if args.table:
+        (OUT / "clock.md").write_text(markdown(read_rows(OUT / "clock.csv")))
+        return 0
+    rows = []
+    for name, top, srcs, prm in UNITS:
+        rows.append(time_design(name, top, srcs, prm, args.timeout))
+        print(rows[-1], flush=True)
+    if args.units_only:
+        rows += [r for r in read_rows(OUT / "clock.csv") if r["design"] == KERNEL]
+    else:
+        top, srcs, prm = kernel_design()
+        print(f"{KERNEL}: yosys flattened, about 10 minutes", flush=True)
+        rows.append(time_design(KERNEL, top, srcs, prm, args.timeout))
+        print(rows[-1], flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "clock.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    (OUT / "clock.md").write_text(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The learner's clock tables (experiments/rtl/learner_clock.py): the rule, the path parser,
+and the committed clock.csv against resources.md, whose array clock the cycle tables use."""
+
+import csv
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "experiments" / "rtl"))
+
+import learner_clock  # noqa: E402
+
+OUT = REPO / "experiments" / "results" / "fpga_learner"
+
+
+def test_rule_is_the_rmm_s():
+    """1000 / (1 + max(0.5 x levels, sta)): 8 levels and 4 ns are 200 MHz, and a path
+    longer than the levels allow sets the clock."""
+    assert learner_clock.est_mhz(8, 3.94) == 200
+    assert learner_clock.est_mhz(16, 9.36) == 97
+    assert learner_clock.est_mhz(2, 4.0) == 200
+
+
+def test_path_sources_in_order_each_once():
+    sta = ("Latest arrival time in 'top' is 900:\n"
+           "  900 $flatten\\a.$gt$/x/hrl_learn_loss_dqn.v:70$1.Y (LUT2)\n"
+           "  800 $flatten\\a.$gt$/x/hrl_learn_loss_dqn.v:69$2.Y (LUT2)\n"
+           "  700 $flatten\\b.$gt$/x/hrl_learn_loss_dqn.v:70$3.Y (LUT2)\n"
+           "  100 \\e.$add$/x/hrl_learn_engine.v:391$4.Y (FDRE)\n"
+           "Arrival histogram:\n  hrl_learn_adam.v:1 not on the path\n")
+    assert learner_clock.path_sources(sta) == (
+        "hrl_learn_engine:391 hrl_learn_loss_dqn:70 hrl_learn_loss_dqn:69")
+
+
+def test_committed_tables_agree():
+    """clock.csv has every unit and the kernel; its array narrowing row is the clock that
+    resources.md states (which the cycle tables' microseconds use), and no row is faster
+    than the rule allows for its own levels and delay."""
+    with open(OUT / "clock.csv", newline="") as f:
+        rows = {r["design"]: r for r in csv.DictReader(f)}
+    assert set(rows) == {name for name, *_ in learner_clock.UNITS} | {learner_clock.KERNEL}
+    for r in rows.values():
+        assert int(r["est_MHz"]) == learner_clock.est_mhz(int(r["lut_levels"]),
+                                                         float(r["sta_ns"])), r
+    stated = re.search(r"\*\*(\d+) MHz\*\*", (OUT / "resources.md").read_text())
+    assert stated and int(stated.group(1)) == int(rows["narrowing (array)"]["est_MHz"])
+    kernel = int(rows[learner_clock.KERNEL]["est_MHz"])
+    assert f"as written: {kernel} MHz" in (OUT / "clock.md").read_text()
