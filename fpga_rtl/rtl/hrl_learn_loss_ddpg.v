@@ -1,5 +1,4 @@
-// hrl_learn_loss_ddpg: DDPG's loss unit, one sample per cycle, 4 register stages (the DQN
-// unit's latency, so the controller schedules both alike). A critic sample is bit for bit
+// hrl_learn_loss_ddpg: DDPG's loss unit, one sample per cycle, LAT = 15 register stages. A critic sample is bit for bit
 // hrl.fixed_point.losses.ddpg_critic_unit:
 //   target  = narrow(discount * q_next + reward)     (one multiply-add, to the value format)
 //   td      = narrow(target - q)                      (exact, saturating)
@@ -48,6 +47,7 @@ module hrl_learn_loss_ddpg #(
     localparam MW = VW + PW + 1;          // discount * q_next + reward, exact
     localparam NW = VW + PW + 2;          // -clipped * weight, exact (with -min)
     localparam integer DSHIFT_I = VF + PF - DF;
+    localparam LAT = 15;                  // registers from the inputs to the outputs
 
     initial begin
         if (VW < 2 || VW > 30 || PW < 2 || PW > 30 || DW < 2 || DW > 30)
@@ -61,94 +61,123 @@ module hrl_learn_loss_ddpg #(
                    DF, DW - 1);
     end
 
-    // ------------------------------------------------------------ stage 1: the operands
-    // Registered before the multiplier (a DSP's input registers), as the DQN unit's argmax.
-    reg                  v1, actor1;
-    reg  signed [VW-1:0] qn1, q1, r1;
-    reg  signed [PW-1:0] disc1, w1;
+    // The pipeline, one register an edge from the inputs (E1) to the outputs (E15): E1 the
+    // operands; E2-E3 discount * q_next (registered twice: the DSP's MREG and PREG); E4
+    // + reward (aligned); E5-E7 the target's narrowing; E8 target - q; E9 its clamp (td);
+    // E10 the clip, negated; E11-E12 -clip * weight; E13-E15 the delta's narrowing and
+    // the outputs. One product, add or narrowing segment per register-to-register segment
+    // (experiments/results/fpga_learner/clock.md).
+    reg  [LAT:1] vp;                // vp[n]: a sample is at E<n>
+    reg  [LAT:1] ap;                // ... and its in_actor
     always @(posedge clk) begin
-        v1 <= in_valid;
-        actor1 <= in_actor;
+        vp <= {vp[LAT-1:1], in_valid};
+        ap <= {ap[LAT-1:1], in_actor};
+        if (rst) vp <= {LAT{1'b0}};
+    end
+    integer k;
+
+    // ---- E1-E7: the TD target
+    reg  signed [VW-1:0] qn1, r1;
+    reg  signed [PW-1:0] disc1;
+    reg  signed [VW-1:0] q_d [1:7];
+    reg  signed [PW-1:0] w_d [1:10];
+    reg  signed [VW-1:0] r_d [2:3];
+    always @(posedge clk) begin
         qn1 <= in_q_next;
-        q1 <= in_q;
         r1 <= in_reward;
         disc1 <= in_discount;
-        w1 <= in_weight;
-        if (rst) v1 <= 1'b0;
+        q_d[1] <= in_q;
+        w_d[1] <= in_weight;
+        for (k = 2; k <= 7; k = k + 1) q_d[k] <= q_d[k-1];
+        for (k = 2; k <= 10; k = k + 1) w_d[k] <= w_d[k-1];
+        r_d[2] <= r1;
+        r_d[3] <= r_d[2];
     end
-
-    // ------------------------------------------------------------ stage 2: the TD target
     wire signed [MW-1:0] qn_x = {{(MW-VW){qn1[VW-1]}}, qn1};
     wire signed [MW-1:0] d_x = {{(MW-PW){disc1[PW-1]}}, disc1};
-    wire signed [MW-1:0] r_x = {{(MW-VW){r1[VW-1]}}, r1};
-    wire signed [MW-1:0] mac = qn_x * d_x + (r_x <<< PF);
+    reg  signed [MW-1:0] pt2, pt3, mac4;
+    always @(posedge clk) begin
+        pt2 <= qn_x * d_x;
+        pt3 <= pt2;
+        mac4 <= pt3 + ({{(MW-VW){r_d[3][VW-1]}}, r_d[3]} <<< PF);
+    end
     wire [VW-1:0] target_w;
     wire          sat_t;
-    hrl_learn_narrow #(.IW(MW), .OW(VW), .SMAX(MW)) narrow_target (
-        .clk(clk), .x(mac), .shift(PF[7:0]), .width(VW[5:0]), .y(target_w), .sat(sat_t));
-
-    reg                  v2, actor2, sat2;
-    reg  signed [VW-1:0] target2, q2;
-    reg  signed [PW-1:0] w2;
+    hrl_learn_narrow #(.IW(MW), .OW(VW), .SMAX(MW), .PIPE(2)) narrow_target (
+        .clk(clk), .x(mac4), .shift(PF[7:0]), .width(VW[5:0]), .y(target_w), .sat(sat_t));
+    reg  signed [VW-1:0] target7;
+    reg                  sat7, sat8;
     always @(posedge clk) begin
-        v2 <= v1;
-        actor2 <= actor1;
-        target2 <= target_w;
-        sat2 <= sat_t;
-        q2 <= q1;
-        w2 <= w1;
-        if (rst) v2 <= 1'b0;
+        target7 <= target_w;
+        sat7 <= sat_t;
+        sat8 <= sat7;
     end
 
-    // ------------------------------------------------------------ stage 3: td and its clip
-    wire signed [VW:0] diff = {target2[VW-1], target2} - {q2[VW-1], q2};
+    // ---- E8-E10: td and its clip
+    reg  signed [VW:0] diff8;
+    always @(posedge clk) diff8 <= {target7[VW-1], target7} - {q_d[7][VW-1], q_d[7]};
     wire [VW-1:0] td_w;
     wire          sat_d;
     hrl_learn_narrow #(.IW(VW+1), .OW(VW), .SMAX(0)) narrow_td (
-        .clk(clk), .x(diff), .shift(8'sd0), .width(VW[5:0]), .y(td_w), .sat(sat_d));
-    wire signed [VW-1:0] td_s = td_w;
-    wire signed [VW-1:0] hub = huber;
-    wire signed [VW-1:0] clipped = !use_huber ? td_s
-                                 : (td_s > hub ? hub : (td_s < -hub ? -hub : td_s));
-
-    reg                  v3, actor3;
-    reg  [1:0]           sat3;
-    reg  signed [VW-1:0] td3, clip3;
-    reg  signed [PW-1:0] w3;
+        .clk(clk), .x(diff8), .shift(8'sd0), .width(VW[5:0]), .y(td_w), .sat(sat_d));
+    reg  signed [VW-1:0] td9;
+    reg  [1:0]           sat9;
     always @(posedge clk) begin
-        v3 <= v2;
-        actor3 <= actor2;
-        sat3 <= {1'b0, sat2} + {1'b0, sat_d};
-        td3 <= td_s;
-        clip3 <= clipped;
-        w3 <= w2;
-        if (rst) v3 <= 1'b0;
+        td9 <= td_w;
+        sat9 <= {1'b0, sat8} + {1'b0, sat_d};
+    end
+    wire signed [VW-1:0] hub = huber;
+    wire signed [VW-1:0] clipped = !use_huber ? td9
+                                 : (td9 > hub ? hub : (td9 < -hub ? -hub : td9));
+    reg  signed [NW-1:0] negc10;
+    reg  signed [VW-1:0] td10;
+    always @(posedge clk) begin
+        negc10 <= -{{(NW-VW){clipped[VW-1]}}, clipped};
+        td10 <= td9;
     end
 
-    // ------------------------------------------------------------ stage 4: the output delta
-    wire signed [NW-1:0] negc = -{{(NW-VW){clip3[VW-1]}}, clip3};
-    wire signed [NW-1:0] w_x = {{(NW-PW){w3[PW-1]}}, w3};
-    wire signed [NW-1:0] prod = negc * w_x;
+    // ---- E11-E15: the output delta; |td|
+    wire signed [NW-1:0] w_x = {{(NW-PW){w_d[10][PW-1]}}, w_d[10]};
+    reg  signed [NW-1:0] pd11, pd12;
+    always @(posedge clk) begin
+        pd11 <= negc10 * w_x;
+        pd12 <= pd11;
+    end
     wire signed [7:0] dshift = DSHIFT_I[7:0];
     wire [DW-1:0] delta_w;
     wire          sat_o;
-    hrl_learn_narrow #(.IW(NW), .OW(DW), .SMAX(NW)) narrow_delta (
-        .clk(clk), .x(prod), .shift(dshift), .width(DW[5:0]), .y(delta_w), .sat(sat_o));
-    // |td|, the most negative word saturating to the largest.
-    wire [VW-1:0] abs_w = td3[VW-1] ? ((td3 == {1'b1, {(VW-1){1'b0}}}) ? {1'b0, {(VW-1){1'b1}}}
-                                                                      : -td3)
-                                    : td3;
+    hrl_learn_narrow #(.IW(NW), .OW(DW), .SMAX(NW), .PIPE(2)) narrow_delta (
+        .clk(clk), .x(pd12), .shift(dshift), .width(DW[5:0]), .y(delta_w), .sat(sat_o));
+    // |td|, the most negative word saturating to the largest (at E11), then to E14.
+    reg  [VW-1:0]        abs_d [11:14];
+    reg  signed [VW-1:0] td_d [11:14];
+    reg  [1:0]           sat_dd [10:14];
+    always @(posedge clk) begin
+        abs_d[11] <= td10[VW-1] ? ((td10 == {1'b1, {(VW-1){1'b0}}}) ? {1'b0, {(VW-1){1'b1}}}
+                                                                  : -td10)
+                                : td10;
+        td_d[11] <= td10;
+        sat_dd[10] <= sat9;
+        for (k = 12; k <= 14; k = k + 1) begin
+            abs_d[k] <= abs_d[k-1];
+            td_d[k] <= td_d[k-1];
+        end
+        for (k = 11; k <= 14; k = k + 1) sat_dd[k] <= sat_dd[k-1];
+    end
     // The actor's dL/dQ = -1: -(1 << DF) in DW bits (DF <= DW-1, checked above).
     wire [DW-1:0] minus_one = -({{(DW-1){1'b0}}, 1'b1} << DF);
+    wire          actor14 = ap[14];
 
     always @(posedge clk) begin
-        out_valid <= v3;
-        out_delta <= actor3 ? minus_one : delta_w;
-        out_td <= actor3 ? {VW{1'b0}} : td3;
-        out_abs_td <= actor3 ? {VW{1'b0}} : abs_w;
-        out_sat <= actor3 ? 2'd0 : sat3 + {1'b0, sat_o};
-        if (rst) out_valid <= 1'b0;
+        out_delta <= actor14 ? minus_one : delta_w;
+        out_td <= actor14 ? {VW{1'b0}} : td_d[14];
+        out_abs_td <= actor14 ? {VW{1'b0}} : abs_d[14];
+        out_sat <= actor14 ? 2'd0 : sat_dd[14] + {1'b0, sat_o};
     end
+    always @(*) out_valid = vp[LAT];
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_actor = ^{ap[LAT], ap[13:1]};
+    /* verilator lint_on UNUSEDSIGNAL */
 endmodule
 
 `default_nettype wire

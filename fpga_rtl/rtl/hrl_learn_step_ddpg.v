@@ -509,20 +509,21 @@ module hrl_learn_step_ddpg #(
         .in_actor(li_act), .in_q(g_q), .in_q_next(rd_v0), .in_reward(bt_rew[li_bi]),
         .in_discount(bt_disc[li_bi]), .in_weight(bt_w[li_bi]), .out_valid(lo_v),
         .out_delta(lo_delta), .out_td(lo_td), .out_abs_td(lo_abs), .out_sat(lo_sat));
-    // The sample of the loss unit's output (4 cycles after its input).
-    reg [IW-1:0] lq_b [1:4];
-    reg          lq_act [1:4];
+    // The sample of the loss unit's output (LOSS_LAT cycles after its input).
+    localparam LOSS_LAT = 15;   // hrl_learn_loss_ddpg's LAT
+    reg [IW-1:0] lq_b [1:LOSS_LAT];
+    reg          lq_act [1:LOSS_LAT];
     integer q;
     always @(posedge clk) begin
         lq_b[1] <= li_b;
         lq_act[1] <= li_act;
-        for (q = 2; q <= 4; q = q + 1) begin
+        for (q = 2; q <= LOSS_LAT; q = q + 1) begin
             lq_b[q] <= lq_b[q-1];
             lq_act[q] <= lq_act[q-1];
         end
-        if (lo_v && !lq_act[4]) begin
-            td_mem[lq_b[4][BI-1:0]] <= lo_td;
-            abs_mem[lq_b[4][BI-1:0]] <= lo_abs;
+        if (lo_v && !lq_act[LOSS_LAT]) begin
+            td_mem[lq_b[LOSS_LAT][BI-1:0]] <= lo_td;
+            abs_mem[lq_b[LOSS_LAT][BI-1:0]] <= lo_abs;
         end
     end
     wire [LA*HW-1:0] lo_wdata = {{((LA-1)*HW){1'b0}}, {(HW-DLW){lo_delta[DLW-1]}}, lo_delta};
@@ -611,7 +612,7 @@ module hrl_learn_step_ddpg #(
         s_wr_sel = 2'd3;
         s_wr_base = c_db;
         s_wr_slog = c_ds;
-        s_wr_i = lq_b[4];
+        s_wr_i = lq_b[LOSS_LAT];
         s_wr_j = {IW{1'b0}};
         s_wr_mask = lane0;
         s_wr_data = lo_wdata;

@@ -104,7 +104,7 @@ async def run_batch(tb: TB, huber, actor: np.ndarray):
         d.in_weight.value = int(weights[i])
     await FallingEdge(d.clk)
     d.in_valid.value = 0
-    for _ in range(8):
+    for _ in range(18):   # the unit's 15 cycles of latency, and more
         await FallingEdge(d.clk)
     got = tb.out[start:]
     assert len(got) == BATCH, f"{len(got)} samples out, want {BATCH}"
