@@ -126,13 +126,18 @@ module hrl_learn_loss_ddpg #(
         td9 <= td_w;
         sat9 <= {1'b0, sat8} + {1'b0, sat_d};
     end
+    // -huber registered (huber is held for the whole pass), so that the clip's compare
+    // does not wait for a negation; the clipped word negated in VW+1 bits, sign-extended.
     wire signed [VW-1:0] hub = huber;
+    reg  signed [VW-1:0] neg_hub;
+    always @(posedge clk) neg_hub <= -hub;
     wire signed [VW-1:0] clipped = !use_huber ? td9
-                                 : (td9 > hub ? hub : (td9 < -hub ? -hub : td9));
+                                 : (td9 > hub ? hub : (td9 < neg_hub ? neg_hub : td9));
+    wire signed [VW:0]   neg_clip = -{clipped[VW-1], clipped};
     reg  signed [NW-1:0] negc10;
     reg  signed [VW-1:0] td10;
     always @(posedge clk) begin
-        negc10 <= -{{(NW-VW){clipped[VW-1]}}, clipped};
+        negc10 <= {{(NW-VW-1){neg_clip[VW]}}, neg_clip};
         td10 <= td9;
     end
 

@@ -189,13 +189,18 @@ module hrl_learn_loss_dqn #(
         td14 <= td_w;
         sat14 <= {1'b0, sat13} + {1'b0, sat_d};
     end
+    // -huber registered (huber is held for the whole pass), so that the clip's compare
+    // does not wait for a negation; the clipped word negated in VW+1 bits, sign-extended.
     wire signed [VW-1:0] hub = huber;
+    reg  signed [VW-1:0] neg_hub;
+    always @(posedge clk) neg_hub <= -hub;
     wire signed [VW-1:0] clipped = !use_huber ? td14
-                                 : (td14 > hub ? hub : (td14 < -hub ? -hub : td14));
+                                 : (td14 > hub ? hub : (td14 < neg_hub ? neg_hub : td14));
+    wire signed [VW:0]   neg_clip = -{clipped[VW-1], clipped};
     reg  signed [NW-1:0] negc15;
     reg  signed [VW-1:0] td15;
     always @(posedge clk) begin
-        negc15 <= -{{(NW-VW){clipped[VW-1]}}, clipped};
+        negc15 <= {{(NW-VW-1){neg_clip[VW]}}, neg_clip};
         td15 <= td14;
     end
 
