@@ -246,8 +246,12 @@ module hrl_learn_adam #(
     // weight WW + S4; one more bit for the sum.
     localparam A4 = ((A3 > WW + S4) ? A3 : WW + S4) + 1;
     wire signed [TW-1:0] st = step27;
-    wire signed [A4-1:0] neg_lr = -{{(A4 - LW){1'b0}}, lr};  // the rate word is >= 0
-    reg  signed [A4-1:0] pw28, pw29, acc4;
+    // -lr * step + w as w - lr * step (the same integer): the product at its own width,
+    // TW x (LW + 1) bits (the rate word is >= 0), so that it takes the DSPs its operands need.
+    localparam LPW = TW + LW + 1;
+    wire signed [LW:0]    lr_s = {1'b0, lr};
+    reg  signed [LPW-1:0] pw28, pw29;
+    reg  signed [A4-1:0]  acc4;
     wire [WW-1:0] w29;
     reg  [WW-1:0] w_to29 [1:29];
     always @(posedge clk) begin
@@ -257,9 +261,9 @@ module hrl_learn_adam #(
     assign w29 = w_to29[29];
     wire signed [WW-1:0] ws = w29;
     always @(posedge clk) begin
-        pw28 <= {{(A4 - TW){st[TW-1]}}, st} * neg_lr;
+        pw28 <= st * lr_s;
         pw29 <= pw28;
-        acc4 <= pw29 + ({{(A4 - WW){ws[WW-1]}}, ws} <<< S4);
+        acc4 <= ({{(A4 - WW){ws[WW-1]}}, ws} <<< S4) - {{(A4 - LPW){pw29[LPW-1]}}, pw29};
     end
     wire [WW-1:0] w_w;
     wire          sat_w;

@@ -81,7 +81,7 @@ module hrl_learn_target #(
         cp <= {cp[LAT-1:1], in_copy};
         if (rst) vp <= {LAT{1'b0}};
     end
-    wire signed [AW-1:0] tau_x = {{(AW-UW){tau[UW-1]}}, tau};
+    wire signed [UW-1:0] tau_s = tau;
     wire signed [7:0]    wshift = WSHIFT_I[7:0];
 
     wire [P*MW-1:0]  m7;
@@ -104,11 +104,14 @@ module hrl_learn_target #(
                 for (k = 2; k <= 6; k = k + 1) on_d[k] <= on_d[k-1];
                 for (k = 2; k <= 3; k = k + 1) tg_d[k] <= tg_d[k-1];
             end
-            reg  signed [AW-1:0] p2, p3, mac4;
+            // the product at its own width, DW x UW bits, then aligned into the sum
+            reg  signed [DW+UW-1:0] p2, p3;
+            reg  signed [AW-1:0]    mac4;
             always @(posedge clk) begin
-                p2 <= {{(AW-DW){diff1[DW-1]}}, diff1} * tau_x;
+                p2 <= diff1 * tau_s;
                 p3 <= p2;
-                mac4 <= p3 + ({{(AW-MW){tg_d[3][MW-1]}}, tg_d[3]} <<< UF);
+                mac4 <= {{(AW-DW-UW){p3[DW+UW-1]}}, p3}
+                        + ({{(AW-MW){tg_d[3][MW-1]}}, tg_d[3]} <<< UF);
             end
             wire [MW-1:0] pk;
             wire          pk_sat;
