@@ -1,5 +1,5 @@
 // hrl_learn_activation: the activation unit between the array's narrowed output rows and
-// the banks. One row of C words per cycle, one register stage:
+// the banks. One row of C words per cycle, one register stage (the saturation count two):
 //   mode 0 (linear, a last layer):   y = z
 //   mode 1 (ReLU, a hidden layer):   y = z > 0 ? z : 0
 //   mode 2 (backward, the derivative mask): y = m != 0 ? z : 0, where m is the same element
@@ -58,22 +58,30 @@ module hrl_learn_activation #(
         end
     endgenerate
 
-    // The row's saturations (a popcount of at most C).
+    // The row's saturation flags are registered with the row, and counted (a popcount of
+    // at most C) into sat_total at the next edge: the compares that make the flags and the
+    // count's adder are not one path. So sat_total holds a row's count one cycle after
+    // out_valid (an engine run's `done` is one cycle after its last row: it counts them all).
+    reg [C-1:0]  counted_r;
+    reg          count_v;
     reg [CB-1:0] row_sats;
     integer i;
     always @(*) begin
         row_sats = {CB{1'b0}};
-        for (i = 0; i < C; i = i + 1) row_sats = row_sats + {{(CB-1){1'b0}}, counted[i]};
+        for (i = 0; i < C; i = i + 1) row_sats = row_sats + {{(CB-1){1'b0}}, counted_r[i]};
     end
 
     always @(posedge clk) begin
         out_valid <= in_valid;
         out_y <= y;
         out_lanes <= in_lanes;
+        counted_r <= counted;
+        count_v <= in_valid;
         if (clear) sat_total <= {SW{1'b0}};
-        else if (in_valid) sat_total <= sat_total + {{SEXT{1'b0}}, row_sats};
+        else if (count_v) sat_total <= sat_total + {{SEXT{1'b0}}, row_sats};
         if (rst) begin
             out_valid <= 1'b0;
+            count_v <= 1'b0;
             sat_total <= {SW{1'b0}};
         end
     end
