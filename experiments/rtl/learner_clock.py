@@ -10,10 +10,12 @@ Each row is one design synthesized flattened (`synth_xilinx -family xcup -flatte
 timed two ways: yosys `ltp` over LUT and MUXF cells (`lut_levels`, carry chains and
 flip-flops cut) and yosys `sta` with the Xilinx cell models' delays (`sta_ns`, the latest
 arrival over every path). `est_MHz` = 1000 / (1 + max(0.5 x lut_levels, sta_ns)), the
-RMM's rule: 200 MHz needs at most 8 levels and 4 ns. `where`: the RTL source lines the
-longest sta path passes (yosys names its cells by them). `dsp_unregistered`: DSP48E2 cells
-with neither MREG nor PREG set; yosys has no timing arcs for a DSP48E2, so a path through
-one of these counts none of the multiply's delay, and the estimate is optimistic there.
+RMM's rule: 200 MHz needs at most 8 levels and 4 ns. `where`: the RTL source lines and
+instances the longest sta path passes, as yosys names its cells and wires (a guide, not
+exact: logic that synthesis shared between instances carries one instance's name).
+`dsp_unregistered`: DSP48E2 cells with neither MREG nor PREG set; yosys has no timing
+arcs for a DSP48E2, so a path through one of these counts none of the multiply's delay,
+and the estimate is optimistic there.
 
 A unit alone is timed from its input ports (arrival 0), as if a register drove each; the
 kernel row (hrl_learn_kernel at the all-FPGA run's parameters,
@@ -71,12 +73,14 @@ def est_mhz(levels: int, sta_ns: float) -> int:
 
 
 def path_sources(sta_text: str) -> str:
-    """The source lines (file:line) the longest sta path's cells are named after, in the
-    path's order from its start, each once."""
+    """Where the longest sta path runs, from its start: the RTL source lines (file:line)
+    its cells are named after and the instances (a.b.c) its named wires belong to, each
+    once, in the path's order."""
     body = sta_text.split("Latest arrival time", 1)[-1].split("Arrival histogram", 1)[0]
     seen: list[str] = []
-    for f, line in reversed(re.findall(r"(hrl_\w+)\.v:(\d+)", body)):
-        tag = f"{f}:{line}"
+    pattern = r"(hrl_\w+)\.v:(\d+)|\\((?:[A-Za-z_][\w\[\]]*\.)+)[A-Za-z_]\w*"
+    for m in reversed(list(re.finditer(pattern, body))):
+        tag = f"{m.group(1)}:{m.group(2)}" if m.group(1) else m.group(3).rstrip(".")
         if tag not in seen:
             seen.append(tag)
     return " ".join(seen)

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 OUT = ROOT / "experiments" / "results" / "fpga_learner"
 MEASURED = OUT / "crossover_measured.csv"
 CYCLES = OUT / "cycles.csv"
+CLOCK = OUT / "clock.csv"  # experiments/rtl/learner_clock.py: the array's and the kernel's
 WIDTHS = (64, 128, 256)  # the DQN networks 4-W-W-2 of cycles.csv
 BATCHES = (16, 32, 64, 128, 256)
 FIELDS = ("net", "batch", "device", "device_kind", "machine", "us_per_step", "steps", "reps", "jax",
@@ -145,6 +146,21 @@ def crossover_line(net: str, batches, sides: dict, names: list[str]) -> str:
     return f"{net}: {text}."
 
 
+def clock_ratio() -> tuple[float, float] | None:
+    """(the array's MHz, the whole kernel's as written) from clock.csv, or None without it.
+    The FPGA times of cycles.csv are at the array's clock; times at the kernel's are longer
+    by their ratio (the cycles are the same)."""
+    if not CLOCK.exists():
+        return None
+    with CLOCK.open() as f:
+        rows = {r["design"]: r for r in csv.DictReader(f)}
+    try:
+        return (float(rows["narrowing (array)"]["est_MHz"]),
+                float(rows["training kernel, 4x4"]["est_MHz"]))
+    except KeyError:
+        return None
+
+
 def _side_order(side: str) -> tuple:
     """Measured sides by name, the FPGA arrays among them by their size, then width."""
     if side.startswith("fpga "):
@@ -187,17 +203,36 @@ def report(_args) -> None:
              "(hrl_learn_step in Verilator, bit for bit against the fixed-point reference; "
              "step_cycles.md), the others are the cycle model (hrl/mapping/learner_schedule.py) "
              "that the simulated steps check.", ""]
+    clocks = clock_ratio()
+    slow = None  # the sides with the FPGA's times at the whole kernel's clock as written
+    if clocks:
+        scale = clocks[0] / clocks[1]
+        slow = {s: ({k: v * scale for k, v in t.items()} if s.startswith("fpga ") else t)
+                for s, t in sides.items()}
+        lines += [f"The column `fastest at {clocks[1]:g} MHz` takes every FPGA time "
+                  f"{scale:.2f}x longer: the same cycles at the whole training kernel's clock "
+                  f"as written ({clocks[1]:g} MHz against the array's {clocks[0]:g}; "
+                  "clock.md, `python experiments/rtl/learner_clock.py`).", ""]
+    extra = f" fastest at {clocks[1]:g} MHz |" if clocks else ""
     for net in nets:
-        lines += [f"## {net}", "", "| batch | " + " | ".join(names) + " | fastest |",
-                  "|---|" + "---|" * (len(names) + 1)]
+        lines += [f"## {net}", "", "| batch | " + " | ".join(names) + " | fastest |" + extra,
+                  "|---|" + "---|" * (len(names) + 1 + bool(clocks))]
         for b in batches:
             cells = {s: sides[s].get((net, b)) for s in names}
             have = {s: v for s, v in cells.items() if v is not None}
             best = min(have, key=have.get) if have else "-"
-            lines.append(f"| {b} | " + " | ".join(
+            row = f"| {b} | " + " | ".join(
                 "-" if v is None else f"{v:.1f}" + ("*" if (s, net, b) in simulated else "")
-                for s, v in cells.items()) + f" | {best} |")
-        lines += ["", crossover_line(net, batches, sides, names), ""]
+                for s, v in cells.items()) + f" | {best} |"
+            if slow is not None:
+                have_slow = {s: slow[s][(net, b)] for s in names if (net, b) in slow[s]}
+                row += f" {min(have_slow, key=have_slow.get) if have_slow else '-'} |"
+            lines.append(row)
+        lines += ["", crossover_line(net, batches, sides, names)]
+        if slow is not None:
+            lines += ["", f"At {clocks[1]:g} MHz: "
+                      + crossover_line(net, batches, slow, names).split(": ", 1)[1]]
+        lines += [""]
     (OUT / "crossover.md").write_text("\n".join(lines))
     fig = Figure(figsize=(4.2 * len(nets), 3.6))
     for i, net in enumerate(nets):

@@ -31,6 +31,11 @@ def test_path_sources_in_order_each_once():
            "Arrival histogram:\n  hrl_learn_adam.v:1 not on the path\n")
     assert learner_clock.path_sources(sta) == (
         "hrl_learn_engine:391 hrl_learn_loss_dqn:70 hrl_learn_loss_dqn:69")
+    named = ("Latest arrival time in 'k' is 900:\n"
+             "  900 $abc$1 (LUT6.I2->O)\n           \\g_step.step.engine.w_bank_inst.wr_addr [12]\n"
+             "  400 $abc$2 (LUT2.I1->O)\n           \\g_step.step.c_b [0]\n"
+             "Arrival histogram:\n")
+    assert learner_clock.path_sources(named) == "g_step.step g_step.step.engine.w_bank_inst"
 
 
 def test_committed_tables_agree():
