@@ -59,8 +59,8 @@
 //
 // Cost above the engine: the walk (hrl_learn_walk: C Adam lanes, C target lanes, four banks
 // of C words per block), one loss unit of AMAX actions, the batch and TD registers (BMAX
-// words each), counters. Cycles (counted by st_cyc_*): the engine's two runs, 3 B + 7 for
-// the loss (three Q rows read per sample), blocks + 12 for the update, blocks + 6 for the
+// words each), counters. Cycles (counted by st_cyc_*): the engine's two runs, 3 B + 23 for
+// the loss (three Q rows read per sample), blocks + 45 for the update, blocks + 12 for the
 // target when due (blocks: the stream's length), two more for the command's start and end
 // (hrl.mapping.learner_schedule's DQN terms).
 `default_nettype none

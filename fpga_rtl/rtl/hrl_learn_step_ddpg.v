@@ -81,9 +81,9 @@
 // of C words per block), one DDPG loss unit, AMAX clip comparator pairs and an LA-word
 // rotator (the action's columns start at S, not at a multiple of LA), the batch, TD and
 // clip-mask registers (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven
-// runs (each with its start and end cycles), 2 B + 7 for the critic rows and B + 5 for the
-// actor rows, 5 B for each of the three clip passes, blocks + 12 for each Adam walk (its
-// net's blocks), blocks + 6 for the target walk when due (both nets' blocks), two for the
+// runs (each with its start and end cycles), 2 B + 18 for the critic rows and B + 16 for
+// the actor rows, 5 B for each of the three clip passes, blocks + 45 for each Adam walk (its
+// net's blocks), blocks + 12 for the target walk when due (both nets' blocks), two for the
 // command's start and end (hrl.mapping.learner_schedule's DDPG terms, which the testbench
 // checks cycle for cycle).
 `default_nettype none
