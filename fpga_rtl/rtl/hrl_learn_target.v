@@ -97,12 +97,13 @@ module hrl_learn_target #(
             reg  signed [DW-1:0] diff1;
             reg  signed [MW-1:0] on_d [1:6];
             reg  signed [MW-1:0] tg_d [1:3];
+            integer d;   // the lane's own loop index
             always @(posedge clk) begin
                 diff1 <= {on[MW-1], on} - {tg[MW-1], tg};
                 on_d[1] <= on;
                 tg_d[1] <= tg;
-                for (k = 2; k <= 6; k = k + 1) on_d[k] <= on_d[k-1];
-                for (k = 2; k <= 3; k = k + 1) tg_d[k] <= tg_d[k-1];
+                for (d = 2; d <= 6; d = d + 1) on_d[d] <= on_d[d-1];
+                for (d = 2; d <= 3; d = d + 1) tg_d[d] <= tg_d[d-1];
             end
             // the product at its own width, DW x UW bits, then aligned into the sum
             reg  signed [DW+UW-1:0] p2, p3;
