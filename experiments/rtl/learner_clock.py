@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import csv
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,7 +42,16 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from learner_resources import ARRAY, LOSS_FORMATS, OUT, RTL, TARGET_FORMATS, WORK  # noqa: E402
+from learner_resources import (  # noqa: E402
+    ARRAY,
+    LOSS_FORMATS,
+    OUT,
+    TARGET_FORMATS,
+    WORK,
+    _read_rows,
+    _yosys,
+    kernel_sources,
+)
 
 NARROW = ["hrl_learn_narrow.v"]
 ROOT_SRCS = NARROW + ["hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v"]
@@ -90,23 +98,13 @@ def time_design(name: str, top: str, sources: list[str], params: dict,
                 timeout: float) -> dict:
     """Synthesize `top` flattened and read its ltp, sta and DSP registers (one yosys run)."""
     work = WORK / ("clock-" + re.sub(r"[^\w]+", "-", name).strip("-"))
-    work.mkdir(parents=True, exist_ok=True)
-    chparam = ("chparam " + " ".join(f"-set {k} {v}" for k, v in params.items()) + f" {top}"
-               if params else "")
-    (work / "run.ys").write_text(
-        f"read_verilog -sv {' '.join(str(RTL / s) for s in sources)}\n{chparam}\n"
-        f"synth_xilinx -family xcup -top {top} -flatten\n"
+    t0 = time.time()
+    _yosys(top, sources, params, work, flat=True, timeout=timeout, extra=(
         "tee -o dsp.txt select -count t:DSP48E2\n"
         "tee -o dsp_comb.txt select -count t:DSP48E2 r:MREG=0 %i r:PREG=0 %i\n"
         "tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
         "read_verilog -lib -specify +/xilinx/cells_sim.v\n"
-        "tee -o sta.txt sta\n")
-    t0 = time.time()
-    with open(work / "yosys.log", "w") as f:
-        res = subprocess.run(["yosys", "-q", "-s", "run.ys"], cwd=work, stdout=f,
-                             stderr=subprocess.STDOUT, timeout=timeout)
-    if res.returncode != 0:
-        raise RuntimeError(f"yosys failed for {name}; see {work / 'yosys.log'}")
+        "tee -o sta.txt sta\n"))
     ltp = re.search(r"length=(\d+)", (work / "ltp.txt").read_text())
     sta_text = (work / "sta.txt").read_text()
     sta = re.search(r"Latest arrival time in '\S+' is (\d+)", sta_text)
@@ -128,10 +126,7 @@ def kernel_design() -> tuple[str, list[str], dict]:
     from hrl.fixed_point.kernel_host import DEFAULT_SHAPE
     from hrl.fixed_point.kernel_program import hdl_params
 
-    files = [line.strip().removeprefix("rtl/")
-             for line in (RTL / "hrl_learn_kernel.f").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
-    return "hrl_learn_kernel", files, hdl_params(DEFAULT_SHAPE)
+    return "hrl_learn_kernel", kernel_sources(), hdl_params(DEFAULT_SHAPE)
 
 
 def markdown(rows: list[dict]) -> str:
@@ -163,13 +158,6 @@ def markdown(rows: list[dict]) -> str:
     return text
 
 
-def read_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
@@ -180,14 +168,14 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
     args = ap.parse_args(argv)
     if args.table:
-        (OUT / "clock.md").write_text(markdown(read_rows(OUT / "clock.csv")))
+        (OUT / "clock.md").write_text(markdown(_read_rows(OUT / "clock.csv")))
         return 0
     rows = []
     for name, top, srcs, prm in UNITS:
         rows.append(time_design(name, top, srcs, prm, args.timeout))
         print(rows[-1], flush=True)
     if args.units_only:
-        rows += [r for r in read_rows(OUT / "clock.csv") if r["design"] == KERNEL]
+        rows += [r for r in _read_rows(OUT / "clock.csv") if r["design"] == KERNEL]
     else:
         top, srcs, prm = kernel_design()
         print(f"{KERNEL}: yosys flattened, about 10 minutes", flush=True)

@@ -173,11 +173,16 @@ def synthesize_kernel(array: str, timeout: float = 3600) -> dict:
 
     r, c = shape(array)
     prm = {**hdl_params(DEFAULT_SHAPE), "R": r, "C": c}
-    srcs = [line.removeprefix("rtl/")
-            for line in (RTL / "hrl_learn_kernel.f").read_text().split()]
     return {"module": "hrl_learn_kernel", "size": array,
-            **_cached("hrl_learn_kernel", srcs, prm, WORK / f"hrl_learn_kernel-{array}",
-                      timeout)}
+            **_cached("hrl_learn_kernel", kernel_sources(), prm,
+                      WORK / f"hrl_learn_kernel-{array}", timeout)}
+
+
+def kernel_sources() -> list[str]:
+    """The training kernel's sources (its filelist, fpga_rtl/rtl/hrl_learn_kernel.f), as
+    names in RTL."""
+    return [line.removeprefix("rtl/")
+            for line in (RTL / "hrl_learn_kernel.f").read_text().split()]
 
 
 def write_kernel(arrays: list[str], timeout: float) -> None:
@@ -212,23 +217,14 @@ def write_kernel(arrays: list[str], timeout: float) -> None:
 
 def narrow_clock(timeout: float = 3600) -> dict:
     """LUT levels and yosys sta of the narrowing unit at the array's widths, as the array
-    instantiates it (PIPE = 3), measured as fpga_rtl/syn/run_timing.py measures the RMM's
-    steps: `ltp` over LUT and MUXF cells (carry chains and flip-flops cut) and `sta` with
-    yosys's Xilinx cell delays, over every register-to-register (and port) path."""
-    prm = {"IW": ARRAY["ACCW"], "OW": ARRAY["OW"], "SMAX": ARRAY["ACCW"], "PIPE": 3}
-    work = WORK / "narrow-timing"
-    _yosys("hrl_learn_narrow", ["hrl_learn_narrow.v"], prm, work, flat=True,
-           extra=("tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
-                  "read_verilog -lib -specify +/xilinx/cells_sim.v\n"
-                  "tee -o sta.txt sta\n"), timeout=timeout)
-    ltp = re.search(r"length=(\d+)", (work / "ltp.txt").read_text())
-    sta = re.search(r"Latest arrival time in '\S+' is (\d+)", (work / "sta.txt").read_text())
-    if not ltp or not sta:
-        raise RuntimeError(f"no ltp or sta result in {work}")
-    levels = int(ltp.group(1))
-    sta_ns = round(int(sta.group(1)) / 1000, 2)
-    return {"lut_levels": levels, "sta_ns": sta_ns,
-            "est_MHz": round(1000.0 / (1.0 + max(0.5 * levels, sta_ns)))}
+    instantiates it (PIPE = 3): learner_clock.py's row of it (`ltp` over LUT and MUXF
+    cells, carry chains and flip-flops cut; `sta` with yosys's Xilinx cell delays; the
+    RMM's rule, fpga_rtl/syn/run_timing.py)."""
+    import learner_clock  # imports this module: here, not at the top
+
+    name, top, srcs, prm = learner_clock.UNITS[0]
+    row = learner_clock.time_design(name, top, srcs, prm, timeout)
+    return {k: row[k] for k in ("lut_levels", "sta_ns", "est_MHz")}
 
 
 def _number(text: str):
