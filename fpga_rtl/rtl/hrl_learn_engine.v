@@ -65,7 +65,13 @@
 //     at that op), `fault` whether a beat was ever refused by the array (never, by the rule
 //     below: a testbench check);
 //   * reads any matrix of the activation bank (h_rd_sel 0) or the delta bank (1) back
-//     (h_rd_*: a row block, 2 cycles later): Q values, deltas, gradients.
+//     (h_rd_*: a row block, 3 cycles later): Q values, deltas, gradients.
+// The host ports are registered: a write or a read the host drives in a cycle with busy low
+// reaches the banks in the next cycle, so no path runs from the host's logic (a step
+// module's sequencer, the kernel's) into the banks' address arithmetic. A write driven with
+// `start`, or in the cycle before, still lands while the engine loads its first op: the
+// engine's own first read issues two cycles after `start` and its first write later still.
+// Writes then take effect one edge later than driven; a read after a write keeps its order.
 //
 // Schedule: an op's output is walked in tiles, row block major (R rows by C columns, K beats
 // each; ragged last blocks read zeros past the matrix's edge and drain only their rows). A
@@ -152,7 +158,7 @@ module hrl_learn_engine #(
     input  wire [IW-1:0]        h_rd_j,
     input  wire [IW-1:0]        h_rd_rows,
     input  wire [IW-1:0]        h_rd_cols,
-    output wire [LA*OW-1:0]     h_rd_data   // 2 cycles after h_rd_en, lane c at [c*OW +: OW]
+    output wire [LA*OW-1:0]     h_rd_data   // 3 cycles after h_rd_en, lane c at [c*OW +: OW]
 );
     // ------------------------------------------------------------------ sizes
     localparam LA = (R > C) ? R : C;           // activation-bank lanes
@@ -504,10 +510,37 @@ module hrl_learn_engine #(
 
     wire [LA*OW-1:0] a_rd_data, dl_rd_data;
     wire [C*BW-1:0]  w_rd_data, b_rd_data;
-    wire             host = !busy;
+    // The host ports' register (the header): hw / hr select the host's write / read of the
+    // banks in the cycle after the host drove it (taken only while idle).
+    reg              hw, hr;
+    reg  [1:0]       hq_wr_sel;
+    reg  [HAB-1:0]   hq_wr_base, hq_rd_base;
+    reg  [4:0]       hq_wr_slog, hq_rd_slog;
+    reg  [IW-1:0]    hq_wr_i, hq_wr_j, hq_rd_i, hq_rd_j, hq_rd_rows, hq_rd_cols;
+    reg  [LA-1:0]    hq_wr_mask;
+    reg  [LA*HW-1:0] hq_wr_data;
+    reg              hq_rd_sel;
+    always @(posedge clk) begin
+        hw <= h_wr_en && !busy && !rst;
+        hr <= h_rd_en && !busy && !rst;
+        hq_wr_sel <= h_wr_sel;
+        hq_wr_base <= h_wr_base;
+        hq_wr_slog <= h_wr_slog;
+        hq_wr_i <= h_wr_i;
+        hq_wr_j <= h_wr_j;
+        hq_wr_mask <= h_wr_mask;
+        hq_wr_data <= h_wr_data;
+        hq_rd_sel <= h_rd_sel;
+        hq_rd_base <= h_rd_base;
+        hq_rd_slog <= h_rd_slog;
+        hq_rd_i <= h_rd_i;
+        hq_rd_j <= h_rd_j;
+        hq_rd_rows <= h_rd_rows;
+        hq_rd_cols <= h_rd_cols;
+    end
     reg              h_sel1, h_sel2;   // h_rd_sel with its read
     always @(posedge clk) begin
-        h_sel1 <= h_rd_sel;
+        h_sel1 <= hq_rd_sel;
         h_sel2 <= h_sel1;
     end
 
@@ -524,8 +557,8 @@ module hrl_learn_engine #(
     genvar g;
     generate
         for (g = 0; g < LA; g = g + 1) begin : g_hact
-            assign h_act_data[g*OW +: OW] = h_wr_data[g*HW +: OW];
-            assign h_nz[g] = h_wr_data[g*HW +: OW] != {OW{1'b0}};
+            assign h_act_data[g*OW +: OW] = hq_wr_data[g*HW +: OW];
+            assign h_nz[g] = hq_wr_data[g*HW +: OW] != {OW{1'b0}};
             assign eng_nz[g] = eng_wr_data[g*OW +: OW] != {OW{1'b0}};
         end
     endgenerate
@@ -533,25 +566,25 @@ module hrl_learn_engine #(
     // The activation bank: forward ops read X (column blocks), weight gradients X^T (row
     // blocks); forward ops write Y; the host writes inputs and reads outputs while idle.
     wire             act_rd = k_fwd ? 1'b0 : 1'b1;   // 1: a row read (the transposed read)
-    wire             a_wr_en = host ? (h_wr_en && h_wr_sel == 2'd0) : (eng_wr_en && !eng_wr_dst);
-    wire [AAB-1:0]   a_wr_base = host ? h_wr_base[AAB-1:0] : eng_wr_base[AAB-1:0];
-    wire [4:0]       a_wr_slog = host ? h_wr_slog : eng_wr_slog;
-    wire [IW-1:0]    a_wr_i = host ? h_wr_i : eng_wr_i;
-    wire [IW-1:0]    a_wr_j = host ? h_wr_j : eng_wr_j;
-    wire [LA-1:0]    a_wr_mask = host ? h_wr_mask : eng_wr_mask;
+    wire             a_wr_en = hw ? (hq_wr_sel == 2'd0) : (eng_wr_en && !eng_wr_dst);
+    wire [AAB-1:0]   a_wr_base = hw ? hq_wr_base[AAB-1:0] : eng_wr_base[AAB-1:0];
+    wire [4:0]       a_wr_slog = hw ? hq_wr_slog : eng_wr_slog;
+    wire [IW-1:0]    a_wr_i = hw ? hq_wr_i : eng_wr_i;
+    wire [IW-1:0]    a_wr_j = hw ? hq_wr_j : eng_wr_j;
+    wire [LA-1:0]    a_wr_mask = hw ? hq_wr_mask : eng_wr_mask;
     hrl_learn_weight_bank #(.L(LA), .DW(OW), .DEPTH(ADEPTH), .IW(IW)) act_bank_inst (
         .clk(clk),
-        .rd_en(host ? (h_rd_en && !h_rd_sel) : (issue && !k_bwd)),
-        .rd_col(host ? 1'b0 : !act_rd),
-        .rd_base(host ? h_rd_base[AAB-1:0] : xb[AAB-1:0]),
-        .rd_slog(host ? h_rd_slog : xs),
-        .rd_i(host ? h_rd_i : (act_rd ? kk : r0_al)),
-        .rd_j(host ? h_rd_j : (act_rd ? r0_al : kk)),
-        .rd_rows(host ? h_rd_rows : (act_rd ? k : m)),
-        .rd_cols(host ? h_rd_cols : (act_rd ? m : k)),
+        .rd_en(hr ? !hq_rd_sel : (issue && !k_bwd)),
+        .rd_col(hr ? 1'b0 : !act_rd),
+        .rd_base(hr ? hq_rd_base[AAB-1:0] : xb[AAB-1:0]),
+        .rd_slog(hr ? hq_rd_slog : xs),
+        .rd_i(hr ? hq_rd_i : (act_rd ? kk : r0_al)),
+        .rd_j(hr ? hq_rd_j : (act_rd ? r0_al : kk)),
+        .rd_rows(hr ? hq_rd_rows : (act_rd ? k : m)),
+        .rd_cols(hr ? hq_rd_cols : (act_rd ? m : k)),
         .rd_data(a_rd_data),
         .wr_en(a_wr_en), .wr_base(a_wr_base), .wr_slog(a_wr_slog), .wr_i(a_wr_i),
-        .wr_j(a_wr_j), .wr_mask(a_wr_mask), .wr_data(host ? h_act_data : eng_wr_data));
+        .wr_j(a_wr_j), .wr_mask(a_wr_mask), .wr_data(hw ? h_act_data : eng_wr_data));
 
     // The activations' nonzero bits (the ReLU derivative mask), written with them, read by
     // the drain of a masked backward op: row i of the mask, the LA columns of the row's block.
@@ -566,35 +599,35 @@ module hrl_learn_engine #(
         .rd_i(mk_rd_i), .rd_j(mk_rd_j), .rd_rows(mk_rd_rows), .rd_cols(mk_rd_cols),
         .rd_data(mk_rd_data),
         .wr_en(a_wr_en), .wr_base(a_wr_base), .wr_slog(a_wr_slog), .wr_i(a_wr_i),
-        .wr_j(a_wr_j), .wr_mask(a_wr_mask), .wr_data(host ? h_nz : eng_nz));
+        .wr_j(a_wr_j), .wr_mask(a_wr_mask), .wr_data(hw ? h_nz : eng_nz));
 
     // The delta bank: backward ops read X (the delta, column blocks) and write Y, gradient
     // ops read D (row blocks, the w operand) and write the gradients; the host writes the
     // output delta and reads deltas and gradients while idle.
     hrl_learn_weight_bank #(.L(LA), .DW(OW), .DEPTH(DDEPTH), .IW(IW)) delta_bank_inst (
         .clk(clk),
-        .rd_en(host ? (h_rd_en && h_rd_sel) : (issue && !k_fwd)),
-        .rd_col(host ? 1'b0 : k_bwd),
-        .rd_base(host ? h_rd_base[DAB-1:0] : (k_bwd ? xb[DAB-1:0] : wb[DAB-1:0])),
-        .rd_slog(host ? h_rd_slog : (k_bwd ? xs : ws)),
-        .rd_i(host ? h_rd_i : (k_bwd ? r0_al : kk)),
-        .rd_j(host ? h_rd_j : (k_bwd ? kk : c0_al)),
-        .rd_rows(host ? h_rd_rows : (k_bwd ? m : k)),
-        .rd_cols(host ? h_rd_cols : (k_bwd ? k : n)),
+        .rd_en(hr ? hq_rd_sel : (issue && !k_fwd)),
+        .rd_col(hr ? 1'b0 : k_bwd),
+        .rd_base(hr ? hq_rd_base[DAB-1:0] : (k_bwd ? xb[DAB-1:0] : wb[DAB-1:0])),
+        .rd_slog(hr ? hq_rd_slog : (k_bwd ? xs : ws)),
+        .rd_i(hr ? hq_rd_i : (k_bwd ? r0_al : kk)),
+        .rd_j(hr ? hq_rd_j : (k_bwd ? kk : c0_al)),
+        .rd_rows(hr ? hq_rd_rows : (k_bwd ? m : k)),
+        .rd_cols(hr ? hq_rd_cols : (k_bwd ? k : n)),
         .rd_data(dl_rd_data),
-        .wr_en(host ? (h_wr_en && h_wr_sel == 2'd3) : (eng_wr_en && eng_wr_dst)),
-        .wr_base(host ? h_wr_base[DAB-1:0] : eng_wr_base[DAB-1:0]),
-        .wr_slog(host ? h_wr_slog : eng_wr_slog),
-        .wr_i(host ? h_wr_i : eng_wr_i),
-        .wr_j(host ? h_wr_j : eng_wr_j),
-        .wr_mask(host ? h_wr_mask : eng_wr_mask),
-        .wr_data(host ? h_act_data : eng_wr_data));
+        .wr_en(hw ? (hq_wr_sel == 2'd3) : (eng_wr_en && eng_wr_dst)),
+        .wr_base(hw ? hq_wr_base[DAB-1:0] : eng_wr_base[DAB-1:0]),
+        .wr_slog(hw ? hq_wr_slog : eng_wr_slog),
+        .wr_i(hw ? hq_wr_i : eng_wr_i),
+        .wr_j(hw ? hq_wr_j : eng_wr_j),
+        .wr_mask(hw ? hq_wr_mask : eng_wr_mask),
+        .wr_data(hw ? h_act_data : eng_wr_data));
     assign h_rd_data = h_sel2 ? dl_rd_data : a_rd_data;
 
     wire [C*BW-1:0] h_wb_data;
     generate
         for (g = 0; g < C; g = g + 1) begin : g_hw
-            assign h_wb_data[g*BW +: BW] = h_wr_data[g*HW +: BW];
+            assign h_wb_data[g*BW +: BW] = hq_wr_data[g*HW +: BW];
         end
     endgenerate
 
@@ -605,8 +638,8 @@ module hrl_learn_engine #(
         .rd_en(issue && !k_grad), .rd_col(k_bwd), .rd_base(wb[WAB-1:0]), .rd_slog(ws),
         .rd_i(k_bwd ? c0 : kk), .rd_j(k_bwd ? kk : c0),
         .rd_rows(k_bwd ? n : k), .rd_cols(k_bwd ? k : n), .rd_data(w_rd_data),
-        .wr_en(host && h_wr_en && h_wr_sel == 2'd1), .wr_base(h_wr_base[WAB-1:0]),
-        .wr_slog(h_wr_slog), .wr_i(h_wr_i), .wr_j(h_wr_j), .wr_mask(h_wr_mask[C-1:0]),
+        .wr_en(hw && hq_wr_sel == 2'd1), .wr_base(hq_wr_base[WAB-1:0]),
+        .wr_slog(hq_wr_slog), .wr_i(hq_wr_i), .wr_j(hq_wr_j), .wr_mask(hq_wr_mask[C-1:0]),
         .wr_data(h_wb_data));
 
     // The biases: row 0, columns c0..c0+C-1 (used on a forward tile's first beat).
@@ -615,8 +648,8 @@ module hrl_learn_engine #(
         .rd_en(issue && k_fwd), .rd_col(1'b0), .rd_base(bb), .rd_slog(5'd0),
         .rd_i({IW{1'b0}}), .rd_j(c0), .rd_rows({{(IW-1){1'b0}}, 1'b1}), .rd_cols(n),
         .rd_data(b_rd_data),
-        .wr_en(host && h_wr_en && h_wr_sel == 2'd2), .wr_base(h_wr_base[BAB-1:0]),
-        .wr_slog(h_wr_slog), .wr_i(h_wr_i), .wr_j(h_wr_j), .wr_mask(h_wr_mask[C-1:0]),
+        .wr_en(hw && hq_wr_sel == 2'd2), .wr_base(hq_wr_base[BAB-1:0]),
+        .wr_slog(hq_wr_slog), .wr_i(hq_wr_i), .wr_j(hq_wr_j), .wr_mask(hq_wr_mask[C-1:0]),
         .wr_data(h_wb_data));
 
     // ------------------------------------------------------------------ the array
@@ -831,7 +864,7 @@ module hrl_learn_engine #(
 
     /* verilator lint_off UNUSEDSIGNAL */
     wire unused_misc = ^{r0_off, c0_off, r0_end, c0_end, rows_left, d_r0_end, d_c0_end, d_i,
-                         xb, wb, eng_wr_base, h_rd_base, h_wr_base};
+                         xb, wb, eng_wr_base, hq_rd_base, hq_wr_base, hq_wr_data};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
 

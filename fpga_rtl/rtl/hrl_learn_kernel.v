@@ -521,7 +521,7 @@ module hrl_learn_kernel #(
     localparam [3:0] S_IDLE = 4'd0, S_DESC = 4'd1, S_DESC_W = 4'd2, S_LOAD = 4'd3,
                      S_OPS = 4'd4, S_RUN = 4'd5, S_RUN_W = 4'd6, S_ST_RD = 4'd7,
                      S_ST_W1 = 4'd8, S_ST_W2 = 4'd9, S_ST_PUSH = 4'd10, S_ST_WAIT = 4'd11,
-                     S_NEXT = 4'd12, S_DONE = 4'd13;
+                     S_NEXT = 4'd12, S_DONE = 4'd13, S_ST_W3 = 4'd14;
     reg [3:0] state;
     reg storing;                   // the descriptors at hand are stores
     reg [31:0] di;                 // the descriptor at hand
@@ -537,6 +537,10 @@ module hrl_learn_kernel #(
     wire [31:0] n_table = nop_reg - first_reg;     // ops of the table a run writes
     reg [PAB-1:0] p_base;                          // a parameter bank's first block
     reg [C*32-1:0] p_pack;                         // a parameter block being gathered
+    // A word into its lane: a decoder of `lane` per lane (loops over constant lanes), not
+    // a part-select at a computed offset, which synthesizes into a shifter as wide as the
+    // block behind the index's arithmetic.
+    integer q;
     reg [31:0] x_w [0:3];                          // a register's or a sample's words
     wire [IW+1:0] jj_x = {2'b00, jj};
     wire [PAB+IW-1:0] ii_px = {{PAB{1'b0}}, ii};   // a row as a block address
@@ -563,6 +567,8 @@ module hrl_learn_kernel #(
     wire par_load = d_sel >= 4'd4 && d_sel <= 4'd7;    // ... into a parameter bank
     wire [IW-1:0] lane_mask = lanes_c ? CI - 1'b1 : LAI - 1'b1;
     wire [IW-1:0] lane = jj & lane_mask;
+    wire [31:0]   lane32 = {{(32-IW){1'b0}}, lane};                 // (the loops' compares)
+    wire [31:0]   lane_c32 = {{(32-LGC_1){1'b0}}, lane[LGC_1-1:0]};  // a lane of C
     wire last_col = jj + 1'b1 == d_cols;
     wire block_end = last_col || lane == lane_mask;
     // Words of the matrix (IW <= 15: the product fits 30 bits).
@@ -692,8 +698,10 @@ module hrl_learn_kernel #(
             end
             // A word into its lane; a full (or the row's last) row block into the bank.
             S_LOAD: if (in_fire) begin
-                pack_data[lane*HW +: HW] <= in_word[HW-1:0];
-                if (par_load) p_pack[lane[LGC_1-1:0]*32 +: 32] <= in_word;
+                for (q = 0; q < LA; q = q + 1)
+                    if (lane32 == q) pack_data[q*HW +: HW] <= in_word[HW-1:0];
+                for (q = 0; q < C; q = q + 1)
+                    if (par_load && lane_c32 == q) p_pack[q*32 +: 32] <= in_word;
                 x_w[jj_x[1:0]] <= in_word;
                 if (!eng_bank) begin
                     // the step's words: a block, a register, a sample, at the row's end
@@ -702,7 +710,8 @@ module hrl_learn_kernel #(
                         st_p_wr_sel <= d_sel[1:0];
                         st_p_wr_addr <= p_base + ii_px[PAB-1:0];
                         st_p_wr_data <= p_pack;
-                        st_p_wr_data[lane[LGC_1-1:0]*32 +: 32] <= in_word;
+                        for (q = 0; q < C; q = q + 1)
+                            if (lane_c32 == q) st_p_wr_data[q*32 +: 32] <= in_word;
                         st_cfg_en <= d_sel == 4'd8;
                         st_cfg_addr <= x_w[0][11:0];
                         st_cfg_data <= in_word;
@@ -720,7 +729,8 @@ module hrl_learn_kernel #(
                     wj <= jj & ~lane_mask;
                     wr_mask <= pack_mask | ({{(LA-1){1'b0}}, 1'b1} << lane);
                     wr_data_r <= pack_data;
-                    wr_data_r[lane*HW +: HW] <= in_word[HW-1:0];
+                    for (q = 0; q < LA; q = q + 1)
+                        if (lane32 == q) wr_data_r[q*HW +: HW] <= in_word[HW-1:0];
                     pack_mask <= {LA{1'b0}};
                 end else begin
                     pack_mask <= pack_mask | ({{(LA-1){1'b0}}, 1'b1} << lane);
@@ -758,7 +768,8 @@ module hrl_learn_kernel #(
                 status_reg[0] <= st_error;
                 state <= st_error ? S_DONE : S_NEXT;
             end
-            // A store: row block (ii, jj) read (2 cycles), pushed, the next one.
+            // A store: row block (ii, jj) read (3 cycles: the engine's host port), pushed,
+            // the next one.
             S_ST_RD: begin
                 h_rd_en <= d_sel <= 4'd1;
                 st_p_rd_en <= d_sel >= 4'd2 && d_sel <= 4'd5;
@@ -767,7 +778,8 @@ module hrl_learn_kernel #(
                 state <= S_ST_W1;
             end
             S_ST_W1: state <= S_ST_W2;
-            S_ST_W2: state <= S_ST_PUSH;
+            S_ST_W2: state <= S_ST_W3;
+            S_ST_W3: state <= S_ST_PUSH;
             S_ST_PUSH: begin
                 if (!out_full) begin
                     out_words <= (d_sel <= 4'd1) ? rd_words32

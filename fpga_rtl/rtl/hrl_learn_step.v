@@ -59,8 +59,8 @@
 //
 // Cost above the engine: the walk (hrl_learn_walk: C Adam lanes, C target lanes, four banks
 // of C words per block), one loss unit of AMAX actions, the batch and TD registers (BMAX
-// words each), counters. Cycles (counted by st_cyc_*): the engine's two runs, 3 B + 23 for
-// the loss (three Q rows read per sample), blocks + 45 for the update, blocks + 12 for the
+// words each), counters. Cycles (counted by st_cyc_*): the engine's two runs, 3 B + 24 for
+// the loss (three Q rows read per sample), blocks + 47 for the update, blocks + 13 for the
 // target when due (blocks: the stream's length), two more for the command's start and end
 // (hrl.mapping.learner_schedule's DQN terms).
 `default_nettype none
@@ -408,10 +408,11 @@ module hrl_learn_step #(
         .p_rd_addr(st_p_rd_addr), .p_rd_data(st_p_rd_data));
 
     // ---- the loss unit
-    // The read tags, waiting with the reads' 2 cycles: (valid, which, sample).
-    reg            r1_v, r2_v;
-    reg [1:0]      r1_s, r2_s;
-    reg [IW-1:0]   r1_b, r2_b;
+    // The read tags, waiting with the reads' 3 cycles (the engine's host port): (valid,
+    // which, sample).
+    reg            r1_v, r2_v, r3_v;
+    reg [1:0]      r1_s, r2_s, r3_s;
+    reg [IW-1:0]   r1_b, r2_b, r3_b;
     reg [AMAX*VW-1:0] g_q, g_qn;
     wire [AMAX*VW-1:0] rd_vals, rd_pad;   // the row's A words, and past A the lowest word
     generate
@@ -438,32 +439,36 @@ module hrl_learn_step #(
         r2_v <= r1_v;
         r2_s <= r1_s;
         r2_b <= r1_b;
-        if (r2_v && r2_s == 2'd0) g_q <= rd_vals;
-        if (r2_v && r2_s == 2'd1) g_qn <= rd_pad;
+        r3_v <= r2_v;
+        r3_s <= r2_s;
+        r3_b <= r2_b;
+        if (r3_v && r3_s == 2'd0) g_q <= rd_vals;
+        if (r3_v && r3_s == 2'd1) g_qn <= rd_pad;
         if (rst) begin
             r1_v <= 1'b0;
             r2_v <= 1'b0;
+            r3_v <= 1'b0;
         end
     end
     wire             lo_v;
     wire [AMAX*DLW-1:0] lo_delta;
     wire [VW-1:0]    lo_td, lo_abs;
     wire [1:0]       lo_sat;
-    wire             li_v = r2_v && r2_s == 2'd2;
-    wire [BI-1:0]    r2_bi = r2_b[BI-1:0];   // < B <= BMAX / 2
+    wire             li_v = r3_v && r3_s == 2'd2;
+    wire [BI-1:0]    r3_bi = r3_b[BI-1:0];   // < B <= BMAX / 2
     hrl_learn_loss_dqn #(.A(AMAX), .VW(VW), .VF(VF), .PW(PW), .PF(PF), .DW(DLW), .DF(DLF))
     loss (
         .clk(clk), .rst(rst), .double_q(c_flags[0]), .use_huber(c_flags[1]), .huber(c_huber),
         .in_valid(li_v), .in_q(g_q), .in_qn_online(g_qn), .in_qn_target(rd_pad),
-        .in_action(bt_act[r2_bi]), .in_reward(bt_rew[r2_bi]), .in_discount(bt_disc[r2_bi]),
-        .in_weight(bt_w[r2_bi]), .out_valid(lo_v), .out_delta(lo_delta), .out_td(lo_td),
+        .in_action(bt_act[r3_bi]), .in_reward(bt_rew[r3_bi]), .in_discount(bt_disc[r3_bi]),
+        .in_weight(bt_w[r3_bi]), .out_valid(lo_v), .out_delta(lo_delta), .out_td(lo_td),
         .out_abs_td(lo_abs), .out_sat(lo_sat));
     // The sample of the loss unit's output (LOSS_LAT cycles after its input).
     localparam LOSS_LAT = 20;   // hrl_learn_loss_dqn's LAT
     reg [IW-1:0] lq_b [1:LOSS_LAT];
     integer lq;
     always @(posedge clk) begin
-        lq_b[1] <= r2_b;
+        lq_b[1] <= r3_b;
         for (lq = 2; lq <= LOSS_LAT; lq = lq + 1) lq_b[lq] <= lq_b[lq-1];
         if (lo_v) begin
             td_mem[lq_b[LOSS_LAT][BI-1:0]] <= lo_td;

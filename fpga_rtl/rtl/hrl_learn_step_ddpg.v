@@ -81,9 +81,9 @@
 // of C words per block), one DDPG loss unit, AMAX clip comparator pairs and an LA-word
 // rotator (the action's columns start at S, not at a multiple of LA), the batch, TD and
 // clip-mask registers (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven
-// runs (each with its start and end cycles), 2 B + 18 for the critic rows and B + 16 for
-// the actor rows, 5 B for each of the three clip passes, blocks + 45 for each Adam walk (its
-// net's blocks), blocks + 12 for the target walk when due (both nets' blocks), two for the
+// runs (each with its start and end cycles), 2 B + 19 for the critic rows and B + 16 for
+// the actor rows, 6 B for each of the three clip passes, blocks + 47 for each Adam walk (its
+// net's blocks), blocks + 13 for the target walk when due (both nets' blocks), two for the
 // command's start and end (hrl.mapping.learner_schedule's DDPG terms, which the testbench
 // checks cycle for cycle).
 `default_nettype none
@@ -436,7 +436,7 @@ module hrl_learn_step_ddpg #(
     // the loss and clip passes
     reg [IW-1:0]   lb;                 // sample being read
     reg            ls;                 // its loss read: 0 Q(s, a), 1 Q'(s', mu'(s'))
-    reg [2:0]      cs;                 // its clip cycle (0..4)
+    reg [2:0]      cs;                 // its clip cycle (0..5: reads at 0 and 1, 3 cycles each)
     reg [IW-1:0]   l_left;             // samples not yet written
     wire [LB-1:0]  nla_l = c_nla[LB-1:0];          // < NL (checked: NLC >= 1)
     wire [LB:0]    nla_h = c_nla[LB:0];
@@ -478,9 +478,10 @@ module hrl_learn_step_ddpg #(
         .p_rd_addr(st_p_rd_addr), .p_rd_data(st_p_rd_data));
 
     // ---- the loss unit: critic rows (two reads a sample) and actor rows (none)
-    // The read tags, waiting with the reads' 2 cycles: (valid, which, sample).
-    reg            r1_v, r2_v, r1_s, r2_s;
-    reg [IW-1:0]   r1_b, r2_b;
+    // The read tags, waiting with the reads' 3 cycles (the engine's host port): (valid,
+    // which, sample).
+    reg            r1_v, r2_v, r3_v, r1_s, r2_s, r3_s;
+    reg [IW-1:0]   r1_b, r2_b, r3_b;
     reg [VW-1:0]   g_q;
     wire [VW-1:0]  rd_v0 = h_rd_data[VW-1:0];     // lane 0's value word
     always @(posedge clk) begin
@@ -490,15 +491,19 @@ module hrl_learn_step_ddpg #(
         r2_v <= r1_v;
         r2_s <= r1_s;
         r2_b <= r1_b;
-        if (r2_v && !r2_s) g_q <= rd_v0;
+        r3_v <= r2_v;
+        r3_s <= r2_s;
+        r3_b <= r2_b;
+        if (r3_v && !r3_s) g_q <= rd_v0;
         if (rst) begin
             r1_v <= 1'b0;
             r2_v <= 1'b0;
+            r3_v <= 1'b0;
         end
     end
     wire             li_act = state == S_AROW;
-    wire             li_v = (r2_v && r2_s) || li_act;
-    wire [IW-1:0]    li_b = li_act ? lb : r2_b;
+    wire             li_v = (r3_v && r3_s) || li_act;
+    wire [IW-1:0]    li_b = li_act ? lb : r3_b;
     wire [BI-1:0]    li_bi = li_b[BI-1:0];         // < B <= BMAX
     wire             lo_v;
     wire [DLW-1:0]   lo_delta;
@@ -590,7 +595,7 @@ module hrl_learn_step_ddpg #(
     endgenerate
     wire clip_fwd = ph == PH_CLIPT || ph == PH_CLIPA;
     always @(posedge clk) begin
-        if (state == S_CLIP && cs == 3'd2) begin
+        if (state == S_CLIP && cs == 3'd3) begin
             if (clip_fwd) begin
                 cw_data <= cl_rot;
                 cw_m0 <= cl_m0;
@@ -603,7 +608,7 @@ module hrl_learn_step_ddpg #(
                 cb_blk0 <= h_rd_data;
             end
         end
-        if (state == S_CLIP && cs == 3'd3 && !clip_fwd) cw_data <= cb_dz;
+        if (state == S_CLIP && cs == 3'd4 && !clip_fwd) cw_data <= cb_dz;
     end
 
     // ---- the host ports, driven by the phase
@@ -635,14 +640,14 @@ module hrl_learn_step_ddpg #(
                 s_rd_base = (ph == PH_CLIPT) ? c_tab : c_mub;
                 s_rd_slog = (ph == PH_CLIPT) ? c_tas : c_mus;
                 s_rd_cols = c_a_iw;
-                s_wr_en = (cs == 3'd3 && cw_m0 != {LA{1'b0}})
-                          || (cs == 3'd4 && cw_m1 != {LA{1'b0}});
+                s_wr_en = (cs == 3'd4 && cw_m0 != {LA{1'b0}})
+                          || (cs == 3'd5 && cw_m1 != {LA{1'b0}});
                 s_wr_sel = 2'd0;
                 s_wr_base = (ph == PH_CLIPT) ? c_tcib : c_cib;
                 s_wr_slog = (ph == PH_CLIPT) ? c_tcis : c_cis;
                 s_wr_i = lb;
-                s_wr_j = (cs == 3'd4) ? j0 + LAI : j0;
-                s_wr_mask = (cs == 3'd4) ? cw_m1 : cw_m0;
+                s_wr_j = (cs == 3'd5) ? j0 + LAI : j0;
+                s_wr_mask = (cs == 3'd5) ? cw_m1 : cw_m0;
                 s_wr_data = cw_data;
             end else begin
                 // read the input delta's two blocks; write the actor's output delta row
@@ -652,7 +657,7 @@ module hrl_learn_step_ddpg #(
                 s_rd_slog = c_dis;
                 s_rd_j = (cs == 3'd1) ? j0 + LAI : j0;
                 s_rd_cols = c_s + c_a_iw;
-                s_wr_en = cs == 3'd4;
+                s_wr_en = cs == 3'd5;
                 s_wr_base = c_dab;
                 s_wr_slog = c_das;
                 s_wr_i = lb;
@@ -823,7 +828,7 @@ module hrl_learn_step_ddpg #(
             end
             S_LOSSW: if (l_left == {IW{1'b0}}) enter(ph + 5'd1);
             S_CLIP: begin
-                if (cs == 3'd4) begin
+                if (cs == 3'd5) begin
                     cs <= 3'd0;
                     lb <= lb + 1'b1;
                     if (lb + 1'b1 == c_b) enter(ph + 5'd1);

@@ -22,22 +22,26 @@
 //              its operand words into the engine's target weights (TW_BASE, TB_BASE);
 //   2 operand  the online net's operand words from its masters (the host's initial words);
 //   3 operand  the target net's, from the target masters.
-// Pipeline (stage s: s cycles after the issue): the banks' read 2, Adam ADAM_LAT (33,
-// hrl_learn_adam's LAT), target TGT_LAT (9, hrl_learn_target's LAT): the write stage at
-// 44 for Adam's walk, at 11 for the others. A walk lasts blocks + 45 cycles (Adam) or
-// blocks + 12 (the others): its issues, then the drain to the last write, `done`
-// high in its last cycle (hrl.mapping.learner_schedule's walk terms).
+// Pipeline (stage s: s cycles after the issue): the banks' read 2 (the engine's gradient
+// read 3: its host port's register), Adam ADAM_LAT (33, hrl_learn_adam's LAT) from stage 3,
+// target TGT_LAT (9, hrl_learn_target's LAT): the write stage at 45 for Adam's walk, at 11
+// for the others; the saturation counts of a stage leave a cycle after it (their sums
+// registered). A walk lasts blocks + 47 cycles (Adam) or blocks + 13 (the others): its
+// issues, the drain to the last write, the last counts, `done` high in its last cycle
+// (hrl.mapping.learner_schedule's walk terms).
 //
 // Timing of `run`: the step raises it in a walk's first issue cycle and holds it, with
 // kind, lr, lo and hi, through the cycle of `done`; a cycle of `run` after `done` (or after
 // a cycle without `run`) starts the next walk, so walks may follow each other with no gap.
 // While `run` is high the walk drives the engine's host ports (wr_*, rd_*: the step passes
-// them to the engine in those cycles) and reads the engine's rd_data 2 cycles after rd_en.
+// them to the engine in those cycles) and reads the engine's rd_data 3 cycles after rd_en.
 //
-// Saturations, per cycle: `sat` the walk's arithmetic's (the Adam lanes' and the Polyak
-// step's masters', of the lanes below N); `op_v` a block's operand words written this cycle,
-// `op_nsat` their roundings' saturations and `op_layer` its layer, which the step sums by
-// net (optim.operand's counts).
+// Saturations, per cycle, a cycle after the stage that made them (so that no path runs
+// from the lanes' flags through a sum over C lanes into the step's counters): `sat` the
+// walk's arithmetic's (the Adam lanes' and the Polyak step's masters', of the lanes below
+// N); `op_v` a block's operand words written in the cycle before, `op_nsat` their
+// roundings' saturations and `op_layer` its layer, which the step sums by net
+// (optim.operand's counts). Every count of a walk leaves by its `done`.
 //
 // Cost: C Adam and C target lanes, four banks of PDEPTH blocks of C words (one read and one
 // write port each), the layer registers (11 fields of NL layers), the side band's LAT-stage
@@ -108,7 +112,7 @@ module hrl_learn_walk #(
     input  wire [1:0]           kind,       // 0 Adam, 1 target, 2 online operands, 3 target's
     input  wire [LB-1:0]        lo,         // the walk's first layer
     input  wire [LB:0]          hi,         // one past its last layer
-    output wire                 done,       // one cycle: the walk's last write is done
+    output wire                 done,       // one cycle: the walk's last write and count
     // ---- the walk's drive of the engine's host ports (hrl_learn_engine's h_*)
     output wire                 wr_en,      // the operand words of a block
     output wire [1:0]           wr_sel,
@@ -128,10 +132,10 @@ module hrl_learn_walk #(
     output wire [IW-1:0]        rd_cols,
     input  wire [LA*OW-1:0]     rd_data,    // the engine's h_rd_data
     // ---- the saturations (see the header)
-    output wire [CB+2:0]        sat,
-    output wire                 op_v,
-    output wire [LB-1:0]        op_layer,
-    output wire [CB-1:0]        op_nsat,
+    output reg  [CB+2:0]        sat,
+    output reg                  op_v,
+    output reg  [LB-1:0]        op_layer,
+    output reg  [CB-1:0]        op_nsat,
     // ---- the parameter banks' host port: 0 master, 1 m, 2 v, 3 target; block p_*_addr,
     // lane c at [c*32 +: 32] (the low bits written; read sign-extended, 2 cycles after
     // p_rd_en), while busy is low
@@ -169,7 +173,7 @@ module hrl_learn_walk #(
     localparam CB = $clog2(C + 1);
     localparam OB = (LGA > 0) ? LGA : 1;
     localparam ADAM_LAT = 33;                              // hrl_learn_adam's LAT
-    localparam ADAM_OUT = 2 + ADAM_LAT;                    // Adam's output stage
+    localparam ADAM_OUT = 3 + ADAM_LAT;                    // Adam's output stage
     localparam TGT_LAT = 9;                                // hrl_learn_target's LAT
     localparam LAT = ADAM_OUT + TGT_LAT;                   // Adam's write stage
     localparam LAT_T = 2 + TGT_LAT;                        // the other walks'
@@ -230,9 +234,9 @@ module hrl_learn_walk #(
     reg  [C*OMW-1:0] mem_m [0:PDEPTH-1];
     reg  [C*QW-1:0]  mem_v [0:PDEPTH-1];
     reg  [C*MW-1:0]  mem_t [0:PDEPTH-1];
-    reg  [C*MW-1:0]  rw1, rw2, rt1, rt2;
-    reg  [C*OMW-1:0] rm1, rm2;
-    reg  [C*QW-1:0]  rv1, rv2;
+    reg  [C*MW-1:0]  rw1, rw2, rw3, rt1, rt2;
+    reg  [C*OMW-1:0] rm1, rm2, rm3;   // stage 3: Adam's operands wait for the gradient
+    reg  [C*QW-1:0]  rv1, rv2, rv3;
     // the walk's writes
     wire             ww_en, wm_en, wt_en;   // master, m and v, target
     wire [PAB-1:0]   ww_addr, wm_addr;
@@ -279,6 +283,9 @@ module hrl_learn_walk #(
         rm2 <= rm1;
         rv2 <= rv1;
         rt2 <= rt1;
+        rw3 <= rw2;
+        rm3 <= rm2;
+        rv3 <= rv2;
         if (w_we) mem_w[w_wa] <= w_wd;
         if (m_we) mem_m[m_wa] <= m_wd;
         if (v_we) mem_v[m_wa] <= v_wd;
@@ -329,7 +336,7 @@ module hrl_learn_walk #(
         end
     endgenerate
     wire [IW-1:0]  w_j_al = (w_j[IW-1:0] >> LGA) << LGA;
-    assign done = drain && w_drain == ((kind == P_ADAM) ? LAT[5:0] : LAT_T[5:0]);
+    assign done = drain && w_drain == ((kind == P_ADAM) ? LAT[5:0] + 6'd1 : LAT_T[5:0] + 6'd1);
     always @(posedge clk) begin
         if (w_issue) begin
             mid <= 1'b1;
@@ -354,7 +361,8 @@ module hrl_learn_walk #(
             end
         end
         if (drain) begin
-            // LAT (or LAT_T) cycles after the last issue every write is done
+            // LAT (or LAT_T) cycles after the last issue every write is done, a cycle
+            // later its counts
             w_drain <= w_drain + 1'b1;
             if (done) drain <= 1'b0;
         end
@@ -374,7 +382,7 @@ module hrl_learn_walk #(
     reg [IW-1:0]   d_jb   [1:LAT];
     reg            d_b    [1:LAT];
     reg [C-1:0]    d_lanes[1:LAT];
-    reg [OB-1:0]   d_off  [1:2];                  // the gradient's lanes in the LA read
+    reg [OB-1:0]   d_off  [1:3];                  // the gradient's lanes in the LA read
     integer s;
     always @(posedge clk) begin
         d_v[1] <= w_issue;
@@ -386,6 +394,7 @@ module hrl_learn_walk #(
         d_lanes[1] <= w_lanes;
         d_off[1] <= w_j[OB-1:0] & (LA[OB-1:0] - 1'b1);
         d_off[2] <= d_off[1];
+        d_off[3] <= d_off[2];
         for (s = 2; s <= LAT; s = s + 1) begin
             d_v[s] <= d_v[s-1];
             d_p[s] <= d_p[s-1];
@@ -398,7 +407,7 @@ module hrl_learn_walk #(
         if (rst) for (s = 1; s <= LAT; s = s + 1) d_v[s] <= 1'b0;
     end
 
-    // ---- the Adam lanes (stage 2 in, stage ADAM_OUT out)
+    // ---- the Adam lanes (stage 3 in, stage ADAM_OUT out)
     wire [C*GW-1:0]  grad;
     wire [C-1:0]     ad_v;
     wire [C*MW-1:0]  ad_w;
@@ -407,7 +416,7 @@ module hrl_learn_walk #(
     wire [C*3-1:0]   ad_sat;
     generate
         for (g = 0; g < C; g = g + 1) begin : g_adam
-            wire [OW-1:0] word = rd_data[({{(32-OB){1'b0}}, d_off[2]} + g) * OW +: OW];
+            wire [OW-1:0] word = rd_data[({{(32-OB){1'b0}}, d_off[3]} + g) * OW +: OW];
             assign grad[g*GW +: GW] = word[GW-1:0];
             if (OW > GW) begin : g_unused
                 /* verilator lint_off UNUSEDSIGNAL */
@@ -418,8 +427,8 @@ module hrl_learn_walk #(
                              .RW(RW), .RF(RF), .TW(TW), .TF(TF), .WW(MW), .WF(MF),
                              .UW(UW), .UF(UF), .LW(LW), .LF(LF)) adam_inst (
                 .clk(clk), .rst(rst), .c1(c1), .c2(c2), .lr(lr), .v_floor(v_floor),
-                .in_valid(d_v[2] && kind == P_ADAM), .in_w(rw2[g*MW +: MW]),
-                .in_m(rm2[g*OMW +: OMW]), .in_v(rv2[g*QW +: QW]), .in_g(grad[g*GW +: GW]),
+                .in_valid(d_v[3] && kind == P_ADAM), .in_w(rw3[g*MW +: MW]),
+                .in_m(rm3[g*OMW +: OMW]), .in_v(rv3[g*QW +: QW]), .in_g(grad[g*GW +: GW]),
                 .out_valid(ad_v[g]), .out_w(ad_w[g*MW +: MW]), .out_m(ad_m[g*OMW +: OMW]),
                 .out_v(ad_q[g*QW +: QW]), .out_sat(ad_sat[g*3 +: 3]));
         end
@@ -512,11 +521,17 @@ module hrl_learn_walk #(
 
     // ---- the saturations
     wire w_out = run && t_out_v && o_v;            // a block's write stage
-    assign sat = ((w_out && kind == P_TGT) ? {3'd0, n_sm} : {(CB+3){1'b0}})
-                 + ((run && d_v[ADAM_OUT] && kind == P_ADAM) ? n_ad : {(CB+3){1'b0}});
-    assign op_v = w_out;
-    assign op_layer = o_l;
-    assign op_nsat = n_sw;
+    always @(posedge clk) begin
+        sat <= ((w_out && kind == P_TGT) ? {3'd0, n_sm} : {(CB+3){1'b0}})
+               + ((run && d_v[ADAM_OUT] && kind == P_ADAM) ? n_ad : {(CB+3){1'b0}});
+        op_v <= w_out;
+        op_layer <= o_l;
+        op_nsat <= n_sw;
+        if (rst) begin
+            sat <= {(CB+3){1'b0}};
+            op_v <= 1'b0;
+        end
+    end
 
     /* verilator lint_off UNUSEDSIGNAL */
     wire unused_misc = ^{w_j, d_p[9], d_p[10], cfg_data, BAB[0], DAB[0], WAB[0], HAB0[0]};

@@ -45,12 +45,14 @@ module hrl_words_to_beats #(
 
     reg [32*C-1:0] buf_r;
     reg [NB-1:0] held;           // valid words in buf_r, from word 0
+    reg [NB-1:0] beat_r;         // min(held, NW): the words the next beat carries
+    reg [NB-1:0] rest_r;         // held - beat_r: the words kept when that beat leaves
     reg [31:0] in_left;          // words of the job not yet received
 
     assign s_ready = in_left != 32'd0 && held <= NW[NB-1:0];
     wire s_fire = s_valid && s_ready;
 
-    wire [NB-1:0] beat = (held < NW[NB-1:0]) ? held : NW[NB-1:0];
+    wire [NB-1:0] beat = beat_r;
     // A partial beat only at the end of the job.
     assign m_valid = held != {NB{1'b0}} && (held >= NW[NB-1:0] || in_left == 32'd0);
     assign m_data = buf_r[DW-1:0];
@@ -61,29 +63,44 @@ module hrl_words_to_beats #(
     end
     wire m_fire = m_valid && m_ready;
 
-    wire [NB-1:0] take = m_fire ? beat : {NB{1'b0}};
-    wire [NB-1:0] keep = held - take;
-    wire [32*C-1:0] shifted = buf_r >> (32 * take);
-    wire [32*C-1:0] group_at = {{(32*C-32*G){1'b0}}, s_words} << (32 * keep);
-    wire [32*C-1:0] group_mask = {{(32*C-32*G){1'b0}}, {32*G{1'b1}}} << (32 * keep);
+    // The buffer's next words both ways, a beat leaving (shifted down by beat_r words, a
+    // group placed after rest_r) or not (a group placed after held), with every shift by a
+    // register: m_ready, which the AXI side drives, only picks between them, and reaches
+    // the buffer through two multiplexers instead of a subtract and two shifters.
+    wire [32*C-1:0] group = {{(32*C-32*G){1'b0}}, s_words};
+    wire [32*C-1:0] ones = {{(32*C-32*G){1'b0}}, {32*G{1'b1}}};
+    wire [32*C-1:0] shifted = buf_r >> (32 * beat_r);
+    wire [32*C-1:0] next_take = s_fire
+                              ? ((shifted & ~(ones << (32 * rest_r))) | (group << (32 * rest_r)))
+                              : shifted;
+    wire [32*C-1:0] next_keep = (buf_r & ~(ones << (32 * held))) | (group << (32 * held));
     /* verilator lint_off UNUSEDSIGNAL */
     wire [NB+CW-1:0] group_ext = {{NB{1'b0}}, s_count};   // NB >= CW
     /* verilator lint_on UNUSEDSIGNAL */
     wire [NB-1:0] group_words = group_ext[NB-1:0];
+    wire [NB-1:0] keep = m_fire ? rest_r : held;
+    wire [NB-1:0] held_n = keep + (s_fire ? group_words : {NB{1'b0}});
+    wire          held_n_part = held_n < NW[NB-1:0];
 
     always @(posedge clk) begin
         if (m_fire || s_fire) begin
-            buf_r <= s_fire ? ((shifted & ~group_mask) | group_at) : shifted;
-            held <= keep + (s_fire ? group_words : {NB{1'b0}});
+            buf_r <= m_fire ? next_take : next_keep;
+            held <= held_n;
+            beat_r <= held_n_part ? held_n : NW[NB-1:0];
+            rest_r <= held_n_part ? {NB{1'b0}} : held_n - NW[NB-1:0];
         end
         if (s_fire) in_left <= in_left - {{(32-NB){1'b0}}, group_words};
         if (start) begin
             in_left <= count;
             held <= {NB{1'b0}};
+            beat_r <= {NB{1'b0}};
+            rest_r <= {NB{1'b0}};
         end
         if (rst) begin
             buf_r <= {32*C{1'b0}};
             held <= {NB{1'b0}};
+            beat_r <= {NB{1'b0}};
+            rest_r <= {NB{1'b0}};
             in_left <= 32'd0;
         end
     end

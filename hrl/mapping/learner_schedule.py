@@ -45,14 +45,14 @@ import math
 DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
 OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
 LOSS_READS = 3  # DQN's Q rows read per sample (hrl_learn_step: Q(s), Q(s') online, Q'(s'))
-DQN_LOSS_PIPE = 23  # DQN's loss pass: the reads' 2 cycles, the loss unit's 20, the hand-off
+DQN_LOSS_PIPE = 24  # DQN's loss pass: the reads' 3 cycles, the loss unit's 20, the hand-off
 DDPG_CRITIC_READS = 2  # DDPG's critic rows: Q(s, a) and Q'(s', mu'(s')) read per sample
-DDPG_CRITIC_PIPE = 18  # ... the reads' 2 cycles, the loss unit's 15, the hand-off
+DDPG_CRITIC_PIPE = 19  # ... the reads' 3 cycles, the loss unit's 15, the hand-off
 DDPG_ACTOR_PIPE = 16  # DDPG's actor rows (the constant delta, nothing read): 15 + hand-off
-CLIP_CYCLES = 5  # a sample of a DDPG clip pass: its reads, their 2 cycles, its writes
+CLIP_CYCLES = 6  # a sample of a DDPG clip pass: its reads, their 3 cycles, its writes
 CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
-ADAM_PIPE = 45  # an Adam walk: reads 2 + Adam 33 + operand 9 cycles + the hand-off
-TARGET_PIPE = 12  # a target walk: reads 2 + target unit 9 cycles + the hand-off
+ADAM_PIPE = 47  # an Adam walk: gradient read 3 + Adam 33 + operand 9 + counts 1 + hand-off
+TARGET_PIPE = 13  # a target walk: reads 2 + target unit 9 + its counts' 1 + the hand-off
 STEP_HANDOFF = 2  # hrl_learn_step: the command's start and end (its header)
 # hrl_learn_engine's run: the first op's load and the banks' 2-cycle read before the first
 # beat; then one cycle per further op to load it (RUN_FIXED + n_ops - 1 in all).

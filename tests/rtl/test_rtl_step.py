@@ -87,6 +87,11 @@ MUTATIONS = [
     pytest.param(STEP, r"assign lo_wdata\[g\*HW \+: HW\] = \{\{\(HW-DLW\)\{d\[DLW-1\]\}\}, d\};",
                  "assign lo_wdata[g*HW +: HW] = -{{(HW-DLW){d[DLW-1]}}, d};",
                  "delta-sign", id="delta-sign"),
+    # Q(s) taken a cycle early, at the bank's 2 cycles (the engine's host-port register
+    # ignored): the loss unit reads the previous read's row.
+    pytest.param(STEP, r"if \(r3_v && r3_s == 2'd0\) g_q <= rd_vals;",
+                 "if (r2_v && r2_s == 2'd0) g_q <= rd_vals;", "early-q-read",
+                 id="early-q-read", marks=pytest.mark.slow),
     # Adam's decay words swapped (1 - beta2 for 1 - beta1).
     pytest.param(WALK, r"\.c1\(c1\), \.c2\(c2\)", ".c1(c2), .c2(c1)", "adam-c1-c2",
                  id="adam-c1-c2",
@@ -103,7 +108,7 @@ MUTATIONS = [
 
 
 # Each mutant builds and runs the testbench on Icarus (one to three minutes): three in the
-# long tier, the other three in the slow tier (`make test-slow`).
+# long tier, the other four in the slow tier (`make test-slow`).
 @pytest.mark.long
 @pytest.mark.parametrize("target,pattern,repl,name", MUTATIONS)
 def test_testbench_catches_mutation(target, pattern, repl, name, monkeypatch):
