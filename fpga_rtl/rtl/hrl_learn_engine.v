@@ -59,7 +59,8 @@
 //     kinds 1..4); every output is stored sign-extended to OW bits.
 //   * pulses `start` with `n_ops` (1..6 NL) and `op_first` (0 for a whole table); the engine
 //     runs ops op_first..n_ops-1 in order (so a step sequencer runs the forward ops, then the
-//     backward ops of the same table after its loss unit; hrl_learn_step) and pulses `done`; `cycles` then holds the cycles it was busy (the edge that took `start`
+//     backward ops of the same table after its loss unit; hrl_learn_step) and pulses
+//     `done`; `cycles` then holds the cycles it was busy (the edge that took `start`
 //     to the one that raised `done`), `sat_count` the outputs that saturated (every op's, as
 //     the layers' n_sat), `error` whether an op's fields were out of range (the run stops
 //     at that op), `fault` whether a beat was ever refused by the array (never, by the rule
@@ -95,9 +96,9 @@
 // written); an independent op (KIND + 8) issues at once; any other op waits for the previous
 // op to be written whole. Tiles drain in issue order, and an independent op's very last beat
 // waits for the previous op to be written whole, so an op's last beat implies that the op
-// before it is written whole: no third op is ever in flight (two slots of output fields). A chained layer's first tiles
-// thus run while the previous layer's last tiles drain, instead of the drain, the write and
-// the read (learner_schedule's DEP_GAP) between layers.
+// before it is written whole: no third op is ever in flight (two slots of output fields).
+// A chained layer's first tiles thus run while the previous layer's last tiles drain,
+// instead of the drain, the write and the read (learner_schedule's DEP_GAP) between layers.
 `default_nettype none
 
 module hrl_learn_engine #(

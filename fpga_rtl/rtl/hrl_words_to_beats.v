@@ -48,13 +48,14 @@ module hrl_words_to_beats #(
     reg [NB-1:0] beat_r;         // min(held, NW): the words the next beat carries
     reg [NB-1:0] rest_r;         // held - beat_r: the words kept when that beat leaves
     reg [31:0] in_left;          // words of the job not yet received
+    reg        in_more;          // in_left != 0 (a register: s_ready's, m_valid's term)
 
-    assign s_ready = in_left != 32'd0 && held <= NW[NB-1:0];
+    assign s_ready = in_more && held <= NW[NB-1:0];
     wire s_fire = s_valid && s_ready;
 
     wire [NB-1:0] beat = beat_r;
     // A partial beat only at the end of the job.
-    assign m_valid = held != {NB{1'b0}} && (held >= NW[NB-1:0] || in_left == 32'd0);
+    assign m_valid = held != {NB{1'b0}} && (held >= NW[NB-1:0] || !in_more);
     assign m_data = buf_r[DW-1:0];
     integer j;
     always @* begin
@@ -66,7 +67,9 @@ module hrl_words_to_beats #(
     // The buffer's next words both ways, a beat leaving (shifted down by beat_r words, a
     // group placed after rest_r) or not (a group placed after held), with every shift by a
     // register: m_ready, which the AXI side drives, only picks between them, and reaches
-    // the buffer through two multiplexers instead of a subtract and two shifters.
+    // the buffer through two multiplexers instead of a subtract and two shifters. The pick
+    // is written as and-or, not `?:`: synthesis would share the two shifters behind a mux
+    // of their amounts (yosys opt_share), which puts m_ready in front of a shifter again.
     wire [32*C-1:0] group = {{(32*C-32*G){1'b0}}, s_words};
     wire [32*C-1:0] ones = {{(32*C-32*G){1'b0}}, {32*G{1'b1}}};
     wire [32*C-1:0] shifted = buf_r >> (32 * beat_r);
@@ -81,17 +84,22 @@ module hrl_words_to_beats #(
     wire [NB-1:0] keep = m_fire ? rest_r : held;
     wire [NB-1:0] held_n = keep + (s_fire ? group_words : {NB{1'b0}});
     wire          held_n_part = held_n < NW[NB-1:0];
+    wire [31:0]   in_left_n = in_left - {{(32-NB){1'b0}}, group_words};
 
     always @(posedge clk) begin
         if (m_fire || s_fire) begin
-            buf_r <= m_fire ? next_take : next_keep;
+            buf_r <= ({(32*C){m_fire}} & next_take) | ({(32*C){!m_fire}} & next_keep);
             held <= held_n;
             beat_r <= held_n_part ? held_n : NW[NB-1:0];
             rest_r <= held_n_part ? {NB{1'b0}} : held_n - NW[NB-1:0];
         end
-        if (s_fire) in_left <= in_left - {{(32-NB){1'b0}}, group_words};
+        if (s_fire) begin
+            in_left <= in_left_n;
+            in_more <= in_left_n != 32'd0;
+        end
         if (start) begin
             in_left <= count;
+            in_more <= count != 32'd0;
             held <= {NB{1'b0}};
             beat_r <= {NB{1'b0}};
             rest_r <= {NB{1'b0}};
@@ -102,6 +110,7 @@ module hrl_words_to_beats #(
             beat_r <= {NB{1'b0}};
             rest_r <= {NB{1'b0}};
             in_left <= 32'd0;
+            in_more <= 1'b0;
         end
     end
 
