@@ -82,8 +82,9 @@
 // rotator (the action's columns start at S, not at a multiple of LA), the batch, TD and
 // clip-mask registers (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven
 // runs (each with its start and end cycles), 2 B + 19 for the critic rows and B + 16 for
-// the actor rows, 6 B for each of the three clip passes, blocks + 47 for each Adam walk (its
-// net's blocks), blocks + 13 for the target walk when due (both nets' blocks), two for the
+// the actor rows, 2 B + 5 for each of the three clip passes (pipelined: a sample every two
+// cycles), blocks + 47 for each Adam walk (its net's blocks), blocks + 13 for the target
+// walk when due (both nets' blocks), two for the
 // command's start and end (hrl.mapping.learner_schedule's DDPG terms, which the testbench
 // checks cycle for cycle).
 `default_nettype none
@@ -436,7 +437,8 @@ module hrl_learn_step_ddpg #(
     // the loss and clip passes
     reg [IW-1:0]   lb;                 // sample being read
     reg            ls;                 // its loss read: 0 Q(s, a), 1 Q'(s', mu'(s'))
-    reg [2:0]      cs;                 // its clip cycle (0..5: reads at 0 and 1, 3 cycles each)
+    reg            cs;                 // a clip's read of a sample: 0 its first, 1 its second
+    reg [IW-1:0]   k3_b;               // the sample of a clip's read returning now
     reg [IW-1:0]   l_left;             // samples not yet written
     wire [LB-1:0]  nla_l = c_nla[LB-1:0];          // < NL (checked: NLC >= 1)
     wire [LB:0]    nla_h = c_nla[LB:0];
@@ -573,9 +575,9 @@ module hrl_learn_step_ddpg #(
     // backward with the sample's masks
     reg  [LA*OW-1:0] cb_blk0;
     wire [2*LA*OW-1:0] cb_cat = {h_rd_data, cb_blk0};
-    wire [BI-1:0]    lbi = lb[BI-1:0];
-    wire [AMAX-1:0]  cb_lo = lo_mem[lbi];
-    wire [AMAX-1:0]  cb_hi = hi_mem[lbi];
+    wire [BI-1:0]    kbi = k3_b[BI-1:0];       // the sample whose read returns now
+    wire [AMAX-1:0]  cb_lo = lo_mem[kbi];
+    wire [AMAX-1:0]  cb_hi = hi_mem[kbi];
     reg  [LA*HW-1:0] cb_dz;
     reg  [OW-1:0]    cb_d;
     always @(*) begin
@@ -594,21 +596,53 @@ module hrl_learn_step_ddpg #(
         end
     endgenerate
     wire clip_fwd = ph == PH_CLIPT || ph == PH_CLIPA;
+    // A clip pass is pipelined, a sample every two cycles: its reads issue at cs 0 (and
+    // 1, backward's second block), return 3 cycles later with their tags (k3_*), and its
+    // writes follow (forward: block j0, then j0 + LA; backward: one block), so the write
+    // port takes two cycles a sample and the reads of the next sample overlap them.
+    wire cl_issue = state == S_CLIP && lb != c_b;
+    wire cl_read = cl_issue && (!clip_fwd || !cs);
+    reg            k1_v, k2_v, k3_v, k1_p, k2_p, k3_p, f1, f2, g1;
+    reg [IW-1:0]   k1_b, k2_b, wb;
+    wire           cl_smp_done = f2 || g1;   // a sample's last write (or its turn)
     always @(posedge clk) begin
-        if (state == S_CLIP && cs == 3'd3) begin
+        k1_v <= cl_read;
+        k1_p <= cs;
+        k1_b <= lb;
+        k2_v <= k1_v;
+        k2_p <= k1_p;
+        k2_b <= k1_b;
+        k3_v <= k2_v;
+        k3_p <= k2_p;
+        k3_b <= k2_b;
+        f1 <= k3_v && clip_fwd;
+        f2 <= f1;
+        g1 <= k3_v && !clip_fwd && k3_p;
+        if (k3_v) begin
             if (clip_fwd) begin
                 cw_data <= cl_rot;
                 cw_m0 <= cl_m0;
                 cw_m1 <= cl_m1;
+                wb <= k3_b;
                 if (ph == PH_CLIPA) begin
-                    lo_mem[lbi] <= cl_lo;
-                    hi_mem[lbi] <= cl_hi;
+                    lo_mem[kbi] <= cl_lo;
+                    hi_mem[kbi] <= cl_hi;
                 end
-            end else begin
+            end else if (!k3_p) begin
                 cb_blk0 <= h_rd_data;
+            end else begin
+                cw_data <= cb_dz;
+                wb <= k3_b;
             end
         end
-        if (state == S_CLIP && cs == 3'd4 && !clip_fwd) cw_data <= cb_dz;
+        if (rst) begin
+            k1_v <= 1'b0;
+            k2_v <= 1'b0;
+            k3_v <= 1'b0;
+            f1 <= 1'b0;
+            f2 <= 1'b0;
+            g1 <= 1'b0;
+        end
     end
 
     // ---- the host ports, driven by the phase
@@ -636,31 +670,30 @@ module hrl_learn_step_ddpg #(
             end
             S_CLIP: if (clip_fwd) begin
                 // read the actor's output row; write its two blocks into the critic's input
-                s_rd_en = cs == 3'd0;
+                s_rd_en = cl_read;
                 s_rd_base = (ph == PH_CLIPT) ? c_tab : c_mub;
                 s_rd_slog = (ph == PH_CLIPT) ? c_tas : c_mus;
                 s_rd_cols = c_a_iw;
-                s_wr_en = (cs == 3'd4 && cw_m0 != {LA{1'b0}})
-                          || (cs == 3'd5 && cw_m1 != {LA{1'b0}});
+                s_wr_en = (f1 && cw_m0 != {LA{1'b0}}) || (f2 && cw_m1 != {LA{1'b0}});
                 s_wr_sel = 2'd0;
                 s_wr_base = (ph == PH_CLIPT) ? c_tcib : c_cib;
                 s_wr_slog = (ph == PH_CLIPT) ? c_tcis : c_cis;
-                s_wr_i = lb;
-                s_wr_j = (cs == 3'd5) ? j0 + LAI : j0;
-                s_wr_mask = (cs == 3'd5) ? cw_m1 : cw_m0;
+                s_wr_i = wb;
+                s_wr_j = f2 ? j0 + LAI : j0;
+                s_wr_mask = f2 ? cw_m1 : cw_m0;
                 s_wr_data = cw_data;
             end else begin
                 // read the input delta's two blocks; write the actor's output delta row
-                s_rd_en = cs == 3'd0 || cs == 3'd1;
+                s_rd_en = cl_read;
                 s_rd_sel = 1'b1;
                 s_rd_base = c_dib;
                 s_rd_slog = c_dis;
-                s_rd_j = (cs == 3'd1) ? j0 + LAI : j0;
+                s_rd_j = cs ? j0 + LAI : j0;
                 s_rd_cols = c_s + c_a_iw;
-                s_wr_en = cs == 3'd5;
+                s_wr_en = g1;
                 s_wr_base = c_dab;
                 s_wr_slog = c_das;
-                s_wr_i = lb;
+                s_wr_i = wb;
                 s_wr_mask = a_mask;
                 s_wr_data = cw_data;
             end
@@ -708,7 +741,7 @@ module hrl_learn_step_ddpg #(
             ph <= p;
             lb <= {IW{1'b0}};
             ls <= 1'b0;
-            cs <= 3'd0;
+            cs <= 1'b0;
             l_left <= c_b;
             state <= S_FIN;
             case (p)
@@ -828,13 +861,12 @@ module hrl_learn_step_ddpg #(
             end
             S_LOSSW: if (l_left == {IW{1'b0}}) enter(ph + 5'd1);
             S_CLIP: begin
-                if (cs == 3'd5) begin
-                    cs <= 3'd0;
-                    lb <= lb + 1'b1;
-                    if (lb + 1'b1 == c_b) enter(ph + 5'd1);
-                end else begin
-                    cs <= cs + 3'd1;
+                // two cycles a sample's issue; the pass ends at its last sample's writes
+                if (cl_issue) begin
+                    cs <= !cs;
+                    if (cs) lb <= lb + 1'b1;
                 end
+                if (l_left == {IW{1'b0}}) enter(ph + 5'd1);
             end
             S_WALK: if (wk_done) enter(ph + 5'd1);   // the walk's last write
             S_FIN: begin
@@ -855,6 +887,7 @@ module hrl_learn_step_ddpg #(
         endcase
         if (state == S_LOSS || state == S_AROW || state == S_LOSSW)
             if (lo_v) l_left <= l_left - 1'b1;
+        if (state == S_CLIP && cl_smp_done) l_left <= l_left - 1'b1;
         if (rst) begin
             state <= S_IDLE;
             ph <= 5'd0;

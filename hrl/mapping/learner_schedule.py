@@ -34,8 +34,8 @@ when due (every `target_update_period` steps). For DDPG they are what its step m
 phases set their constants (experiments/results/fpga_learner/ddpg_step_cycles.md): seven
 engine runs (`ddpg_runs`), the loss unit's critic rows (two Q rows read per sample) and
 actor rows (none read), three clip passes (the actions into the critics' inputs, twice, and
-the clip's backward pass) of CLIP_CYCLES a sample, an Adam walk per net and one target walk
-over both.
+the clip's backward pass) of CLIP_CYCLES a sample (pipelined) and CLIP_PIPE of tail, an Adam
+walk per net and one target walk over both.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ DQN_LOSS_PIPE = 24  # DQN's loss pass: the reads' 3 cycles, the loss unit's 20, 
 DDPG_CRITIC_READS = 2  # DDPG's critic rows: Q(s, a) and Q'(s', mu'(s')) read per sample
 DDPG_CRITIC_PIPE = 19  # ... the reads' 3 cycles, the loss unit's 15, the hand-off
 DDPG_ACTOR_PIPE = 16  # DDPG's actor rows (the constant delta, nothing read): 15 + hand-off
-CLIP_CYCLES = 6  # a sample of a DDPG clip pass: its reads, their 3 cycles, its writes
+CLIP_CYCLES = 2  # a sample of a DDPG clip pass: its reads and writes, two each at most
+CLIP_PIPE = 5  # ... the pass's tail: the last reads' 3 cycles, the last writes
 CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
 ADAM_PIPE = 47  # an Adam walk: gradient read 3 + Adam 33 + operand 9 + counts 1 + hand-off
 TARGET_PIPE = 13  # a target walk: reads 2 + target unit 9 + its counts' 1 + the hand-off
@@ -151,7 +152,8 @@ def ddpg_loss_cycles(batch: int) -> int:
     """DDPG's passes between the engine's runs: the loss unit's critic rows and actor rows
     and the three clip passes (hrl_learn_step_ddpg)."""
     return (loss_cycles(batch, DDPG_CRITIC_READS, DDPG_CRITIC_PIPE)
-            + loss_cycles(batch, 0, DDPG_ACTOR_PIPE) + CLIP_PASSES * CLIP_CYCLES * batch)
+            + loss_cycles(batch, 0, DDPG_ACTOR_PIPE)
+            + CLIP_PASSES * (CLIP_CYCLES * batch + CLIP_PIPE))
 
 
 def dqn_step(dims, batch: int):

@@ -34,14 +34,15 @@ def test_ddpg_runs_products():
 
 def test_ddpg_terms_by_hand():
     """Critic rows: two Q rows read a sample; actor rows: one sample a cycle; three clip
-    passes of CLIP_CYCLES a sample; an Adam walk per net; one target walk over both."""
+    passes of CLIP_CYCLES a sample and CLIP_PIPE of tail; an Adam walk per net; one target
+    walk over both."""
     actor, critic, b = [3, 64, 64, 1], [4, 64, 64, 1], 32
     d = ls.step_cycles("ddpg", actor, b, 16, 16, critic=critic)
     blocks_a = 4 * 4 + 65 * 4 + 65 * 1  # (K + 1) rows x ceil(N / 16) blocks per layer
     blocks_c = 5 * 4 + 65 * 4 + 65 * 1
     assert (ls.blocks(actor, 16), ls.blocks(critic, 16)) == (blocks_a, blocks_c)
     assert d["loss"] == (2 * b + ls.DDPG_CRITIC_PIPE) + (b + ls.DDPG_ACTOR_PIPE) \
-        + 3 * ls.CLIP_CYCLES * b
+        + 3 * (ls.CLIP_CYCLES * b + ls.CLIP_PIPE)
     assert d["update"] == blocks_a + blocks_c + 2 * ls.ADAM_PIPE
     assert d["target"] == blocks_a + blocks_c + ls.TARGET_PIPE
     runs = ls.ddpg_runs(actor, critic, b)
