@@ -70,6 +70,10 @@ UNITS = [
     ("target, 1 lane", "hrl_learn_target", NARROW + ["hrl_learn_target.v"], TARGET_FORMATS),
     ("reciprocal square root", "hrl_learn_rsqrt", ROOT_SRCS, {}),
     ("Adam lane", "hrl_learn_adam", ROOT_SRCS + ["hrl_learn_adam.v"], {}),
+    # The kernel's AXI write converter (the RMM kernel's too), at the learner kernel's
+    # 512-bit bus and 4-word groups: its m_ready is an input here, as the bus drives it.
+    ("AXI write converter, 512-bit", "hrl_words_to_beats", ["hrl_words_to_beats.v"],
+     {"DW": 512, "G": 4}),
 ]
 KERNEL = "training kernel, 4x4"
 COLUMNS = ["design", "top", "lut_levels", "sta_ns", "est_MHz", "dsp", "dsp_unregistered",
