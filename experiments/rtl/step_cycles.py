@@ -194,18 +194,22 @@ def write_table(sims: dict, mhz: float) -> Path:
     goal = [r for r in rows if r["array"] == "16x16" and r["batch"] == 32
             and r["net"] == net_name(DQN)]
     clock = learner_crossover.clock_ratio()   # (the array's MHz, the kernel's), or None
+    at_kernel = ""
+    if clock:   # the same cycles at the whole kernel's clock (step_us is at `mhz`)
+        kernel = clock[1]
+        at_kernel = "".join(
+            f" At the whole training kernel's clock as written, {kernel:.0f} MHz (clock.md, "
+            f"`python experiments/rtl/learner_clock.py`), the same cycles take "
+            f"{r['sim_step'] / kernel:.2f} us, {r['step_us_no_target'] * mhz / kernel:.2f} "
+            f"us without the target pass: the target holds at the array's clock, not yet at "
+            f"the kernel's." for r in goal)
     foot = [
         f"The issue's target, one DQN step of 4-64-64-2 at batch 32 on 16x16 in at most "
         f"{TARGET_US:g} us: "
         + "; ".join(f"{r['step_us']} us simulated with a Polyak target update "
                     f"({r['sim_step']} cycles), {r['step_us_no_target']} us without one"
                     for r in goal)
-        + "." + "".join(
-            f" At the whole training kernel's clock as written, {kernel:.0f} MHz (clock.md, "
-            f"`python experiments/rtl/learner_clock.py`), the same cycles take "
-            f"{r['sim_step'] / kernel:.2f} us, {r['step_us_no_target'] * array / kernel:.2f} "
-            f"us without the target pass: the target holds at the array's clock, not yet at "
-            f"the kernel's." for r in goal for array, kernel in [clock] if clock)
+        + "." + at_kernel
         + " DQN CartPole's config copies the target every 100 steps, so its steps cost "
         "`step_us_no_target` but one in 100. The target pass is a second walk over the "
         "parameters after Adam's: the engine's weight bank has one host write port, which "

@@ -53,14 +53,13 @@ module hrl_words_to_beats #(
     assign s_ready = in_more && held <= NW[NB-1:0];
     wire s_fire = s_valid && s_ready;
 
-    wire [NB-1:0] beat = beat_r;
     // A partial beat only at the end of the job.
     assign m_valid = held != {NB{1'b0}} && (held >= NW[NB-1:0] || !in_more);
     assign m_data = buf_r[DW-1:0];
     integer j;
     always @* begin
         for (j = 0; j < NW; j = j + 1)
-            m_strb[4*j +: 4] = (j < beat) ? 4'hF : 4'h0;
+            m_strb[4*j +: 4] = (j < beat_r) ? 4'hF : 4'h0;
     end
     wire m_fire = m_valid && m_ready;
 
