@@ -6,6 +6,14 @@
 // data; a burst's data beats are sent only after its address was accepted (some
 // interconnects require it). `busy` is high from the cycle after `start` until the last
 // write response came back, so when it falls every word is in memory.
+//
+// Timing: no port's logic runs through an adder or a wide compare. A burst's length is
+// computed into a register the cycle after its address is known (from `start`, or from
+// the previous burst's handshake) and its address goes out the cycle after that, so AW
+// carries a burst at most every third cycle (the data channel, not AW, sets the rate). The
+// lengths of the bursts whose address went out wait in a queue of AHEAD entries for their
+// data (AW waits while it is full), so W reads a burst's length instead of computing it;
+// "beats left" and "responses owed" are flag registers, not 32-bit compares.
 `default_nettype none
 
 module hrl_axi_wr #(
@@ -48,6 +56,7 @@ module hrl_axi_wr #(
 );
 
     localparam LOG_BS = $clog2(DW / 8);   // log2 bytes per beat
+    localparam AHEAD = 4;                 // bursts whose address may run ahead of their data
 
     initial begin
         if (ADDR_W < 13 || ADDR_W > 64) $fatal(1, "%m: ADDR_W=%0d must be in [13, 64]", ADDR_W);
@@ -55,11 +64,19 @@ module hrl_axi_wr #(
             $fatal(1, "%m: DW=%0d must be a power of two in [32, 512]", DW);
     end
 
-    reg [ADDR_W-1:0] aw_addr_reg, w_addr_reg;
+    reg [ADDR_W-1:0] aw_addr_reg;
     reg [31:0] aw_left_reg, w_left_reg;   // beats whose address / data is not yet sent
-    reg [8:0] w_beats_reg;                // beats left in the current data burst (0: none)
-    reg [31:0] aw_ahead_reg;              // bursts whose address went out, data not started
+    reg [8:0]  aw_beats_reg;              // the next burst's beats, once aw_ok_reg
+    reg        aw_calc_reg;               // aw_addr_reg / aw_left_reg changed: compute it
+    reg        aw_ok_reg;                 // aw_beats_reg is the burst at aw_addr_reg
+    reg        w_more_reg;                // w_left_reg != 0
+    reg [8:0]  w_beats_reg;               // beats left in the current data burst (0: none)
     reg [31:0] b_wait_reg;                // bursts whose response has not come back
+    reg        b_more_reg;                // b_wait_reg != 0
+    // The lengths of the bursts whose address went out and whose data has not started.
+    reg [8:0]  q_len [0:AHEAD-1];
+    reg [1:0]  q_wr, q_rd;
+    reg [2:0]  q_count;
 
     // Burst length from an address and a beat count: min(left, 256, beats to 4 KiB).
     function [8:0] burst_beats(input [11:0] byte_in_4k, input [31:0] left);
@@ -72,58 +89,78 @@ module hrl_axi_wr #(
         end
     endfunction
 
-    wire [8:0] aw_beats = burst_beats(aw_addr_reg[11:0], aw_left_reg);
     assign m_axi_awid = 1'b0;
     assign m_axi_awaddr = aw_addr_reg;
-    assign m_axi_awlen = aw_beats[7:0] - 8'd1;
+    assign m_axi_awlen = aw_beats_reg[7:0] - 8'd1;
     assign m_axi_awsize = LOG_BS[2:0];
     assign m_axi_awburst = 2'b01;
-    assign m_axi_awvalid = aw_left_reg != 32'd0;
+    assign m_axi_awvalid = aw_ok_reg && q_count != AHEAD[2:0];
     wire aw_fire = m_axi_awvalid && m_axi_awready;
 
     // The beat on W opens a new burst when w_beats_reg is 0; it may only do so once that
-    // burst's address went out (aw_ahead_reg > 0).
+    // burst's address went out (its length is in the queue).
     wire w_open = w_beats_reg == 9'd0;
-    wire [8:0] w_cur = w_open ? burst_beats(w_addr_reg[11:0], w_left_reg) : w_beats_reg;
-    wire w_can = w_left_reg != 32'd0 && (!w_open || aw_ahead_reg != 32'd0);
+    wire [8:0] w_cur = w_open ? q_len[q_rd] : w_beats_reg;
+    wire w_can = w_more_reg && (!w_open || q_count != 3'd0);
     assign m_axi_wdata = s_data;
     assign m_axi_wstrb = s_strb;
     assign m_axi_wlast = w_cur == 9'd1;
     assign m_axi_wvalid = w_can && s_valid;
     assign s_ready = w_can && m_axi_wready;
     wire w_fire = m_axi_wvalid && m_axi_wready;
+    wire q_pop = w_fire && w_open;
 
     assign m_axi_bready = 1'b1;
     wire b_fire = m_axi_bvalid;
-    assign busy = aw_left_reg != 32'd0 || w_left_reg != 32'd0 || b_wait_reg != 32'd0;
+    assign busy = aw_calc_reg || aw_ok_reg || w_more_reg || b_more_reg;
 
     always @(posedge clk) begin
-        if (aw_fire) begin
-            aw_addr_reg <= aw_addr_reg + ({{(ADDR_W-9){1'b0}}, aw_beats} << LOG_BS);
-            aw_left_reg <= aw_left_reg - {23'd0, aw_beats};
+        if (aw_calc_reg) begin
+            aw_beats_reg <= burst_beats(aw_addr_reg[11:0], aw_left_reg);
+            aw_ok_reg <= aw_left_reg != 32'd0;
+            aw_calc_reg <= 1'b0;
         end
-        aw_ahead_reg <= aw_ahead_reg + {31'd0, aw_fire} - {31'd0, w_fire && w_open};
+        if (aw_fire) begin
+            aw_addr_reg <= aw_addr_reg + ({{(ADDR_W-9){1'b0}}, aw_beats_reg} << LOG_BS);
+            aw_left_reg <= aw_left_reg - {23'd0, aw_beats_reg};
+            aw_ok_reg <= 1'b0;
+            aw_calc_reg <= 1'b1;
+            q_len[q_wr] <= aw_beats_reg;
+            q_wr <= q_wr + 2'd1;
+        end
+        if (q_pop) q_rd <= q_rd + 2'd1;
+        q_count <= q_count + {2'd0, aw_fire} - {2'd0, q_pop};
         b_wait_reg <= b_wait_reg + {31'd0, aw_fire} - {31'd0, b_fire};
+        if (aw_fire && !b_fire) b_more_reg <= 1'b1;
+        else if (b_fire && !aw_fire) b_more_reg <= b_wait_reg != 32'd1;
         if (w_fire) begin
-            w_addr_reg <= w_addr_reg + ({{(ADDR_W-1){1'b0}}, 1'b1} << LOG_BS);
             w_left_reg <= w_left_reg - 32'd1;
+            w_more_reg <= w_left_reg != 32'd1;
             w_beats_reg <= w_cur - 9'd1;
         end
         if (start) begin
             aw_addr_reg <= addr;
-            w_addr_reg <= addr;
             aw_left_reg <= count;
             w_left_reg <= count;
+            w_more_reg <= count != 32'd0;
             w_beats_reg <= 9'd0;
+            aw_ok_reg <= 1'b0;
+            aw_calc_reg <= count != 32'd0;
         end
         if (rst) begin
             aw_addr_reg <= {ADDR_W{1'b0}};
-            w_addr_reg <= {ADDR_W{1'b0}};
             aw_left_reg <= 32'd0;
+            aw_beats_reg <= 9'd0;
+            aw_calc_reg <= 1'b0;
+            aw_ok_reg <= 1'b0;
             w_left_reg <= 32'd0;
+            w_more_reg <= 1'b0;
             w_beats_reg <= 9'd0;
-            aw_ahead_reg <= 32'd0;
             b_wait_reg <= 32'd0;
+            b_more_reg <= 1'b0;
+            q_wr <= 2'd0;
+            q_rd <= 2'd0;
+            q_count <= 3'd0;
         end
     end
 

@@ -48,41 +48,75 @@ module hrl_beats_to_words #(
 
     reg [32*C-1:0] buf_r;
     reg [NB-1:0] held;           // valid words in buf_r, from word 0
-    reg [31:0] in_left;          // words of the job not yet received
+    reg [NB-1:0] group_r;        // min(held, G): the words the next group carries
+    reg [NB-1:0] rest_r;         // held - group_r: the words kept when that group leaves
+    reg          out_r;          // m_valid: held != 0 and (held >= G or no words to come)
+    reg          room_r;         // held <= G: a beat fits
+    reg [31:0]   in_left;        // words of the job not yet received
+    reg          in_more;        // in_left != 0
+    reg [NB-1:0] beat_r;         // min(in_left, NW): the words the next beat brings
 
-    wire [NB-1:0] beat_words = (in_left < NW) ? in_left[NB-1:0] : NW[NB-1:0];
-    assign s_ready = in_left != 32'd0 && held <= G[NB-1:0];
+    assign s_ready = in_more && room_r;
     wire s_fire = s_valid && s_ready;
 
-    wire [NB-1:0] group = (held < G[NB-1:0]) ? held : G[NB-1:0];
     // A partial group only at the end of the job, so group sizes depend on count alone.
-    assign m_valid = held != {NB{1'b0}} && (held >= G[NB-1:0] || in_left == 32'd0);
+    assign m_valid = out_r;
     assign m_words = buf_r[32*G-1:0];
-    assign m_count = group[CW-1:0];
+    assign m_count = group_r[CW-1:0];
     wire m_fire = m_valid && m_ready;
-    assign busy = in_left != 32'd0 || held != {NB{1'b0}};
+    assign busy = in_more || held != {NB{1'b0}};
 
-    // Words leave from the bottom; a beat lands right above the words that stay.
-    wire [NB-1:0] take = m_fire ? group : {NB{1'b0}};
-    wire [NB-1:0] keep = held - take;
-    wire [32*C-1:0] shifted = buf_r >> (32 * take);
-    wire [32*C-1:0] beat_at = {{(32*C-DW){1'b0}}, s_data} << (32 * keep);
-    wire [32*C-1:0] beat_mask = {{(32*C-DW){1'b0}}, {DW{1'b1}}} << (32 * keep);
+    // The buffer's next words both ways, a group leaving (shifted down by group_r words, a
+    // beat placed after rest_r) or not (a beat placed after held), with every shift by a
+    // register: m_ready, which the consumer drives, only picks between them (and-or, so
+    // that synthesis does not share the shifters behind a mux of their amounts).
+    wire [32*C-1:0] beat = {{(32*C-DW){1'b0}}, s_data};
+    wire [32*C-1:0] ones = {{(32*C-DW){1'b0}}, {DW{1'b1}}};
+    wire [32*C-1:0] shifted = buf_r >> (32 * group_r);
+    wire [32*C-1:0] next_take = s_fire
+                              ? ((shifted & ~(ones << (32 * rest_r))) | (beat << (32 * rest_r)))
+                              : shifted;
+    wire [32*C-1:0] next_keep = (buf_r & ~(ones << (32 * held))) | (beat << (32 * held));
+    wire [NB-1:0] keep = m_fire ? rest_r : held;
+    wire [NB-1:0] held_n = keep + (s_fire ? beat_r : {NB{1'b0}});
+    wire [31:0]   in_left_n = in_left - {{(32-NB){1'b0}}, beat_r};
+    wire          more_n = s_fire ? in_left_n != 32'd0 : in_more;
+    wire          full_n = held_n >= G[NB-1:0];
 
     always @(posedge clk) begin
         if (m_fire || s_fire) begin
-            buf_r <= s_fire ? ((shifted & ~beat_mask) | beat_at) : shifted;
-            held <= keep + (s_fire ? beat_words : {NB{1'b0}});
+            buf_r <= ({(32*C){m_fire}} & next_take) | ({(32*C){!m_fire}} & next_keep);
+            held <= held_n;
+            group_r <= full_n ? G[NB-1:0] : held_n;
+            rest_r <= full_n ? held_n - G[NB-1:0] : {NB{1'b0}};
+            out_r <= held_n != {NB{1'b0}} && (full_n || !more_n);
+            room_r <= held_n <= G[NB-1:0];
         end
-        if (s_fire) in_left <= in_left - {{(32-NB){1'b0}}, beat_words};
+        if (s_fire) begin
+            in_left <= in_left_n;
+            in_more <= in_left_n != 32'd0;
+            beat_r <= (in_left_n < NW) ? in_left_n[NB-1:0] : NW[NB-1:0];
+        end
         if (start) begin
             in_left <= count;
+            in_more <= count != 32'd0;
+            beat_r <= (count < NW) ? count[NB-1:0] : NW[NB-1:0];
             held <= {NB{1'b0}};
+            group_r <= {NB{1'b0}};
+            rest_r <= {NB{1'b0}};
+            out_r <= 1'b0;
+            room_r <= 1'b1;
         end
         if (rst) begin
             buf_r <= {32*C{1'b0}};
             held <= {NB{1'b0}};
+            group_r <= {NB{1'b0}};
+            rest_r <= {NB{1'b0}};
+            out_r <= 1'b0;
+            room_r <= 1'b1;
             in_left <= 32'd0;
+            in_more <= 1'b0;
+            beat_r <= {NB{1'b0}};
         end
     end
 

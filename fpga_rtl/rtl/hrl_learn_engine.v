@@ -66,7 +66,7 @@
 //     at that op), `fault` whether a beat was ever refused by the array (never, by the rule
 //     below: a testbench check);
 //   * reads any matrix of the activation bank (h_rd_sel 0) or the delta bank (1) back
-//     (h_rd_*: a row block, 3 cycles later): Q values, deltas, gradients.
+//     (h_rd_*: a row block, 5 cycles later): Q values, deltas, gradients.
 // The host ports are registered: a write or a read the host drives in a cycle with busy low
 // reaches the banks in the next cycle, so no path runs from the host's logic (a step
 // module's sequencer, the kernel's) into the banks' address arithmetic. A write driven with
@@ -76,14 +76,14 @@
 //
 // Schedule: an op's output is walked in tiles, row block major (R rows by C columns, K beats
 // each; ragged last blocks read zeros past the matrix's edge and drain only their rows). A
-// beat is issued every cycle: the banks' reads take 2 cycles, so the array sees the beat 2
+// beat is issued every cycle: the banks' reads take 4 cycles, so the array sees the beat 4
 // cycles after its issue. The array accumulates a tile while the previous one drains; its
 // in_ready rule (a tile's last beat waits until the previous tile's drain has at most 3 rows
 // left and no last beat is in flight) is applied here, at the issue, as "a last beat issues
 // no earlier than max(3, rows of the previous tile) cycles after the previous last beat" (the
-// same rule: hrl_learn_mac_array's header), so the 2-cycle read pipeline never stalls. A
+// same rule: hrl_learn_mac_array's header), so the read pipeline never stalls. A
 // tile of K beats after one of n' rows thus costs max(K, n', 3) cycles
-// (hrl.mapping.learner_schedule.phase_cycles). Drained rows wait 2 cycles (the mask bank's
+// (hrl.mapping.learner_schedule.phase_cycles). Drained rows wait 4 cycles (the mask bank's
 // read, issued as the row leaves the array), pass the activation unit and are written into
 // their bank, tagged with their op's parity (two slots of output fields: the draining op's
 // and the issuing op's).
@@ -159,10 +159,11 @@ module hrl_learn_engine #(
     input  wire [IW-1:0]        h_rd_j,
     input  wire [IW-1:0]        h_rd_rows,
     input  wire [IW-1:0]        h_rd_cols,
-    output wire [LA*OW-1:0]     h_rd_data   // 3 cycles after h_rd_en, lane c at [c*OW +: OW]
+    output wire [LA*OW-1:0]     h_rd_data   // 5 cycles after h_rd_en, lane c at [c*OW +: OW]
 );
     // ------------------------------------------------------------------ sizes
     localparam LA = (R > C) ? R : C;           // activation-bank lanes
+    localparam BANK_LAT = 4;                   // a bank's read (hrl_learn_weight_bank)
     localparam LGA = $clog2(LA);
     localparam LGC = $clog2(C);
     localparam DMAX = (NMAX > BMAX) ? NMAX : BMAX;   // an op's longest tile (K)
@@ -291,10 +292,17 @@ module hrl_learn_engine #(
     reg           s_dst  [0:1];   // 0 the activation bank, 1 the delta bank
     reg           s_bwd  [0:1];   // a backward op (kind 1 or 2): chains to a backward op
     reg [AAB-1:0] s_mb   [0:1];
-    // the walk: tile (r0, c0), beat kk
+    // The walk: tile (r0, c0), beat kk, and the walk's flags, registered as the walk moves
+    // so that the issue's decision reads registers, not an adder and a compare: beat_last
+    // (kk + 1 == k), last_col (c0 + C >= n), last_row (r0 + R >= m) and tile_rows
+    // (min(R, m - r0)), each set as its position loads or steps.
     reg [IW-1:0]  r0, c0, kk;
+    reg           beat_last, last_col, last_row;
+    reg           op_last;    // the op at hand is the run's last (set as it loads)
+    reg [6:0]     tile_rows;
     reg [7:0]     gap;        // cycles since the last last beat was issued (saturating)
-    reg [6:0]     rows_prev;  // rows of the tile of that last beat
+    reg [7:0]     need_m1;    // that last beat's wait less one: max(rows of its tile, 3) - 1
+    reg           gap_ok;     // gap > need_m1: a last beat may issue (the array's rule)
     // The write position: the next tile to be written (wp_r0, wp_c0) of the op of parity
     // wp_tag (tiles are written in issue order, op after op).
     reg [IW-1:0]  wp_r0, wp_c0;
@@ -305,12 +313,14 @@ module hrl_learn_engine #(
     localparam [6:0]    R7 = R[6:0];
     wire [IW+7:0] r0_end = {8'd0, r0} + RS;
     wire [IW+7:0] c0_end = {8'd0, c0} + CS;
-    wire          last_col = c0_end >= {8'd0, n};
-    wire          last_row = r0_end >= {8'd0, m};
-    wire [IW+7:0] rows_left = {8'd0, m} - {8'd0, r0};
-    wire [6:0]    tile_rows = (rows_left >= RS) ? R7 : rows_left[6:0];
-    wire          beat_last = ({1'b0, kk} + 1'b1) == {1'b0, k};
-    wire [7:0]    need = (rows_prev > 7'd3) ? {1'b0, rows_prev} : 8'd3;
+    // the flags of the next beat, column block and row block
+    wire          beat_last_n = ({1'b0, kk} + {{(IW-1){1'b0}}, 2'd2}) == {1'b0, k};
+    wire          last_col_n = c0_end + CS >= {8'd0, n};
+    wire          last_row_n = r0_end + RS >= {8'd0, m};
+    wire [IW+7:0] rows_left_n = {8'd0, m} - r0_end;
+    wire [6:0]    tile_rows_n = (rows_left_n >= RS) ? R7 : rows_left_n[6:0];
+    // ... and of an op's first beat, from the table as the op loads
+    wire [IW+7:0] t_m_op = {8'd0, t_m[opi]};
     // The beat's operand is written: the previous op is written whole (the write position
     // is at this op's parity), or this op is chained to it and the tile of the previous op
     // that holds column kk of row block r0 is behind the write position.
@@ -319,8 +329,7 @@ module hrl_learn_engine #(
     wire          operand_ready = (wp_tag == tag)
                   || (chained && (wp_r0 > r0 || (wp_r0 == r0 && wp_c0 > k_al)))
                   || (indep && !(beat_last && last_col && last_row));
-    wire          issue = (state == S_ISSUE) && operand_ready
-                          && (!beat_last || gap >= need);
+    wire          issue = (state == S_ISSUE) && operand_ready && (!beat_last || gap_ok);
 
     // An op's fields out of range (checked as they load).
     wire [OPB-1:0] opi = op[OPB-1:0];
@@ -355,15 +364,15 @@ module hrl_learn_engine #(
     always @(posedge clk) begin
         done <= 1'b0;
         if (busy) cycles <= cycles + 1'b1;
-        if (issue) begin
-            if (beat_last) begin
-                gap <= 8'd1;
-                rows_prev <= tile_rows;
-            end else if (gap != 8'hff) begin
-                gap <= gap + 1'b1;
-            end
-        end else if (gap != 8'hff) begin
-            gap <= gap + 1'b1;
+        // The array's rule: a last beat issues no earlier than max(3, rows of the previous
+        // last beat's tile) cycles after it; gap_ok says so for the next cycle.
+        if (issue && beat_last) begin
+            gap <= 8'd1;
+            need_m1 <= (tile_rows > 7'd3) ? {1'b0, tile_rows} - 8'd1 : 8'd2;
+            gap_ok <= 1'b0;
+        end else begin
+            if (gap != 8'hff) gap <= gap + 1'b1;
+            gap_ok <= gap >= need_m1;
         end
         if (mac_in_valid && !mac_in_ready) fault <= 1'b1;
         case (state)
@@ -403,6 +412,11 @@ module hrl_learn_engine #(
                 r0 <= {IW{1'b0}};
                 c0 <= {IW{1'b0}};
                 kk <= {IW{1'b0}};
+                beat_last <= t_k[opi] == {{(IW-1){1'b0}}, 1'b1};
+                last_col <= {8'd0, t_n[opi]} <= CS;
+                last_row <= t_m_op <= RS;
+                tile_rows <= (t_m_op >= RS) ? R7 : t_m_op[6:0];
+                op_last <= op + 1'b1 == ops;
                 if (bad_op || ops == 0 || ops > NOPSS || op >= ops) begin
                     error <= 1'b1;
                     state <= S_ERR;
@@ -413,12 +427,14 @@ module hrl_learn_engine #(
             S_ISSUE: if (issue) begin
                 if (beat_last) begin
                     kk <= {IW{1'b0}};
+                    beat_last <= k == {{(IW-1){1'b0}}, 1'b1};
                     if (last_col) begin
                         c0 <= {IW{1'b0}};
+                        last_col <= {8'd0, n} <= CS;
                         if (last_row) begin
                             // Every beat issued; the next op loads at once (its beats wait
                             // for their operands), the last one waits for its writes.
-                            if (op + 1'b1 == ops) begin
+                            if (op_last) begin
                                 state <= S_WAIT;
                             end else begin
                                 op <= op + 1'b1;
@@ -426,12 +442,16 @@ module hrl_learn_engine #(
                             end
                         end else begin
                             r0 <= r0_end[IW-1:0];
+                            last_row <= last_row_n;
+                            tile_rows <= tile_rows_n;
                         end
                     end else begin
                         c0 <= c0_end[IW-1:0];
+                        last_col <= last_col_n;
                     end
                 end else begin
                     kk <= kk + 1'b1;
+                    beat_last <= beat_last_n;
                 end
             end
             S_WAIT: if (op_written) begin
@@ -456,7 +476,8 @@ module hrl_learn_engine #(
             fault <= 1'b0;
             cycles <= {SW{1'b0}};
             gap <= 8'hff;
-            rows_prev <= 7'd0;
+            need_m1 <= 8'd2;
+            gap_ok <= 1'b1;
         end
     end
 
@@ -472,42 +493,32 @@ module hrl_learn_engine #(
     wire          k_bwd = kind == K_BWD || kind == K_BWDM;
     wire          k_grad = kind == K_WGRAD || kind == K_BGRAD;
 
-    // The beat's side band, waiting with it for the banks' 2 cycles (the op's narrowing too:
-    // the next op's fields load while this op's last beats are on their way).
-    reg       p1_v, p1_first, p1_last, p1_tag, p2_v, p2_first, p2_last, p2_tag;
-    reg [6:0] p1_rows, p2_rows;
-    reg [OB-1:0] p1_off, p2_off, p1_coff, p2_coff;
-    reg [7:0] p1_sh, p2_sh;
-    reg [5:0] p1_wd, p2_wd, p1_bs, p2_bs;
-    reg [2:0] p1_kind, p2_kind;
+    // The beat's side band, waiting with it for the banks' BANK_LAT cycles (the op's
+    // narrowing too: the next op's fields load while this op's last beats are on their way).
+    localparam PW = 3 + 7 + 2 * OB + 8 + 6 + 6 + 3;
+    reg [PW-1:0]      p_fields [1:BANK_LAT];
+    reg [BANK_LAT:1]  p_v;
+    integer           ps;
     always @(posedge clk) begin
-        p1_v <= issue;
-        p1_first <= kk == 0;
-        p1_last <= beat_last;
-        p1_tag <= tag;
-        p1_rows <= tile_rows;
-        p1_off <= r0_off[OB-1:0];
-        p1_coff <= c0_off[OB-1:0];
-        p1_sh <= sh;
-        p1_wd <= wd;
-        p1_bs <= bs;
-        p1_kind <= kind;
-        p2_v <= p1_v;
-        p2_first <= p1_first;
-        p2_last <= p1_last;
-        p2_tag <= p1_tag;
-        p2_rows <= p1_rows;
-        p2_off <= p1_off;
-        p2_coff <= p1_coff;
-        p2_sh <= p1_sh;
-        p2_wd <= p1_wd;
-        p2_bs <= p1_bs;
-        p2_kind <= p1_kind;
-        if (rst) begin
-            p1_v <= 1'b0;
-            p2_v <= 1'b0;
+        p_v[1] <= issue;
+        p_fields[1] <= {kk == 0, beat_last, tag, tile_rows, r0_off[OB-1:0], c0_off[OB-1:0],
+                        sh, wd, bs, kind};
+        for (ps = 2; ps <= BANK_LAT; ps = ps + 1) begin
+            p_v[ps] <= p_v[ps-1];
+            p_fields[ps] <= p_fields[ps-1];
         end
+        if (rst) p_v <= {BANK_LAT{1'b0}};
     end
+    // The beat as the array takes it, its operands on the banks' outputs.
+    wire          pa_v = p_v[BANK_LAT];
+    wire          pa_first, pa_last, pa_tag;
+    wire [6:0]    pa_rows;
+    wire [OB-1:0] pa_off, pa_coff;
+    wire [7:0]    pa_sh;
+    wire [5:0]    pa_wd, pa_bs;
+    wire [2:0]    pa_kind;
+    assign {pa_first, pa_last, pa_tag, pa_rows, pa_off, pa_coff, pa_sh, pa_wd, pa_bs,
+            pa_kind} = p_fields[BANK_LAT];
 
     wire [LA*OW-1:0] a_rd_data, dl_rd_data;
     wire [C*BW-1:0]  w_rd_data, b_rd_data;
@@ -539,11 +550,8 @@ module hrl_learn_engine #(
         hq_rd_rows <= h_rd_rows;
         hq_rd_cols <= h_rd_cols;
     end
-    reg              h_sel1, h_sel2;   // h_rd_sel with its read
-    always @(posedge clk) begin
-        h_sel1 <= hq_rd_sel;
-        h_sel2 <= h_sel1;
-    end
+    reg [BANK_LAT:1] h_sel;   // h_rd_sel with its read
+    always @(posedge clk) h_sel <= {h_sel[BANK_LAT-1:1], hq_rd_sel};
 
     // The engine's writes (the drain): the activation bank (with its nonzero bits) or the
     // delta bank.
@@ -623,7 +631,7 @@ module hrl_learn_engine #(
         .wr_j(hw ? hq_wr_j : eng_wr_j),
         .wr_mask(hw ? hq_wr_mask : eng_wr_mask),
         .wr_data(hw ? h_act_data : eng_wr_data));
-    assign h_rd_data = h_sel2 ? dl_rd_data : a_rd_data;
+    assign h_rd_data = h_sel[BANK_LAT] ? dl_rd_data : a_rd_data;
 
     wire [C*BW-1:0] h_wb_data;
     generate
@@ -657,16 +665,16 @@ module hrl_learn_engine #(
     // x: the activation bank (forward, weight gradient), the delta bank (backward), or the
     // word 1 (bias gradient). w: the weight bank (forward, backward) or the delta bank's
     // row (gradients). The bias: forward only.
-    wire             x_dl = p2_kind == K_BWD || p2_kind == K_BWDM;
-    wire             x_one = p2_kind == K_BGRAD;
-    wire             w_dl = p2_kind == K_WGRAD || p2_kind == K_BGRAD;
+    wire             x_dl = pa_kind == K_BWD || pa_kind == K_BWDM;
+    wire             x_one = pa_kind == K_BGRAD;
+    wire             w_dl = pa_kind == K_WGRAD || pa_kind == K_BGRAD;
     wire [LA*OW-1:0] x_src = x_dl ? dl_rd_data : a_rd_data;
     wire [R*AW-1:0]  mac_x;
     wire [C*BW-1:0]  mac_w;
     localparam [AW-1:0] ONE = {{(AW-1){1'b0}}, 1'b1};
     generate
         for (g = 0; g < R; g = g + 1) begin : g_x
-            wire [OW-1:0] word = x_src[({{(32-OB){1'b0}}, p2_off} + g) * OW +: OW];
+            wire [OW-1:0] word = x_src[({{(32-OB){1'b0}}, pa_off} + g) * OW +: OW];
             assign mac_x[g*AW +: AW] = x_one ? ONE : word[AW-1:0];
             if (OW > AW) begin : g_unused
                 // The word was narrowed to AW bits (the host's contract): the rest is sign.
@@ -676,7 +684,7 @@ module hrl_learn_engine #(
             end
         end
         for (g = 0; g < C; g = g + 1) begin : g_w
-            wire [OW-1:0] word = dl_rd_data[({{(32-OB){1'b0}}, p2_coff} + g) * OW +: OW];
+            wire [OW-1:0] word = dl_rd_data[({{(32-OB){1'b0}}, pa_coff} + g) * OW +: OW];
             assign mac_w[g*BW +: BW] = w_dl ? word[BW-1:0] : w_rd_data[g*BW +: BW];
             if (OW > BW) begin : g_unused
                 // A delta fits BW bits (the host's contract): the rest is sign.
@@ -686,9 +694,9 @@ module hrl_learn_engine #(
             end
         end
     endgenerate
-    wire [C*BW-1:0] mac_bias = (p2_kind == K_FWD) ? b_rd_data : {C*BW{1'b0}};
+    wire [C*BW-1:0] mac_bias = (pa_kind == K_FWD) ? b_rd_data : {C*BW{1'b0}};
 
-    wire               mac_in_valid = p2_v;
+    wire               mac_in_valid = pa_v;
     wire               mac_in_ready;
     wire               mac_out_valid, mac_out_last;
     wire [RBW-1:0]     mac_out_row;
@@ -700,9 +708,9 @@ module hrl_learn_engine #(
                           .KMAX(DMAX), .ACCW(ACCW), .OW(OW), .TAGW(1)) mac_inst (
         .clk(clk), .rst(rst),
         .in_valid(mac_in_valid), .in_ready(mac_in_ready),
-        .in_first(p2_first), .in_last(p2_last),
-        .in_x(mac_x), .in_w(mac_w), .in_bias(mac_bias), .in_bias_shift(p2_bs),
-        .in_shift(p2_sh), .in_width(p2_wd), .in_tag(p2_tag), .in_rows(p2_rows),
+        .in_first(pa_first), .in_last(pa_last),
+        .in_x(mac_x), .in_w(mac_w), .in_bias(mac_bias), .in_bias_shift(pa_bs),
+        .in_shift(pa_sh), .in_width(pa_wd), .in_tag(pa_tag), .in_rows(pa_rows),
         .out_valid(mac_out_valid), .out_row(mac_out_row), .out_last(mac_out_last),
         .out_data(mac_out_data), .out_sat(mac_out_sat), .out_tag(mac_out_tag));
 
@@ -739,7 +747,7 @@ module hrl_learn_engine #(
     end
 
     // The row's mask is read as the row leaves the array (row i, the LA-aligned block of its
-    // columns); the row waits the bank's 2 cycles for it.
+    // columns); the row waits the bank's BANK_LAT cycles for it.
     wire [IW+7:0] d_i = {8'd0, d_r0} + {{(IW+8-RBW){1'b0}}, mac_out_row};
     wire [IW-1:0] d_c0_al = (d_c0 >> LGA) << LGA;
     assign mk_rd_en = mac_out_valid;
@@ -750,51 +758,47 @@ module hrl_learn_engine #(
     assign mk_rd_rows = d_m;
     assign mk_rd_cols = d_n;
 
-    reg              q1_v, q2_v, q1_tl, q2_tl, q1_fin, q2_fin, q1_tag, q2_tag;
-    reg [C*OW-1:0]   q1_z, q2_z;
-    reg [C-1:0]      q1_sat, q2_sat, q1_lanes, q2_lanes;
-    reg [IW-1:0]     q1_i, q2_i, q1_c0, q2_c0, q1_nr0, q2_nr0, q1_nc0, q2_nc0;
+    // The row, waiting with its mask read for the bank's BANK_LAT cycles.
+    localparam QW = C * OW + 2 * C + 4 * IW + 1;
+    reg [QW-1:0]     q_fields [1:BANK_LAT];
+    reg [BANK_LAT:1] q_v, q_tl, q_fin;
+    integer          qs;
     always @(posedge clk) begin
-        q1_v <= mac_out_valid;
-        q1_tl <= mac_out_valid && mac_out_last;
-        q1_fin <= mac_out_valid && mac_out_last && d_last_col && d_last_row;
-        q1_tag <= mac_out_tag;
-        q1_z <= mac_out_data;
-        q1_sat <= mac_out_sat;
-        q1_lanes <= d_lanes;
-        q1_i <= d_i[IW-1:0];
-        q1_c0 <= d_c0;
-        q1_nr0 <= d_nr0;
-        q1_nc0 <= d_nc0;
-        q2_v <= q1_v;
-        q2_tl <= q1_tl;
-        q2_fin <= q1_fin;
-        q2_tag <= q1_tag;
-        q2_z <= q1_z;
-        q2_sat <= q1_sat;
-        q2_lanes <= q1_lanes;
-        q2_i <= q1_i;
-        q2_c0 <= q1_c0;
-        q2_nr0 <= q1_nr0;
-        q2_nc0 <= q1_nc0;
+        q_v[1] <= mac_out_valid;
+        q_tl[1] <= mac_out_valid && mac_out_last;
+        q_fin[1] <= mac_out_valid && mac_out_last && d_last_col && d_last_row;
+        q_fields[1] <= {mac_out_tag, mac_out_data, mac_out_sat, d_lanes, d_i[IW-1:0], d_c0,
+                        d_nr0, d_nc0};
+        for (qs = 2; qs <= BANK_LAT; qs = qs + 1) begin
+            q_v[qs] <= q_v[qs-1];
+            q_tl[qs] <= q_tl[qs-1];
+            q_fin[qs] <= q_fin[qs-1];
+            q_fields[qs] <= q_fields[qs-1];
+        end
         if (rst) begin
-            q1_v <= 1'b0;
-            q2_v <= 1'b0;
-            q1_tl <= 1'b0;
-            q2_tl <= 1'b0;
-            q1_fin <= 1'b0;
-            q2_fin <= 1'b0;
+            q_v <= {BANK_LAT{1'b0}};
+            q_tl <= {BANK_LAT{1'b0}};
+            q_fin <= {BANK_LAT{1'b0}};
         end
     end
+    // The row as the activation unit takes it, its mask on the bank's output.
+    wire              qa_v = q_v[BANK_LAT];
+    wire              qa_tl = q_tl[BANK_LAT];
+    wire              qa_fin = q_fin[BANK_LAT];
+    wire              qa_tag;
+    wire [C*OW-1:0]   qa_z;
+    wire [C-1:0]      qa_sat, qa_lanes;
+    wire [IW-1:0]     qa_i, qa_c0, qa_nr0, qa_nc0;
+    assign {qa_tag, qa_z, qa_sat, qa_lanes, qa_i, qa_c0, qa_nr0, qa_nc0} = q_fields[BANK_LAT];
 
     // The row's C mask bits: lanes c0 mod LA on of the read block, one word each.
-    wire [IW-1:0]  q2_c0_al = (q2_c0 >> LGA) << LGA;
-    wire [IW-1:0]  q2_off = q2_c0 - q2_c0_al;
-    wire [C*OW-1:0] q2_m;
+    wire [IW-1:0]  qa_c0_al = (qa_c0 >> LGA) << LGA;
+    wire [IW-1:0]  qa_off = qa_c0 - qa_c0_al;
+    wire [C*OW-1:0] qa_m;
     generate
         for (g = 0; g < C; g = g + 1) begin : g_mask
-            assign q2_m[g*OW +: OW] =
-                {{(OW-1){1'b0}}, mk_rd_data[{{(32-OB){1'b0}}, q2_off[OB-1:0]} + g]};
+            assign qa_m[g*OW +: OW] =
+                {{(OW-1){1'b0}}, mk_rd_data[{{(32-OB){1'b0}}, qa_off[OB-1:0]} + g]};
         end
     endgenerate
 
@@ -803,8 +807,8 @@ module hrl_learn_engine #(
     wire [C-1:0]     act_out_lanes;
     hrl_learn_activation #(.C(C), .W(OW), .SW(SW)) act_inst (
         .clk(clk), .rst(rst), .clear(state == S_IDLE && start),
-        .mode(s_mode[q2_tag]), .in_valid(q2_v), .in_z(q2_z),
-        .in_sat(q2_sat), .in_lanes(q2_lanes), .in_m(q2_m),
+        .mode(s_mode[qa_tag]), .in_valid(qa_v), .in_z(qa_z),
+        .in_sat(qa_sat), .in_lanes(qa_lanes), .in_m(qa_m),
         .out_valid(act_out_valid), .out_y(act_out_y), .out_lanes(act_out_lanes),
         .sat_total(sat_count));
 
@@ -812,13 +816,13 @@ module hrl_learn_engine #(
     reg [IW-1:0] a_i, a_c0, a_nr0, a_nc0;
     reg          a_tag, a_tile_last, a_final;
     always @(posedge clk) begin
-        a_i <= q2_i;
-        a_c0 <= q2_c0;
-        a_nr0 <= q2_nr0;
-        a_nc0 <= q2_nc0;
-        a_tag <= q2_tag;
-        a_tile_last <= q2_v && q2_tl;
-        a_final <= q2_v && q2_fin;
+        a_i <= qa_i;
+        a_c0 <= qa_c0;
+        a_nr0 <= qa_nr0;
+        a_nc0 <= qa_nc0;
+        a_tag <= qa_tag;
+        a_tile_last <= qa_v && qa_tl;
+        a_final <= qa_v && qa_fin;
     end
 
     // The write position moves as a tile's last row is written: a read issued in the next
@@ -849,7 +853,7 @@ module hrl_learn_engine #(
             assign eng_wr_mask = act_out_lanes;
             assign eng_wr_data = act_out_y;
             /* verilator lint_off UNUSEDSIGNAL */
-            wire unused = ^{a_off, q2_off};
+            wire unused = ^{a_off, qa_off};
             /* verilator lint_on UNUSEDSIGNAL */
         end else begin : g_wr_part
             // C < LA: the row's C words go to lanes off..off+C-1 of an LA-lane block.
@@ -857,14 +861,14 @@ module hrl_learn_engine #(
             assign eng_wr_mask = {{(LA-C){1'b0}}, act_out_lanes} << off;
             assign eng_wr_data = {{((LA-C)*OW){1'b0}}, act_out_y} << (off * OW);
             /* verilator lint_off UNUSEDSIGNAL */
-            wire unused = ^{a_off[IW-1:OB], q2_off[IW-1:OB]};
+            wire unused = ^{a_off[IW-1:OB], qa_off[IW-1:OB]};
             /* verilator lint_on UNUSEDSIGNAL */
         end
     endgenerate
     assign op_written = act_out_valid && a_final && state == S_WAIT;
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_misc = ^{r0_off, c0_off, r0_end, c0_end, rows_left, d_r0_end, d_c0_end, d_i,
+    wire unused_misc = ^{r0_off, c0_off, r0_end, c0_end, rows_left_n, d_r0_end, d_c0_end, d_i,
                          xb, wb, eng_wr_base, hq_rd_base, hq_wr_base, hq_wr_data};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule

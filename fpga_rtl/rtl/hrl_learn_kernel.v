@@ -520,8 +520,12 @@ module hrl_learn_kernel #(
     // ------------------------------------------------------------------ the run
     localparam [3:0] S_IDLE = 4'd0, S_DESC = 4'd1, S_DESC_W = 4'd2, S_LOAD = 4'd3,
                      S_OPS = 4'd4, S_RUN = 4'd5, S_RUN_W = 4'd6, S_ST_RD = 4'd7,
-                     S_ST_W1 = 4'd8, S_ST_W2 = 4'd9, S_ST_PUSH = 4'd10, S_ST_WAIT = 4'd11,
-                     S_NEXT = 4'd12, S_DONE = 4'd13, S_ST_W3 = 4'd14;
+                     S_ST_W = 4'd8, S_ST_PUSH = 4'd10, S_ST_WAIT = 4'd11, S_NEXT = 4'd12,
+                     S_DONE = 4'd13;
+    // A store's read waits in S_ST_W for the engine's host read (5 cycles: its port's
+    // register and its bank's 4): ST_WAIT + 1 cycles there, the words in the push's cycle.
+    localparam [2:0] ST_WAIT = 3'd4;
+    reg [2:0] st_wait;
     reg [3:0] state;
     reg storing;                   // the descriptors at hand are stores
     reg [31:0] di;                 // the descriptor at hand
@@ -587,10 +591,26 @@ module hrl_learn_kernel #(
                            : (!storing && d_w[0] == 32'd9) ? 32'd4
                            : (storing && d_w[0] == 32'd6) ? 32'd2
                            : (storing && d_w[0] == 32'd7) ? 32'd4 : DMAX32;
-    wire desc_ok = d_w[0] <= (storing ? MAX_STORE : MAX_LOAD) && d_w[3] <= DMAX32
-                   && d_w[4] <= d_cols_max && d_w[2] < 32'd32
-                   && (d_par ? d_w[1] < PDEPTH32 && d_w[1] + d_w[3] <= PDEPTH32
-                             : d_w[1] < (32'd1 << HAB));
+    // The checks are registered in two stages as the descriptor's last words (7..15, which
+    // are dropped) arrive, so S_DESC reads one flag: no path runs from the words through the
+    // compares into the run's state.
+    reg dk_sel, dk_rows, dk_cols, dk_slog, dk_par, dk_pbase, dk_pend, dk_base, desc_ok;
+    reg [31:0] d_cols_max_r;
+    reg [31:0] d_words32_r;
+    always @(posedge ap_clk) begin
+        d_cols_max_r <= d_cols_max;
+        d_words32_r <= d_words32;
+        dk_sel <= d_w[0] <= (storing ? MAX_STORE : MAX_LOAD);
+        dk_rows <= d_w[3] <= DMAX32;
+        dk_cols <= d_w[4] <= d_cols_max_r;
+        dk_slog <= d_w[2] < 32'd32;
+        dk_par <= d_par;
+        dk_pbase <= d_w[1] < PDEPTH32;
+        dk_pend <= d_w[1] + d_w[3] <= PDEPTH32;
+        dk_base <= d_w[1] < (32'd1 << HAB);
+        desc_ok <= dk_sel && dk_rows && dk_cols && dk_slog
+                   && (dk_par ? dk_pbase && dk_pend : dk_base);
+    end
     // Loads take every word of the read; descriptors words 0..6 (the rest are dropped).
     assign in_take = state == S_DESC_W || state == S_LOAD || state == S_OPS;
     wire in_fire = in_valid && in_take;
@@ -686,12 +706,12 @@ module hrl_learn_kernel #(
                     state <= S_NEXT;
                 end else if (!storing) begin
                     rd_addr <= prog_reg + {d_w[6], d_w[5]};
-                    rd_words <= d_words32;
+                    rd_words <= d_words32_r;
                     rd_start <= 1'b1;
                     state <= S_LOAD;
                 end else begin
                     wr_addr <= prog_reg + {d_w[6], d_w[5]};
-                    wr_words <= d_words32;
+                    wr_words <= d_words32_r;
                     wr_start <= 1'b1;
                     state <= S_ST_RD;
                 end
@@ -768,18 +788,17 @@ module hrl_learn_kernel #(
                 status_reg[0] <= st_error;
                 state <= st_error ? S_DONE : S_NEXT;
             end
-            // A store: row block (ii, jj) read (3 cycles: the engine's host port), pushed,
+            // A store: row block (ii, jj) read (5 cycles: the engine's host port), pushed,
             // the next one.
             S_ST_RD: begin
                 h_rd_en <= d_sel <= 4'd1;
                 st_p_rd_en <= d_sel >= 4'd2 && d_sel <= 4'd5;
                 st_p_rd_sel <= d_sel[1:0] - 2'd2;
                 st_p_rd_addr <= p_base + ii_px[PAB-1:0];
-                state <= S_ST_W1;
+                st_wait <= ST_WAIT;
+                state <= S_ST_W;
             end
-            S_ST_W1: state <= S_ST_W2;
-            S_ST_W2: state <= S_ST_W3;
-            S_ST_W3: state <= S_ST_PUSH;
+            S_ST_W: if (st_wait == 3'd0) state <= S_ST_PUSH; else st_wait <= st_wait - 3'd1;
             S_ST_PUSH: begin
                 if (!out_full) begin
                     out_words <= (d_sel <= 4'd1) ? rd_words32

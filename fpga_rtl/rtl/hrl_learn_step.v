@@ -59,10 +59,10 @@
 //
 // Cost above the engine: the walk (hrl_learn_walk: C Adam lanes, C target lanes, four banks
 // of C words per block), one loss unit of AMAX actions, the batch and TD registers (BMAX
-// words each), counters. Cycles (counted by st_cyc_*): the engine's two runs, 3 B + 24 for
-// the loss (three Q rows read per sample), blocks + 47 for the update, blocks + 13 for the
-// target when due (blocks: the stream's length), two more for the command's start and end
-// (hrl.mapping.learner_schedule's DQN terms).
+// words each), counters. Cycles (counted by st_cyc_*): the engine's two runs, 3 B + 26 for
+// the loss (three Q rows read per sample), blocks + 49 for the update, blocks + 13 for the
+// target when due (blocks: the stream's length), three more for the command's start (its
+// configuration's check) and end (hrl.mapping.learner_schedule's DQN terms).
 `default_nettype none
 
 module hrl_learn_step #(
@@ -252,7 +252,7 @@ module hrl_learn_step #(
     wire        cfg_l_ok = {24'd0, cfg_rel[11:4]} < NL;
     wire        cfg_walk = st_cfg_en && !st_busy && cfg_layer && cfg_l_ok;   // the walk's
     reg         step_inc;     // the step's end: the counter and the target's phase move
-    wire        due;          // this step updates the target
+    reg         due;          // this step updates the target
     always @(posedge clk) begin
         if (st_cfg_en && !st_busy) begin
             if (!cfg_layer) begin
@@ -286,8 +286,10 @@ module hrl_learn_step #(
             st_steps <= st_steps + 1'b1;
             c_phase <= due ? 32'd0 : c_phase + 1'b1;
         end
+        // Registered: c_phase and c_period change only between steps (a step's end, the
+        // host's writes), and the step reads `due` at its walks' end.
+        due <= c_phase + 1'b1 >= c_period;
     end
-    assign due = c_phase + 1'b1 >= c_period;
 
     // The batch's words and the TD registers.
     reg [AB-1:0]  bt_act  [0:BMAX-1];
@@ -358,7 +360,7 @@ module hrl_learn_step #(
     // ------------------------------------------------------------------ the sequencer
     localparam [3:0] S_IDLE = 4'd0, S_FWD = 4'd1, S_FWDW = 4'd2, S_LOSS = 4'd3,
                      S_LOSSW = 4'd4, S_BWD = 4'd5, S_BWDW = 4'd6, S_WALK = 4'd7,
-                     S_FIN = 4'd8;
+                     S_FIN = 4'd8, S_CHK = 4'd9;
     // The walks over the parameter stream (hrl_learn_walk's kinds).
     localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPON = 2'd2, P_OPTG = 2'd3;
     reg [3:0]      state;
@@ -408,11 +410,15 @@ module hrl_learn_step #(
         .p_rd_addr(st_p_rd_addr), .p_rd_data(st_p_rd_data));
 
     // ---- the loss unit
-    // The read tags, waiting with the reads' 3 cycles (the engine's host port): (valid,
-    // which, sample).
-    reg            r1_v, r2_v, r3_v;
-    reg [1:0]      r1_s, r2_s, r3_s;
-    reg [IW-1:0]   r1_b, r2_b, r3_b;
+    // The read tags, waiting with the reads' HOST_RD cycles (the engine's host port):
+    // (valid, which, sample).
+    localparam HOST_RD = 5;
+    reg            r_v [1:HOST_RD];
+    reg [1:0]      r_s [1:HOST_RD];
+    reg [IW-1:0]   r_b [1:HOST_RD];
+    wire           ra_v = r_v[HOST_RD];   // the read returning now
+    wire [1:0]     ra_s = r_s[HOST_RD];
+    wire [IW-1:0]  ra_b = r_b[HOST_RD];
     reg [AMAX*VW-1:0] g_q, g_qn;
     wire [AMAX*VW-1:0] rd_vals, rd_pad;   // the row's A words, and past A the lowest word
     generate
@@ -432,43 +438,39 @@ module hrl_learn_step #(
             /* verilator lint_on UNUSEDSIGNAL */
         end
     endgenerate
+    integer rs;
     always @(posedge clk) begin
-        r1_v <= state == S_LOSS;
-        r1_s <= ls;
-        r1_b <= lb;
-        r2_v <= r1_v;
-        r2_s <= r1_s;
-        r2_b <= r1_b;
-        r3_v <= r2_v;
-        r3_s <= r2_s;
-        r3_b <= r2_b;
-        if (r3_v && r3_s == 2'd0) g_q <= rd_vals;
-        if (r3_v && r3_s == 2'd1) g_qn <= rd_pad;
-        if (rst) begin
-            r1_v <= 1'b0;
-            r2_v <= 1'b0;
-            r3_v <= 1'b0;
+        r_v[1] <= state == S_LOSS;
+        r_s[1] <= ls;
+        r_b[1] <= lb;
+        for (rs = 2; rs <= HOST_RD; rs = rs + 1) begin
+            r_v[rs] <= r_v[rs-1];
+            r_s[rs] <= r_s[rs-1];
+            r_b[rs] <= r_b[rs-1];
         end
+        if (ra_v && ra_s == 2'd0) g_q <= rd_vals;
+        if (ra_v && ra_s == 2'd1) g_qn <= rd_pad;
+        if (rst) for (rs = 1; rs <= HOST_RD; rs = rs + 1) r_v[rs] <= 1'b0;
     end
     wire             lo_v;
     wire [AMAX*DLW-1:0] lo_delta;
     wire [VW-1:0]    lo_td, lo_abs;
     wire [1:0]       lo_sat;
-    wire             li_v = r3_v && r3_s == 2'd2;
-    wire [BI-1:0]    r3_bi = r3_b[BI-1:0];   // < B <= BMAX / 2
+    wire             li_v = ra_v && ra_s == 2'd2;
+    wire [BI-1:0]    ra_bi = ra_b[BI-1:0];   // < B <= BMAX / 2
     hrl_learn_loss_dqn #(.A(AMAX), .VW(VW), .VF(VF), .PW(PW), .PF(PF), .DW(DLW), .DF(DLF))
     loss (
         .clk(clk), .rst(rst), .double_q(c_flags[0]), .use_huber(c_flags[1]), .huber(c_huber),
         .in_valid(li_v), .in_q(g_q), .in_qn_online(g_qn), .in_qn_target(rd_pad),
-        .in_action(bt_act[r3_bi]), .in_reward(bt_rew[r3_bi]), .in_discount(bt_disc[r3_bi]),
-        .in_weight(bt_w[r3_bi]), .out_valid(lo_v), .out_delta(lo_delta), .out_td(lo_td),
+        .in_action(bt_act[ra_bi]), .in_reward(bt_rew[ra_bi]), .in_discount(bt_disc[ra_bi]),
+        .in_weight(bt_w[ra_bi]), .out_valid(lo_v), .out_delta(lo_delta), .out_td(lo_td),
         .out_abs_td(lo_abs), .out_sat(lo_sat));
     // The sample of the loss unit's output (LOSS_LAT cycles after its input).
     localparam LOSS_LAT = 20;   // hrl_learn_loss_dqn's LAT
     reg [IW-1:0] lq_b [1:LOSS_LAT];
     integer lq;
     always @(posedge clk) begin
-        lq_b[1] <= r3_b;
+        lq_b[1] <= ra_b;
         for (lq = 2; lq <= LOSS_LAT; lq = lq + 1) lq_b[lq] <= lq_b[lq-1];
         if (lo_v) begin
             td_mem[lq_b[LOSS_LAT][BI-1:0]] <= lo_td;
@@ -540,12 +542,16 @@ module hrl_learn_step #(
         end
     end
 
-    // ---- the configuration's range (checked at the start: nothing runs on a bad one)
-    wire cfg_bad = c_nlay == 7'd0 || {25'd0, c_nlay} > NL || c_a == 8'd0
+    // ---- the configuration's range (checked at the start: nothing runs on a bad one). The
+    // check is registered (its compares reach no state register in the cycle they are
+    // made): the command's first cycle, S_CHK, reads it.
+    reg  cfg_bad;
+    wire cfg_bad_n = c_nlay == 7'd0 || {25'd0, c_nlay} > NL || c_a == 8'd0
                    || {24'd0, c_a} > AMAX || c_b == {IW{1'b0}}
                    || {{(31-IW){1'b0}}, c_b, 1'b0} > BMAX || c_nf == 0
                    || c_nf >= c_nops || {{(31-OPB){1'b0}}, c_nops} > NOPS
                    || c_period == 32'd0;
+    always @(posedge clk) cfg_bad <= cfg_bad_n;
 
     wire [SW-1:0] sat_add = (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
                   + {{(SW-CB-3){1'b0}}, wk_sat}
@@ -587,15 +593,16 @@ module hrl_learn_step #(
                 nop_tg_n <= {SW{1'b0}};
                 tgt_ran <= 1'b0;
                 acc_sat <= nop_on + nop_tg;
-                if (cfg_bad) begin
-                    st_error <= 1'b1;
-                    state <= S_FIN;
-                end else if (st_cmd) begin
-                    pk <= P_OPON;
-                    state <= S_WALK;
-                end else begin
-                    state <= S_FWD;
-                end
+                state <= S_CHK;
+            end
+            S_CHK: if (cfg_bad) begin
+                st_error <= 1'b1;
+                state <= S_FIN;
+            end else if (cmd_init) begin
+                pk <= P_OPON;
+                state <= S_WALK;
+            end else begin
+                state <= S_FWD;
             end
             S_FWD: begin
                 e_start <= 1'b1;

@@ -81,9 +81,9 @@
 // of C words per block), one DDPG loss unit, AMAX clip comparator pairs and an LA-word
 // rotator (the action's columns start at S, not at a multiple of LA), the batch, TD and
 // clip-mask registers (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven
-// runs (each with its start and end cycles), 2 B + 19 for the critic rows and B + 16 for
-// the actor rows, 2 B + 5 for each of the three clip passes (pipelined: a sample every two
-// cycles), blocks + 47 for each Adam walk (its net's blocks), blocks + 13 for the target
+// runs (each with its start and end cycles), 2 B + 21 for the critic rows and B + 16 for
+// the actor rows, 2 B + 7 for each of the three clip passes (pipelined: a sample every two
+// cycles), blocks + 49 for each Adam walk (its net's blocks), blocks + 13 for the target
 // walk when due (both nets' blocks), two for the
 // command's start and end (hrl.mapping.learner_schedule's DDPG terms, which the testbench
 // checks cycle for cycle).
@@ -438,7 +438,6 @@ module hrl_learn_step_ddpg #(
     reg [IW-1:0]   lb;                 // sample being read
     reg            ls;                 // its loss read: 0 Q(s, a), 1 Q'(s', mu'(s'))
     reg            cs;                 // a clip's read of a sample: 0 its first, 1 its second
-    reg [IW-1:0]   k3_b;               // the sample of a clip's read returning now
     reg [IW-1:0]   l_left;             // samples not yet written
     wire [LB-1:0]  nla_l = c_nla[LB-1:0];          // < NL (checked: NLC >= 1)
     wire [LB:0]    nla_h = c_nla[LB:0];
@@ -480,32 +479,33 @@ module hrl_learn_step_ddpg #(
         .p_rd_addr(st_p_rd_addr), .p_rd_data(st_p_rd_data));
 
     // ---- the loss unit: critic rows (two reads a sample) and actor rows (none)
-    // The read tags, waiting with the reads' 3 cycles (the engine's host port): (valid,
-    // which, sample).
-    reg            r1_v, r2_v, r3_v, r1_s, r2_s, r3_s;
-    reg [IW-1:0]   r1_b, r2_b, r3_b;
+    // The read tags, waiting with the reads' HOST_RD cycles (the engine's host port):
+    // (valid, which, sample).
+    localparam HOST_RD = 5;
+    reg            r_v [1:HOST_RD];
+    reg            r_s [1:HOST_RD];
+    reg [IW-1:0]   r_b [1:HOST_RD];
+    wire           ra_v = r_v[HOST_RD];   // the read returning now
+    wire           ra_s = r_s[HOST_RD];
+    wire [IW-1:0]  ra_b = r_b[HOST_RD];
     reg [VW-1:0]   g_q;
     wire [VW-1:0]  rd_v0 = h_rd_data[VW-1:0];     // lane 0's value word
+    integer rs;
     always @(posedge clk) begin
-        r1_v <= state == S_LOSS;
-        r1_s <= ls;
-        r1_b <= lb;
-        r2_v <= r1_v;
-        r2_s <= r1_s;
-        r2_b <= r1_b;
-        r3_v <= r2_v;
-        r3_s <= r2_s;
-        r3_b <= r2_b;
-        if (r3_v && !r3_s) g_q <= rd_v0;
-        if (rst) begin
-            r1_v <= 1'b0;
-            r2_v <= 1'b0;
-            r3_v <= 1'b0;
+        r_v[1] <= state == S_LOSS;
+        r_s[1] <= ls;
+        r_b[1] <= lb;
+        for (rs = 2; rs <= HOST_RD; rs = rs + 1) begin
+            r_v[rs] <= r_v[rs-1];
+            r_s[rs] <= r_s[rs-1];
+            r_b[rs] <= r_b[rs-1];
         end
+        if (ra_v && !ra_s) g_q <= rd_v0;
+        if (rst) for (rs = 1; rs <= HOST_RD; rs = rs + 1) r_v[rs] <= 1'b0;
     end
     wire             li_act = state == S_AROW;
-    wire             li_v = (r3_v && r3_s) || li_act;
-    wire [IW-1:0]    li_b = li_act ? lb : r3_b;
+    wire             li_v = (ra_v && ra_s) || li_act;
+    wire [IW-1:0]    li_b = li_act ? lb : ra_b;
     wire [BI-1:0]    li_bi = li_b[BI-1:0];         // < B <= BMAX
     wire             lo_v;
     wire [DLW-1:0]   lo_delta;
@@ -575,7 +575,16 @@ module hrl_learn_step_ddpg #(
     // backward with the sample's masks
     reg  [LA*OW-1:0] cb_blk0;
     wire [2*LA*OW-1:0] cb_cat = {h_rd_data, cb_blk0};
-    wire [BI-1:0]    kbi = k3_b[BI-1:0];       // the sample whose read returns now
+    // A clip's read tags, waiting with the reads' HOST_RD cycles (the pass below).
+    reg            k_v [1:HOST_RD];
+    reg            k_p [1:HOST_RD];
+    reg [IW-1:0]   k_b [1:HOST_RD];
+    reg            f1, f2, g1;
+    reg [IW-1:0]   wb;
+    wire           ka_v = k_v[HOST_RD];      // a clip's read returning now, its tags
+    wire           ka_p = k_p[HOST_RD];
+    wire [IW-1:0]  ka_b = k_b[HOST_RD];
+    wire [BI-1:0]    kbi = ka_b[BI-1:0];       // the sample whose read returns now
     wire [AMAX-1:0]  cb_lo = lo_mem[kbi];
     wire [AMAX-1:0]  cb_hi = hi_mem[kbi];
     reg  [LA*HW-1:0] cb_dz;
@@ -597,48 +606,44 @@ module hrl_learn_step_ddpg #(
     endgenerate
     wire clip_fwd = ph == PH_CLIPT || ph == PH_CLIPA;
     // A clip pass is pipelined, a sample every two cycles: its reads issue at cs 0 (and
-    // 1, backward's second block), return 3 cycles later with their tags (k3_*), and its
+    // 1, backward's second block), return HOST_RD cycles later with their tags (ka_*), and its
     // writes follow (forward: block j0, then j0 + LA; backward: one block), so the write
     // port takes two cycles a sample and the reads of the next sample overlap them.
     wire cl_issue = state == S_CLIP && lb != c_b;
     wire cl_read = cl_issue && (!clip_fwd || !cs);
-    reg            k1_v, k2_v, k3_v, k1_p, k2_p, k3_p, f1, f2, g1;
-    reg [IW-1:0]   k1_b, k2_b, wb;
     wire           cl_smp_done = f2 || g1;   // a sample's last write (or its turn)
+    integer ks;
     always @(posedge clk) begin
-        k1_v <= cl_read;
-        k1_p <= cs;
-        k1_b <= lb;
-        k2_v <= k1_v;
-        k2_p <= k1_p;
-        k2_b <= k1_b;
-        k3_v <= k2_v;
-        k3_p <= k2_p;
-        k3_b <= k2_b;
-        f1 <= k3_v && clip_fwd;
+        k_v[1] <= cl_read;
+        k_p[1] <= cs;
+        k_b[1] <= lb;
+        for (ks = 2; ks <= HOST_RD; ks = ks + 1) begin
+            k_v[ks] <= k_v[ks-1];
+            k_p[ks] <= k_p[ks-1];
+            k_b[ks] <= k_b[ks-1];
+        end
+        f1 <= ka_v && clip_fwd;
         f2 <= f1;
-        g1 <= k3_v && !clip_fwd && k3_p;
-        if (k3_v) begin
+        g1 <= ka_v && !clip_fwd && ka_p;
+        if (ka_v) begin
             if (clip_fwd) begin
                 cw_data <= cl_rot;
                 cw_m0 <= cl_m0;
                 cw_m1 <= cl_m1;
-                wb <= k3_b;
+                wb <= ka_b;
                 if (ph == PH_CLIPA) begin
                     lo_mem[kbi] <= cl_lo;
                     hi_mem[kbi] <= cl_hi;
                 end
-            end else if (!k3_p) begin
+            end else if (!ka_p) begin
                 cb_blk0 <= h_rd_data;
             end else begin
                 cw_data <= cb_dz;
-                wb <= k3_b;
+                wb <= ka_b;
             end
         end
         if (rst) begin
-            k1_v <= 1'b0;
-            k2_v <= 1'b0;
-            k3_v <= 1'b0;
+            for (ks = 1; ks <= HOST_RD; ks = ks + 1) k_v[ks] <= 1'b0;
             f1 <= 1'b0;
             f2 <= 1'b0;
             g1 <= 1'b0;

@@ -23,10 +23,11 @@
 //   2 operand  the online net's operand words from its masters (the host's initial words);
 //   3 operand  the target net's, from the target masters.
 // Pipeline (stage s: s cycles after the issue): the banks' read 2 (the engine's gradient
-// read 3: its host port's register), Adam ADAM_LAT (33, hrl_learn_adam's LAT) from stage 3,
-// target TGT_LAT (9, hrl_learn_target's LAT): the write stage at 45 for Adam's walk, at 11
-// for the others; the saturation counts of a stage leave a cycle after it (their sums
-// registered). A walk lasts blocks + 47 cycles (Adam) or blocks + 13 (the others): its
+// read 5: its host port's register and its bank's 4), Adam ADAM_LAT (33, hrl_learn_adam's
+// LAT) from stage 5, target TGT_LAT (9, hrl_learn_target's LAT): the write stage at 47 for
+// Adam's walk, at 11 for the others; the saturation counts of a stage leave a cycle after
+// it (their sums registered). A walk lasts blocks + 49 cycles (Adam) or blocks + 13 (the
+// others): its
 // issues, the drain to the last write, the last counts, `done` high in its last cycle
 // (hrl.mapping.learner_schedule's walk terms).
 //
@@ -34,7 +35,7 @@
 // kind, lr, lo and hi, through the cycle of `done`; a cycle of `run` after `done` (or after
 // a cycle without `run`) starts the next walk, so walks may follow each other with no gap.
 // While `run` is high the walk drives the engine's host ports (wr_*, rd_*: the step passes
-// them to the engine in those cycles) and reads the engine's rd_data 3 cycles after rd_en.
+// them to the engine in those cycles) and reads the engine's rd_data 5 cycles after rd_en.
 //
 // Saturations, per cycle, a cycle after the stage that made them (so that no path runs
 // from the lanes' flags through a sum over C lanes into the step's counters): `sat` the
@@ -173,7 +174,8 @@ module hrl_learn_walk #(
     localparam CB = $clog2(C + 1);
     localparam OB = (LGA > 0) ? LGA : 1;
     localparam ADAM_LAT = 33;                              // hrl_learn_adam's LAT
-    localparam ADAM_OUT = 3 + ADAM_LAT;                    // Adam's output stage
+    localparam GRAD_RD = 5;                                // the engine's host read
+    localparam ADAM_OUT = GRAD_RD + ADAM_LAT;              // Adam's output stage
     localparam TGT_LAT = 9;                                // hrl_learn_target's LAT
     localparam LAT = ADAM_OUT + TGT_LAT;                   // Adam's write stage
     localparam LAT_T = 2 + TGT_LAT;                        // the other walks'
@@ -234,9 +236,14 @@ module hrl_learn_walk #(
     reg  [C*OMW-1:0] mem_m [0:PDEPTH-1];
     reg  [C*QW-1:0]  mem_v [0:PDEPTH-1];
     reg  [C*MW-1:0]  mem_t [0:PDEPTH-1];
-    reg  [C*MW-1:0]  rw1, rw2, rw3, rt1, rt2;
-    reg  [C*OMW-1:0] rm1, rm2, rm3;   // stage 3: Adam's operands wait for the gradient
-    reg  [C*QW-1:0]  rv1, rv2, rv3;
+    reg  [C*MW-1:0]  rw1, rw2, rt1, rt2;
+    reg  [C*OMW-1:0] rm1, rm2;
+    reg  [C*QW-1:0]  rv1, rv2;
+    // Adam's operands from stage 2 on, waiting for the gradient (stage GRAD_RD).
+    reg  [C*MW-1:0]  aw_d [3:GRAD_RD];
+    reg  [C*OMW-1:0] am_d [3:GRAD_RD];
+    reg  [C*QW-1:0]  av_d [3:GRAD_RD];
+    integer ad;
     // the walk's writes
     wire             ww_en, wm_en, wt_en;   // master, m and v, target
     wire [PAB-1:0]   ww_addr, wm_addr;
@@ -283,9 +290,14 @@ module hrl_learn_walk #(
         rm2 <= rm1;
         rv2 <= rv1;
         rt2 <= rt1;
-        rw3 <= rw2;
-        rm3 <= rm2;
-        rv3 <= rv2;
+        aw_d[3] <= rw2;
+        am_d[3] <= rm2;
+        av_d[3] <= rv2;
+        for (ad = 4; ad <= GRAD_RD; ad = ad + 1) begin
+            aw_d[ad] <= aw_d[ad-1];
+            am_d[ad] <= am_d[ad-1];
+            av_d[ad] <= av_d[ad-1];
+        end
         if (w_we) mem_w[w_wa] <= w_wd;
         if (m_we) mem_m[m_wa] <= m_wd;
         if (v_we) mem_v[m_wa] <= v_wd;
@@ -382,7 +394,7 @@ module hrl_learn_walk #(
     reg [IW-1:0]   d_jb   [1:LAT];
     reg            d_b    [1:LAT];
     reg [C-1:0]    d_lanes[1:LAT];
-    reg [OB-1:0]   d_off  [1:3];                  // the gradient's lanes in the LA read
+    reg [OB-1:0]   d_off  [1:GRAD_RD];            // the gradient's lanes in the LA read
     integer s;
     always @(posedge clk) begin
         d_v[1] <= w_issue;
@@ -393,8 +405,7 @@ module hrl_learn_walk #(
         d_b[1] <= w_bias;
         d_lanes[1] <= w_lanes;
         d_off[1] <= w_j[OB-1:0] & (LA[OB-1:0] - 1'b1);
-        d_off[2] <= d_off[1];
-        d_off[3] <= d_off[2];
+        for (s = 2; s <= GRAD_RD; s = s + 1) d_off[s] <= d_off[s-1];
         for (s = 2; s <= LAT; s = s + 1) begin
             d_v[s] <= d_v[s-1];
             d_p[s] <= d_p[s-1];
@@ -407,7 +418,7 @@ module hrl_learn_walk #(
         if (rst) for (s = 1; s <= LAT; s = s + 1) d_v[s] <= 1'b0;
     end
 
-    // ---- the Adam lanes (stage 3 in, stage ADAM_OUT out)
+    // ---- the Adam lanes (stage GRAD_RD in, stage ADAM_OUT out)
     wire [C*GW-1:0]  grad;
     wire [C-1:0]     ad_v;
     wire [C*MW-1:0]  ad_w;
@@ -416,7 +427,7 @@ module hrl_learn_walk #(
     wire [C*3-1:0]   ad_sat;
     generate
         for (g = 0; g < C; g = g + 1) begin : g_adam
-            wire [OW-1:0] word = rd_data[({{(32-OB){1'b0}}, d_off[3]} + g) * OW +: OW];
+            wire [OW-1:0] word = rd_data[({{(32-OB){1'b0}}, d_off[GRAD_RD]} + g) * OW +: OW];
             assign grad[g*GW +: GW] = word[GW-1:0];
             if (OW > GW) begin : g_unused
                 /* verilator lint_off UNUSEDSIGNAL */
@@ -427,8 +438,8 @@ module hrl_learn_walk #(
                              .RW(RW), .RF(RF), .TW(TW), .TF(TF), .WW(MW), .WF(MF),
                              .UW(UW), .UF(UF), .LW(LW), .LF(LF)) adam_inst (
                 .clk(clk), .rst(rst), .c1(c1), .c2(c2), .lr(lr), .v_floor(v_floor),
-                .in_valid(d_v[3] && kind == P_ADAM), .in_w(rw3[g*MW +: MW]),
-                .in_m(rm3[g*OMW +: OMW]), .in_v(rv3[g*QW +: QW]), .in_g(grad[g*GW +: GW]),
+                .in_valid(d_v[GRAD_RD] && kind == P_ADAM), .in_w(aw_d[GRAD_RD][g*MW +: MW]),
+                .in_m(am_d[GRAD_RD][g*OMW +: OMW]), .in_v(av_d[GRAD_RD][g*QW +: QW]), .in_g(grad[g*GW +: GW]),
                 .out_valid(ad_v[g]), .out_w(ad_w[g*MW +: MW]), .out_m(ad_m[g*OMW +: OMW]),
                 .out_v(ad_q[g*QW +: QW]), .out_sat(ad_sat[g*3 +: 3]));
         end

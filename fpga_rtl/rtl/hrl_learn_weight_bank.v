@@ -11,11 +11,18 @@
 // the words are rotated back into lane order. j0 (row reads and writes) and i0 (column
 // reads) are multiples of L. Lanes past the matrix's `rows` x `cols` read as zero.
 //
-// Read latency: 2 cycles (address registers, then the memory's registered output, then
-// the rotation into the output register counts as the second). Writes (a row block, lane
-// enables) take effect at the edge; a read of the same words in that cycle sees the old
-// words. Cost: L single-port-read/single-port-write memories of DEPTH words (BRAM or
-// LUTRAM), two L-to-L rotators.
+// Read latency: 4 cycles: the read's inputs registered, the memory's registered output, a
+// second register after it, then the rotation into the output register. The input register
+// keeps the caller's logic out of the banks' address arithmetic (an add, a shift by the
+// stride and an add per bank), which then starts at a register. The second output register
+// is there for a deep memory: several block RAMs per lane end in a multiplexer over them,
+// which would otherwise run into the rotation in one cycle (the block RAM's output register
+// in a vendor flow). Writes (a row block, lane enables) are registered the same way: the
+// memory is written at the second edge after wr_en and read at the second edge after
+// rd_en, so a read issued in the cycle after a write (or later) sees the new words, one
+// issued in the write's cycle the old. Cost: L single-port-read/single-port-write
+// memories of DEPTH words (BRAM or LUTRAM), their output registers, the ports' input
+// registers, two L-to-L rotators.
 `default_nettype none
 
 module hrl_learn_weight_bank #(
@@ -39,7 +46,7 @@ module hrl_learn_weight_bank #(
     input  wire [IW-1:0]       rd_j,
     input  wire [IW-1:0]       rd_rows,
     input  wire [IW-1:0]       rd_cols,
-    output reg  [L*DW-1:0]     rd_data,    // lane c at [c*DW +: DW], 2 cycles after rd_en
+    output reg  [L*DW-1:0]     rd_data,    // lane c at [c*DW +: DW], 4 cycles after rd_en
     // write: row wr_i, columns wr_j..wr_j+L-1, lane c written when wr_mask[c]
     input  wire                wr_en,
     input  wire [AB-1:0]       wr_base,
@@ -61,54 +68,104 @@ module hrl_learn_weight_bank #(
         if (IW < 1 || IW > 16) $fatal(1, "hrl_learn_weight_bank: IW=%0d must be in 1..16", IW);
     end
 
+    // The read's inputs, registered (stage 0), with base + (j >> log2 L), the part of the
+    // address that every bank shares, added on the way in.
+    reg          rq_en, rq_col;
+    reg [AB-1:0] rq_bj;
+    reg [4:0]    rq_slog;
+    reg [IW-1:0] rq_i, rq_j, rq_rows, rq_cols;
+    always @(posedge clk) begin
+        rq_en <= rd_en;
+        rq_col <= rd_col;
+        /* verilator lint_off WIDTHEXPAND */
+        /* verilator lint_off WIDTHTRUNC */
+        rq_bj <= rd_base + (rd_j >> LG);
+        /* verilator lint_on WIDTHTRUNC */
+        /* verilator lint_on WIDTHEXPAND */
+        rq_slog <= rd_slog;
+        rq_i <= rd_i;
+        rq_j <= rd_j;
+        rq_rows <= rd_rows;
+        rq_cols <= rd_cols;
+    end
+
+    // The write's inputs, registered the same way.
+    reg          wq_en;
+    reg [AB-1:0] wq_bj;
+    reg [4:0]    wq_slog;
+    reg [IW-1:0] wq_i;
+    reg [L-1:0]  wq_mask;
+    reg [L*DW-1:0] wq_data;
+    always @(posedge clk) begin
+        wq_en <= wr_en;
+        /* verilator lint_off WIDTHEXPAND */
+        /* verilator lint_off WIDTHTRUNC */
+        wq_bj <= wr_base + (wr_j >> LG);
+        /* verilator lint_on WIDTHTRUNC */
+        /* verilator lint_on WIDTHEXPAND */
+        wq_slog <= wr_slog;
+        wq_i <= wr_i;
+        wq_mask <= wr_mask;
+        wq_data <= wr_data;
+    end
+
     // The lane a bank serves: (bank - rotation) mod L, rotation = (row ? i : j) mod L.
-    wire [LB-1:0] rot = (L == 1) ? {LB{1'b0}} : (rd_col ? rd_j[LB-1:0] : rd_i[LB-1:0]);
-    wire [LB-1:0] wrot = (L == 1) ? {LB{1'b0}} : wr_i[LB-1:0];
+    wire [LB-1:0] rot = (L == 1) ? {LB{1'b0}} : (rq_col ? rq_j[LB-1:0] : rq_i[LB-1:0]);
+    wire [LB-1:0] wrot = (L == 1) ? {LB{1'b0}} : wq_i[LB-1:0];
     /* verilator lint_off WIDTHEXPAND */
     /* verilator lint_off WIDTHTRUNC */
-    wire [AB-1:0] rd_row_addr = rd_base + (rd_i << rd_slog) + (rd_j >> LG);
-    wire [AB-1:0] wr_addr = wr_base + (wr_i << wr_slog) + (wr_j >> LG);
+    wire [AB-1:0] rd_row_addr = rq_bj + (rq_i << rq_slog);
+    wire [AB-1:0] wr_addr = wq_bj + (wq_i << wq_slog);
     /* verilator lint_on WIDTHTRUNC */
     /* verilator lint_on WIDTHEXPAND */
 
-    reg [LB-1:0] rot1;
-    reg          col1;
-    reg [IW-1:0] i1, j1, rows1, cols1;
+    // The read's place, with the memory's word (stage 1) and its output register (2).
+    reg [LB-1:0] rot1, rot2;
+    reg          col1, col2;
+    reg [IW-1:0] i1, j1, rows1, cols1, i2, j2, rows2, cols2;
     wire [L*DW-1:0] bank_q;
 
     genvar b;
     generate
         for (b = 0; b < L; b = b + 1) begin : g_bank
             reg [DW-1:0] mem [0:DEPTH-1];
-            reg [DW-1:0] q;
+            reg [DW-1:0] q, q2;
             wire [LB-1:0] bl = b;
-            // Column read: bank b serves lane (b - j) mod L, row i0 + that lane.
+            // Column read: bank b serves lane (b - j) mod L, row i0 + that lane (i0 is a
+            // multiple of L, so the sum is an or).
             wire [LB-1:0] lane_r = bl - rot;
             /* verilator lint_off WIDTHEXPAND */
             /* verilator lint_off WIDTHTRUNC */
-            wire [AB-1:0] col_addr = rd_base + ((rd_i + lane_r) << rd_slog) + (rd_j >> LG);
+            wire [AB-1:0] col_addr = rq_bj + ((rq_i | lane_r) << rq_slog);
             /* verilator lint_on WIDTHTRUNC */
             /* verilator lint_on WIDTHEXPAND */
-            wire [AB-1:0] addr = rd_col ? col_addr : rd_row_addr;
+            wire [AB-1:0] addr = rq_col ? col_addr : rd_row_addr;
             // Write: bank b takes lane (b - i) mod L.
             wire [LB-1:0] lane_w = bl - wrot;
             always @(posedge clk) begin
-                if (rd_en) q <= mem[addr];
-                if (wr_en && wr_mask[lane_w]) mem[wr_addr] <= wr_data[lane_w*DW +: DW];
+                if (rq_en) q <= mem[addr];
+                if (wq_en && wq_mask[lane_w]) mem[wr_addr] <= wq_data[lane_w*DW +: DW];
             end
-            assign bank_q[b*DW +: DW] = q;
+            always @(posedge clk) q2 <= q;
+            assign bank_q[b*DW +: DW] = q2;
         end
     endgenerate
 
     always @(posedge clk) begin
-        if (rd_en) begin
+        if (rq_en) begin
             rot1 <= rot;
-            col1 <= rd_col;
-            i1 <= rd_i;
-            j1 <= rd_j;
-            rows1 <= rd_rows;
-            cols1 <= rd_cols;
+            col1 <= rq_col;
+            i1 <= rq_i;
+            j1 <= rq_j;
+            rows1 <= rq_rows;
+            cols1 <= rq_cols;
         end
+        rot2 <= rot1;
+        col2 <= col1;
+        i2 <= i1;
+        j2 <= j1;
+        rows2 <= rows1;
+        cols2 <= cols1;
     end
 
     // Lane c of the output is bank (c + rotation) mod L, zero past the matrix's edge.
@@ -116,11 +173,11 @@ module hrl_learn_weight_bank #(
     generate
         for (c = 0; c < L; c = c + 1) begin : g_lane
             wire [LB-1:0] cl = c;
-            wire [LB-1:0] src = rot1 + cl;
+            wire [LB-1:0] src = rot2 + cl;
             wire [IW:0]   ci = c;
-            wire [IW:0]   ri = {1'b0, i1} + (col1 ? ci : {(IW+1){1'b0}});
-            wire [IW:0]   rj = {1'b0, j1} + (col1 ? {(IW+1){1'b0}} : ci);
-            wire          in_range = (ri < {1'b0, rows1}) && (rj < {1'b0, cols1});
+            wire [IW:0]   ri = {1'b0, i2} + (col2 ? ci : {(IW+1){1'b0}});
+            wire [IW:0]   rj = {1'b0, j2} + (col2 ? {(IW+1){1'b0}} : ci);
+            wire          in_range = (ri < {1'b0, rows2}) && (rj < {1'b0, cols2});
             always @(posedge clk)
                 rd_data[c*DW +: DW] <= in_range ? bank_q[src*DW +: DW] : {DW{1'b0}};
         end

@@ -22,7 +22,7 @@ host's op table for hrl_learn_step, hrl.fixed_point.train_program.step_ops): the
 model on one net's forward ops.
 
 `DEP_GAP` is the controller's cost between dependent phases (the activation unit's
-register, the bank write, the bank's 2-cycle read) and `loss_cycles` / `update_cycles` /
+register, the bank write, the bank's 4-cycle read) and `loss_cycles` / `update_cycles` /
 `target_cycles` the loss unit's, the Adam lanes' and the target unit's passes. For DQN they
 are what the step module (fpga_rtl/rtl/hrl_learn_step.v) runs, and its simulated phases set
 their constants (experiments/results/fpga_learner/step_cycles.md): the loss unit reads three
@@ -42,26 +42,28 @@ from __future__ import annotations
 
 import math
 
-DEP_GAP = 4  # activation register + bank write + 2-cycle bank read before a dependent beat
+DEP_GAP = 6  # activation register + bank write + 4-cycle bank read before a dependent beat
 OUT_LATENCY = 8  # a tile's last beat -> its first output row (hrl_learn_mac_array)
 LOSS_READS = 3  # DQN's Q rows read per sample (hrl_learn_step: Q(s), Q(s') online, Q'(s'))
-DQN_LOSS_PIPE = 24  # DQN's loss pass: the reads' 3 cycles, the loss unit's 20, the hand-off
+DQN_LOSS_PIPE = 26  # DQN's loss pass: the reads' 5 cycles, the loss unit's 20, the hand-off
 DDPG_CRITIC_READS = 2  # DDPG's critic rows: Q(s, a) and Q'(s', mu'(s')) read per sample
-DDPG_CRITIC_PIPE = 19  # ... the reads' 3 cycles, the loss unit's 15, the hand-off
+DDPG_CRITIC_PIPE = 21  # ... the reads' 5 cycles, the loss unit's 15, the hand-off
 DDPG_ACTOR_PIPE = 16  # DDPG's actor rows (the constant delta, nothing read): 15 + hand-off
 CLIP_CYCLES = 2  # a sample of a DDPG clip pass: its reads and writes, two each at most
-CLIP_PIPE = 5  # ... the pass's tail: the last reads' 3 cycles, the last writes
+CLIP_PIPE = 7  # ... the pass's tail: the last reads' 5 cycles, the last writes
 CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
-ADAM_PIPE = 47  # an Adam walk: gradient read 3 + Adam 33 + operand 9 + counts 1 + hand-off
+ADAM_PIPE = 49  # an Adam walk: gradient read 5 + Adam 33 + operand 9 + counts 1 + hand-off
 TARGET_PIPE = 13  # a target walk: reads 2 + target unit 9 + its counts' 1 + the hand-off
-STEP_HANDOFF = 2  # hrl_learn_step: the command's start and end (its header)
-# hrl_learn_engine's run: the first op's load and the banks' 2-cycle read before the first
-# beat; then one cycle per further op to load it (RUN_FIXED + n_ops - 1 in all).
+STEP_HANDOFF = 3  # hrl_learn_step: the command's start, its configuration's check, its end
+# hrl_learn_engine's run: the first op's load before the first beat and the last write's
+# hand-off to `done`; then one cycle per further op to load it (RUN_FIXED + n_ops - 1 in all).
 RUN_FIXED = 3
-# A drained row's way into its bank: the mask bank's 2-cycle read, the activation register,
-# the bank write (hrl_learn_engine's schedule): a tile's rows are written WRITE_LAG cycles
-# after they leave the array.
-WRITE_LAG = 4
+# A tile's way into its bank beyond OUT_LATENCY and its rows (hrl_learn_engine's schedule):
+# the banks' 4-cycle read of its beats' operands before the array, the mask bank's 4-cycle
+# read of each drained row, the activation register and the bank write. A tile's rows are
+# written OUT_LATENCY + rows + WRITE_LAG cycles after its last beat's issue (the engine's
+# simulated inferences, forward_cycles.md, check it cycle for cycle).
+WRITE_LAG = 8
 
 
 def tiles(m: int, n: int, r: int, c: int) -> list[int]:

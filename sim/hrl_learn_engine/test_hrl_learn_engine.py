@@ -95,7 +95,7 @@ class TB:
 
     async def read_matrix(self, base: int, slog: int, rows: int, cols: int, sel: int = 0):
         """A matrix of the activation bank (sel 0) or the delta bank (1), one row block per
-        read (3 cycles each: the host port's register and the bank's 2)."""
+        read (5 cycles each: the host port's register and the bank's 4)."""
         d, la = self.dut, self.LA
         out = np.zeros((rows, cols), np.int64)
         for i in range(rows):
@@ -111,8 +111,8 @@ class TB:
                 d.h_rd_cols.value = cols
                 await FallingEdge(d.clk)
                 d.h_rd_en.value = 0
-                await RisingEdge(d.clk)
-                await RisingEdge(d.clk)
+                for _ in range(4):
+                    await RisingEdge(d.clk)
                 await ReadOnly()
                 words = unpack(int(d.h_rd_data.value), la, self.OW)
                 n = min(la, cols - j0)

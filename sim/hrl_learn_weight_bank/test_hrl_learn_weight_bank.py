@@ -1,7 +1,7 @@
 """cocotb testbench of fpga_rtl/rtl/hrl_learn_weight_bank.v: several matrices of random
 shapes (not multiples of L) share the banks; row-block writes with random lane enables,
 then a read every cycle, row or column blocks in random order, each compared with the
-matrix it should hold (zero past the matrix's edge), 2 cycles after it was issued.
+matrix it should hold (zero past the matrix's edge), 4 cycles after it was issued.
 
 A memory does no arithmetic, so its golden model is the matrix itself (numpy); the words
 written are random words of a fixed-point format.
@@ -83,12 +83,12 @@ async def fill_and_read(tb: TB, shapes, n_reads: int):
                     rest = valid & ~mask
                     second = [w if (rest >> c) & 1 else junk[c] for c, w in enumerate(words)]
                     await tb.write_row(base, slog, i, j0, second, rest)
-    # Reads, one per cycle, checked 2 cycles later.
+    # Reads, one per cycle, checked 4 cycles later.
     pending = []
-    for n in range(n_reads + 3):
+    for n in range(n_reads + 4):
         await FallingEdge(d.clk)
-        # A read issued at the falling edge n - 2 is on rd_data now.
-        if pending and pending[0][0] == n - 2:
+        # A read issued at the falling edge n - 4 is on rd_data now.
+        if pending and pending[0][0] == n - 4:
             _, want, what = pending.pop(0)
             got = unpack(int(d.rd_data.value), L, tb.DW)
             assert got == want, f"{what}: got {got}, want {want}"
@@ -147,7 +147,8 @@ async def test_rewrite_one_row(dut):
         d.rd_rows.value, d.rd_cols.value = m.shape
         await FallingEdge(d.clk)
         d.rd_en.value = 0
-        await FallingEdge(d.clk)
+        for _ in range(3):
+            await FallingEdge(d.clk)
         got = unpack(int(d.rd_data.value), L, tb.DW)
         assert got == _want(m, col, ri, rj, L), f"read {col, ri, rj} after the rewrite"
 

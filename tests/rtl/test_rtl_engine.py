@@ -63,19 +63,20 @@ def test_illegal_parameters_stop(bad, pattern, tmp_path):
 
 MUTATIONS = [
     # The ragged edge: the last column block is taken as complete one column early.
-    pytest.param("hrl_learn_engine.v", r"wire          last_col = c0_end >= \{8'd0, n\};",
-                 "wire          last_col = c0_end + 1'b1 >= {8'd0, n};", "ragged-column",
+    pytest.param("hrl_learn_engine.v", r"wire          last_col_n = c0_end \+ CS >= \{8'd0, n\};",
+                 "wire          last_col_n = c0_end + CS + 1'b1 >= {8'd0, n};", "ragged-column",
                  id="ragged-column"),
     # The last layer through the ReLU (the op table's mode ignored).
     pytest.param("hrl_learn_engine.v", r"op_kind == K_FWD && t_relu\[opi\]", "op_kind == K_FWD",
                  "relu-on-last", id="relu-on-last", marks=pytest.mark.long),
     # A ragged row block drains R rows (rows past the batch written over the next matrix).
-    pytest.param("hrl_learn_engine.v", r"\? R7 : rows_left\[6:0\]", "? R7 : R7",
+    pytest.param("hrl_learn_engine.v", r"\? R7 : rows_left_n\[6:0\]", "? R7 : R7",
                  "ragged-rows", id="ragged-rows", marks=pytest.mark.long),
     # The array's drain ignored: a tile's last beat issued 3 cycles after the previous
     # one's whatever that tile's rows (the array refuses it; `fault`, lost beats).
-    pytest.param("hrl_learn_engine.v", r"\(!beat_last \|\| gap >= need\)",
-                 "(!beat_last || gap >= 8'd3)", "no-drain-wait", id="no-drain-wait",
+    pytest.param("hrl_learn_engine.v",
+                 r"need_m1 <= \(tile_rows > 7'd3\) \? \{1'b0, tile_rows\} - 8'd1 : 8'd2;",
+                 "need_m1 <= 8'd2;", "no-drain-wait", id="no-drain-wait",
                  marks=pytest.mark.long),
     # A chained layer's beat reads the previous layer's column block as it is being written
     # (the dependency one tile early).

@@ -78,8 +78,8 @@ MUTATIONS = [
     # A load's row block written one lane short at the row's end (the ragged last block).
     pytest.param(r"wire block_end = last_col \|\| lane == lane_mask;",
                  "wire block_end = lane == lane_mask;", "ragged-load", id="ragged-load"),
-    # A store's words taken one cycle early (the host read port's 3-cycle latency ignored).
-    pytest.param(r"S_ST_W2: state <= S_ST_W3;", "S_ST_W2: state <= S_ST_PUSH;",
+    # A store's words taken one cycle early (the host read port's 5-cycle latency ignored).
+    pytest.param(r"localparam \[2:0\] ST_WAIT = 3'd4;", "localparam [2:0] ST_WAIT = 3'd3;",
                  "early-store", id="early-store", marks=pytest.mark.long),
     # The op table's fields shifted by one word (op o's field f from word 16 o + f + 1).
     pytest.param(r"op_wr_field <= wc\[3:0\];", "op_wr_field <= wc[3:0] + 4'd1;",

@@ -87,10 +87,10 @@ MUTATIONS = [
     pytest.param(STEP, r"assign lo_wdata\[g\*HW \+: HW\] = \{\{\(HW-DLW\)\{d\[DLW-1\]\}\}, d\};",
                  "assign lo_wdata[g*HW +: HW] = -{{(HW-DLW){d[DLW-1]}}, d};",
                  "delta-sign", id="delta-sign"),
-    # Q(s) taken a cycle early, at the bank's 2 cycles (the engine's host-port register
+    # Q(s) taken a cycle early, at the bank's 4 cycles (the engine's host-port register
     # ignored): the loss unit reads the previous read's row.
-    pytest.param(STEP, r"if \(r3_v && r3_s == 2'd0\) g_q <= rd_vals;",
-                 "if (r2_v && r2_s == 2'd0) g_q <= rd_vals;", "early-q-read",
+    pytest.param(STEP, r"if \(ra_v && ra_s == 2'd0\) g_q <= rd_vals;",
+                 "if (r_v[HOST_RD-1] && r_s[HOST_RD-1] == 2'd0) g_q <= rd_vals;", "early-q-read",
                  id="early-q-read", marks=pytest.mark.slow),
     # Adam's decay words swapped (1 - beta2 for 1 - beta1).
     pytest.param(WALK, r"\.c1\(c1\), \.c2\(c2\)", ".c1(c2), .c2(c1)", "adam-c1-c2",
