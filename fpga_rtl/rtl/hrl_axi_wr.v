@@ -71,6 +71,7 @@ module hrl_axi_wr #(
     reg        aw_ok_reg;                 // aw_beats_reg is the burst at aw_addr_reg
     reg        w_more_reg;                // w_left_reg != 0
     reg [8:0]  w_beats_reg;               // beats left in the current data burst (0: none)
+    reg        w_open_reg;                // w_beats_reg == 0: the next beat opens a burst
     reg [31:0] b_wait_reg;                // bursts whose response has not come back
     reg        b_more_reg;                // b_wait_reg != 0
     // The lengths of the bursts whose address went out and whose data has not started.
@@ -99,7 +100,7 @@ module hrl_axi_wr #(
 
     // The beat on W opens a new burst when w_beats_reg is 0; it may only do so once that
     // burst's address went out (its length is in the queue).
-    wire w_open = w_beats_reg == 9'd0;
+    wire w_open = w_open_reg;
     wire [8:0] w_cur = w_open ? q_len[q_rd] : w_beats_reg;
     wire w_can = w_more_reg && (!w_open || q_count != 3'd0);
     assign m_axi_wdata = s_data;
@@ -137,6 +138,7 @@ module hrl_axi_wr #(
             w_left_reg <= w_left_reg - 32'd1;
             w_more_reg <= w_left_reg != 32'd1;
             w_beats_reg <= w_cur - 9'd1;
+            w_open_reg <= w_cur == 9'd1;
         end
         if (start) begin
             aw_addr_reg <= addr;
@@ -144,6 +146,7 @@ module hrl_axi_wr #(
             w_left_reg <= count;
             w_more_reg <= count != 32'd0;
             w_beats_reg <= 9'd0;
+            w_open_reg <= 1'b1;
             aw_ok_reg <= 1'b0;
             aw_calc_reg <= count != 32'd0;
         end
@@ -156,6 +159,7 @@ module hrl_axi_wr #(
             w_left_reg <= 32'd0;
             w_more_reg <= 1'b0;
             w_beats_reg <= 9'd0;
+            w_open_reg <= 1'b1;
             b_wait_reg <= 32'd0;
             b_more_reg <= 1'b0;
             q_wr <= 2'd0;

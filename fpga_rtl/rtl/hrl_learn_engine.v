@@ -93,7 +93,8 @@
 // output (both forward, or both backward; same base, stride, rows; K = the previous N:
 // "chained") reads column k of row block r0 once the previous op's tile holding it is
 // written (a write position, the next tile to be written, moves as each tile's last row is
-// written); an independent op (KIND + 8) issues at once; any other op waits for the previous
+// written; the test reads it registered, a cycle later); an independent op (KIND + 8)
+// issues at once; any other op waits for the previous
 // op to be written whole. Tiles drain in issue order, and an independent op's very last beat
 // waits for the previous op to be written whole, so an op's last beat implies that the op
 // before it is written whole: no third op is ever in flight (two slots of output fields).
@@ -310,6 +311,7 @@ module hrl_learn_engine #(
 
     localparam [IW+7:0] RS = R[IW+7:0];
     localparam [IW+7:0] CS = C[IW+7:0];
+    localparam [IW-1:0] CMASK = C[IW-1:0] - 1'b1;
     localparam [6:0]    R7 = R[6:0];
     wire [IW+7:0] r0_end = {8'd0, r0} + RS;
     wire [IW+7:0] c0_end = {8'd0, c0} + CS;
@@ -326,10 +328,45 @@ module hrl_learn_engine #(
     // that holds column kk of row block r0 is behind the write position.
     wire          tag = op[0];
     wire [IW-1:0] k_al = (kk >> LGC) << LGC;
-    wire          operand_ready = (wp_tag == tag)
-                  || (chained && (wp_r0 > r0 || (wp_r0 == r0 && wp_c0 > k_al)))
+    wire          beat_last_blk = (kk | CMASK) == kk;   // the last beat of its C block
+    // The chained test, registered: each cycle compares the write position with the five
+    // places the walk can be at in the next cycle (where it is, the next column block of
+    // its beats, the next tile of its row block, the next row block's first tile, the
+    // first tile of the next op), and the next cycle picks the one it moved to. The write
+    // position it reads is a cycle old, which only holds a chained beat a cycle longer
+    // (hrl.mapping.learner_schedule's CHAIN_LAG): the position only moves forward.
+    localparam [2:0] W_SAME = 3'd0, W_NEXTK = 3'd1, W_ZERO = 3'd2, W_NROW = 3'd3,
+                     W_ORIGIN = 3'd4;
+    wire [IW+7:0] k_al_n = {8'd0, k_al} + CS;
+    reg  [4:0]    wr_ok;      // the compares, by place
+    reg  [2:0]    w_move;     // where the walk moved in the last cycle
+    always @(posedge clk) begin
+        wr_ok[W_SAME] <= wp_r0 > r0 || (wp_r0 == r0 && wp_c0 > k_al);
+        wr_ok[W_NEXTK] <= wp_r0 > r0 || (wp_r0 == r0 && {8'd0, wp_c0} > k_al_n);
+        wr_ok[W_ZERO] <= wp_r0 > r0 || (wp_r0 == r0 && wp_c0 != {IW{1'b0}});
+        wr_ok[W_NROW] <= {8'd0, wp_r0} > r0_end
+                         || ({8'd0, wp_r0} == r0_end && wp_c0 != {IW{1'b0}});
+        wr_ok[W_ORIGIN] <= wp_r0 != {IW{1'b0}} || wp_c0 != {IW{1'b0}};
+    end
+    wire          chain_ok = wr_ok[w_move];
+    wire          operand_ready = (wp_tag == tag) || (chained && chain_ok)
                   || (indep && !(beat_last && last_col && last_row));
     wire          issue = (state == S_ISSUE) && operand_ready && (!beat_last || gap_ok);
+
+    // The walk's move this cycle (for the chained test above).
+    always @(posedge clk) begin
+        if (state == S_LOAD)
+            w_move <= W_ORIGIN;
+        else if (!issue)
+            w_move <= W_SAME;
+        else if (!beat_last)
+            w_move <= (beat_last_blk) ? W_NEXTK : W_SAME;
+        else if (!last_col)
+            w_move <= W_ZERO;
+        else
+            w_move <= W_NROW;   // (or the op's end: S_LOAD follows, or S_WAIT)
+        if (rst) w_move <= W_SAME;
+    end
 
     // An op's fields out of range (checked as they load).
     wire [OPB-1:0] opi = op[OPB-1:0];

@@ -521,7 +521,7 @@ module hrl_learn_kernel #(
     localparam [3:0] S_IDLE = 4'd0, S_DESC = 4'd1, S_DESC_W = 4'd2, S_LOAD = 4'd3,
                      S_OPS = 4'd4, S_RUN = 4'd5, S_RUN_W = 4'd6, S_ST_RD = 4'd7,
                      S_ST_W = 4'd8, S_ST_PUSH = 4'd10, S_ST_WAIT = 4'd11, S_NEXT = 4'd12,
-                     S_DONE = 4'd13;
+                     S_DONE = 4'd13, S_NEXT2 = 4'd9;
     // A store's read waits in S_ST_W for the engine's host read (5 cycles: its port's
     // register and its bank's 4): ST_WAIT + 1 cycles there, the words in the push's cycle.
     localparam [2:0] ST_WAIT = 3'd4;
@@ -611,6 +611,18 @@ module hrl_learn_kernel #(
         desc_ok <= dk_sel && dk_rows && dk_cols && dk_slog
                    && (dk_par ? dk_pbase && dk_pend : dk_base);
     end
+    // S_NEXT's decision, registered (S_NEXT2 takes it): the counts and the run's words are
+    // 32-bit registers, and their compares reach no state register in the cycle they are made.
+    reg nx_ld, nx_ops, nx_bad, nx_keep, nx_st, nx_done;
+    always @(posedge ap_clk) begin
+        nx_ld <= !storing && di < nld_reg;
+        nx_ops <= !storing && (nop_reg != 32'd0 || cmd_reg != 32'd0);
+        nx_bad <= nop_reg > NOPS32 || cmd_reg > CMD_MAX
+                  || (nop_reg != 32'd0 && first_reg >= nop_reg);
+        nx_keep <= op_at_reg == KEEP_OPS || nop_reg == 32'd0;
+        nx_st <= storing && di < nst_reg;
+        nx_done <= storing || nst_reg == 32'd0;
+    end
     // Loads take every word of the read; descriptors words 0..6 (the rest are dropped).
     assign in_take = state == S_DESC_W || state == S_LOAD || state == S_OPS;
     wire in_fire = in_valid && in_take;
@@ -646,22 +658,23 @@ module hrl_learn_kernel #(
                 di <= 32'd0;
                 state <= S_NEXT;
             end
-            // The next descriptor of the list at hand, or the next part of the run.
-            S_NEXT: begin
-                if (!storing && di < nld_reg) begin
+            // The next descriptor of the list at hand, or the next part of the run: S_NEXT
+            // registers the decision's compares (nx_*), S_NEXT2 takes it.
+            S_NEXT: state <= S_NEXT2;
+            S_NEXT2: begin
+                if (nx_ld) begin
                     rd_addr <= prog_reg + {26'd0, di, 6'd0};
                     rd_words <= 32'd16;
                     rd_start <= 1'b1;
                     wc <= 32'd0;
                     state <= S_DESC_W;
-                end else if (!storing && (nop_reg != 32'd0 || cmd_reg != 32'd0)) begin
+                end else if (nx_ops) begin
                     storing <= 1'b1;
                     di <= 32'd0;
-                    if (nop_reg > NOPS32 || cmd_reg > CMD_MAX
-                        || (nop_reg != 32'd0 && first_reg >= nop_reg)) begin
+                    if (nx_bad) begin
                         status_reg[3] <= 1'b1;
                         state <= S_DONE;
-                    end else if (op_at_reg == KEEP_OPS || nop_reg == 32'd0) begin
+                    end else if (nx_keep) begin
                         state <= S_RUN;   // the table the engine holds
                     end else begin
                         rd_addr <= prog_reg + {32'd0, op_at_reg};
@@ -670,17 +683,18 @@ module hrl_learn_kernel #(
                         wc <= 32'd0;
                         state <= S_OPS;
                     end
-                end else if (storing && di < nst_reg) begin
+                end else if (nx_st) begin
                     rd_addr <= prog_reg + {32'd0, st_at_reg} + {26'd0, di, 6'd0};
                     rd_words <= 32'd16;
                     rd_start <= 1'b1;
                     wc <= 32'd0;
                     state <= S_DESC_W;
-                end else if (storing || nst_reg == 32'd0) begin
+                end else if (nx_done) begin
                     state <= S_DONE;
                 end else begin
                     storing <= 1'b1;   // no ops: straight to the stores
                     di <= 32'd0;
+                    state <= S_NEXT;
                 end
             end
             S_DESC_W: begin

@@ -64,6 +64,10 @@ RUN_FIXED = 3
 # written OUT_LATENCY + rows + WRITE_LAG cycles after its last beat's issue (the engine's
 # simulated inferences, forward_cycles.md, check it cycle for cycle).
 WRITE_LAG = 8
+# A chained beat reads the write position registered (hrl_learn_engine's chained test), so
+# it issues CHAIN_LAG cycles after the tile it reads is written; the previous op's last tile
+# is seen at once (that op is then written whole, which the engine reads unregistered).
+CHAIN_LAG = 1
 
 
 def tiles(m: int, n: int, r: int, c: int) -> list[int]:
@@ -259,14 +263,16 @@ def run_cycles(ops, r: int, c: int) -> int:
                 t = max(t, prev["whole"] + k - 1)
             elif prev is not None and dep == CHAINED:
                 # beat kk reads column kk: the previous op's tile (rb, kk // c) is written
+                # (CHAIN_LAG later, but for its last tile: that op is then written whole)
                 for j in range(-(-k // c)):
                     if (rb, j) in prev["tiles"]:
-                        t = max(t, prev["tiles"][(rb, j)] + k - 1 - j * c)
+                        lag = 0 if (rb, j) == prev["last"] else CHAIN_LAG
+                        t = max(t, prev["tiles"][(rb, j)] + lag + k - 1 - j * c)
             elif prev is not None and dep == INDEP and i == len(tiles) - 1:
                 t = max(t, prev["whole"])
             last, rows_prev = t, rows
             written[(rb, cb)] = t + OUT_LATENCY + rows + WRITE_LAG
-        prev = {"tiles": written, "whole": max(written.values())}
+        prev = {"tiles": written, "whole": max(written.values()), "last": tiles[-1][:2]}
     return prev["whole"] + RUN_FIXED + len(ops) - 1
 
 
