@@ -239,7 +239,7 @@ module hrl_learn_walk #(
     reg  [C*MW-1:0]  rw1, rw2, rt1, rt2;
     reg  [C*OMW-1:0] rm1, rm2;
     reg  [C*QW-1:0]  rv1, rv2;
-    // Adam's operands from stage 2 on, waiting for the gradient (stage GRAD_RD).
+    // Adam's operands, stages 3 to GRAD_RD, waiting for the gradient.
     reg  [C*MW-1:0]  aw_d [3:GRAD_RD];
     reg  [C*OMW-1:0] am_d [3:GRAD_RD];
     reg  [C*QW-1:0]  av_d [3:GRAD_RD];
@@ -439,7 +439,8 @@ module hrl_learn_walk #(
                              .UW(UW), .UF(UF), .LW(LW), .LF(LF)) adam_inst (
                 .clk(clk), .rst(rst), .c1(c1), .c2(c2), .lr(lr), .v_floor(v_floor),
                 .in_valid(d_v[GRAD_RD] && kind == P_ADAM), .in_w(aw_d[GRAD_RD][g*MW +: MW]),
-                .in_m(am_d[GRAD_RD][g*OMW +: OMW]), .in_v(av_d[GRAD_RD][g*QW +: QW]), .in_g(grad[g*GW +: GW]),
+                .in_m(am_d[GRAD_RD][g*OMW +: OMW]), .in_v(av_d[GRAD_RD][g*QW +: QW]),
+                .in_g(grad[g*GW +: GW]),
                 .out_valid(ad_v[g]), .out_w(ad_w[g*MW +: MW]), .out_m(ad_m[g*OMW +: OMW]),
                 .out_v(ad_q[g*QW +: QW]), .out_sat(ad_sat[g*3 +: 3]));
         end

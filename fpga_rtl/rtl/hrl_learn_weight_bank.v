@@ -13,8 +13,9 @@
 //
 // Read latency: 4 cycles: the read's inputs registered, the memory's registered output, a
 // second register after it, then the rotation into the output register. The input register
-// keeps the caller's logic out of the banks' address arithmetic (an add, a shift by the
-// stride and an add per bank), which then starts at a register. The second output register
+// keeps the caller's logic out of the banks' address arithmetic: base + j / L is added on
+// the way in, and the row's shift by the stride and one add per bank start at a register
+// (a column read's row i0 + lane is an or: i0 is a multiple of L). The second output register
 // is there for a deep memory: several block RAMs per lane end in a multiplexer over them,
 // which would otherwise run into the rotation in one cycle (the block RAM's output register
 // in a vendor flow). Writes (a row block, lane enables) are registered the same way: the

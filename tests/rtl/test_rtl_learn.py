@@ -124,7 +124,7 @@ MUTATIONS = [
     pytest.param(*BANK, "hrl_learn_weight_bank.v", r"wire \[LB-1:0\] lane_r = bl - rot;",
                  "wire [LB-1:0] lane_r = bl + rot;", BANK_PRM, "column-rotation",
                  id="bank-column-rotation", marks=pytest.mark.long),
-    pytest.param(*BANK, "hrl_learn_weight_bank.v", r"wr_en && wr_mask\[lane_w\]", "wr_en",
+    pytest.param(*BANK, "hrl_learn_weight_bank.v", r"wq_en && wq_mask\[lane_w\]", "wq_en",
                  BANK_PRM, "no-lane-enable", id="bank-no-lane-enable", marks=pytest.mark.long),
     pytest.param(*BANK, "hrl_learn_weight_bank.v", r"in_range \? bank_q", "1'b1 ? bank_q",
                  BANK_PRM, "no-edge-zero", id="bank-no-edge-zero", marks=pytest.mark.long),

@@ -77,8 +77,8 @@ STEP, WALK = "hrl_learn_step.v", "hrl_learn_walk.v"
 MUTATIONS = [
     # The target updated one step late (due when train_steps, not train_steps + 1, is a
     # multiple of the period).
-    pytest.param(STEP, r"assign due = c_phase \+ 1'b1 >= c_period;",
-                 "assign due = c_phase >= c_period;", "target-late", id="target-late"),
+    pytest.param(STEP, r"due <= c_phase \+ 1'b1 >= c_period;",
+                 "due <= c_phase >= c_period;", "target-late", id="target-late"),
     # The online net's operand words not written back (the next step reads stale weights).
     pytest.param(WALK, r"assign wr_en = t_out_v && o_v;",
                  "assign wr_en = t_out_v && o_v && o_tgt;", "no-operand-writeback",
