@@ -72,7 +72,8 @@
 // engine's host port), the op table, the engine's run (if n_ops > 0), every store in order;
 // ap_done once every store's words are in memory (the write responses came back). Loads
 // feed one word per cycle (a row block of L words lands as its last word arrives); a store
-// moves one row block of LA words per 4 cycles plus the memory's write path. The host must
+// moves one row block of LA words per 7 cycles (its read, the engine's 5-cycle host read,
+// the push) plus the memory's write path. The host must
 // place every matrix inside the engine's banks (hrl_learn_engine's depths; the program
 // writer checks them), must not change the argument registers while the kernel runs, and
 // must align `prog` and every offset to DW/8 bytes (XRT aligns buffers to 4 KiB).
@@ -591,7 +592,7 @@ module hrl_learn_kernel #(
                            : (!storing && d_w[0] == 32'd9) ? 32'd4
                            : (storing && d_w[0] == 32'd6) ? 32'd2
                            : (storing && d_w[0] == 32'd7) ? 32'd4 : DMAX32;
-    // The checks are registered in two stages as the descriptor's last words (7..15, which
+    // The checks are registered in three stages as the descriptor's last words (7..15, which
     // are dropped) arrive, so S_DESC reads one flag: no path runs from the words through the
     // compares into the run's state.
     reg dk_sel, dk_rows, dk_cols, dk_slog, dk_par, dk_pbase, dk_pend, dk_base, desc_ok;
