@@ -172,7 +172,9 @@ def row_for(op, name, batch, shape, sim_counts, mhz, step=None, infer=None):
         if step is not None:
             array = int(step["sim_forward"]) + int(step["sim_backward"])
             loss = int(step["sim_loss"]) + int(step.get("sim_clip") or 0)
-            upd = int(step["sim_update"]) + int(step["sim_target"])
+            # DQN's target update costs the next step's forward (in sim_forward); DDPG's
+            # is a walk of its own
+            upd = int(step["sim_update"]) + (int(step["sim_target"]) if kind == "ddpg" else 0)
             total = int(step["sim_step"])  # the sequencer's hand-offs included
             units = ("simulated: the whole step (hrl_learn_step, step_cycles.md)"
                      if kind == "dqn" else
@@ -180,12 +182,16 @@ def row_for(op, name, batch, shape, sim_counts, mhz, step=None, infer=None):
         else:
             model = ls.step_cycles(kind, dims, batch, r, c, critic=critic)
             loss = model["loss"]
-            upd = model["update"] + model["target"]  # DQN: Polyak every step, the default
-            array, total = model["array"], model["total"]
+            # Polyak every step, the default: DQN's target update costs its next step's
+            # forward run, DDPG's a walk
+            upd = model["update"] + (model["target"] if kind == "ddpg" else 0)
+            array = model["array"] + (model["target"] if kind == "dqn" else 0)
+            total = model["total"]
             if sim_counts:  # the array's simulated phases, DEP_GAP between them
                 array = sum(sim_counts) + ls.DEP_GAP * (len(fwd) + len(bwd) - 2) \
-                    + 2 * ls.DEP_GAP
-                total = total - model["array"] + array
+                    + 2 * ls.DEP_GAP + (model["target"] if kind == "dqn" else 0)
+                total = total - model["array"] - (model["target"] if kind == "dqn" else 0) \
+                    + array
             units = ("simulated: the array's phases (hrl_learn_mac_array); loss and update "
                      "passes: model" if sim_counts else "model")
     return {"op": op, "net": name, "batch": batch, "array": f"{r}x{c}",

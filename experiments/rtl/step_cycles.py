@@ -12,10 +12,12 @@ Verilator: a DQN net built by the fixed-point agent, two whole SGD steps with th
 carried in the module's banks, every master, moment, target, TD word and the saturations
 checked against hrl.fixed_point.dqn.FixedDQN.sgd_step (a mismatch fails the run, and no row
 is written), and the module's own counters read back (the step's, `st_start` to `st_done`,
-and each phase's: forward run, loss unit, backward run, Adam update, target update). The
-steps run Polyak's target update every step (period 1), so each has a target phase; a hard
-copy every `period` steps has it once per period (`step_us_no_target` is such a step
-between copies). The model is not fitted.
+and each phase's: forward run, loss unit, backward run, Adam update). The steps run
+Polyak's target update every step (period 1): Adam's walk moves the target's masters and
+the next step writes the target's operand words while its online forward ops run, then
+runs the target's ops on their own. So the second step pays for the first's update and
+the first (after `init`) pays for none: `sim_step_no_target`, a step between hard copies
+when they come every `period` steps. The model is not fitted.
 
 The points of one build (the array R x C, NMAX = the net's widest layer, BMAX = twice the
 largest batch, s and s' stacked) run in one simulation, one net after another. The SLOW
@@ -60,7 +62,7 @@ SLOW = [(DQN, 16, 16, 128), (DQN, 16, 16, 256), (DQN, 32, 32, 32), (DQN, 32, 32,
 SIM = "verilator"
 TARGET_US = 25.0  # the issue's floor for one DQN step, batch 32, on 16 x 16
 COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "sim_update",
-           "sim_target", "sim_step", "model_array", "model_loss", "model_update",
+           "sim_target", "sim_step", "sim_step_no_target", "model_array", "model_loss", "model_update",
            "model_target", "model_total", "step_ratio", "step_us", "step_us_no_target"]
 
 
@@ -77,8 +79,8 @@ def build_params(r: int, c: int, nmax: int, batch_max: int) -> dict:
 
 def simulate(r: int, c: int, nets: list[tuple[tuple, int]]) -> list[dict]:
     """The step module's cycles of each (dims, batch)'s second step on an R x C array (the
-    whole step and its phases), every word of both steps checked by the testbench; one
-    build for all of `nets`."""
+    whole step and its phases; `fresh` the first step's, which no target update precedes),
+    every word of both steps checked by the testbench; one build for all of `nets`."""
     prm = build_params(r, c, max(max(d) for d, _ in nets), max(b for _, b in nets))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cycles.json"
@@ -86,20 +88,22 @@ def simulate(r: int, c: int, nets: list[tuple[tuple, int]]) -> list[dict]:
             "hrl_learn_step").SOURCES, sim=SIM, testcase="test_listed_steps",
             env={"STEP_NETS": json.dumps([[list(d), b, 2] for d, b in nets]),
                  "STEP_CYCLES_OUT": str(out)})
-        return [n["steps"][-1] for n in json.loads(out.read_text())]
+        return [{**n["steps"][-1], "fresh": n["steps"][0]["cycles"]}
+                for n in json.loads(out.read_text())]
 
 
 def row(dims, r: int, c: int, batch: int, sim: dict, mhz: float) -> dict:
     model = ls.step_cycles("dqn", list(dims), batch, r, c)
     return {"net": net_name(dims), "batch": batch, "array": f"{r}x{c}",
             "sim_forward": sim["fwd"], "sim_loss": sim["loss"], "sim_backward": sim["bwd"],
-            "sim_update": sim["upd"], "sim_target": sim["tgt"], "sim_step": sim["cycles"],
+            "sim_update": sim["upd"], "sim_target": sim["cycles"] - sim["fresh"],
+            "sim_step": sim["cycles"], "sim_step_no_target": sim["fresh"],
             "model_array": model["array"], "model_loss": model["loss"],
             "model_update": model["update"], "model_target": model["target"],
             "model_total": model["total"],
             "step_ratio": round(sim["cycles"] / model["total"], 3),
             "step_us": round(sim["cycles"] / mhz, 2),
-            "step_us_no_target": round((sim["cycles"] - sim["tgt"]) / mhz, 2)}
+            "step_us_no_target": round(sim["fresh"] / mhz, 2)}
 
 
 def _kept(points) -> dict:
@@ -113,10 +117,10 @@ def _kept(points) -> dict:
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             key = (r["net"], r["array"], int(r["batch"]))
-            if key in want:
+            if key in want and r.get("sim_step_no_target"):  # (rows of an older table: no)
                 sim = {"fwd": int(r["sim_forward"]), "loss": int(r["sim_loss"]),
                        "bwd": int(r["sim_backward"]), "upd": int(r["sim_update"]),
-                       "tgt": int(r["sim_target"]), "cycles": int(r["sim_step"])}
+                       "cycles": int(r["sim_step"]), "fresh": int(r["sim_step_no_target"])}
                 kept[want[key]] = sim
     return kept
 
@@ -180,16 +184,20 @@ def write_table(sims: dict, mhz: float) -> Path:
         "s and s' stacked, the target net on s'), `sim_loss` the loss unit's pass (three bank "
         "reads per sample), `sim_backward` the engine's backward run (backward ops, weight and "
         "bias gradients), `sim_update` the Adam lanes' pass over every parameter (C per "
-        "cycle, the operand words written back), `sim_target` the target unit's pass "
-        "(Polyak, every step here), `sim_step` all of it from `st_start` to `st_done` (the "
-        "phases and the sequencer's hand-offs). Each build holds its nets' widest layer "
+        "cycle, the operand words written back, the target's masters updated beside them: "
+        "Polyak, every step here), `sim_step` all of it from `st_start` to `st_done` (the "
+        "phases and the sequencer's hand-offs), `sim_step_no_target` the first step's (no "
+        "target update before it), `sim_target` the difference: what the previous step's "
+        "target update costs this one (its forward is two engine runs, the online net's, "
+        "beside which the target's operand words are written, then the target's). Each build holds its nets' widest layer "
         "(NMAX) and twice the largest batch (BMAX, s and s' stacked). `model_*`: "
         "hrl/mapping/learner_schedule.py `step_cycles` at target_period 1 (`array` the "
         "forward and backward products, against `sim_forward` + `sim_backward`; `loss`, "
-        "`update` and `target` the step module's passes, whose constants its simulated "
-        "phases set); `step_ratio` = sim_step / model_total. `step_us` at the "
+        "`update` the step module's passes, whose constants its simulated phases set; "
+        "`target` the split forward's cost, `dqn_target_cycles`); `step_ratio` = sim_step / "
+        "model_total. `step_us` at the "
         f"clock estimated by yosys, {mhz:.0f} MHz (resources.md); `step_us_no_target` a step "
-        "without the target pass (a hard copy every `period` steps, between copies).",
+        "that no target update precedes (a hard copy every `period` steps, between copies).",
     ]
     goal = [r for r in rows if r["array"] == "16x16" and r["batch"] == 32
             and r["net"] == net_name(DQN)]
@@ -206,8 +214,8 @@ def write_table(sims: dict, mhz: float) -> Path:
         at_kernel = (
             f" At the whole training kernel's clock as written, {kernel:.0f} MHz (clock.md, "
             f"`python experiments/rtl/learner_clock.py`), the same cycles take "
-            f"{polyak_us:.2f} us ({holds(polyak_us)}) and {copy_us:.2f} us without the "
-            f"target pass ({holds(copy_us)}).")
+            f"{polyak_us:.2f} us ({holds(polyak_us)}) and {copy_us:.2f} us without a "
+            f"target update ({holds(copy_us)}).")
     foot = [
         f"The issue's target, one DQN step of 4-64-64-2 at batch 32 on 16x16 in at most "
         f"{TARGET_US:g} us: "
@@ -216,9 +224,11 @@ def write_table(sims: dict, mhz: float) -> Path:
                     for r in goal)
         + "." + at_kernel
         + " DQN CartPole's config copies the target every 100 steps, so its steps cost "
-        "`step_us_no_target` but one in 100. The target pass is a second walk over the "
-        "parameters after Adam's: the engine's weight bank has one host write port, which "
-        "the online net's operand words take in Adam's walk. The loss unit reads three Q "
+        "`step_us_no_target` but one in 100. The target update costs Adam's walk no cycle "
+        "(C target lanes beside its operand lanes); the target's operand words wait for the "
+        "next step, whose engine runs the online net's forward ops while a walk writes them "
+        "through the weight bank's host port (the engine reads that bank, never writes it), "
+        "so only the split of the forward run into two remains. The loss unit reads three Q "
         "rows per sample through the engine's host port: Q(s), the online Q(s') and the "
         "target's Q'(s'). The forward and backward runs are the engine's (the loss unit "
         "between them: two runs, a few hand-off cycles each).",

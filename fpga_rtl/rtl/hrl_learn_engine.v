@@ -38,7 +38,10 @@
 //
 // The host, while the engine is idle (busy low):
 //   * writes matrices into the banks (h_wr_*: a row block of one bank, the banks' own layout,
-//     row stride 2**slog words of a bank; hrl_learn_weight_bank's header);
+//     row stride 2**slog words of a bank; hrl_learn_weight_bank's header). The weight and
+//     bias banks (h_wr_sel 1, 2) take the host's writes while a run is busy too, as no op
+//     writes them: rows that no op of the run reads (the host's promise; hrl_learn_step
+//     writes the target net's words while the online net's forward ops run);
 //   * writes the op table (op_wr_*: op `op_wr_op`, field `op_wr_field`, value `op_wr_data`):
 //       0 X_BASE  base of the x operand's matrix (see the kinds), 1 X_SLOG its stride
 //       2 M output rows   3 K beats: kinds 0..2 M 1..BMAX (the batch), K 1..NMAX; kind 3
@@ -560,8 +563,9 @@ module hrl_learn_engine #(
     wire [LA*OW-1:0] a_rd_data, dl_rd_data;
     wire [C*BW-1:0]  w_rd_data, b_rd_data;
     // The host ports' register (the header): hw / hr select the host's write / read of the
-    // banks in the cycle after the host drove it (taken only while idle).
-    reg              hw, hr;
+    // banks in the cycle after the host drove it (taken only while idle); hwb the host's
+    // write of the weight or bias bank (taken while busy too: the engine never writes them).
+    reg              hw, hr, hwb;
     reg  [1:0]       hq_wr_sel;
     reg  [HAB-1:0]   hq_wr_base, hq_rd_base;
     reg  [4:0]       hq_wr_slog, hq_rd_slog;
@@ -571,6 +575,7 @@ module hrl_learn_engine #(
     reg              hq_rd_sel;
     always @(posedge clk) begin
         hw <= h_wr_en && !busy && !rst;
+        hwb <= h_wr_en && (h_wr_sel == 2'd1 || h_wr_sel == 2'd2) && !rst;
         hr <= h_rd_en && !busy && !rst;
         hq_wr_sel <= h_wr_sel;
         hq_wr_base <= h_wr_base;
@@ -684,7 +689,7 @@ module hrl_learn_engine #(
         .rd_en(issue && !k_grad), .rd_col(k_bwd), .rd_base(wb[WAB-1:0]), .rd_slog(ws),
         .rd_i(k_bwd ? c0 : kk), .rd_j(k_bwd ? kk : c0),
         .rd_rows(k_bwd ? n : k), .rd_cols(k_bwd ? k : n), .rd_data(w_rd_data),
-        .wr_en(hw && hq_wr_sel == 2'd1), .wr_base(hq_wr_base[WAB-1:0]),
+        .wr_en(hwb && hq_wr_sel == 2'd1), .wr_base(hq_wr_base[WAB-1:0]),
         .wr_slog(hq_wr_slog), .wr_i(hq_wr_i), .wr_j(hq_wr_j), .wr_mask(hq_wr_mask[C-1:0]),
         .wr_data(h_wb_data));
 
@@ -694,7 +699,7 @@ module hrl_learn_engine #(
         .rd_en(issue && k_fwd), .rd_col(1'b0), .rd_base(bb), .rd_slog(5'd0),
         .rd_i({IW{1'b0}}), .rd_j(c0), .rd_rows({{(IW-1){1'b0}}, 1'b1}), .rd_cols(n),
         .rd_data(b_rd_data),
-        .wr_en(hw && hq_wr_sel == 2'd2), .wr_base(hq_wr_base[BAB-1:0]),
+        .wr_en(hwb && hq_wr_sel == 2'd2), .wr_base(hq_wr_base[BAB-1:0]),
         .wr_slog(hq_wr_slog), .wr_i(hq_wr_i), .wr_j(hq_wr_j), .wr_mask(hq_wr_mask[C-1:0]),
         .wr_data(h_wb_data));
 

@@ -4,8 +4,12 @@
 // hrl.fixed_point.dqn.FixedDQN.sgd_step (Adam), given the batch words, with the network's
 // state (master weights, Adam's moments, the target masters, the step counter) carried in
 // its banks from step to step. One step, from `st_start` with st_cmd 0:
-//   1 forward  the engine runs ops 0..NF-1 of its table (the host's: the online net on s
-//              and s' stacked, 2B rows; the target net on s'; hrl_learn_engine's header);
+//   1 forward  the engine runs ops 0..NF-1 of its table (the host's: ops 0..NLAY-1 the
+//              online net on s and s' stacked, 2B rows; NLAY..NF-1 the target net on s',
+//              NF = 2 NLAY; hrl_learn_engine's header). When the previous step updated the
+//              target's masters, in two runs: ops 0..NLAY-1 while the walk's operand walk
+//              (kind 3) writes the target net's operand words into the engine's weight and
+//              bias banks (which the online ops do not read), then, both done, the rest;
 //   2 loss     per sample b, three host-port reads of the activation bank (Q(s_b) and
 //              Q(s'_b) of the online net, Q'(s'_b) of the target), one hrl_learn_loss_dqn
 //              pass: the output delta row written into the delta bank (D_BASE), td and |td|
@@ -15,11 +19,15 @@
 //              block of C words, the gradient read from the delta bank, master, m and v from
 //              their banks, C Adam lanes, the new master, m, v written back, and the operand
 //              words (the master rounded to the weight format) written into the engine's
-//              weight or bias bank, where the next step's forward reads them;
-//   5 target   when (train_steps + 1) mod PERIOD is 0 (optim.update_target): the walk's
-//              target walk: the new master and the target master through the target lanes
-//              (Polyak with TAU, or a hard copy), the new target master written back and its
-//              operand words into the engine's target weights and biases.
+//              weight or bias bank, where the next step's forward reads them; and when
+//              (train_steps + 1) mod PERIOD is 0 (optim.update_target), the target: the new
+//              master and the target master through the walk's other target lanes (Polyak
+//              with TAU, or a hard copy), the new target master written back in the same
+//              walk. Its operand words wait for the next step's forward (1): the weight
+//              bank's one host write port is the online words' in this walk.
+// So every master, moment and target master is the reference's when st_done rises; the
+// engine's copy of the target net's operand words is brought up to date by the next step
+// (or `init`) before any op reads it.
 // st_cmd 1 (init) computes both nets' operand words from the master and target banks (the
 // host's initial words: the walk's two operand walks), as the step's write-back does, so
 // the next step reads the words the reference rounds.
@@ -42,9 +50,10 @@
 // banks (st_p_*), reads TD words (st_td_*) and the results (st_sat, st_cycles, the phases'
 // cycles, st_steps). The rate word LR is the host's each step (step_rate: the schedule
 // and Adam's bias correction, a table read and a multiply; optim's docstring).
-//   st_cfg addresses, globals:  0 NLAY layers (1..NL)   1 NF forward ops   2 NOPS all ops
-//     3 A actions (1..AMAX)   4 B batch (1..BMAX/2)   5 Q_BASE 6 Q_SLOG the online net's
-//     output (2B x A, activation bank)   7 QT_BASE 8 QT_SLOG the target's (B x A)
+//   st_cfg addresses, globals:  0 NLAY layers (1..NL)   1 NF forward ops (2 NLAY)
+//     2 NOPS all ops   3 A actions (1..AMAX)   4 B batch (1..BMAX/2)   5 Q_BASE 6 Q_SLOG
+//     the online net's output (2B x A, activation bank)   7 QT_BASE 8 QT_SLOG the
+//     target's (B x A)
 //     9 D_BASE 10 D_SLOG the output delta (B x A, delta bank)   11 FLAGS bit 0 double DQN,
 //     bit 1 Huber clip, bit 2 Polyak (else a hard copy)   12 HUBER (value word)
 //     13 C1 = 1 - beta1 14 C2 = 1 - beta2 (unit words)   15 LR (rate word)
@@ -57,12 +66,15 @@
 // `st_error`: the configuration out of range (nothing runs) or an engine run stopped at a
 // bad op (the step stops there).
 //
-// Cost above the engine: the walk (hrl_learn_walk: C Adam lanes, C target lanes, four banks
-// of C words per block), one loss unit of AMAX actions, the batch and TD registers (BMAX
-// words each), counters. Cycles (counted by st_cyc_*): the engine's two runs, 3 B + 26 for
-// the loss (three Q rows read per sample), blocks + 49 for the update, blocks + 13 for the
-// target when due (blocks: the stream's length), three more for the command's start (its
-// configuration's check) and end (hrl.mapping.learner_schedule's DQN terms).
+// Cost above the engine: the walk (hrl_learn_walk: C Adam lanes, 2 C target lanes, four
+// banks of C words per block), one loss unit of AMAX actions, the batch and TD registers
+// (BMAX words each), counters. Cycles (counted by st_cyc_*): the engine's two runs (three
+// after a target update: the forward split, its second run SPLIT_GAP = 3 cycles after the
+// later of the first's end and the operand walk's, blocks + 13), 3 B + 26 for the loss
+// (three Q rows read per sample), blocks + 49 for the update (blocks: the stream's length),
+// three more for the command's start (its configuration's check) and end
+// (hrl.mapping.learner_schedule's DQN terms). st_cyc_tgt counts the operand walk's cycles,
+// which overlap the forward's.
 `default_nettype none
 
 module hrl_learn_step #(
@@ -360,14 +372,19 @@ module hrl_learn_step #(
     // ------------------------------------------------------------------ the sequencer
     localparam [3:0] S_IDLE = 4'd0, S_FWD = 4'd1, S_FWDW = 4'd2, S_LOSS = 4'd3,
                      S_LOSSW = 4'd4, S_BWD = 4'd5, S_BWDW = 4'd6, S_WALK = 4'd7,
-                     S_FIN = 4'd8, S_CHK = 4'd9;
+                     S_FIN = 4'd8, S_CHK = 4'd9, S_FWD2 = 4'd10;
     // The walks over the parameter stream (hrl_learn_walk's kinds).
-    localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPON = 2'd2, P_OPTG = 2'd3;
+    localparam [1:0] P_ADAM = 2'd0, P_OPON = 2'd2, P_OPTG = 2'd3;
     reg [3:0]      state;
     reg            cmd_init;
     reg [1:0]      pk;                 // the walk's kind
     reg [SW-1:0]   acc_sat, nop_on, nop_tg, nop_on_n, nop_tg_n;
-    reg            tgt_ran;
+    reg            tgt_ran;            // this step ran the target's operand walk
+    reg            tg_stale;           // the target masters moved since its operand words
+    reg            bg;                 // the target's operand walk runs beside the engine
+    reg            split;              // the forward runs the online net's ops alone
+    wire           wk_run = state == S_WALK || bg;
+    wire [31:0]    c_nlay_x = {25'd0, c_nlay};   // the online net's forward ops: NLAY
     // the loss pass
     reg [IW-1:0]   lb;                 // sample being read
     reg [1:0]      ls;                 // its read: 0 Q(s), 1 Q(s') online, 2 Q'(s')
@@ -398,7 +415,8 @@ module hrl_learn_step #(
         .polyak(c_flags[2]),
         .cfg_en(cfg_walk), .cfg_layer(cfg_l), .cfg_field(cfg_rel[3:0]),
         .cfg_data(st_cfg_data),
-        .run(state == S_WALK), .kind(pk), .lo({LB{1'b0}}), .hi(c_nlay[LB:0]), .done(wk_done),
+        .with_tgt(due), .run(wk_run), .kind(pk), .lo({LB{1'b0}}), .hi(c_nlay[LB:0]),
+        .done(wk_done),
         .wr_en(wk_wr_en), .wr_sel(wk_wr_sel), .wr_base(wk_wr_base), .wr_slog(wk_wr_slog),
         .wr_i(wk_wr_i), .wr_j(wk_wr_j), .wr_mask(wk_wr_mask), .wr_data(wk_wr_data),
         .rd_en(wk_rd_en), .rd_sel(wk_rd_sel), .rd_base(wk_rd_base), .rd_slog(wk_rd_slog),
@@ -520,9 +538,10 @@ module hrl_learn_step #(
                 s_rd_rows = c_b;
             end
         end
-        if (state == S_WALK) begin
+        if (wk_run) begin
             // the walk's: the operand words into the weight (or bias) bank, the gradient
-            // block from the delta bank (Adam's walk)
+            // block from the delta bank (Adam's walk); the target's operand walk writes the
+            // weight and bias banks while the engine runs the online net's forward ops
             s_wr_en = wk_wr_en;
             s_wr_sel = wk_wr_sel;
             s_wr_base = wk_wr_base;
@@ -548,33 +567,34 @@ module hrl_learn_step #(
     reg  cfg_bad;
     wire cfg_bad_n = c_nlay == 7'd0 || {25'd0, c_nlay} > NL || c_a == 8'd0
                    || {24'd0, c_a} > AMAX || c_b == {IW{1'b0}}
-                   || {{(31-IW){1'b0}}, c_b, 1'b0} > BMAX || c_nf == 0
+                   || {{(31-IW){1'b0}}, c_b, 1'b0} > BMAX
+                   || {{(31-OPB){1'b0}}, c_nf} != {24'd0, c_nlay, 1'b0}
                    || c_nf >= c_nops || {{(31-OPB){1'b0}}, c_nops} > NOPS
                    || c_period == 32'd0;
     always @(posedge clk) cfg_bad <= cfg_bad_n;
 
     wire [SW-1:0] sat_add = (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
                   + {{(SW-CB-3){1'b0}}, wk_sat}
-                  + (((state == S_FWDW || state == S_BWDW) && e_done) ? e_sat : {SW{1'b0}});
+                  + (((state == S_FWDW || state == S_BWDW) && e_done) ? e_sat : {SW{1'b0}})
+                  + ((bg && wk_op_v) ? {{(SW-CB){1'b0}}, wk_op_nsat} : {SW{1'b0}});
     always @(posedge clk) begin
         st_done <= 1'b0;
         e_start <= 1'b0;
         step_inc <= 1'b0;
         if (st_busy) st_cycles <= st_cycles + 1'b1;
         case (state)
-            S_FWD, S_FWDW: st_cyc_fwd <= st_cyc_fwd + 1'b1;
+            S_FWD, S_FWDW, S_FWD2: st_cyc_fwd <= st_cyc_fwd + 1'b1;
             S_LOSS, S_LOSSW: st_cyc_loss <= st_cyc_loss + 1'b1;
             S_BWD, S_BWDW: st_cyc_bwd <= st_cyc_bwd + 1'b1;
-            S_WALK:
-                if (pk == P_ADAM) st_cyc_upd <= st_cyc_upd + 1'b1;
-                else if (pk == P_TGT) st_cyc_tgt <= st_cyc_tgt + 1'b1;
+            S_WALK: if (pk == P_ADAM) st_cyc_upd <= st_cyc_upd + 1'b1;
             default: ;
         endcase
+        if (bg) st_cyc_tgt <= st_cyc_tgt + 1'b1;
         // the operand roundings the walks' write stage counts, by net
         if (wk_op_v) begin
             if (pk == P_ADAM || pk == P_OPON)
                 nop_on_n <= nop_on_n + {{(SW-CB){1'b0}}, wk_op_nsat};
-            if (pk == P_TGT || pk == P_OPTG)
+            if (pk == P_OPTG)
                 nop_tg_n <= nop_tg_n + {{(SW-CB){1'b0}}, wk_op_nsat};
         end
         acc_sat <= acc_sat + sat_add;
@@ -592,7 +612,9 @@ module hrl_learn_step #(
                 nop_on_n <= {SW{1'b0}};
                 nop_tg_n <= {SW{1'b0}};
                 tgt_ran <= 1'b0;
-                acc_sat <= nop_on + nop_tg;
+                // the operand roundings of the words this step reads: the target's come
+                // from this step's operand walk when its masters moved
+                acc_sat <= nop_on + (tg_stale ? {SW{1'b0}} : nop_tg);
                 state <= S_CHK;
             end
             S_CHK: if (cfg_bad) begin
@@ -605,21 +627,39 @@ module hrl_learn_step #(
                 state <= S_FWD;
             end
             S_FWD: begin
+                // The whole forward table, or (target masters moved) the online net's ops
+                // while the target's operand walk writes its words, then the target's.
                 e_start <= 1'b1;
-                e_nops <= c_nf;
+                e_nops <= tg_stale ? c_nlay_x[OPB:0] : c_nf;
                 e_first <= {OPB{1'b0}};
+                split <= tg_stale;
+                if (tg_stale) begin
+                    bg <= 1'b1;
+                    pk <= P_OPTG;
+                    tgt_ran <= 1'b1;
+                end
                 state <= S_FWDW;
             end
             S_FWDW: if (e_done) begin
                 if (e_error) begin
                     st_error <= 1'b1;
                     state <= S_FIN;
+                end else if (split) begin
+                    state <= S_FWD2;
                 end else begin
                     state <= S_LOSS;
                     lb <= {IW{1'b0}};
                     ls <= 2'd0;
                     l_left <= c_b;
                 end
+            end
+            S_FWD2: if (!bg) begin
+                // the target's words are written: its forward ops
+                e_start <= 1'b1;
+                e_nops <= c_nf;
+                e_first <= c_nlay_x[OPB-1:0];
+                split <= 1'b0;
+                state <= S_FWDW;
             end
             S_LOSS: begin
                 if (ls == 2'd2) begin
@@ -647,17 +687,11 @@ module hrl_learn_step #(
                 end
             end
             S_WALK: if (wk_done) begin
-                // the walk's last write: init's second walk, the target's when due, or the end
-                if (pk == P_OPON) begin
-                    pk <= P_OPTG;
-                end else if (pk == P_ADAM && due) begin
-                    pk <= P_TGT;
-                    tgt_ran <= 1'b1;
-                end else begin
-                    state <= S_FIN;
-                end
+                // the walk's last write: init's second walk, or the end
+                if (pk == P_OPON) pk <= P_OPTG;
+                else state <= S_FIN;
             end
-            S_FIN: begin
+            S_FIN: if (!bg) begin
                 st_busy <= 1'b0;
                 st_done <= 1'b1;
                 state <= S_IDLE;
@@ -665,10 +699,13 @@ module hrl_learn_step #(
                     if (cmd_init) begin
                         nop_on <= nop_on_n;
                         nop_tg <= nop_tg_n;
+                        tg_stale <= 1'b0;
                     end else begin
                         st_sat <= acc_sat;
                         nop_on <= nop_on_n;
                         if (tgt_ran) nop_tg <= nop_tg_n;
+                        // Adam's walk updated the target masters when due
+                        tg_stale <= due;
                         step_inc <= 1'b1;
                     end
                 end
@@ -677,7 +714,13 @@ module hrl_learn_step #(
         endcase
         if (state == S_LOSSW || state == S_LOSS)
             if (lo_v) l_left <= l_left - 1'b1;
+        if (bg && wk_done) begin
+            bg <= 1'b0;
+            tg_stale <= 1'b0;
+        end
         if (rst) begin
+            bg <= 1'b0;
+            tg_stale <= 1'b0;
             state <= S_IDLE;
             st_busy <= 1'b0;
             st_done <= 1'b0;
@@ -693,7 +736,7 @@ module hrl_learn_step #(
     end
 
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_misc = ^{cfg_rel, c_a_x, e_busy, e_cycles, c_flags,
+    wire unused_misc = ^{cfg_rel, c_a_x, c_nlay_x, e_busy, e_cycles, c_flags,
                          AAB[0], BAB[0], DAB[0], WAB[0], rd_vals, HAB0[0], FW0[0]};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule

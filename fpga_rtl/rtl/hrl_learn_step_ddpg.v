@@ -464,7 +464,7 @@ module hrl_learn_step_ddpg #(
                      .UW(UW), .UF(UF), .LW(LW), .LF(LF)) walk_inst (
         .clk(clk), .rst(rst), .busy(st_busy),
         .c1(c_c1), .c2(c_c2), .lr(cur_lr), .v_floor(c_vfloor), .tau(c_tau),
-        .polyak(c_flags[2]),
+        .polyak(c_flags[2]), .with_tgt(1'b0),
         .cfg_en(cfg_walk), .cfg_layer(cfg_l), .cfg_field(cfg_rel[3:0]),
         .cfg_data(st_cfg_data),
         .run(state == S_WALK), .kind(pk), .lo(w_lo), .hi(w_hi), .done(wk_done),

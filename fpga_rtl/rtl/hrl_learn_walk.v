@@ -22,6 +22,12 @@
 //              its operand words into the engine's target weights (TW_BASE, TB_BASE);
 //   2 operand  the online net's operand words from its masters (the host's initial words);
 //   3 operand  the target net's, from the target masters.
+// Adam's walk with `with_tgt` also updates the target (the DQN step's, when due): C more
+// target lanes take the new master beside the operand lanes, with the target master read
+// from its bank at Adam's output (Polyak with `tau` when `polyak`, else a hard copy), and
+// the new target master is written back in the same write stage; the target net's operand
+// words are left to an operand walk (kind 3), which the step runs during its next forward
+// pass. So the target costs Adam's walk no cycle.
 // Pipeline (stage s: s cycles after the issue): the banks' read 2 (the engine's gradient
 // read 5: its host port's register and its bank's 4), Adam ADAM_LAT (33, hrl_learn_adam's
 // LAT) from stage 5, target TGT_LAT (9, hrl_learn_target's LAT): the write stage at 47 for
@@ -44,9 +50,10 @@
 // roundings' saturations and `op_layer` its layer, which the step sums by net
 // (optim.operand's counts). Every count of a walk leaves by its `done`.
 //
-// Cost: C Adam and C target lanes, four banks of PDEPTH blocks of C words (one read and one
-// write port each), the layer registers (11 fields of NL layers), the side band's LAT-stage
-// pipeline (shift registers), the counters.
+// Cost: C Adam and 2 C target lanes (C of them for Adam's walk with with_tgt; a step that
+// ties with_tgt low has synthesis drop them), four banks of PDEPTH blocks of C words (one
+// read and one write port each), the layer registers (11 fields of NL layers), the side
+// band's LAT-stage pipeline (shift registers), the counters.
 `default_nettype none
 
 module hrl_learn_walk #(
@@ -99,6 +106,7 @@ module hrl_learn_walk #(
     input  wire [QW-1:0]        v_floor,    // Adam's second-moment floor
     input  wire [UW-1:0]        tau,        // Polyak's rate (unit word)
     input  wire                 polyak,     // the target walk: 1 Polyak, 0 a hard copy
+    input  wire                 with_tgt,   // Adam's walk updates the target too (header)
     // ---- the layer registers, written while the step is idle: field cfg_field of layer
     // cfg_layer (< NL), the steps' per-layer st_cfg fields: 0 K 1 N (input and output
     // widths) 2 W_BASE 3 W_SLOG (weight bank) 4 B_BASE (bias bank) 5 TW_BASE 6 TB_BASE (the
@@ -227,7 +235,8 @@ module hrl_learn_walk #(
 
     // ------------------------------------------------------------------ the parameter banks
     // Four memories of C-word blocks (master, m, v, target), one read and one write port
-    // each: the walk's while busy, else the host's.
+    // each: the walk's while busy, else the host's. Adam's walk reads the target bank later
+    // than the others, at Adam's output (its address from the side band: below).
     wire             pr_en;            // the walk's read (this cycle)
     wire [PAB-1:0]   pr_addr;
     wire [PAB-1:0]   p_raddr = busy ? pr_addr : p_rd_addr;
@@ -247,7 +256,7 @@ module hrl_learn_walk #(
     // the walk's writes
     wire             ww_en, wm_en, wt_en;   // master, m and v, target
     wire [PAB-1:0]   ww_addr, wm_addr;
-    wire [C*MW-1:0]  ww_data;
+    wire [C*MW-1:0]  ww_data, wt_data;
     wire [C*OMW-1:0] wm_data;
     wire [C*QW-1:0]  wv_data;
     // the host's writes, unpacked
@@ -276,7 +285,8 @@ module hrl_learn_walk #(
     wire             t_we = busy ? wt_en : p_wr_en && p_wr_sel == 2'd3;
     wire [PAB-1:0]   w_wa = busy ? ww_addr : p_wr_addr;  // master and target
     wire [PAB-1:0]   m_wa = busy ? wm_addr : p_wr_addr;  // m and v
-    wire [C*MW-1:0]  w_wd = busy ? ww_data : hp_w;       // master and target
+    wire [C*MW-1:0]  w_wd = busy ? ww_data : hp_w;       // master
+    wire [C*MW-1:0]  t_wd = busy ? wt_data : hp_w;       // target
     wire [C*OMW-1:0] m_wd = busy ? wm_data : hp_m;
     wire [C*QW-1:0]  v_wd = busy ? wv_data : hp_v;
     always @(posedge clk) begin
@@ -284,7 +294,6 @@ module hrl_learn_walk #(
             rw1 <= mem_w[p_raddr];
             rm1 <= mem_m[p_raddr];
             rv1 <= mem_v[p_raddr];
-            rt1 <= mem_t[p_raddr];
         end
         rw2 <= rw1;
         rm2 <= rm1;
@@ -301,7 +310,7 @@ module hrl_learn_walk #(
         if (w_we) mem_w[w_wa] <= w_wd;
         if (m_we) mem_m[m_wa] <= m_wd;
         if (v_we) mem_v[m_wa] <= v_wd;
-        if (t_we) mem_t[w_wa] <= w_wd;
+        if (t_we) mem_t[w_wa] <= t_wd;
     end
     // The host's read: the selected bank's block, sign-extended, 2 cycles after.
     reg [1:0] p_sel1;
@@ -417,6 +426,12 @@ module hrl_learn_walk #(
         end
         if (rst) for (s = 1; s <= LAT; s = s + 1) d_v[s] <= 1'b0;
     end
+    // The target bank's read: at the issue, or in Adam's walk two stages before Adam's
+    // output (rt2 then meets the new master of the same block).
+    wire             t_late = busy && kind == P_ADAM;
+    wire [PAB-1:0]   t_raddr = t_late ? d_p[ADAM_OUT-2] : p_raddr;
+    wire             t_ren = t_late ? d_v[ADAM_OUT-2] : p_ren;
+    always @(posedge clk) if (t_ren) rt1 <= mem_t[t_raddr];
 
     // ---- the Adam lanes (stage GRAD_RD in, stage ADAM_OUT out)
     wire [C*GW-1:0]  grad;
@@ -463,6 +478,23 @@ module hrl_learn_walk #(
         .in_online(t_on), .in_target(rt2), .out_valid(t_out_v), .out_master(t_master),
         .out_weight(t_weight), .out_sat_master(t_sat_m), .out_sat_weight(t_sat_w),
         .out_nsat(t_nsat));
+    // The target's lanes of Adam's walk with with_tgt (stage ADAM_OUT in, LAT out): the
+    // new master and the target master read late; their operand words are not used (the
+    // next forward's operand walk writes them).
+    wire             f_out_v;
+    wire [C*MW-1:0]  f_master;
+    wire [C-1:0]     f_sat_m;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [C*WWID-1:0] f_weight;
+    wire [C-1:0]     f_sat_w;
+    wire [$clog2(2 * C + 1)-1:0] f_nsat;
+    /* verilator lint_on UNUSEDSIGNAL */
+    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF))
+    fold_inst (
+        .clk(clk), .rst(rst), .tau(tau), .in_valid(d_v[ADAM_OUT] && kind == P_ADAM && with_tgt),
+        .in_copy(!polyak), .in_online(ad_w), .in_target(rt2), .out_valid(f_out_v),
+        .out_master(f_master), .out_weight(f_weight), .out_sat_master(f_sat_m),
+        .out_sat_weight(f_sat_w), .out_nsat(f_nsat));
     // The write stage: LAT for Adam's walk, LAT_T for the others.
     wire             o_v = (kind == P_ADAM) ? d_v[LAT] : d_v[LAT_T];
     wire [PAB-1:0]   o_p = (kind == P_ADAM) ? d_p[LAT] : d_p[LAT_T];
@@ -480,7 +512,8 @@ module hrl_learn_walk #(
         n_sw = {CB{1'b0}};
         n_ad = {(CB+3){1'b0}};
         for (c = 0; c < C; c = c + 1) begin
-            n_sm = n_sm + {{(CB-1){1'b0}}, t_sat_m[c] && o_lanes[c]};
+            n_sm = n_sm + {{(CB-1){1'b0}}, ((kind == P_ADAM) ? f_sat_m[c] : t_sat_m[c])
+                                           && o_lanes[c]};
             n_sw = n_sw + {{(CB-1){1'b0}}, t_sat_w[c] && o_lanes[c]};
             n_ad = n_ad + (d_lanes[ADAM_OUT][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
         end
@@ -523,9 +556,10 @@ module hrl_learn_walk #(
     assign pr_en = w_issue;
     assign pr_addr = cp;
     assign ww_en = t_out_v && o_v && kind == P_ADAM;
-    assign wt_en = t_out_v && o_v && kind == P_TGT;
+    assign wt_en = (kind == P_ADAM) ? f_out_v && o_v : t_out_v && o_v && kind == P_TGT;
     assign ww_addr = o_p;
     assign ww_data = t_master;
+    assign wt_data = (kind == P_ADAM) ? f_master : t_master;
     assign wm_en = d_v[ADAM_OUT] && kind == P_ADAM;
     assign wm_addr = d_p[ADAM_OUT];
     assign wm_data = ad_m;
@@ -534,7 +568,8 @@ module hrl_learn_walk #(
     // ---- the saturations
     wire w_out = run && t_out_v && o_v;            // a block's write stage
     always @(posedge clk) begin
-        sat <= ((w_out && kind == P_TGT) ? {3'd0, n_sm} : {(CB+3){1'b0}})
+        sat <= ((w_out && (kind == P_TGT || (kind == P_ADAM && with_tgt)))
+                ? {3'd0, n_sm} : {(CB+3){1'b0}})
                + ((run && d_v[ADAM_OUT] && kind == P_ADAM) ? n_ad : {(CB+3){1'b0}});
         op_v <= w_out;
         op_layer <= o_l;

@@ -28,8 +28,11 @@ are what the step module (fpga_rtl/rtl/hrl_learn_step.v) runs, and its simulated
 their constants (experiments/results/fpga_learner/step_cycles.md): the loss unit reads three
 Q rows per sample through the engine's host port (Q(s), the online net's Q(s') and the
 target's Q'(s')), so a sample takes LOSS_READS cycles; the Adam walk takes a block of C
-parameters a cycle, the operand words written back; the target update is a second walk,
-when due (every `target_update_period` steps). For DDPG they are what its step module
+parameters a cycle, the operand words written back, and updates the target's masters
+beside them when due (every `target_update_period` steps). The target net's operand words
+are then written by a walk that runs while the next step's engine runs the online net's
+forward ops, whose run the target's ops follow as a run of their own
+(`dqn_target_cycles`: what that split costs the next step). For DDPG they are what its step module
 (fpga_rtl/rtl/hrl_learn_step_ddpg.v) runs, in FixedDDPG.sgd_step's order, and its simulated
 phases set their constants (experiments/results/fpga_learner/ddpg_step_cycles.md): seven
 engine runs (`ddpg_runs`), the loss unit's critic rows (two Q rows read per sample) and
@@ -55,6 +58,7 @@ CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backwa
 ADAM_PIPE = 49  # an Adam walk: gradient read 5 + Adam 33 + operand 9 + counts 1 + hand-off
 TARGET_PIPE = 13  # a target walk: reads 2 + target unit 9 + its counts' 1 + the hand-off
 STEP_HANDOFF = 3  # hrl_learn_step: the command's start, its configuration's check, its end
+SPLIT_GAP = 3  # hrl_learn_step: the online net's run done -> the target's run started
 # hrl_learn_engine's run: the first op's load before the first beat and the last write's
 # hand-off to `done`; then one cycle per further op to load it (RUN_FIXED + n_ops - 1 in all).
 RUN_FIXED = 3
@@ -141,9 +145,10 @@ def update_cycles(dims, c: int, pipe: int = ADAM_PIPE) -> int:
 
 
 def target_cycles(dims, c: int) -> int:
-    """The target update (Polyak or a hard copy, with the target's operand words): a walk
-    of its own after Adam's, when due. DDPG's step module walks both nets' streams in one
-    (`step_cycles`)."""
+    """A target walk (Polyak or a hard copy with the target's operand words, or the
+    operand words alone): DDPG's step module runs one over both nets' streams after its
+    Adam walks, when due (`step_cycles`); DQN's writes the target's operand words during
+    the next step's forward run (`dqn_target_cycles`)."""
     return blocks(dims, c) + TARGET_PIPE
 
 
@@ -202,9 +207,10 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
     run it (hrl_learn_step for DQN, hrl_learn_step_ddpg for DDPG: `dims` the actor's,
     `critic` the critic's; its 'loss' holds the loss unit's rows and the clip passes, its
     'update' both Adam walks, its 'target' the walk over both nets). 'total' is their sum
-    with the target pass's cycles spread over `target_period` steps (the step modules run it
-    every `target_update_period` steps; 1, the configs' default, Polyak every step);
-    'target' is the pass itself. DQN's 'array' is the step module's two engine runs
+    with the target's cycles spread over `target_period` steps (the step modules update the
+    target every `target_update_period` steps; 1, the configs' default, Polyak every step);
+    'target' is what one update costs: DDPG's walk, DQN's split forward run in the next step
+    (`dqn_target_cycles`). DQN's 'array' is the step module's two engine runs
     (`run_cycles` of `dqn_forward_ops` and `dqn_backward_ops`), its total with the
     module's STEP_HANDOFF. DDPG's 'array' is its seven runs' phases (`ddpg_runs`,
     `schedule_cycles`), a DEP_GAP between runs."""
@@ -213,7 +219,7 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
     if kind == "dqn":
         fwd, bwd = dqn_step(dims, batch)
         upd = update_cycles(dims, c, ADAM_PIPE)
-        target = target_cycles(dims, c)
+        target = dqn_target_cycles(dims, batch, r, c)
         loss = loss_cycles(batch, LOSS_READS, DQN_LOSS_PIPE)
         # hrl_learn_step: the engine's two runs, the units' passes, its start and end
         array = run_cycles(dqn_forward_ops(dims, batch), r, c) \
@@ -286,6 +292,17 @@ def dqn_forward_ops(dims, batch: int):
     """The step's forward run: the online net on s and s' stacked (2B rows), then the target
     net on s' (its first op independent of the online net's last)."""
     return net_forward_ops(dims, 2 * batch) + net_forward_ops(dims, batch, INDEP)
+
+
+def dqn_target_cycles(dims, batch: int, r: int, c: int) -> int:
+    """What a target update costs hrl_learn_step: the next step's forward is two engine
+    runs instead of one, the online net's (beside it the walk of the target's operand words,
+    which the target's run waits for) and the target net's, SPLIT_GAP cycles apart. The
+    target's masters move inside Adam's walk, at no cost."""
+    online = run_cycles(net_forward_ops(dims, 2 * batch), r, c)
+    target = run_cycles(net_forward_ops(dims, batch), r, c)
+    split = max(online, target_cycles(dims, c)) + SPLIT_GAP + target
+    return split - run_cycles(dqn_forward_ops(dims, batch), r, c)
 
 
 def dqn_backward_ops(dims, batch: int):

@@ -116,13 +116,26 @@ def test_check_fits_accepts_the_largest():
 
 def test_dqn_loss_update_and_target_terms_by_hand():
     """DQN's step module: three Q rows read per sample, a block of C parameters a cycle in
-    the Adam walk and in the target walk; the target's pass spread over its period."""
+    the Adam walk; the target's update costs the next step's forward a split into two
+    engine runs (the online net's, beside which the operand walk runs, then the target's),
+    spread over its period."""
     d = ls.step_cycles("dqn", [4, 64, 64, 2], 32, 16, 16)
     blocks = 5 * 4 + 65 * 4 + 65 * 1  # (K + 1) rows x ceil(N / 16) blocks per layer
     assert ls.blocks([4, 64, 64, 2], 16) == blocks
     assert d["loss"] == 3 * 32 + ls.DQN_LOSS_PIPE
     assert d["update"] == blocks + ls.ADAM_PIPE
-    assert d["target"] == blocks + ls.TARGET_PIPE
+    online = ls.run_cycles(ls.net_forward_ops([4, 64, 64, 2], 64), 16, 16)
+    target = ls.run_cycles(ls.net_forward_ops([4, 64, 64, 2], 32), 16, 16)
+    assert online > blocks + ls.TARGET_PIPE  # the operand walk hides under the online run
+    assert d["target"] == online + ls.SPLIT_GAP + target \
+        - ls.run_cycles(ls.dqn_forward_ops([4, 64, 64, 2], 32), 16, 16)
+    assert 0 < d["target"] < blocks  # cheaper than a walk of its own
+    # one state, a 4 x 4 array: the operand walk (1,185 blocks) is longer than the online
+    # run, which the target's run then waits for
+    small = ls.step_cycles("dqn", [4, 64, 64, 2], 1, 4, 4)
+    assert small["target"] == ls.target_cycles([4, 64, 64, 2], 4) + ls.SPLIT_GAP \
+        + ls.run_cycles(ls.net_forward_ops([4, 64, 64, 2], 1), 4, 4) \
+        - ls.run_cycles(ls.dqn_forward_ops([4, 64, 64, 2], 1), 4, 4)
     assert d["total"] == d["array"] + d["loss"] + d["update"] + d["target"] + ls.STEP_HANDOFF
     d100 = ls.step_cycles("dqn", [4, 64, 64, 2], 32, 16, 16, target_period=100)
     assert d100["total"] == d["array"] + d["loss"] + d["update"] + -(-d["target"] // 100) \
