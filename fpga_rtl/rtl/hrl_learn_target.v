@@ -118,11 +118,19 @@ module hrl_learn_target #(
             wire          pk_sat;
             hrl_learn_narrow #(.IW(AW), .OW(MW), .SMAX(UF), .PIPE(2)) narrow_polyak (
                 .clk(clk), .x(mac4), .shift(UF[7:0]), .width(MW[5:0]), .y(pk), .sat(pk_sat));
+            // m_r has a reset so that synthesis keeps it a flip-flop: where the lanes only
+            // ever copy (a step that runs no Polyak walk through them), on_d and m_r are a
+            // plain delay line, which a shift-register LUT would hold, and its slow
+            // clock-to-output would start the operand's narrowing below.
             reg  [MW-1:0] m_r;
             reg           satm_r;
             always @(posedge clk) begin
                 m_r <= cp[6] ? on_d[6] : pk;
                 satm_r <= !cp[6] && pk_sat;
+                if (rst) begin
+                    m_r <= {MW{1'b0}};
+                    satm_r <= 1'b0;
+                end
             end
             assign m7[g*MW +: MW] = m_r;
             assign satm7[g] = satm_r;

@@ -440,7 +440,7 @@ class ArrayLearner:
                       target_period: int = 1) -> float:
         """One SGD step: DQN's double-Q step on `networks["q"]`, or DDPG's critic and actor
         steps on `networks["actor"]` and `networks["critic"]`, each as its step module runs
-        it (the target pass spread over `target_period` steps)."""
+        it (a target update's cost spread over `target_period` steps)."""
         if "q" in networks:
             got = learner_schedule.step_cycles("dqn", list(networks["q"]), batch, self.rows,
                                                self.cols, target_period=target_period)

@@ -144,9 +144,10 @@ def test_dqn_loss_update_and_target_terms_by_hand():
         ls.step_cycles("dqn", [4, 64, 2], 32, 16, 16, target_period=0)
 
 
-def test_fpga_train_call_spreads_the_target_pass_over_the_configs_period():
-    """A config's target_update_period reaches the FPGA learner's SGD step: its target
-    pass (a second walk over the parameters) is charged once per period, not every step."""
+def test_fpga_train_call_spreads_the_target_update_over_the_configs_period():
+    """A config's target_update_period reaches the FPGA learner's SGD step: what a target
+    update costs (the next step's forward split in two runs) is charged once per period,
+    not every step."""
     cfg = load_config("experiments/configs/dqn_cartpole.yaml")
     work = workload_from_config(cfg)
     period = cfg.agent.target_update_period

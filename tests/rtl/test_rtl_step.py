@@ -103,6 +103,13 @@ MUTATIONS = [
     # target net reads the words of before the update.
     pytest.param(STEP, r"tg_stale <= due;", "tg_stale <= 1'b0;", "target-words-stale",
                  id="target-words-stale", marks=pytest.mark.slow),
+    # The engine refusing the host's weight writes while busy (as for its other banks): the
+    # target's operand walk, which runs beside the online net's forward ops, writes nothing.
+    pytest.param("hrl_learn_engine.v",
+                 r"hwb <= h_wr_en && \(h_wr_sel == 2'd1 \|\| h_wr_sel == 2'd2\) && !rst;",
+                 "hwb <= h_wr_en && (h_wr_sel == 2'd1 || h_wr_sel == 2'd2) && !busy && !rst;",
+                 "busy-drops-weight-writes", id="busy-drops-weight-writes",
+                 marks=pytest.mark.slow),
     # The saturations of the operand rounding from the previous step not counted.
     pytest.param(STEP, r"acc_sat <= nop_on \+ \(tg_stale \? \{SW\{1'b0\}\} : nop_tg\);",
                  "acc_sat <= {SW{1'b0}};",
