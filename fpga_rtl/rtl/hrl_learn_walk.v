@@ -489,9 +489,12 @@ module hrl_learn_walk #(
     wire [C-1:0]     f_sat_w;
     wire [$clog2(2 * C + 1)-1:0] f_nsat;
     /* verilator lint_on UNUSEDSIGNAL */
+    // (f_* selected only where with_tgt is high: a step that ties it low leaves these
+    // lanes without a load, and synthesis drops them)
+    wire             f_on = kind == P_ADAM && with_tgt;
     hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF))
     fold_inst (
-        .clk(clk), .rst(rst), .tau(tau), .in_valid(d_v[ADAM_OUT] && kind == P_ADAM && with_tgt),
+        .clk(clk), .rst(rst), .tau(tau), .in_valid(d_v[ADAM_OUT] && f_on),
         .in_copy(!polyak), .in_online(ad_w), .in_target(rt2), .out_valid(f_out_v),
         .out_master(f_master), .out_weight(f_weight), .out_sat_master(f_sat_m),
         .out_sat_weight(f_sat_w), .out_nsat(f_nsat));
@@ -512,8 +515,7 @@ module hrl_learn_walk #(
         n_sw = {CB{1'b0}};
         n_ad = {(CB+3){1'b0}};
         for (c = 0; c < C; c = c + 1) begin
-            n_sm = n_sm + {{(CB-1){1'b0}}, ((kind == P_ADAM) ? f_sat_m[c] : t_sat_m[c])
-                                           && o_lanes[c]};
+            n_sm = n_sm + {{(CB-1){1'b0}}, (f_on ? f_sat_m[c] : t_sat_m[c]) && o_lanes[c]};
             n_sw = n_sw + {{(CB-1){1'b0}}, t_sat_w[c] && o_lanes[c]};
             n_ad = n_ad + (d_lanes[ADAM_OUT][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
         end
@@ -556,10 +558,10 @@ module hrl_learn_walk #(
     assign pr_en = w_issue;
     assign pr_addr = cp;
     assign ww_en = t_out_v && o_v && kind == P_ADAM;
-    assign wt_en = (kind == P_ADAM) ? f_out_v && o_v : t_out_v && o_v && kind == P_TGT;
+    assign wt_en = f_on ? f_out_v && o_v : t_out_v && o_v && kind == P_TGT;
     assign ww_addr = o_p;
     assign ww_data = t_master;
-    assign wt_data = (kind == P_ADAM) ? f_master : t_master;
+    assign wt_data = f_on ? f_master : t_master;
     assign wm_en = d_v[ADAM_OUT] && kind == P_ADAM;
     assign wm_addr = d_p[ADAM_OUT];
     assign wm_data = ad_m;
@@ -568,7 +570,7 @@ module hrl_learn_walk #(
     // ---- the saturations
     wire w_out = run && t_out_v && o_v;            // a block's write stage
     always @(posedge clk) begin
-        sat <= ((w_out && (kind == P_TGT || (kind == P_ADAM && with_tgt)))
+        sat <= ((w_out && (kind == P_TGT || f_on))
                 ? {3'd0, n_sm} : {(CB+3){1'b0}})
                + ((run && d_v[ADAM_OUT] && kind == P_ADAM) ? n_ad : {(CB+3){1'b0}});
         op_v <= w_out;
