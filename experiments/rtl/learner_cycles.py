@@ -26,9 +26,10 @@ which simulation:
 
 The rest is learner_schedule alone (which the simulated points check). The loss and update
 columns of a DQN model row are the step module's
-passes as learner_schedule counts them (three Q rows read per sample; the Adam walk and the
-target walk, a row block of C parameters a cycle each, the target every step as the
-config's default).
+passes as learner_schedule counts them (three Q rows read per sample; the Adam walk, a row
+block of C parameters a cycle); a target update, every step as the configs' default, costs
+DQN's next step its forward split in two runs (in the array column) and DDPG's a walk (in
+the update column).
 
 Time: cycles at the clock estimated from yosys (experiments/rtl/learner_resources.py, read
 from experiments/results/fpga_learner/resources.md when it is there, else CLOCK_MHZ).
@@ -238,8 +239,9 @@ def main(argv=None) -> int:
         "what: DQN's whole step in hrl_learn_step or DDPG's in hrl_learn_step_ddpg "
         "(Verilator, bit for bit against the fixed-point reference; step_cycles.md, "
         "ddpg_step_cycles.md, whose clip passes the loss column holds: the array cycles are "
-        "its forward and backward runs, the update column its Adam and target walks, the "
-        "total its count from start to done, the sequencer's hand-offs included), one "
+        "its forward and backward runs (DQN's: split in two after a target update), the "
+        "update column its Adam walks (DDPG's: and its target walk), the total its count "
+        "from start to done, the sequencer's hand-offs included), one "
         "state's inference in "
         "hrl_learn_engine (forward_cycles.md), or the step's array products alone in "
         "hrl_learn_mac_array (which checks the model's phases cycle for cycle; the loss and "
@@ -248,7 +250,8 @@ def main(argv=None) -> int:
         "`run_cycles`, which the simulated rows check; DDPG's step: its seven runs' phases, "
         "which its simulated rows check). The loss and update cycles of a model row are the "
         "step modules' passes as the model counts them (the update column holds the Adam "
-        "and the target walks, the target every step). "
+        "walks and DDPG's target walk; DQN's target update is its next step's split forward, "
+        "in the array column; the target every step). "
         f"`us` at the array's clock estimated by yosys, {mhz:g} MHz (resources.md); the "
         "whole kernel as written estimates lower (clock.md: its step module's units have "
         "longer paths than the array), so a `us` figure holds for a kernel pipelined to "

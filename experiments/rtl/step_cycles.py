@@ -62,8 +62,9 @@ SLOW = [(DQN, 16, 16, 128), (DQN, 16, 16, 256), (DQN, 32, 32, 32), (DQN, 32, 32,
 SIM = "verilator"
 TARGET_US = 25.0  # the issue's floor for one DQN step, batch 32, on 16 x 16
 COLUMNS = ["net", "batch", "array", "sim_forward", "sim_loss", "sim_backward", "sim_update",
-           "sim_target", "sim_step", "sim_step_no_target", "model_array", "model_loss", "model_update",
-           "model_target", "model_total", "step_ratio", "step_us", "step_us_no_target"]
+           "sim_target", "sim_step", "sim_step_no_target", "model_array", "model_loss",
+           "model_update", "model_target", "model_total", "step_ratio", "step_us",
+           "step_us_no_target"]
 
 
 def net_name(dims) -> str:
@@ -189,7 +190,8 @@ def write_table(sims: dict, mhz: float) -> Path:
         "phases and the sequencer's hand-offs), `sim_step_no_target` the first step's (no "
         "target update before it), `sim_target` the difference: what the previous step's "
         "target update costs this one (its forward is two engine runs, the online net's, "
-        "beside which the target's operand words are written, then the target's). Each build holds its nets' widest layer "
+        "beside which the target's operand words are written, then the target's). Each "
+        "build holds its nets' widest layer "
         "(NMAX) and twice the largest batch (BMAX, s and s' stacked). `model_*`: "
         "hrl/mapping/learner_schedule.py `step_cycles` at target_period 1 (`array` the "
         "forward and backward products, against `sim_forward` + `sim_backward`; `loss`, "
