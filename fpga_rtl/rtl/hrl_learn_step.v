@@ -409,7 +409,8 @@ module hrl_learn_step #(
     hrl_learn_walk #(.R(R), .C(C), .BW(BW), .OW(OW), .NMAX(NMAX), .NL(NL), .BMAX(BMAX),
                      .WWID(WWID), .WF(WF), .GW(GW), .GF(GF), .MW(MW), .MF(MF), .OMW(OMW),
                      .OMF(OMF), .QW(QW), .QF(QF), .RW(RW), .RF(RF), .TW(TW), .TF(TF),
-                     .UW(UW), .UF(UF), .LW(LW), .LF(LF)) walk_inst (
+                     .UW(UW), .UF(UF), .LW(LW), .LF(LF), .TGT_WALK(0), .FOLD(1))
+    walk_inst (
         .clk(clk), .rst(rst), .busy(st_busy),
         .c1(c_c1), .c2(c_c2), .lr(c_lr), .v_floor(c_vfloor), .tau(c_tau),
         .polyak(c_flags[2]),

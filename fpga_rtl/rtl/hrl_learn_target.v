@@ -16,9 +16,12 @@
 // Saturation: a flag per lane and narrowing (out_sat_master: the Polyak step's clamp, never
 // in copy mode; out_sat_weight: the operand's clamp) and their sum per cycle (out_nsat),
 // the counts optim.polyak and optim.operand return summed over the words.
+// POLYAK = 0 builds a copy-only unit (the operand lanes of a walk that never runs Polyak
+// through them): every word a copy, in_copy, in_target and tau unused, the same latency.
 // Cost per lane: an MW+1-bit subtractor and an (MW+1) x UW multiplier whose product the
 // preloaded target joins (a DSP's pre-adder, multiplier and post-adder where the widths fit
-// one), and two narrowing units with constant shifts.
+// one), and two narrowing units with constant shifts; copy-only, the operand's narrowing and
+// the delay line alone.
 `default_nettype none
 
 module hrl_learn_target #(
@@ -33,7 +36,9 @@ module hrl_learn_target #(
     parameter WF = 12,
     // Unit format (tau).
     parameter UW = 16,
-    parameter UF = 15
+    parameter UF = 15,
+    // 1: Polyak and copy; 0: copy only (no multiplier; the header).
+    parameter POLYAK = 1
 ) (
     input  wire              clk,
     input  wire              rst,
@@ -93,31 +98,40 @@ module hrl_learn_target #(
     generate
         for (g = 0; g < P; g = g + 1) begin : g_lane
             wire signed [MW-1:0] on = in_online[g*MW +: MW];
-            wire signed [MW-1:0] tg = in_target[g*MW +: MW];
-            reg  signed [DW-1:0] diff1;
             reg  signed [MW-1:0] on_d [1:6];
-            reg  signed [MW-1:0] tg_d [1:3];
             integer d;   // the lane's own loop index
             always @(posedge clk) begin
-                diff1 <= {on[MW-1], on} - {tg[MW-1], tg};
                 on_d[1] <= on;
-                tg_d[1] <= tg;
                 for (d = 2; d <= 6; d = d + 1) on_d[d] <= on_d[d-1];
-                for (d = 2; d <= 3; d = d + 1) tg_d[d] <= tg_d[d-1];
-            end
-            // the product at its own width, DW x UW bits, then aligned into the sum
-            reg  signed [DW+UW-1:0] p2, p3;
-            reg  signed [AW-1:0]    mac4;
-            always @(posedge clk) begin
-                p2 <= diff1 * tau_s;
-                p3 <= p2;
-                mac4 <= {{(AW-DW-UW){p3[DW+UW-1]}}, p3}
-                        + ({{(AW-MW){tg_d[3][MW-1]}}, tg_d[3]} <<< UF);
             end
             wire [MW-1:0] pk;
             wire          pk_sat;
-            hrl_learn_narrow #(.IW(AW), .OW(MW), .SMAX(UF), .PIPE(2)) narrow_polyak (
-                .clk(clk), .x(mac4), .shift(UF[7:0]), .width(MW[5:0]), .y(pk), .sat(pk_sat));
+            if (POLYAK != 0) begin : g_polyak
+                wire signed [MW-1:0] tg = in_target[g*MW +: MW];
+                reg  signed [DW-1:0] diff1;
+                reg  signed [MW-1:0] tg_d [1:3];
+                integer e;
+                always @(posedge clk) begin
+                    diff1 <= {on[MW-1], on} - {tg[MW-1], tg};
+                    tg_d[1] <= tg;
+                    for (e = 2; e <= 3; e = e + 1) tg_d[e] <= tg_d[e-1];
+                end
+                // the product at its own width, DW x UW bits, then aligned into the sum
+                reg  signed [DW+UW-1:0] p2, p3;
+                reg  signed [AW-1:0]    mac4;
+                always @(posedge clk) begin
+                    p2 <= diff1 * tau_s;
+                    p3 <= p2;
+                    mac4 <= {{(AW-DW-UW){p3[DW+UW-1]}}, p3}
+                            + ({{(AW-MW){tg_d[3][MW-1]}}, tg_d[3]} <<< UF);
+                end
+                hrl_learn_narrow #(.IW(AW), .OW(MW), .SMAX(UF), .PIPE(2)) narrow_polyak (
+                    .clk(clk), .x(mac4), .shift(UF[7:0]), .width(MW[5:0]), .y(pk),
+                    .sat(pk_sat));
+            end else begin : g_copy
+                assign pk = {MW{1'b0}};
+                assign pk_sat = 1'b0;
+            end
             // m_r has a reset so that synthesis keeps it a flip-flop: where the lanes only
             // ever copy (a step that runs no Polyak walk through them), on_d and m_r are a
             // plain delay line, which a shift-register LUT would hold, and its slow
@@ -125,7 +139,7 @@ module hrl_learn_target #(
             reg  [MW-1:0] m_r;
             reg           satm_r;
             always @(posedge clk) begin
-                m_r <= cp[6] ? on_d[6] : pk;
+                m_r <= (cp[6] || POLYAK == 0) ? on_d[6] : pk;
                 satm_r <= !cp[6] && pk_sat;
                 if (rst) begin
                     m_r <= {MW{1'b0}};
@@ -166,6 +180,7 @@ module hrl_learn_target #(
     always @(*) out_valid = vp[LAT];
     /* verilator lint_off UNUSEDSIGNAL */
     wire unused_copy = ^cp[LAT:7];
+    wire unused_polyak = ^{in_target, tau_s, cp};   // copy-only (POLYAK = 0)
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
 

@@ -18,11 +18,12 @@
 //              words (the new master rounded to the weight format: the target lanes in copy
 //              mode) written into the engine's weight (W_BASE) or bias (B_BASE) bank;
 //   1 target   the master and the target master through the target lanes (Polyak with
-//              `tau` when `polyak`, else a hard copy), the new target master written back,
-//              its operand words into the engine's target weights (TW_BASE, TB_BASE);
+//              `tau` when `polyak`, else a hard copy; Polyak needs TGT_WALK), the new target
+//              master written back, its operand words into the engine's target weights
+//              (TW_BASE, TB_BASE);
 //   2 operand  the online net's operand words from its masters (the host's initial words);
 //   3 operand  the target net's, from the target masters.
-// Adam's walk with `with_tgt` also updates the target (the DQN step's, when due): C more
+// With FOLD, Adam's walk with `with_tgt` also updates the target (DQN's step, when due): C more
 // target lanes take the new master beside the operand lanes, with the target master read
 // from its bank at Adam's output (Polyak with `tau` when `polyak`, else a hard copy), and
 // the new target master is written back in the same write stage; the target net's operand
@@ -50,8 +51,8 @@
 // roundings' saturations and `op_layer` its layer, which the step sums by net
 // (optim.operand's counts). Every count of a walk leaves by its `done`.
 //
-// Cost: C Adam and 2 C target lanes (C of them for Adam's walk with with_tgt; a step that
-// ties with_tgt low has synthesis drop them), four banks of PDEPTH blocks of C words (one
+// Cost: C Adam lanes, C target lanes (copy-only without TGT_WALK) and, with FOLD, C more
+// for Adam's walk with with_tgt, four banks of PDEPTH blocks of C words (one
 // read and one write port each), the layer registers (11 fields of NL layers), the side
 // band's LAT-stage pipeline (shift registers), the counters.
 `default_nettype none
@@ -94,7 +95,12 @@ module hrl_learn_walk #(
     parameter UF = 15,
     // Rate word.
     parameter LW = 24,
-    parameter LF = 24
+    parameter LF = 24,
+    // The walks a step runs: TGT_WALK 1 the target walk (kind 1: Polyak through the target
+    // lanes; 0 builds them copy-only, the operand rounding alone), FOLD 1 Adam's walk with
+    // with_tgt (0: without the C lanes it takes, with_tgt unused).
+    parameter TGT_WALK = 1,
+    parameter FOLD = 1
 ) (
     input  wire                 clk,
     input  wire                 rst,
@@ -472,15 +478,15 @@ module hrl_learn_walk #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire [$clog2(2 * C + 1)-1:0] t_nsat;   // counted per lane below (the lanes past N out)
     /* verilator lint_on UNUSEDSIGNAL */
-    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF))
-    target_inst (
+    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF),
+                       .POLYAK(TGT_WALK)) target_inst (
         .clk(clk), .rst(rst), .tau(tau), .in_valid(t_in_v), .in_copy(t_copy),
         .in_online(t_on), .in_target(rt2), .out_valid(t_out_v), .out_master(t_master),
         .out_weight(t_weight), .out_sat_master(t_sat_m), .out_sat_weight(t_sat_w),
         .out_nsat(t_nsat));
-    // The target's lanes of Adam's walk with with_tgt (stage ADAM_OUT in, LAT out): the
-    // new master and the target master read late; their operand words are not used (the
-    // next forward's operand walk writes them).
+    // The target's lanes of Adam's walk with with_tgt (stage ADAM_OUT in, LAT out; FOLD):
+    // the new master and the target master read late; their operand words are not used
+    // (the next forward's operand walk writes them).
     wire             f_out_v;
     wire [C*MW-1:0]  f_master;
     wire [C-1:0]     f_sat_m;
@@ -489,15 +495,27 @@ module hrl_learn_walk #(
     wire [C-1:0]     f_sat_w;
     wire [$clog2(2 * C + 1)-1:0] f_nsat;
     /* verilator lint_on UNUSEDSIGNAL */
-    // (f_* selected only where with_tgt is high: a step that ties it low leaves these
-    // lanes without a load, and synthesis drops them)
-    wire             f_on = kind == P_ADAM && with_tgt;
-    hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF))
-    fold_inst (
-        .clk(clk), .rst(rst), .tau(tau), .in_valid(d_v[ADAM_OUT] && f_on),
-        .in_copy(!polyak), .in_online(ad_w), .in_target(rt2), .out_valid(f_out_v),
-        .out_master(f_master), .out_weight(f_weight), .out_sat_master(f_sat_m),
-        .out_sat_weight(f_sat_w), .out_nsat(f_nsat));
+    wire             f_on = FOLD != 0 && kind == P_ADAM && with_tgt;
+    generate
+        if (FOLD != 0) begin : g_fold
+            hrl_learn_target #(.P(C), .MW(MW), .MF(MF), .WW(WWID), .WF(WF), .UW(UW), .UF(UF))
+            fold_inst (
+                .clk(clk), .rst(rst), .tau(tau), .in_valid(d_v[ADAM_OUT] && f_on),
+                .in_copy(!polyak), .in_online(ad_w), .in_target(rt2), .out_valid(f_out_v),
+                .out_master(f_master), .out_weight(f_weight), .out_sat_master(f_sat_m),
+                .out_sat_weight(f_sat_w), .out_nsat(f_nsat));
+        end else begin : g_no_fold
+            assign f_out_v = 1'b0;
+            assign f_master = {(C*MW){1'b0}};
+            assign f_sat_m = {C{1'b0}};
+            assign f_weight = {(C*WWID){1'b0}};
+            assign f_sat_w = {C{1'b0}};
+            assign f_nsat = {$clog2(2 * C + 1){1'b0}};
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire unused_fold = with_tgt;
+            /* verilator lint_on UNUSEDSIGNAL */
+        end
+    endgenerate
     // The write stage: LAT for Adam's walk, LAT_T for the others.
     wire             o_v = (kind == P_ADAM) ? d_v[LAT] : d_v[LAT_T];
     wire [PAB-1:0]   o_p = (kind == P_ADAM) ? d_p[LAT] : d_p[LAT_T];
