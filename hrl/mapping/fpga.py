@@ -513,8 +513,8 @@ def learner_use(kernel_rows: list[Mapping], array_rows: list[Mapping],
     Measured where the kernel table has the array. Otherwise estimated, where the array table
     has the array's total and the kernel table two or more arrays of different C that the
     array table has too: the array's total plus the rest of the kernel (the kernel less its
-    array's total: the Adam and target lanes, one per column, the loss unit, the walk and the
-    control), fitted per resource as a + b * C through the synthesized kernels by least
+    array's total: the Adam and target lanes, a few per column, the loss unit, the walk and
+    the control), fitted per resource as a + b * C through the synthesized kernels by least
     squares. Why linear in C: the lanes are the part of the rest that grows, C of each. None
     when neither holds (nothing is known: the model then does not check the learner's fit)."""
     r, c = parse_array(array)
@@ -540,7 +540,7 @@ def learner_use(kernel_rows: list[Mapping], array_rows: list[Mapping],
     fitted = ", ".join(sorted(k for k in kernels if k in totals))
     return LearnerUse(**use, source=(
         f"ESTIMATED for the {name} array: its array, activation unit and banks synthesized, "
-        f"the rest of the kernel (one Adam and one target lane per column, loss, walk, "
+        f"the rest of the kernel (the Adam and target lanes of each column, loss, walk, "
         f"control) extrapolated in C from the kernels synthesized at {fitted} "
         "(experiments/results/fpga_learner/resources.csv, kernel.csv)"))
 
