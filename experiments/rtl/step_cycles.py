@@ -53,8 +53,10 @@ OUT = learner_cycles.OUT
 DQN = (4, 64, 64, 2)  # DQN CartPole's network
 WIDE = [(4, 128, 128, 2), (4, 256, 256, 2)]  # two larger DQN nets (cycles.md's)
 # (net, array rows R, columns C, batch)
-POINTS = [(DQN, 4, 4, 32), (DQN, 8, 8, 32), (DQN, 16, 16, 16), (DQN, 16, 16, 32),
-          (DQN, 16, 16, 64)]
+# 4x4 at batch 1: the target's operand walk outlasts the online net's forward run, which
+# the target's run then waits for (learner_schedule.dqn_target_cycles' other branch).
+POINTS = [(DQN, 4, 4, 1), (DQN, 4, 4, 32), (DQN, 8, 8, 32), (DQN, 16, 16, 16),
+          (DQN, 16, 16, 32), (DQN, 16, 16, 64)]
 # Each group of SLOW is a build and a simulation of 15-30 min on a shared 2-core machine.
 # 8 x 32: the 16 x 16's 256 processing elements in a wider shape (forward_cycles.py's).
 SLOW = [(DQN, 16, 16, 128), (DQN, 16, 16, 256), (DQN, 32, 32, 32), (DQN, 32, 32, 64),
@@ -118,7 +120,7 @@ def _kept(points) -> dict:
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             key = (r["net"], r["array"], int(r["batch"]))
-            if key in want and r.get("sim_step_no_target"):  # (rows of an older table: no)
+            if key in want and r.get("sim_step_no_target"):  # (an older table: simulate)
                 sim = {"fwd": int(r["sim_forward"]), "loss": int(r["sim_loss"]),
                        "bwd": int(r["sim_backward"]), "upd": int(r["sim_update"]),
                        "cycles": int(r["sim_step"]), "fresh": int(r["sim_step_no_target"])}

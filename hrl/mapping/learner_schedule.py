@@ -301,7 +301,8 @@ def dqn_target_cycles(dims, batch: int, r: int, c: int) -> int:
     target's masters move inside Adam's walk, at no cost."""
     online = run_cycles(net_forward_ops(dims, 2 * batch), r, c)
     target = run_cycles(net_forward_ops(dims, batch), r, c)
-    split = max(online, target_cycles(dims, c)) + SPLIT_GAP + target
+    # the operand walk ends at its `done` (no walk's hand-off: SPLIT_GAP follows)
+    split = max(online, target_cycles(dims, c) - 1) + SPLIT_GAP + target
     return split - run_cycles(dqn_forward_ops(dims, batch), r, c)
 
 
