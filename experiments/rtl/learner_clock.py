@@ -65,6 +65,12 @@ UNITS = [
      {"L": 16, "DW": ARRAY["OW"], "DEPTH": 1024, "IW": 9}),
     ("activation, 16 lanes", "hrl_learn_activation", ["hrl_learn_activation.v"],
      {"C": 16, "W": ARRAY["OW"]}),
+    # The 8x32 and 32x32 arrays' lanes (max(R, C) bank lanes, C activation lanes), which the
+    # 4x4 kernel row does not time: those paths grow with the lanes.
+    ("bank, 32 lanes", "hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"],
+     {"L": 32, "DW": ARRAY["OW"], "DEPTH": 1024, "IW": 9}),
+    ("activation, 32 lanes", "hrl_learn_activation", ["hrl_learn_activation.v"],
+     {"C": 32, "W": ARRAY["OW"]}),
     ("DQN loss", "hrl_learn_loss_dqn", NARROW + ["hrl_learn_loss_dqn.v"], {}),
     ("DDPG loss", "hrl_learn_loss_ddpg", NARROW + ["hrl_learn_loss_ddpg.v"], LOSS_FORMATS),
     ("target, 1 lane", "hrl_learn_target", NARROW + ["hrl_learn_target.v"], TARGET_FORMATS),
