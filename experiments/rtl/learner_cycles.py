@@ -184,15 +184,17 @@ def row_for(op, name, batch, shape, sim_counts, mhz, step=None, infer=None):
             model = ls.step_cycles(kind, dims, batch, r, c, critic=critic)
             loss = model["loss"]
             # Polyak every step, the default: DQN's target update costs its next step's
-            # forward run, DDPG's a walk
-            upd = model["update"] + (model["target"] if kind == "ddpg" else 0)
-            array = model["array"] + (model["target"] if kind == "dqn" else 0)
+            # forward run (the array column), DDPG's a walk (the update column)
+            in_array = model["target"] if kind == "dqn" else 0
+            upd = model["update"] + model["target"] - in_array
+            array = model["array"]
             total = model["total"]
             if sim_counts:  # the array's simulated phases, DEP_GAP between them
-                array = sum(sim_counts) + ls.DEP_GAP * (len(fwd) + len(bwd) - 2) \
-                    + 2 * ls.DEP_GAP + (model["target"] if kind == "dqn" else 0)
-                total = total - model["array"] - (model["target"] if kind == "dqn" else 0) \
-                    + array
+                sim_array = sum(sim_counts) + ls.DEP_GAP * (len(fwd) + len(bwd) - 2) \
+                    + 2 * ls.DEP_GAP
+                total = total - array + sim_array
+                array = sim_array
+            array += in_array
             units = ("simulated: the array's phases (hrl_learn_mac_array); loss and update "
                      "passes: model" if sim_counts else "model")
     return {"op": op, "net": name, "batch": batch, "array": f"{r}x{c}",
