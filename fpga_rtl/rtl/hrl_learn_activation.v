@@ -58,24 +58,36 @@ module hrl_learn_activation #(
         end
     endgenerate
 
-    // The row's saturation flags are registered with the row, and counted (a popcount of
-    // at most C) into sat_total at the next edge: the compares that make the flags and the
-    // count's adder are not one path. So sat_total holds a row's count one cycle after
-    // out_valid (an engine run's `done` is one cycle after its last row: it counts them all).
-    reg [C-1:0]  counted_r;
-    reg          count_v;
-    reg [CB-1:0] row_sats;
-    integer i;
+    // The row's saturation flags are counted in two halves: each group of four lanes at the
+    // row's register (a LUT per bit of the group's count, beside the flags' compares), the
+    // groups' sum into sat_total at the next edge. A popcount of C flags in one cycle is a
+    // tree of wide LUTs as deep as the rest of the unit twice over at C = 32. So sat_total
+    // holds a row's count one cycle after out_valid (an engine run's `done` is one cycle
+    // after its last row: it counts them all).
+    localparam NG = (C + 3) / 4;          // groups of four lanes
+    localparam GW = (C >= 4) ? 3 : CB;    // a group's count: at most min(4, C)
+    wire [NG*4-1:0] counted_pad = {{(NG*4-C){1'b0}}, counted};
+    reg  [NG*GW-1:0] group_sats;
+    reg              count_v;
+    reg  [CB-1:0]    row_sats;
+    reg  [NG*GW-1:0] group_n;
+    integer i, k;
     always @(*) begin
+        group_n = {(NG*GW){1'b0}};
+        for (i = 0; i < NG; i = i + 1)
+            for (k = 0; k < 4; k = k + 1)
+                group_n[i*GW +: GW] = group_n[i*GW +: GW]
+                    + {{(GW-1){1'b0}}, counted_pad[4*i+k]};
         row_sats = {CB{1'b0}};
-        for (i = 0; i < C; i = i + 1) row_sats = row_sats + {{(CB-1){1'b0}}, counted_r[i]};
+        for (i = 0; i < NG; i = i + 1)
+            row_sats = row_sats + {{(CB-GW){1'b0}}, group_sats[i*GW +: GW]};
     end
+    always @(posedge clk) group_sats <= group_n;
 
     always @(posedge clk) begin
         out_valid <= in_valid;
         out_y <= y;
         out_lanes <= in_lanes;
-        counted_r <= counted;
         count_v <= in_valid;
         if (clear) sat_total <= {SW{1'b0}};
         else if (count_v) sat_total <= sat_total + {{SEXT{1'b0}}, row_sats};

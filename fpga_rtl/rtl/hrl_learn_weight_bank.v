@@ -112,7 +112,10 @@ module hrl_learn_weight_bank #(
 
     // The lane a bank serves: (bank - rotation) mod L, rotation = (row ? i : j) mod L.
     wire [LB-1:0] rot = (L == 1) ? {LB{1'b0}} : (rq_col ? rq_j[LB-1:0] : rq_i[LB-1:0]);
+    // (At L = 1 nothing rotates: wrot and rot2 go unread.)
+    /* verilator lint_off UNUSEDSIGNAL */
     wire [LB-1:0] wrot = (L == 1) ? {LB{1'b0}} : wq_i[LB-1:0];
+    /* verilator lint_on UNUSEDSIGNAL */
     /* verilator lint_off WIDTHEXPAND */
     /* verilator lint_off WIDTHTRUNC */
     wire [AB-1:0] rd_row_addr = rq_bj + (rq_i << rq_slog);
@@ -121,12 +124,33 @@ module hrl_learn_weight_bank #(
     /* verilator lint_on WIDTHEXPAND */
 
     // The read's place, with the memory's word (stage 1) and its output register (2).
-    reg [LB-1:0] rot1, rot2;
-    reg          col1, col2;
-    reg [IW-1:0] i1, j1, rows1, cols1, i2, j2, rows2, cols2;
+    reg [LB-1:0] rot1;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [LB-1:0] rot2;
+    /* verilator lint_on UNUSEDSIGNAL */
+    reg          col1;
+    reg [IW-1:0] i1, j1, rows1, cols1;
     wire [L*DW-1:0] bank_q;
 
-    genvar b;
+    // Bank b takes lane (b - i) mod L: the lanes (each a word and its enable) rotated up by
+    // i mod L, one stage of 2:1 multiplexers per bit of the rotation. (A word picked by an
+    // index, wq_data[lane*DW +: DW], maps to a multiplexer tree of wide LUTs twice as deep.)
+    localparam WW = DW + 1;
+    wire [(LG+1)*L*WW-1:0] wr_stage;
+    genvar b, s;
+    generate
+        for (b = 0; b < L; b = b + 1) begin : g_wlane
+            assign wr_stage[b*WW +: WW] = {wq_mask[b], wq_data[b*DW +: DW]};
+        end
+        for (s = 0; s < LG; s = s + 1) begin : g_wstage
+            for (b = 0; b < L; b = b + 1) begin : g_wb
+                assign wr_stage[(s+1)*L*WW + b*WW +: WW] = wrot[s]
+                    ? wr_stage[s*L*WW + ((b - (1 << s)) & (L - 1))*WW +: WW]
+                    : wr_stage[s*L*WW + b*WW +: WW];
+            end
+        end
+    endgenerate
+
     generate
         for (b = 0; b < L; b = b + 1) begin : g_bank
             reg [DW-1:0] mem [0:DEPTH-1];
@@ -142,10 +166,10 @@ module hrl_learn_weight_bank #(
             /* verilator lint_on WIDTHEXPAND */
             wire [AB-1:0] addr = rq_col ? col_addr : rd_row_addr;
             // Write: bank b takes lane (b - i) mod L.
-            wire [LB-1:0] lane_w = bl - wrot;
+            wire [WW-1:0] w_in = wr_stage[LG*L*WW + b*WW +: WW];
             always @(posedge clk) begin
                 if (rq_en) q <= mem[addr];
-                if (wq_en && wq_mask[lane_w]) mem[wr_addr] <= wq_data[lane_w*DW +: DW];
+                if (wq_en && w_in[DW]) mem[wr_addr] <= w_in[DW-1:0];
             end
             always @(posedge clk) q2 <= q;
             assign bank_q[b*DW +: DW] = q2;
@@ -162,25 +186,30 @@ module hrl_learn_weight_bank #(
             cols1 <= rq_cols;
         end
         rot2 <= rot1;
-        col2 <= col1;
-        i2 <= i1;
-        j2 <= j1;
-        rows2 <= rows1;
-        cols2 <= cols1;
     end
 
-    // Lane c of the output is bank (c + rotation) mod L, zero past the matrix's edge.
+    // Lane c of the output is bank (c + rotation) mod L (the banks rotated down, one stage
+    // per bit of the rotation, as the write's), zero past the matrix's edge: which lanes are
+    // inside is settled a stage early, from the read's place at the memory's output.
+    reg  [L-1:0] in2;
+    wire [(LG+1)*L*DW-1:0] rd_stage;
+    assign rd_stage[L*DW-1:0] = bank_q;
     genvar c;
     generate
+        for (s = 0; s < LG; s = s + 1) begin : g_rstage
+            for (c = 0; c < L; c = c + 1) begin : g_rc
+                assign rd_stage[(s+1)*L*DW + c*DW +: DW] = rot2[s]
+                    ? rd_stage[s*L*DW + ((c + (1 << s)) & (L - 1))*DW +: DW]
+                    : rd_stage[s*L*DW + c*DW +: DW];
+            end
+        end
         for (c = 0; c < L; c = c + 1) begin : g_lane
-            wire [LB-1:0] cl = c;
-            wire [LB-1:0] src = rot2 + cl;
             wire [IW:0]   ci = c;
-            wire [IW:0]   ri = {1'b0, i2} + (col2 ? ci : {(IW+1){1'b0}});
-            wire [IW:0]   rj = {1'b0, j2} + (col2 ? {(IW+1){1'b0}} : ci);
-            wire          in_range = (ri < {1'b0, rows2}) && (rj < {1'b0, cols2});
+            wire [IW:0]   ri = {1'b0, i1} + (col1 ? ci : {(IW+1){1'b0}});
+            wire [IW:0]   rj = {1'b0, j1} + (col1 ? {(IW+1){1'b0}} : ci);
+            always @(posedge clk) in2[c] <= (ri < {1'b0, rows1}) && (rj < {1'b0, cols1});
             always @(posedge clk)
-                rd_data[c*DW +: DW] <= in_range ? bank_q[src*DW +: DW] : {DW{1'b0}};
+                rd_data[c*DW +: DW] <= in2[c] ? rd_stage[LG*L*DW + c*DW +: DW] : {DW{1'b0}};
         end
     endgenerate
 endmodule

@@ -167,6 +167,12 @@ SETS = [
     pytest.param("icarus", {"C": 4, "W": 24, "SW": 32}, id="icarus-C4-W24"),
     pytest.param("verilator", {"C": 16, "W": 24, "SW": 32}, id="verilator-C16-W24",
                  marks=pytest.mark.long),
+    # The 8x32 and 32x32 arrays' rows (eight groups of four in the saturation count), and a
+    # row narrower than one group.
+    pytest.param("verilator", {"C": 32, "W": 24, "SW": 32}, id="verilator-C32-W24",
+                 marks=pytest.mark.long),
+    pytest.param("icarus", {"C": 3, "W": 24, "SW": 16}, id="icarus-C3-W24",
+                 marks=pytest.mark.long),
 ]
 
 

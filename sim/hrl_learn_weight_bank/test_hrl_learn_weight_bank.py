@@ -164,6 +164,9 @@ SETS = [
                  marks=pytest.mark.long),
     pytest.param("verilator", {"L": 16, "DW": 18, "DEPTH": 512, "IW": 9},
                  id="verilator-L16", marks=pytest.mark.long),
+    # The 8x32 and 32x32 arrays' banks: five stages in each rotator.
+    pytest.param("verilator", {"L": 32, "DW": 16, "DEPTH": 512, "IW": 9},
+                 id="verilator-L32", marks=pytest.mark.long),
 ]
 
 
