@@ -201,6 +201,27 @@ module hrl_learn_engine #(
     localparam SHMAX = ACCW;                   // the largest narrowing shift
     localparam RBW = (R > 1) ? $clog2(R) : 1;  // a row of a tile
 
+    // Word g of the result is word off + g of x, zero past the last: one stage of 2:1
+    // multiplexers per bit of off. (A word picked by an index, x[(off + g) * OW +: OW], maps
+    // to a tree of wide LUTs about twice as deep at 32 lanes.)
+    function automatic [LA*OW-1:0] words_from(input [LA*OW-1:0] x, input [OB-1:0] off);
+        integer s;
+        begin
+            words_from = x;
+            for (s = 0; s < OB; s = s + 1)
+                if (off[s]) words_from = words_from >> (OW << s);
+        end
+    endfunction
+    // The same for one bit a lane (the activation bank's nonzero bits).
+    function automatic [LA-1:0] bits_from(input [LA-1:0] x, input [OB-1:0] off);
+        integer s;
+        begin
+            bits_from = x;
+            for (s = 0; s < OB; s = s + 1)
+                if (off[s]) bits_from = bits_from >> (1 << s);
+        end
+    endfunction
+
     initial begin
         if (R < 1 || R > 64 || (R & (R - 1)) != 0)
             $fatal(1, "hrl_learn_engine: R=%0d must be a power of two in 1..64", R);
@@ -713,10 +734,17 @@ module hrl_learn_engine #(
     wire [LA*OW-1:0] x_src = x_dl ? dl_rd_data : a_rd_data;
     wire [R*AW-1:0]  mac_x;
     wire [C*BW-1:0]  mac_w;
+    // The array's rows read words off.. of the x block, its columns words coff.. of the
+    // delta block (offsets below LA; lanes past the block read zero and are never used).
+    // (The first R and C words are read: LA = max(R, C).)
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [LA*OW-1:0] x_win = words_from(x_src, pa_off);
+    wire [LA*OW-1:0] w_win = words_from(dl_rd_data, pa_coff);
+    /* verilator lint_on UNUSEDSIGNAL */
     localparam [AW-1:0] ONE = {{(AW-1){1'b0}}, 1'b1};
     generate
         for (g = 0; g < R; g = g + 1) begin : g_x
-            wire [OW-1:0] word = x_src[({{(32-OB){1'b0}}, pa_off} + g) * OW +: OW];
+            wire [OW-1:0] word = x_win[g*OW +: OW];
             assign mac_x[g*AW +: AW] = x_one ? ONE : word[AW-1:0];
             if (OW > AW) begin : g_unused
                 // The word was narrowed to AW bits (the host's contract): the rest is sign.
@@ -726,7 +754,7 @@ module hrl_learn_engine #(
             end
         end
         for (g = 0; g < C; g = g + 1) begin : g_w
-            wire [OW-1:0] word = dl_rd_data[({{(32-OB){1'b0}}, pa_coff} + g) * OW +: OW];
+            wire [OW-1:0] word = w_win[g*OW +: OW];
             assign mac_w[g*BW +: BW] = w_dl ? word[BW-1:0] : w_rd_data[g*BW +: BW];
             if (OW > BW) begin : g_unused
                 // A delta fits BW bits (the host's contract): the rest is sign.
@@ -837,10 +865,12 @@ module hrl_learn_engine #(
     wire [IW-1:0]  qa_c0_al = (qa_c0 >> LGA) << LGA;
     wire [IW-1:0]  qa_off = qa_c0 - qa_c0_al;
     wire [C*OW-1:0] qa_m;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [LA-1:0]   qa_mwin = bits_from(mk_rd_data, qa_off[OB-1:0]);   // its first C read
+    /* verilator lint_on UNUSEDSIGNAL */
     generate
         for (g = 0; g < C; g = g + 1) begin : g_mask
-            assign qa_m[g*OW +: OW] =
-                {{(OW-1){1'b0}}, mk_rd_data[{{(32-OB){1'b0}}, qa_off[OB-1:0]} + g]};
+            assign qa_m[g*OW +: OW] = {{(OW-1){1'b0}}, qa_mwin[g]};
         end
     endgenerate
 

@@ -70,8 +70,8 @@
 // banks of C words per block), one loss unit of AMAX actions, the batch and TD registers
 // (BMAX words each), counters. Cycles (counted by st_cyc_*): the engine's two runs (three
 // after a target update: the forward split, its second run SPLIT_GAP = 3 cycles after the
-// later of the first's end and the operand walk's, blocks + 13), 3 B + 26 for the loss
-// (three Q rows read per sample), blocks + 49 for the update (blocks: the stream's length),
+// later of the first's end and the operand walk's, blocks + 14), 3 B + 26 for the loss
+// (three Q rows read per sample), blocks + 50 for the update (blocks: the stream's length),
 // three more for the command's start (its configuration's check) and end
 // (hrl.mapping.learner_schedule's DQN terms). st_cyc_tgt counts the operand walk's cycles,
 // which overlap the forward's.

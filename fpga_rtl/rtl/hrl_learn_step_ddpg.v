@@ -83,7 +83,7 @@
 // clip-mask registers (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven
 // runs (each with its start and end cycles), 2 B + 21 for the critic rows and B + 16 for
 // the actor rows, 2 B + 7 for each of the three clip passes (pipelined: a sample every two
-// cycles), blocks + 49 for each Adam walk (its net's blocks), blocks + 13 for the target
+// cycles), blocks + 50 for each Adam walk (its net's blocks), blocks + 14 for the target
 // walk when due (both nets' blocks), two for the
 // command's start and end (hrl.mapping.learner_schedule's DDPG terms, which the testbench
 // checks cycle for cycle).

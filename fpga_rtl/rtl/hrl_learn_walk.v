@@ -32,11 +32,10 @@
 // Pipeline (stage s: s cycles after the issue): the banks' read 2 (the engine's gradient
 // read 5: its host port's register and its bank's 4), Adam ADAM_LAT (33, hrl_learn_adam's
 // LAT) from stage 5, target TGT_LAT (9, hrl_learn_target's LAT): the write stage at 47 for
-// Adam's walk, at 11 for the others; the saturation counts of a stage leave a cycle after
-// it (their sums registered). A walk lasts blocks + 49 cycles (Adam) or blocks + 13 (the
-// others): its
-// issues, the drain to the last write, the last counts, `done` high in its last cycle
-// (hrl.mapping.learner_schedule's walk terms).
+// Adam's walk, at 11 for the others; the saturation counts of a stage leave two cycles
+// after it (groups of four lanes, then their sum). A walk lasts blocks + 50 cycles (Adam) or
+// blocks + 14 (the others): its issues, the drain to the last write, the last counts, `done`
+// high in its last cycle (hrl.mapping.learner_schedule's walk terms).
 //
 // Timing of `run`: the step raises it in a walk's first issue cycle and holds it, with
 // kind, lr, lo and hi, through the cycle of `done`; a cycle of `run` after `done` (or after
@@ -44,10 +43,10 @@
 // While `run` is high the walk drives the engine's host ports (wr_*, rd_*: the step passes
 // them to the engine in those cycles) and reads the engine's rd_data 5 cycles after rd_en.
 //
-// Saturations, per cycle, a cycle after the stage that made them (so that no path runs
+// Saturations, per cycle, two cycles after the stage that made them (so that no path runs
 // from the lanes' flags through a sum over C lanes into the step's counters): `sat` the
 // walk's arithmetic's (the Adam lanes' and the Polyak step's masters', of the lanes below
-// N); `op_v` a block's operand words written in the cycle before, `op_nsat` their
+// N); `op_v` a block's operand words written two cycles before, `op_nsat` their
 // roundings' saturations and `op_layer` its layer, which the step sums by net
 // (optim.operand's counts). Every count of a walk leaves by its `done`.
 //
@@ -363,7 +362,7 @@ module hrl_learn_walk #(
         end
     endgenerate
     wire [IW-1:0]  w_j_al = (w_j[IW-1:0] >> LGA) << LGA;
-    assign done = drain && w_drain == ((kind == P_ADAM) ? LAT[5:0] + 6'd1 : LAT_T[5:0] + 6'd1);
+    assign done = drain && w_drain == ((kind == P_ADAM) ? LAT[5:0] + 6'd2 : LAT_T[5:0] + 6'd2);
     always @(posedge clk) begin
         if (w_issue) begin
             mid <= 1'b1;
@@ -388,7 +387,7 @@ module hrl_learn_walk #(
             end
         end
         if (drain) begin
-            // LAT (or LAT_T) cycles after the last issue every write is done, a cycle
+            // LAT (or LAT_T) cycles after the last issue every write is done, two cycles
             // later its counts
             w_drain <= w_drain + 1'b1;
             if (done) drain <= 1'b0;
@@ -525,17 +524,55 @@ module hrl_learn_walk #(
     wire             o_b = (kind == P_ADAM) ? d_b[LAT] : d_b[LAT_T];
     wire [C-1:0]     o_lanes = (kind == P_ADAM) ? d_lanes[LAT] : d_lanes[LAT_T];
     wire             o_tgt = kind == P_TGT || kind == P_OPTG;   // the target net's words
+    // A stage's saturation flags are counted in two registered halves: each group of four
+    // lanes in the cycle after the stage, the groups' sum in the next. (A sum over C lanes in
+    // one cycle is a tree of wide LUTs about twice the clock's depth at C = 32.)
+    localparam NG = (C + 3) / 4;             // groups of four lanes
+    localparam GWS = (C >= 4) ? 3 : CB;      // a group's flag count: at most min(4, C)
+    localparam GWA = (C >= 4) ? 4 : CB + 2;  // a group's Adam count: at most 3 min(4, C)
+    wire [NG*4-1:0]  sm_lane, sw_lane;
+    wire [NG*12-1:0] ad_lane;
+    generate
+        for (g = 0; g < NG * 4; g = g + 1) begin : g_satl
+            if (g < C) begin : g_in
+                assign sm_lane[g] = (f_on ? f_sat_m[g] : t_sat_m[g]) && o_lanes[g];
+                assign sw_lane[g] = t_sat_w[g] && o_lanes[g];
+                assign ad_lane[g*3 +: 3] = d_lanes[ADAM_OUT][g] ? ad_sat[g*3 +: 3] : 3'd0;
+            end else begin : g_out
+                assign sm_lane[g] = 1'b0;
+                assign sw_lane[g] = 1'b0;
+                assign ad_lane[g*3 +: 3] = 3'd0;
+            end
+        end
+    endgenerate
+    wire             w_out = run && t_out_v && o_v;        // a block's write stage
+    wire             sm_on = w_out && (kind == P_TGT || f_on);
+    wire             ad_on = run && d_v[ADAM_OUT] && kind == P_ADAM;
+    reg  [NG*GWS-1:0] g_sm_n, g_sw_n, g_sm, g_sw;
+    reg  [NG*GWA-1:0] g_ad_n, g_ad;
     reg  [CB-1:0]    n_sm, n_sw;
     reg  [CB+2:0]    n_ad;
-    integer c;
+    integer c, k;
     always @(*) begin
+        g_sm_n = {(NG*GWS){1'b0}};
+        g_sw_n = {(NG*GWS){1'b0}};
+        g_ad_n = {(NG*GWA){1'b0}};
+        for (c = 0; c < NG; c = c + 1)
+            for (k = 0; k < 4; k = k + 1) begin
+                g_sm_n[c*GWS +: GWS] = g_sm_n[c*GWS +: GWS]
+                    + {{(GWS-1){1'b0}}, sm_lane[c*4+k] && sm_on};
+                g_sw_n[c*GWS +: GWS] = g_sw_n[c*GWS +: GWS]
+                    + {{(GWS-1){1'b0}}, sw_lane[c*4+k]};
+                g_ad_n[c*GWA +: GWA] = g_ad_n[c*GWA +: GWA]
+                    + {{(GWA-3){1'b0}}, ad_on ? ad_lane[(c*4+k)*3 +: 3] : 3'd0};
+            end
         n_sm = {CB{1'b0}};
         n_sw = {CB{1'b0}};
         n_ad = {(CB+3){1'b0}};
-        for (c = 0; c < C; c = c + 1) begin
-            n_sm = n_sm + {{(CB-1){1'b0}}, (f_on ? f_sat_m[c] : t_sat_m[c]) && o_lanes[c]};
-            n_sw = n_sw + {{(CB-1){1'b0}}, t_sat_w[c] && o_lanes[c]};
-            n_ad = n_ad + (d_lanes[ADAM_OUT][c] ? {{CB{1'b0}}, ad_sat[c*3 +: 3]} : {(CB+3){1'b0}});
+        for (c = 0; c < NG; c = c + 1) begin
+            n_sm = n_sm + {{(CB-GWS){1'b0}}, g_sm[c*GWS +: GWS]};
+            n_sw = n_sw + {{(CB-GWS){1'b0}}, g_sw[c*GWS +: GWS]};
+            n_ad = n_ad + {{(CB+3-GWA){1'b0}}, g_ad[c*GWA +: GWA]};
         end
     end
     wire [LA*HW-1:0] t_wdata;
@@ -585,16 +622,24 @@ module hrl_learn_walk #(
     assign wm_data = ad_m;
     assign wv_data = ad_q;
 
-    // ---- the saturations
-    wire w_out = run && t_out_v && o_v;            // a block's write stage
+    // ---- the saturations: the groups' counts (with the block's write stage and layer), then
+    // their sums
+    reg          g_wv;
+    reg [LB-1:0] g_l;
     always @(posedge clk) begin
-        sat <= ((w_out && (kind == P_TGT || f_on))
-                ? {3'd0, n_sm} : {(CB+3){1'b0}})
-               + ((run && d_v[ADAM_OUT] && kind == P_ADAM) ? n_ad : {(CB+3){1'b0}});
-        op_v <= w_out;
-        op_layer <= o_l;
+        g_sm <= g_sm_n;
+        g_sw <= g_sw_n;
+        g_ad <= g_ad_n;
+        g_wv <= w_out;
+        g_l <= o_l;
+        sat <= {3'd0, n_sm} + n_ad;
+        op_v <= g_wv;
+        op_layer <= g_l;
         op_nsat <= n_sw;
         if (rst) begin
+            g_sm <= {(NG*GWS){1'b0}};
+            g_ad <= {(NG*GWA){1'b0}};
+            g_wv <= 1'b0;
             sat <= {(CB+3){1'b0}};
             op_v <= 1'b0;
         end

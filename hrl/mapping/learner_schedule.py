@@ -55,8 +55,8 @@ DDPG_ACTOR_PIPE = 16  # DDPG's actor rows (the constant delta, nothing read): 15
 CLIP_CYCLES = 2  # a sample of a DDPG clip pass: its reads and writes, two each at most
 CLIP_PIPE = 7  # ... the pass's tail: the last reads' 5 cycles, the last writes
 CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
-ADAM_PIPE = 49  # an Adam walk: gradient read 5 + Adam 33 + operand 9 + counts 1 + hand-off
-TARGET_PIPE = 13  # a target walk: reads 2 + target unit 9 + its counts' 1 + the hand-off
+ADAM_PIPE = 50  # an Adam walk: gradient read 5 + Adam 33 + operand 9 + counts 2 + hand-off
+TARGET_PIPE = 14  # a target walk: reads 2 + target unit 9 + its counts' 2 + the hand-off
 STEP_HANDOFF = 3  # hrl_learn_step: the command's start, its configuration's check, its end
 SPLIT_GAP = 3  # hrl_learn_step: the online net's run done -> the target's run started
 # hrl_learn_engine's run: the first op's load before the first beat and the last write's
