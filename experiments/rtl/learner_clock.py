@@ -4,6 +4,8 @@ kernel, by the same yosys rule as the replay manager's (fpga_rtl/syn/run_timing.
     python experiments/rtl/learner_clock.py              # -> experiments/results/
         fpga_learner/clock.{csv,md}: the units (minutes), then the kernel (about 10 min)
     python experiments/rtl/learner_clock.py --units-only # the units; the kernel's row kept
+    python experiments/rtl/learner_clock.py --arrays 16x16 8x32  # only the engine and the
+        walk at those arrays (tens of minutes each); the other rows kept
     python experiments/rtl/learner_clock.py --table      # clock.md from clock.csv, no yosys
 
 Each row is one design synthesized flattened (`synth_xilinx -family xcup -flatten`) and
@@ -20,10 +22,16 @@ and the estimate is optimistic there.
 A unit alone is timed from its input ports (arrival 0), as if a register drove each; the
 kernel row (hrl_learn_kernel at the all-FPGA run's parameters,
 hrl.fixed_point.kernel_host.DEFAULT_SHAPE: the 4 x 4 array with DQN's step module) times
-every path in its context, and its estimate is the learner's. The paths that set a unit's
-depth do not grow with the array (the array's columns are alike), but the banks' rotators
-and the activation unit's saturation count do, by log2 of the lanes: the bank and the
-activation unit are timed at 16 lanes, the 16 x 16 array's.
+every path in its context. The paths that set most units' depth do not grow with the array
+(the array's columns are alike), but some do, by log2 of the lanes: the banks' rotators
+and the activation unit's saturation count (timed alone at 16 and 32 lanes), the engine's
+operand windows over max(R, C) lanes and the walk's saturation sums over C lanes. So
+`--arrays 16x16 8x32` also times the engine and the DQN step's walk, each flattened alone at
+that array with the kernel's other parameters (tens of minutes and several GB of yosys each,
+so not in the default run; their rows are kept by the other runs). An array's clock
+(`array_clock`) is the slowest of the kernel's row and the rows of its lane counts: the
+32 x 32 array's engine is not timed (flattened, it is past this machine's memory), and the
+8 x 32 engine's row, whose windows and banks have the same 32 lanes, stands for it.
 
 Not a Vivado timing report: no placement, no routing (the rule's 1 ns stands for it), no
 DSP or block-RAM delays.
@@ -51,6 +59,7 @@ from learner_resources import (  # noqa: E402
     _read_rows,
     _yosys,
     kernel_sources,
+    shape,
 )
 
 NARROW = ["hrl_learn_narrow.v"]
@@ -82,6 +91,10 @@ UNITS = [
      {"DW": 512, "G": 4}),
 ]
 KERNEL = "training kernel, 4x4"
+ARRAYS = ("16x16", "8x32")  # the arrays whose engine and walk --arrays times by default
+ENGINE_SRCS = NARROW + ["hrl_learn_mac_pe.v", "hrl_learn_mac_array.v",
+                        "hrl_learn_weight_bank.v", "hrl_learn_activation.v",
+                        "hrl_learn_engine.v"]
 COLUMNS = ["design", "top", "lut_levels", "sta_ns", "est_MHz", "dsp", "dsp_unregistered",
            "where", "seconds"]
 
@@ -139,14 +152,48 @@ def kernel_design() -> tuple[str, list[str], dict]:
     return "hrl_learn_kernel", kernel_sources(), hdl_params(DEFAULT_SHAPE)
 
 
+def array_designs(array: str) -> list[tuple[str, str, list[str], dict]]:
+    """The engine (its operand windows and banks over max(R, C) lanes) and the DQN step's
+    walk (its saturation sums over C lanes) at `array` (RxC), with the kernel's other
+    parameters: (row name, top, sources, parameters), as UNITS."""
+    r, c = shape(array)
+    _, srcs, prm = kernel_design()
+    engine = {k: prm[k] for k in ("AW", "BW", "OW", "NMAX", "NL", "BMAX", "BSMAX")}
+    walk = {k: prm[k] for k in ("BW", "OW", "NMAX", "NL", "BMAX")}
+    return [(f"engine, {max(r, c)} lanes ({array})", "hrl_learn_engine", ENGINE_SRCS,
+             {**engine, "R": r, "C": c}),
+            (f"walk, {c} lanes ({array})", "hrl_learn_walk", srcs,
+             {**walk, "R": r, "C": c, "TGT_WALK": 0, "FOLD": 1})]
+
+
+def array_clock(rows: list[dict], array: str) -> tuple[int, list[str]]:
+    """An array's clock estimate and the rows that set it: the slowest of the 4x4 kernel's
+    row (every path in context) and the rows of the array's lane counts (the bank and the
+    engine at max(R, C) lanes, the activation unit and the walk at C). Rows the table lacks
+    are left out, so the estimate is only as complete as the runs behind it."""
+    r, c = shape(array)
+    wanted = {f"bank, {max(r, c)} lanes", f"activation, {c} lanes"}
+    picked = [x for x in rows if x["design"] == KERNEL or x["design"] in wanted
+              or x["design"].startswith((f"engine, {max(r, c)} lanes (",
+                                         f"walk, {c} lanes ("))]
+    if not picked:
+        raise ValueError(f"clock.csv has no row for array {array}")
+    mhz = min(int(x["est_MHz"]) for x in picked)
+    return mhz, [x["design"] for x in picked if int(x["est_MHz"]) == mhz]
+
+
+CLOCK_ARRAYS = ("4x4", "16x16", "8x32", "32x32")  # the arrays clock.md states a clock for
+
+
 def markdown(rows: list[dict]) -> str:
     head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
     body = "".join("| " + " | ".join(str(r[c]) for c in COLUMNS) + " |\n" for r in rows)
     kern = [r for r in rows if r["design"] == KERNEL]
-    worst = min(rows, key=lambda r: int(r["est_MHz"])) if rows else None
     text = ("# FPGA learner: clock estimate (yosys, unit by unit and the whole kernel)\n\n"
             "Regenerate: `python experiments/rtl/learner_clock.py` (`--units-only` keeps the "
-            "kernel's row). Each design synthesized flattened for UltraScale+ and timed by "
+            "kernel's row), and `python experiments/rtl/learner_clock.py --arrays` for the "
+            "engine and walk rows (tens of minutes each). Each design synthesized flattened "
+            "for UltraScale+ and timed by "
             "yosys `ltp` (LUT/MUXF levels) and `sta` (the Xilinx cell models' delays); "
             "`est_MHz` = 1000 / (1 + max(0.5 x levels, sta_ns)), the replay manager's rule "
             "(200 MHz: at most 8 levels and 4 ns). `where`: the source lines of the longest "
@@ -154,7 +201,9 @@ def markdown(rows: list[dict]) -> str:
             "multiply delay sta does not count (no timing arcs), so the estimate is "
             "optimistic where such a path is the longest. A unit is timed from its ports; "
             "the kernel row (the all-FPGA run's kernel: 4x4 array, DQN's step module) times "
-            "every path in context. Not a Vivado report.\n\n" + head + body)
+            "every path in context; the engine and walk rows time, alone, the two parts "
+            "whose paths grow with an array's lanes, at that array's shape. "
+            "Not a Vivado report.\n\n" + head + body)
     if kern:
         k = kern[0]
         text += (f"\nThe whole training kernel as written: {k['est_MHz']} MHz "
@@ -162,10 +211,32 @@ def markdown(rows: list[dict]) -> str:
                  f"{k['where'] or 'unnamed cells'}). The learner's tables (cycles.md) state "
                  "times at the array's clock (resources.md, the narrowing unit's estimate), "
                  "which the kernel reaches only once every unit slower than it is pipelined "
-                 "to it.")
-    if worst is not None:
-        text += (f" The slowest row: {worst['design']} ({worst['est_MHz']} MHz).\n")
+                 "to it.\n")
+        text += ("\n## Each array's clock\n\nThe slowest of the kernel's row and the rows "
+                 "of the array's lane counts (`array_clock`: the bank and the engine at "
+                 "max(R, C) lanes, the activation unit and the walk at C); the 32x32 engine "
+                 "is not timed (past this machine's memory flattened), the 8x32 engine's "
+                 "32-lane row stands for it.\n\n| array | est_MHz | set by |\n|---|---|---|\n")
+        for a in CLOCK_ARRAYS:
+            mhz, by = array_clock(rows, a)
+            text += f"| {a} | {mhz} | {', '.join(by)} |\n"
     return text
+
+
+def write(rows: list[dict]) -> None:
+    """clock.{csv,md}: `rows`, and the rows of clock.csv that this run did not time (read
+    again at the end, so runs of different rows may overlap)."""
+    names = {r["design"] for r in rows}
+    kept = [r for r in _read_rows(OUT / "clock.csv") if r["design"] not in names]
+    order = [n for n, *_ in UNITS] + [KERNEL]
+    rows = sorted(rows + kept, key=lambda r: (order.index(r["design"]) if r["design"] in order
+                                              else len(order), r["design"]))
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "clock.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    (OUT / "clock.md").write_text(markdown(rows))
 
 
 def main(argv=None) -> int:
@@ -173,30 +244,28 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--units-only", action="store_true",
                     help="time the units only; keep the kernel's row of clock.csv")
+    ap.add_argument("--arrays", nargs="*", metavar="RxC", default=None,
+                    help="time only the engine and the walk at each array (none given: "
+                         + " ".join(ARRAYS) + "); keep the other rows")
     ap.add_argument("--table", action="store_true",
                     help="no synthesis: rewrite clock.md from clock.csv")
-    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per yosys run")
     args = ap.parse_args(argv)
     if args.table:
         (OUT / "clock.md").write_text(markdown(_read_rows(OUT / "clock.csv")))
         return 0
+    if args.arrays is not None:
+        designs = [d for a in (args.arrays or ARRAYS) for d in array_designs(a)]
+    else:
+        designs = list(UNITS)
+        if not args.units_only:
+            designs.append((KERNEL, *kernel_design()))
     rows = []
-    for name, top, srcs, prm in UNITS:
+    for name, top, srcs, prm in designs:
+        print(f"{name}: yosys flattened", flush=True)
         rows.append(time_design(name, top, srcs, prm, args.timeout))
         print(rows[-1], flush=True)
-    if args.units_only:
-        rows += [r for r in _read_rows(OUT / "clock.csv") if r["design"] == KERNEL]
-    else:
-        top, srcs, prm = kernel_design()
-        print(f"{KERNEL}: yosys flattened, about 10 minutes", flush=True)
-        rows.append(time_design(KERNEL, top, srcs, prm, args.timeout))
-        print(rows[-1], flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "clock.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    (OUT / "clock.md").write_text(markdown(rows))
+    write(rows)
     return 0
 
 
