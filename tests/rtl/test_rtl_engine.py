@@ -109,3 +109,30 @@ def test_testbench_catches_mutation(target, pattern, repl, name):
     rtl_runner.require("icarus")
     assert learn_tb.mutation_kills(TOP, SRCS, target, pattern, repl, SMALL, name), (
         f"the {TOP} testbench passed against the mutant {name!r} of {target}")
+
+
+# The operand windows' offsets are nonzero only where the array is not square (a tile's rows
+# or columns start inside a block of LA = max(R, C) words), so these mutants run on such
+# shapes: (mutant, parameters).
+WINDOW_MUTATIONS = [
+    # The array's rows reading the x block from its first word, not the tile's offset.
+    pytest.param(r"x_win = words_from\(x_src, pa_off\)", "x_win = words_from(x_src, {OB{1'b0}})",
+                 {**SMALL, "R": 2, "C": 4}, "x-window-offset", id="x-window-offset"),
+    # The array's columns reading the delta block (gradient ops) from its first word.
+    pytest.param(r"w_win = words_from\(dl_rd_data, pa_coff\)",
+                 "w_win = words_from(dl_rd_data, {OB{1'b0}})",
+                 {**SMALL, "R": 4, "C": 2}, "w-window-offset", id="w-window-offset"),
+    # The derivative mask of a row's columns read from the block's first lane.
+    pytest.param(r"bits_from\(mk_rd_data, qa_off\[OB-1:0\]\)", "bits_from(mk_rd_data, {OB{1'b0}})",
+                 {**SMALL, "R": 4, "C": 2}, "mask-window-offset", id="mask-window-offset"),
+]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("pattern,repl,prm,name", WINDOW_MUTATIONS)
+def test_testbench_catches_window_mutation(pattern, repl, prm, name):
+    """The testbench fails against the engine with an operand window read from the wrong
+    offset, on an array shape where the offsets are not all zero."""
+    rtl_runner.require("icarus")
+    assert learn_tb.mutation_kills(TOP, SRCS, "hrl_learn_engine.v", pattern, repl, prm, name), (
+        f"the {TOP} testbench passed against the mutant {name!r}")

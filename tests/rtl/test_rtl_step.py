@@ -110,6 +110,10 @@ MUTATIONS = [
                  "hwb <= h_wr_en && (h_wr_sel == 2'd1 || h_wr_sel == 2'd2) && !busy && !rst;",
                  "busy-drops-weight-writes", id="busy-drops-weight-writes",
                  marks=pytest.mark.slow),
+    # The walk's saturation count by groups of four lanes skipping each group's first lane.
+    pytest.param(WALK, r"for \(k = 0; k < 4; k = k \+ 1\) begin",
+                 "for (k = 1; k < 4; k = k + 1) begin", "group-sats-short",
+                 id="group-sats-short", marks=pytest.mark.slow),
     # The saturations of the operand rounding from the previous step not counted.
     pytest.param(STEP, r"acc_sat <= nop_on \+ \(tg_stale \? \{SW\{1'b0\}\} : nop_tg\);",
                  "acc_sat <= {SW{1'b0}};",
@@ -125,11 +129,12 @@ MUTATIONS = [
 def test_testbench_catches_mutation(target, pattern, repl, name, monkeypatch):
     """The testbench fails against the step module (or its walk) with one deliberate bug
     (its random steps on Icarus; the target update forced to Polyak for `polyak-as-copy`,
-    the masters to full-range words, whose operands saturate, for `no-operand-sats`)."""
+    the masters to full-range words, whose operands saturate, for `no-operand-sats` and
+    `group-sats-short`)."""
     rtl_runner.require("icarus")
     if name == "polyak-as-copy":
         monkeypatch.setenv("STEP_TB_TARGET", "polyak")
-    if name == "no-operand-sats":
+    if name in ("no-operand-sats", "group-sats-short"):
         monkeypatch.setenv("STEP_TB_WILD", "1")
     assert learn_tb.mutation_kills(TOP, SRCS, target, pattern, repl, SMALL, name), (
         f"the {TOP} testbench passed against the mutant {name!r} of {target}")
