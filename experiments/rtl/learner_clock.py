@@ -168,21 +168,37 @@ def array_designs(array: str) -> list[tuple[str, str, list[str], dict]]:
 
 def array_clock(rows: list[dict], array: str) -> tuple[int, list[str]]:
     """An array's clock estimate and the rows that set it: the slowest of the 4x4 kernel's
-    row (every path in context) and the rows of the array's lane counts (the bank and the
-    engine at max(R, C) lanes, the activation unit and the walk at C). Rows the table lacks
-    are left out, so the estimate is only as complete as the runs behind it."""
+    row (every path in context, at 4 lanes) and the rows of the array's lane counts (the
+    bank and the engine at max(R, C) lanes, the activation unit and the walk at C). A lane
+    count the table has no row for takes the rows of the next count above it that it has
+    (8 lanes the 16 lanes' rows: longer paths, so the estimate errs slow); past the largest,
+    a ValueError. Rows the table lacks are left out, so the estimate is only as complete as
+    the runs behind it."""
     r, c = shape(array)
-    wanted = {f"bank, {max(r, c)} lanes", f"activation, {c} lanes"}
-    picked = [x for x in rows if x["design"] == KERNEL or x["design"] in wanted
-              or x["design"].startswith((f"engine, {max(r, c)} lanes (",
-                                         f"walk, {c} lanes ("))]
+    timed = sorted({int(m.group(1)) for x in rows
+                    if (m := re.match(r"\w+, (\d+) lanes", x["design"]))})
+
+    def at(lanes: int) -> int | None:
+        if lanes <= 4:
+            return None  # the 4x4 kernel's row times these paths in context
+        above = [t for t in timed if t >= lanes]
+        if not above:
+            raise ValueError(f"clock.csv times no design at {lanes} lanes (array {array})")
+        return above[0]
+
+    wide, cols = at(max(r, c)), at(c)
+    picked = [x for x in rows if x["design"] == KERNEL
+              or (wide and x["design"].startswith((f"bank, {wide} lanes",
+                                                    f"engine, {wide} lanes")))
+              or (cols and x["design"].startswith((f"activation, {cols} lanes",
+                                                    f"walk, {cols} lanes")))]
     if not picked:
         raise ValueError(f"clock.csv has no row for array {array}")
     mhz = min(int(x["est_MHz"]) for x in picked)
     return mhz, [x["design"] for x in picked if int(x["est_MHz"]) == mhz]
 
 
-CLOCK_ARRAYS = ("4x4", "16x16", "8x32", "32x32")  # the arrays clock.md states a clock for
+CLOCK_ARRAYS = ("4x4", "8x8", "16x16", "8x32", "32x32")  # the arrays clock.md states a clock for
 
 
 def markdown(rows: list[dict]) -> str:
@@ -214,9 +230,11 @@ def markdown(rows: list[dict]) -> str:
                  "to it.\n")
         text += ("\n## Each array's clock\n\nThe slowest of the kernel's row and the rows "
                  "of the array's lane counts (`array_clock`: the bank and the engine at "
-                 "max(R, C) lanes, the activation unit and the walk at C); the 32x32 engine "
+                 "max(R, C) lanes, the activation unit and the walk at C; a lane count without "
+                 "rows takes the next one above: 8 lanes the 16 lanes' rows); the 32x32 engine "
                  "is not timed (past this machine's memory flattened), the 8x32 engine's "
-                 "32-lane row stands for it.\n\n| array | est_MHz | set by |\n|---|---|---|\n")
+                 "32-lane row stands for it. cycles.md states each array's times at this "
+                 "clock.\n\n| array | est_MHz | set by |\n|---|---|---|\n")
         for a in CLOCK_ARRAYS:
             mhz, by = array_clock(rows, a)
             text += f"| {a} | {mhz} | {', '.join(by)} |\n"

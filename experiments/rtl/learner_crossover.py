@@ -39,7 +39,6 @@ sys.path.insert(0, str(ROOT))
 OUT = ROOT / "experiments" / "results" / "fpga_learner"
 MEASURED = OUT / "crossover_measured.csv"
 CYCLES = OUT / "cycles.csv"
-CLOCK = OUT / "clock.csv"  # experiments/rtl/learner_clock.py: the array's and the kernel's
 WIDTHS = (64, 128, 256)  # the DQN networks 4-W-W-2 of cycles.csv
 BATCHES = (16, 32, 64, 128, 256)
 ARRAYS = ("16x16", "8x32", "32x32")  # the FPGA learner's sides
@@ -147,24 +146,6 @@ def crossover_line(net: str, batches, sides: dict, names: list[str]) -> str:
     return f"{net}: {text}."
 
 
-def array_clocks() -> tuple[float, dict[str, float]] | None:
-    """(the array narrowing's MHz, at which cycles.csv states its times; each FPGA array's
-    clock as written, learner_clock.array_clock) from clock.csv, or None without it. The
-    times at an array's own clock are longer by the ratio (the cycles are the same)."""
-    if not CLOCK.exists():
-        return None
-    sys.path.insert(0, str(ROOT / "experiments" / "rtl"))
-    import learner_clock
-
-    with CLOCK.open() as f:
-        rows = list(csv.DictReader(f))
-    base = [r for r in rows if r["design"] == "narrowing (array)"]
-    if not base:
-        return None
-    return (float(base[0]["est_MHz"]),
-            {a: float(learner_clock.array_clock(rows, a)[0]) for a in ARRAYS})
-
-
 def _side_order(side: str) -> tuple:
     """Measured sides by name, the FPGA arrays among them by their size, then width."""
     if side.startswith("fpga "):
@@ -201,28 +182,16 @@ def report(_args) -> None:
              "`train_step` (Adam, clipping) in a jitted scan, median of the timed scans; each "
              "row of crossover_measured.csv names its device, commit and command. FPGA sides: "
              "the fixed-point learner's whole SGD step (Adam, a Polyak target update every "
-             "step) in cycles at the array's clock that yosys estimates, which the whole "
-             "kernel as written does not reach (clock.md; cycles.csv, "
-             "experiments/rtl/learner_cycles.py): `*` marks a step simulated in RTL "
+             "step) in cycles at its array's clock as written, which yosys estimates (the "
+             "slowest of the whole kernel's path and the paths that grow with the array's "
+             "lanes; clock.md; cycles.csv, experiments/rtl/learner_cycles.py): `*` marks a "
+             "step simulated in RTL "
              "(hrl_learn_step in Verilator, bit for bit against the fixed-point reference; "
              "step_cycles.md), the others are the cycle model (hrl/mapping/learner_schedule.py) "
              "that the simulated steps check.", ""]
-    clocks = array_clocks()
-    slow = None  # the sides with the FPGA's times at each array's clock as written
-    if clocks:
-        base, mhz = clocks
-        slow = {s: ({k: v * base / mhz[s.split()[1]] for k, v in t.items()}
-                    if s.startswith("fpga ") else t) for s, t in sides.items()}
-        lines += ["The column `fastest as written` takes every FPGA time at its array's clock "
-                  "as written instead of the array's " + f"{base:g} MHz: "
-                  + ", ".join(f"{a} {mhz[a]:g} MHz" for a in ARRAYS)
-                  + " (the slowest of the whole 4x4 kernel's path and the paths that grow "
-                  "with the array's lanes; clock.md, `python experiments/rtl/learner_clock.py`"
-                  ").", ""]
-    extra = " fastest as written |" if clocks else ""
     for net in nets:
-        lines += [f"## {net}", "", "| batch | " + " | ".join(names) + " | fastest |" + extra,
-                  "|---|" + "---|" * (len(names) + 1 + bool(clocks))]
+        lines += [f"## {net}", "", "| batch | " + " | ".join(names) + " | fastest |",
+                  "|---|" + "---|" * (len(names) + 1)]
         for b in batches:
             cells = {s: sides[s].get((net, b)) for s in names}
             have = {s: v for s, v in cells.items() if v is not None}
@@ -230,14 +199,8 @@ def report(_args) -> None:
             row = f"| {b} | " + " | ".join(
                 "-" if v is None else f"{v:.1f}" + ("*" if (s, net, b) in simulated else "")
                 for s, v in cells.items()) + f" | {best} |"
-            if slow is not None:
-                have_slow = {s: slow[s][(net, b)] for s in names if (net, b) in slow[s]}
-                row += f" {min(have_slow, key=have_slow.get) if have_slow else '-'} |"
             lines.append(row)
         lines += ["", crossover_line(net, batches, sides, names)]
-        if slow is not None:
-            lines += ["", "As written: "
-                      + crossover_line(net, batches, slow, names).split(": ", 1)[1]]
         lines += [""]
     (OUT / "crossover.md").write_text("\n".join(lines))
     fig = Figure(figsize=(4.2 * len(nets), 3.6))

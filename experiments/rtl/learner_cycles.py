@@ -31,8 +31,10 @@ block of C parameters a cycle); a target update, every step as the configs' defa
 DQN's next step its forward split in two runs (in the array column) and DDPG's a walk (in
 the update column).
 
-Time: cycles at the clock estimated from yosys (experiments/rtl/learner_resources.py, read
-from experiments/results/fpga_learner/resources.md when it is there, else CLOCK_MHZ).
+Time: cycles at each array's clock as written, estimated by yosys
+(experiments/rtl/learner_clock.py's array_clock over experiments/results/fpga_learner/
+clock.csv: the slowest of the whole 4x4 kernel's path and the paths that grow with the
+array's lanes); without clock.csv, the array's own clock (resources.md), else CLOCK_MHZ.
 """
 
 from __future__ import annotations
@@ -76,12 +78,30 @@ COLUMNS = ["op", "net", "batch", "array", "sim", "array_cycles", "loss_cycles",
 
 
 def clock_mhz() -> float:
+    """The array's own clock (its narrowing unit's estimate, resources.md), else CLOCK_MHZ."""
     md = OUT / "resources.md"
     if md.exists():
         m = re.search(r"\*\*(\d+) MHz\*\*", md.read_text())
         if m:
             return float(m.group(1))
     return float(CLOCK_MHZ)
+
+
+def array_clocks() -> tuple[dict[str, float], str]:
+    """Each array's clock as written ({"RxC": MHz}: learner_clock.array_clock over clock.csv,
+    the slowest of the whole 4x4 kernel's path and the paths that grow with the array's
+    lanes) and where it came from; without clock.csv every array at clock_mhz()."""
+    names = [f"{r}x{c}" for r, c in ARRAYS]
+    path = OUT / "clock.csv"
+    if path.exists():
+        import learner_clock
+
+        with path.open() as f:
+            rows = list(csv.DictReader(f))
+        return ({a: float(learner_clock.array_clock(rows, a)[0]) for a in names},
+                "each array's clock as written (clock.md)")
+    mhz = clock_mhz()
+    return {a: mhz for a in names}, f"the array's clock, {mhz:g} MHz (resources.md)"
 
 
 CACHE = ROOT / "sim_build" / "learn-cycles"
@@ -212,7 +232,7 @@ def main(argv=None) -> int:
                     help="no array simulation (the whole-module tables are still read)")
     args = ap.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    mhz = clock_mhz()
+    mhz, clock_source = array_clocks()
     sims = {}
     if not args.no_sim:
         for name, batch, size in SIMULATED:
@@ -226,11 +246,11 @@ def main(argv=None) -> int:
         for shape in ARRAYS:
             a = f"{shape[0]}x{shape[1]}"
             # an inference is simulated whole (forward_cycles.csv) or modelled
-            rows.append(row_for("inference", name, 1, shape, None, mhz,
+            rows.append(row_for("inference", name, 1, shape, None, mhz[a],
                                 infer=infers.get((name, a))))
             for batch in BATCHES:
                 rows.append(row_for("sgd_step", name, batch, shape,
-                                    sims.get((name, batch, shape)), mhz,
+                                    sims.get((name, batch, shape)), mhz[a],
                                     step=steps.get((name, batch, a))))
     n_sim = sum(r["sim"] == "yes" for r in rows)
     head = [
@@ -254,10 +274,8 @@ def main(argv=None) -> int:
         "step modules' passes as the model counts them (the update column holds the Adam "
         "walks and DDPG's target walk; DQN's target update is its next step's split forward, "
         "in the array column; the target every step). "
-        f"`us` at the array's clock estimated by yosys, {mhz:g} MHz (resources.md); the "
-        "whole kernel as written estimates lower (clock.md: its step module's units have "
-        "longer paths than the array), so a `us` figure holds for a kernel pipelined to "
-        "the array's clock. "
+        f"`us` at {clock_source}: "
+        + ", ".join(f"{a} {v:g} MHz" for a, v in mhz.items()) + ". "
         "`utilization` = MACs / (R x C x array cycles). Inference: one state, the online net. "
         f"{n_sim} of the {len(rows)} rows simulated.",
     ]

@@ -1,10 +1,12 @@
 """The learner's clock tables (experiments/rtl/learner_clock.py): the rule, the path parser,
-and the committed clock.csv against resources.md, whose array clock the cycle tables use."""
+each array's clock, and the committed clock.csv against resources.md and clock.md."""
 
 import csv
 import re
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "experiments" / "rtl"))
@@ -44,7 +46,9 @@ def test_committed_tables_agree():
     than the rule allows for its own levels and delay."""
     with open(OUT / "clock.csv", newline="") as f:
         rows = {r["design"]: r for r in csv.DictReader(f)}
-    assert set(rows) == {name for name, *_ in learner_clock.UNITS} | {learner_clock.KERNEL}
+    arrays = {name for a in learner_clock.ARRAYS for name, *_ in learner_clock.array_designs(a)}
+    assert set(rows) == ({name for name, *_ in learner_clock.UNITS} | {learner_clock.KERNEL}
+                         | arrays)
     for r in rows.values():
         assert int(r["est_MHz"]) == learner_clock.est_mhz(int(r["lut_levels"]),
                                                          float(r["sta_ns"])), r
@@ -52,3 +56,33 @@ def test_committed_tables_agree():
     assert stated and int(stated.group(1)) == int(rows["narrowing (array)"]["est_MHz"])
     kernel = int(rows[learner_clock.KERNEL]["est_MHz"])
     assert f"as written: {kernel} MHz" in (OUT / "clock.md").read_text()
+
+
+def test_cycle_table_at_each_arrays_clock():
+    """cycles.csv states each array's times at that array's clock from clock.csv."""
+    with open(OUT / "clock.csv", newline="") as f:
+        clock_rows = list(csv.DictReader(f))
+    with open(OUT / "cycles.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            mhz, _ = learner_clock.array_clock(clock_rows, r["array"])
+            assert float(r["us"]) == round(int(r["total_cycles"]) / mhz, 2), r
+
+
+def test_array_clock_picks_the_rows_of_its_lanes():
+    """An array's clock is the slowest of the kernel's row and its lane counts' rows; a lane
+    count without rows takes the next one above, none above is an error."""
+    def row(design, mhz):
+        return {"design": design, "est_MHz": str(mhz)}
+
+    rows = [row(learner_clock.KERNEL, 188), row("bank, 16 lanes", 198),
+            row("activation, 16 lanes", 200), row("bank, 32 lanes", 190),
+            row("activation, 32 lanes", 185), row("engine, 32 lanes (8x32)", 192),
+            row("walk, 32 lanes (8x32)", 187), row("walk, 16 lanes (16x16)", 170)]
+    assert learner_clock.array_clock(rows, "4x4") == (188, [learner_clock.KERNEL])
+    assert learner_clock.array_clock(rows, "16x16") == (170, ["walk, 16 lanes (16x16)"])
+    assert learner_clock.array_clock(rows, "8x8") == (170, ["walk, 16 lanes (16x16)"])
+    assert learner_clock.array_clock(rows, "8x32") == (185, ["activation, 32 lanes"])
+    # 32 x 8: the bank and the engine at 32 lanes, the activation unit and walk at 8 (16)
+    assert learner_clock.array_clock(rows, "32x8") == (170, ["walk, 16 lanes (16x16)"])
+    with pytest.raises(ValueError, match="no design at 64 lanes"):
+        learner_clock.array_clock(rows, "64x64")
