@@ -63,7 +63,7 @@ def simulate(size: int, batch: int) -> dict:
 
 def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    mhz = learner_cycles.clock_mhz()
+    mhz = {size: learner_cycles.array_clock_mhz(f"{size}x{size}") for size, _ in POINTS}
     rows = []
     for size, batch in POINTS:
         started = time.time()
@@ -79,7 +79,7 @@ def main() -> None:
                      "model_loss": model["loss"], "model_update": model["update"],
                      "model_target": model["target"], "model_total": model["total"],
                      "step_ratio": round(sim["cycles"] / model["total"], 3),
-                     "step_us": round(sim["cycles"] / mhz, 2)})
+                     "step_us": round(sim["cycles"] / mhz[size], 2)})
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "ddpg_step_cycles.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
@@ -105,8 +105,9 @@ def main() -> None:
         "`st_start` to `st_done`. `model_*`: hrl/mapping/learner_schedule.py `step_cycles` "
         "(`array` the seven runs' products, against `sim_forward` + `sim_backward`; `loss` "
         "the loss rows and the clips, against `sim_loss` + `sim_clip`; `update`, `target` "
-        "the walks); `step_ratio` = sim_step / model_total. `step_us` at the clock "
-        f"estimated by yosys, {mhz:.0f} MHz (resources.md).",
+        "the walks); `step_ratio` = sim_step / model_total. `step_us` at "
+        + learner_cycles.CLOCK_SOURCE + ": "
+        + ", ".join(f"{s}x{s} {v:g} MHz" for s, v in mhz.items()) + ".",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),

@@ -18,8 +18,9 @@ only for the tile of the previous layer they read. The model is not fitted to th
 `--model-only` recomputes the model's columns from the simulated counts already in
 forward_cycles.csv (after a change to the model; nothing is simulated).
 
-`us` is the simulated count at the clock estimated by yosys for the array
-(experiments/results/fpga_learner/resources.md, read by learner_cycles.clock_mhz).
+`us` is the simulated count at the array's clock as written, estimated by yosys
+(learner_cycles.array_clock_mhz: clock.md's array_clock); blank for an array wider than any
+timed design.
 """
 
 from __future__ import annotations
@@ -74,13 +75,14 @@ def simulate(r: int, c: int, nets) -> list[int]:
         return json.loads(out.read_text())
 
 
-def row(dims, batch: int, r: int, c: int, sim: int, mhz: float) -> dict:
+def row(dims, batch: int, r: int, c: int, sim: int, mhz: float | None) -> dict:
     model = ls.inference_cycles(list(dims), r, c, batch)
     macs = ls.macs(ls.forward_phases(list(dims), [batch]))
     return {"net": "-".join(map(str, dims)), "batch": batch, "array": f"{r}x{c}",
             "sim_cycles": sim, "model_cycles": model, "difference": sim - model,
             "ratio": round(sim / model, 3), "macs": macs,
-            "utilization": round(macs / (r * c * sim), 3), "us": round(sim / mhz, 2)}
+            "utilization": round(macs / (r * c * sim), 3),
+            "us": round(sim / mhz, 2) if mhz else ""}
 
 
 def simulated_on_file() -> dict[tuple, int]:
@@ -112,7 +114,7 @@ def parse_args(argv) -> argparse.Namespace:
 def main() -> None:
     args = parse_args(sys.argv[1:])
     model_only, arrays = args.model_only, args.arrays
-    mhz = learner_cycles.clock_mhz()
+    mhz = {(r, c): learner_cycles.array_clock_mhz(f"{r}x{c}") for r, c, _ in ARRAYS}
     sims = simulated_on_file() if model_only or arrays else {}
     if not model_only:
         for r, c, nets in ARRAYS:
@@ -125,7 +127,7 @@ def main() -> None:
             sims.update({(dims, batch, r, c): sim
                          for (dims, batch), sim in zip(nets, counts, strict=True)})
     # Rows in ARRAYS' order, the points of arrays no longer listed dropped.
-    rows = [row(dims, batch, r, c, sims[(dims, batch, r, c)], mhz)
+    rows = [row(dims, batch, r, c, sims[(dims, batch, r, c)], mhz[(r, c)])
             for r, c, nets in ARRAYS for dims, batch in nets if (dims, batch, r, c) in sims]
     head = [
         "# FPGA learner: the engine's cycles per inference, simulated and modeled",
@@ -138,7 +140,9 @@ def main() -> None:
         "ops, `run_cycles`: each chained layer's beats wait only for the tile of the previous "
         "layer they read; not fitted to these counts). `difference` = sim - model, `ratio` = "
         "sim / model. `utilization` = MACs / (R x C x sim_cycles). "
-        f"`us` at the clock estimated by yosys, {mhz:.0f} MHz (resources.md).",
+        f"`us` at {learner_cycles.CLOCK_SOURCE}: "
+        + ", ".join(f"{r}x{c} {v:g} MHz" if v else f"{r}x{c} untimed (no timed design at its "
+                    "lanes: no `us`)" for (r, c), v in mhz.items()) + ".",
     ]
     diffs = sorted({r["difference"] for r in rows})
     one = [r for r in rows if r["net"] == "4-64-64-2" and r["batch"] == 1]
@@ -153,8 +157,11 @@ def main() -> None:
         "`WRITE_LAG`, `RUN_FIXED`).",
         "",
         f"One state's inference of DQN's net (the issue's target: at most {TARGET_US} us): "
-        + "; ".join(f"{r['array']} {r['us']} us ({r['sim_cycles']} cycles)" for r in one)
-        + f", at {mhz:.0f} MHz. At batch 1 only one of the array's R rows has work (x[r] is a "
+        + "; ".join(f"{r['array']} {r['us']} us ({r['sim_cycles']} cycles)"
+                    if r["us"] != "" else f"{r['array']} {r['sim_cycles']} cycles (clock untimed)"
+                    for r in one)
+        + ", each at its array's clock. At batch 1 only one of the array's R rows has work "
+        "(x[r] is a "
         "sample), so the count is about the sum over layers of ceil(N / C) x K beats plus the "
         "last layer's drain: C, the weight words read per cycle, sets it. The 8x32 and 4x64 "
         "rows are the 16x16's 256 processing elements in wider shapes.",

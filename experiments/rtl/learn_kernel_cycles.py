@@ -11,7 +11,7 @@ Each point runs the kernel's testbench (sim/hrl_learn_kernel, test_listed_nets) 
 cocotbext-axi's memory model (a read's data one cycle after its address, no DDR latency):
 random weights and states in the default formats, every Q word checked against
 hrl.fixed_point.layers.mlp_forward, the cycle registers read back. `us` is the count at the
-clock estimated by yosys for the array (experiments/results/fpga_learner/resources.md).
+array's clock as written, estimated by yosys (learner_cycles.array_clock_mhz, clock.md).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def simulate(size: int, dw: int) -> list[dict]:
 
 
 def main() -> None:
-    mhz = learner_cycles.clock_mhz()
+    mhz = {size: learner_cycles.array_clock_mhz(f"{size}x{size}") for size in SIZES}
     rows = []
     for size in SIZES:
         for dw in DWS:
@@ -63,8 +63,8 @@ def main() -> None:
                     "kernel_cycles": r["kernel_cycles"], "engine_cycles": r["engine_cycles"],
                     "interface_cycles": r["kernel_cycles"] - r["engine_cycles"],
                     "weights_cycles": r["weights_cycles"],
-                    "kernel_us": round(r["kernel_cycles"] / mhz, 3),
-                    "weights_us": round(r["weights_cycles"] / mhz, 3)})
+                    "kernel_us": round(r["kernel_cycles"] / mhz[size], 3),
+                    "weights_us": round(r["weights_cycles"] / mhz[size], 3)})
                 print(rows[-1], flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "kernel_cycles.csv", "w", newline="") as f:
@@ -82,7 +82,8 @@ def main() -> None:
         "stored and acknowledged; the first also moves the table, 16 words per layer); "
         "`engine_cycles`: the engine's part; `interface_cycles`: the difference, what the "
         "kernel interface adds; `weights_cycles`: the run that loads the weights, once per "
-        f"weight update. `us` at {mhz:.0f} MHz (resources.md's estimate). The memory model "
+        "weight update. `us` at " + learner_cycles.CLOCK_SOURCE + ": "
+        + ", ".join(f"{s}x{s} {v:g} MHz" for s, v in mhz.items()) + ". The memory model "
         "answers a read one cycle after its address (no DDR latency). The kernel takes one "
         "word per cycle from memory (hrl_beats_to_words in groups of one) whatever the bus's "
         "width, so the 64- and 512-bit rows agree: the loads, the weights' above all, are "

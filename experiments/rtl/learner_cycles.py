@@ -87,19 +87,32 @@ def clock_mhz() -> float:
     return float(CLOCK_MHZ)
 
 
-def array_clocks() -> tuple[dict[str, float], str]:
-    """Each array's clock as written ({"RxC": MHz}: learner_clock.array_clock over clock.csv,
-    the slowest of the whole 4x4 kernel's path and the paths that grow with the array's
-    lanes) and where it came from; without clock.csv every array at clock_mhz()."""
-    names = [f"{r}x{c}" for r, c in ARRAYS]
-    path = OUT / "clock.csv"
-    if path.exists():
-        import learner_clock
+CLOCK_SOURCE = ("each array's clock as written (clock.md: the slowest of the whole 4x4 "
+                "kernel's path and the paths that grow with the array's lanes)")
 
-        with path.open() as f:
-            rows = list(csv.DictReader(f))
-        return ({a: float(learner_clock.array_clock(rows, a)[0]) for a in names},
-                "each array's clock as written (clock.md)")
+
+def array_clock_mhz(array: str) -> float | None:
+    """`array`'s (RxC) clock as written, learner_clock.array_clock over clock.csv; None where
+    clock.csv times no design at its lanes (wider than any timed); without clock.csv,
+    clock_mhz() (the array's own, its narrowing unit's)."""
+    path = OUT / "clock.csv"
+    if not path.exists():
+        return clock_mhz()
+    import learner_clock
+
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    try:
+        return float(learner_clock.array_clock(rows, array)[0])
+    except ValueError:
+        return None
+
+
+def array_clocks() -> tuple[dict[str, float], str]:
+    """Each of ARRAYS' clock ({"RxC": MHz}, array_clock_mhz) and where the clocks came from."""
+    names = [f"{r}x{c}" for r, c in ARRAYS]
+    if (OUT / "clock.csv").exists():
+        return {a: array_clock_mhz(a) for a in names}, CLOCK_SOURCE
     mhz = clock_mhz()
     return {a: mhz for a in names}, f"the array's clock, {mhz:g} MHz (resources.md)"
 

@@ -42,7 +42,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "sim"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import learner_crossover  # noqa: E402
 import learner_cycles  # noqa: E402
 import results_table  # noqa: E402
 import rtl_runner  # noqa: E402
@@ -96,6 +95,7 @@ def simulate(r: int, c: int, nets: list[tuple[tuple, int]]) -> list[dict]:
 
 
 def row(dims, r: int, c: int, batch: int, sim: dict, mhz: float) -> dict:
+    """A point's row; `mhz` its array's clock."""
     model = ls.step_cycles("dqn", list(dims), batch, r, c)
     return {"net": net_name(dims), "batch": batch, "array": f"{r}x{c}",
             "sim_forward": sim["fwd"], "sim_loss": sim["loss"], "sim_backward": sim["bwd"],
@@ -144,7 +144,6 @@ def main(argv=None) -> int:
     for a in args.array:
         if a not in arrays:
             ap.error(f"--array: {a!r} is the array of no point ({', '.join(sorted(arrays))})")
-    mhz = learner_cycles.clock_mhz()
     run = (SLOW if args.only_slow else POINTS + SLOW if args.slow else POINTS)
     run = [p for p in run if (not args.nmax or max(p[0]) in args.nmax)
            and (not args.array or f"{p[1]}x{p[2]}" in args.array)]
@@ -160,16 +159,17 @@ def main(argv=None) -> int:
               f"{time.time() - started:.0f} s", flush=True)
         # Written after each build: the other rows as the table stands now (another run of
         # other points may have written it meanwhile), this run's so far.
-        md = write_table({**_kept(POINTS + SLOW), **sims}, mhz)
+        md = write_table({**_kept(POINTS + SLOW), **sims})
     if not builds:  # nothing to simulate (--nmax of no point): the table rewritten
-        md = write_table(_kept(POINTS + SLOW), mhz)
+        md = write_table(_kept(POINTS + SLOW))
     print(md.read_text())
     return 0
 
 
-def write_table(sims: dict, mhz: float) -> Path:
+def write_table(sims: dict) -> Path:
     """step_cycles.{csv,md} of the points of `sims` ((dims, R, C, batch) -> counts)."""
-    rows = [row(*p, sims[p], mhz) for p in POINTS + SLOW if p in sims]
+    mhz = {f"{r}x{c}": learner_cycles.array_clock_mhz(f"{r}x{c}") for _, r, c, _ in POINTS + SLOW}
+    rows = [row(*p, sims[p], mhz[f"{p[1]}x{p[2]}"]) for p in POINTS + SLOW if p in sims]
     missing = [f"{net_name(d)} {r}x{c} batch {b}" for d, r, c, b in POINTS + SLOW
                if (d, r, c, b) not in sims]
     worst = max(rows, key=lambda r: abs(r["step_ratio"] - 1))
@@ -200,33 +200,26 @@ def write_table(sims: dict, mhz: float) -> Path:
         "`update` the step module's passes, whose constants its simulated phases set; "
         "`target` the split forward's cost, `dqn_target_cycles`); `step_ratio` = sim_step / "
         "model_total. `step_us` at the "
-        f"clock estimated by yosys, {mhz:.0f} MHz (resources.md); `step_us_no_target` a step "
-        "that no target update precedes (a hard copy every `period` steps, between copies).",
+        f"{learner_cycles.CLOCK_SOURCE}: "
+        + ", ".join(f"{a} {v:g} MHz" for a, v in mhz.items()) + "; `step_us_no_target` a "
+        "step that no target update precedes (a hard copy every `period` steps, between "
+        "copies).",
     ]
     goal = [r for r in rows if r["array"] == "16x16" and r["batch"] == 32
             and r["net"] == net_name(DQN)]
-    clock = learner_crossover.clock_ratio()   # (the array's MHz, the kernel's), or None
-    at_kernel = ""
-    if clock and goal:   # the same cycles at the whole kernel's clock (step_us is at `mhz`)
-        kernel, r = clock[1], goal[0]
-        polyak_us = r["sim_step"] / kernel
-        copy_us = r["step_us_no_target"] * mhz / kernel
 
-        def holds(us: float) -> str:
-            return "meets it" if us <= TARGET_US else "misses it"
+    def holds(us: float) -> str:
+        return "meets it" if us <= TARGET_US else "misses it"
 
-        at_kernel = (
-            f" At the whole training kernel's clock as written, {kernel:.0f} MHz (clock.md, "
-            f"`python experiments/rtl/learner_clock.py`), the same cycles take "
-            f"{polyak_us:.2f} us ({holds(polyak_us)}) and {copy_us:.2f} us without a "
-            f"target update ({holds(copy_us)}).")
     foot = [
         f"The issue's target, one DQN step of 4-64-64-2 at batch 32 on 16x16 in at most "
         f"{TARGET_US:g} us: "
         + "; ".join(f"{r['step_us']} us simulated with a Polyak target update "
-                    f"({r['sim_step']} cycles), {r['step_us_no_target']} us without one"
+                    f"({r['sim_step']} cycles, {holds(r['step_us'])}), "
+                    f"{r['step_us_no_target']} us without one "
+                    f"({holds(r['step_us_no_target'])}), at 16x16's {mhz['16x16']:g} MHz"
                     for r in goal)
-        + "." + at_kernel
+        + "."
         + " DQN CartPole's config copies the target every 100 steps, so its steps cost "
         "`step_us_no_target` but one in 100. The target update costs Adam's walk no cycle "
         "(C target lanes beside its operand lanes); the target's operand words wait for the "
@@ -239,7 +232,8 @@ def write_table(sims: dict, mhz: float) -> Path:
         "",
         *[f"The same 256 processing elements as {r['array']} (a wider shape; "
           f"forward_cycles.md has its inference): {r['step_us']} us with the Polyak update "
-          f"({r['sim_step']} cycles), {r['step_us_no_target']} us without one."
+          f"({r['sim_step']} cycles), {r['step_us_no_target']} us without one, at its "
+          f"{mhz['8x32']:g} MHz."
           for r in rows if r["array"] == "8x32" and r["batch"] == 32
           and r["net"] == net_name(DQN)],
         "",
