@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import sys
 import time
@@ -54,6 +55,7 @@ from learner_resources import (  # noqa: E402
     ARRAY,
     LOSS_FORMATS,
     OUT,
+    RTL,
     TARGET_FORMATS,
     WORK,
     _read_rows,
@@ -95,6 +97,7 @@ ARRAYS = ("16x16", "8x32")  # the arrays whose engine and walk --arrays times by
 ENGINE_SRCS = NARROW + ["hrl_learn_mac_pe.v", "hrl_learn_mac_array.v",
                         "hrl_learn_weight_bank.v", "hrl_learn_activation.v",
                         "hrl_learn_engine.v"]
+WALK_SRCS = ROOT_SRCS + ["hrl_learn_adam.v", "hrl_learn_target.v", "hrl_learn_walk.v"]
 COLUMNS = ["design", "top", "lut_levels", "sta_ns", "est_MHz", "dsp", "dsp_unregistered",
            "where", "seconds"]
 
@@ -119,15 +122,25 @@ def path_sources(sta_text: str) -> str:
 
 def time_design(name: str, top: str, sources: list[str], params: dict,
                 timeout: float) -> dict:
-    """Synthesize `top` flattened and read its ltp, sta and DSP registers (one yosys run)."""
+    """Synthesize `top` flattened and read its ltp, sta and DSP registers (one yosys run).
+    A finished run of the same design and parameters newer than its sources is read again
+    instead (the array rows take tens of minutes; delete sim_build/syn-learn to redo all)."""
     work = WORK / ("clock-" + re.sub(r"[^\w]+", "-", name).strip("-"))
+    done, stamp = work / "sta.txt", work / "params.json"
+    key = json.dumps({"top": top, "sources": sources, "params": params}, sort_keys=True)
+    fresh = (done.exists() and stamp.exists() and stamp.read_text() == key
+             and all(done.stat().st_mtime > (RTL / src).stat().st_mtime for src in sources))
     t0 = time.time()
-    _yosys(top, sources, params, work, flat=True, timeout=timeout, extra=(
-        "tee -o dsp.txt select -count t:DSP48E2\n"
-        "tee -o dsp_comb.txt select -count t:DSP48E2 r:MREG=0 %i r:PREG=0 %i\n"
-        "tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
-        "read_verilog -lib -specify +/xilinx/cells_sim.v\n"
-        "tee -o sta.txt sta\n"))
+    if not fresh:
+        stamp.unlink(missing_ok=True)
+        _yosys(top, sources, params, work, flat=True, timeout=timeout, extra=(
+            "tee -o dsp.txt select -count t:DSP48E2\n"
+            "tee -o dsp_comb.txt select -count t:DSP48E2 r:MREG=0 %i r:PREG=0 %i\n"
+            "tee -o ltp.txt ltp t:LUT* t:MUXF* w:*\n"
+            "read_verilog -lib -specify +/xilinx/cells_sim.v\n"
+            "tee -o sta.txt sta\n"))
+        (work / "seconds.txt").write_text(f"{round(time.time() - t0)}\n")
+        stamp.write_text(key)
     ltp = re.search(r"length=(\d+)", (work / "ltp.txt").read_text())
     sta_text = (work / "sta.txt").read_text()
     sta = re.search(r"Latest arrival time in '\S+' is (\d+)", sta_text)
@@ -142,7 +155,7 @@ def time_design(name: str, top: str, sources: list[str], params: dict,
     return {"design": name, "top": top, "lut_levels": levels, "sta_ns": sta_ns,
             "est_MHz": est_mhz(levels, sta_ns), "dsp": count("dsp.txt"),
             "dsp_unregistered": count("dsp_comb.txt"), "where": path_sources(sta_text),
-            "seconds": round(time.time() - t0)}
+            "seconds": int((work / "seconds.txt").read_text())}
 
 
 def kernel_design() -> tuple[str, list[str], dict]:
@@ -157,12 +170,12 @@ def array_designs(array: str) -> list[tuple[str, str, list[str], dict]]:
     walk (its saturation sums over C lanes) at `array` (RxC), with the kernel's other
     parameters: (row name, top, sources, parameters), as UNITS."""
     r, c = shape(array)
-    _, srcs, prm = kernel_design()
+    _, _, prm = kernel_design()
     engine = {k: prm[k] for k in ("AW", "BW", "OW", "NMAX", "NL", "BMAX", "BSMAX")}
     walk = {k: prm[k] for k in ("BW", "OW", "NMAX", "NL", "BMAX")}
     return [(f"engine, {max(r, c)} lanes ({array})", "hrl_learn_engine", ENGINE_SRCS,
              {**engine, "R": r, "C": c}),
-            (f"walk, {c} lanes ({array})", "hrl_learn_walk", srcs,
+            (f"walk, {c} lanes ({array})", "hrl_learn_walk", WALK_SRCS,
              {**walk, "R": r, "C": c, "TGT_WALK": 0, "FOLD": 1})]
 
 

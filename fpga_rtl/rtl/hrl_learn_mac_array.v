@@ -183,13 +183,27 @@ module hrl_learn_mac_array #(
     endgenerate
 
     // ---------------------------------------------------------------- drain and narrow
+    // The shadow bank's row drain_row: one stage of 2:1 multiplexers per bit of the row
+    // index. (A row picked by an index, shadow[drain_row*C*ACCW +: C*ACCW], maps to a shifter
+    // over the whole bank, several wide-LUT trees deep at 8 and 16 rows.)
+    localparam RS = (R > 0) ? R : 1;   // (R = 0 stops at the $fatal; this keeps it legal)
+    reg [RS*C*ACCW-1:0] shadow_sel;
+    wire [C*ACCW-1:0]  shadow_row = shadow_sel[C*ACCW-1:0];
+    integer s;
+    always @(*) begin
+        shadow_sel = shadow;
+        for (s = 0; s < RB; s = s + 1)
+            if (R > 1 && drain_row[s]) shadow_sel = shadow_sel >> ((C * ACCW) << s);
+    end
+
+    // ---------------------------------------------------------------- drain and narrow
     always @(posedge clk) begin
         v4 <= 1'b0;
         if (drain_left != 0) begin
             v4 <= 1'b1;
             row4 <= drain_row;
             last4 <= (drain_left == 1);
-            d4 <= shadow[drain_row*C*ACCW +: C*ACCW];
+            d4 <= shadow_row;
             shift4 <= shift_s;
             width4 <= width_s;
             tag4 <= tag_s;
