@@ -58,12 +58,13 @@ module hrl_learn_activation #(
         end
     endgenerate
 
-    // The row's saturation flags are counted in two halves: each group of four lanes at the
-    // row's register (a LUT per bit of the group's count, beside the flags' compares), the
-    // groups' sum into sat_total at the next edge. A popcount of C flags in one cycle is a
-    // tree of wide LUTs as deep as the rest of the unit twice over at C = 32. So sat_total
-    // holds a row's count one cycle after out_valid (an engine run's `done` is one cycle
-    // after its last row: it counts them all).
+    // The row's saturation flags are counted in three registered stages: each group of four
+    // lanes at the row's register (a LUT per bit of the group's count, beside the flags'
+    // compares), the groups' sum at the next edge, its add into sat_total at the one after.
+    // A popcount of C flags in one cycle is a tree of wide LUTs as deep as the rest of the
+    // unit twice over at C = 32, and the groups' sum beside the 32-bit accumulate is a carry
+    // chain past the clock in context. So sat_total holds a row's count two cycles after
+    // out_valid (an engine run's `done` is two cycles after its last row: it counts them all).
     localparam NG = (C + 3) / 4;          // groups of four lanes
     localparam GW = (C >= 4) ? 3 : CB;    // a group's count: at most min(4, C)
     wire [NG*4-1:0] counted_pad = {{(NG*4-C){1'b0}}, counted};
@@ -82,18 +83,25 @@ module hrl_learn_activation #(
         for (i = 0; i < NG; i = i + 1)
             row_sats = row_sats + {{(CB-GW){1'b0}}, group_sats[i*GW +: GW]};
     end
-    always @(posedge clk) group_sats <= group_n;
+    reg  [CB-1:0]    row_sats_r;
+    reg              count_v2;
+    always @(posedge clk) begin
+        group_sats <= group_n;
+        row_sats_r <= row_sats;
+    end
 
     always @(posedge clk) begin
         out_valid <= in_valid;
         out_y <= y;
         out_lanes <= in_lanes;
         count_v <= in_valid;
+        count_v2 <= count_v;
         if (clear) sat_total <= {SW{1'b0}};
-        else if (count_v) sat_total <= sat_total + {{SEXT{1'b0}}, row_sats};
+        else if (count_v2) sat_total <= sat_total + {{SEXT{1'b0}}, row_sats_r};
         if (rst) begin
             out_valid <= 1'b0;
             count_v <= 1'b0;
+            count_v2 <= 1'b0;
             sat_total <= {SW{1'b0}};
         end
     end

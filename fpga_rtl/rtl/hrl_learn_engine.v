@@ -421,6 +421,7 @@ module hrl_learn_engine #(
     // The last row of the last op was written this cycle (S_WAIT: every earlier op is
     // written, so the final tile written now is the last op's).
     wire op_written;
+    reg  op_written_d;
 
     always @(posedge clk) begin
         done <= 1'b0;
@@ -515,7 +516,7 @@ module hrl_learn_engine #(
                     beat_last <= beat_last_n;
                 end
             end
-            S_WAIT: if (op_written) begin
+            S_WAIT: if (op_written_d) begin
                 busy <= 1'b0;
                 done <= 1'b1;
                 state <= S_IDLE;
@@ -938,6 +939,9 @@ module hrl_learn_engine #(
         end
     endgenerate
     assign op_written = act_out_valid && a_final && state == S_WAIT;
+    // `done` a cycle after the last row's write, once the activation unit's saturation count
+    // has it (two cycles after its row).
+    always @(posedge clk) op_written_d <= op_written && !rst;
 
     /* verilator lint_off UNUSEDSIGNAL */
     wire unused_misc = ^{r0_off, c0_off, r0_end, c0_end, rows_left_n, d_r0_end, d_c0_end, d_i,

@@ -59,9 +59,12 @@ ADAM_PIPE = 50  # an Adam walk: gradient read 5 + Adam 33 + operand 9 + counts 2
 TARGET_PIPE = 14  # a target walk: reads 2 + target unit 9 + its counts' 2 + the hand-off
 STEP_HANDOFF = 3  # hrl_learn_step: the command's start, its configuration's check, its end
 SPLIT_GAP = 3  # hrl_learn_step: the online net's run done -> the target's run started
+# hrl_learn_engine's `done` waits a cycle after its last write for the activation unit's
+# saturation count (hrl_learn_activation: a row's count is in two cycles after the row).
+SAT_COUNT_LAG = 1
 # hrl_learn_engine's run: the first op's load before the first beat and the last write's
 # hand-off to `done`; then one cycle per further op to load it (RUN_FIXED + n_ops - 1 in all).
-RUN_FIXED = 3
+RUN_FIXED = 3 + SAT_COUNT_LAG
 # A tile's way into its bank beyond OUT_LATENCY and its rows (hrl_learn_engine's schedule):
 # the banks' 4-cycle read of its beats' operands before the array, the mask bank's 4-cycle
 # read of each drained row, the activation register and the bank write. A tile's rows are
@@ -213,7 +216,7 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
     (`dqn_target_cycles`). DQN's 'array' is the step module's two engine runs
     (`run_cycles` of `dqn_forward_ops` and `dqn_backward_ops`), its total with the
     module's STEP_HANDOFF. DDPG's 'array' is its seven runs' phases (`ddpg_runs`,
-    `schedule_cycles`), a DEP_GAP between runs."""
+    `schedule_cycles`), DEP_GAP + SAT_COUNT_LAG between runs."""
     if not isinstance(target_period, int) or target_period < 1:
         raise ValueError(f"agent.target_update_period: {target_period!r} must be an int >= 1")
     if kind == "dqn":
@@ -231,7 +234,8 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
         upd = update_cycles(dims, c, ADAM_PIPE) + update_cycles(critic, c, ADAM_PIPE)
         target = blocks(dims, c) + blocks(critic, c) + TARGET_PIPE
         loss = ddpg_loss_cycles(batch)
-        array = sum(schedule_cycles(run, r, c) for run in runs) + len(runs) * DEP_GAP
+        array = sum(schedule_cycles(run, r, c) for run in runs) \
+            + len(runs) * (DEP_GAP + SAT_COUNT_LAG)
         work = sum(macs(run) for run in runs)
         handoff = 0
     total = array + loss + upd + -(-target // target_period) + handoff
