@@ -43,6 +43,18 @@ module hrl_learn_narrow #(
         if (PIPE < 0 || PIPE > 3) $fatal(1, "hrl_learn_narrow: PIPE=%0d must be in 0..3", PIPE);
     end
 
+    // x >>> t (arithmetic), one stage of 2:1 multiplexers per bit of t: a variable shift
+    // written as >>> maps to wide-LUT trees whose depth varies with what synthesis merges
+    // around it (a level over the clock's in the array's context).
+    function automatic signed [XW-1:0] shift_right(input signed [XW-1:0] v, input [7:0] n);
+        integer stage;
+        begin
+            shift_right = v;
+            for (stage = 0; stage < 8; stage = stage + 1)
+                if (n[stage]) shift_right = shift_right >>> (1 << stage);
+        end
+    endfunction
+
     wire signed [XW-1:0] xs0 = {{5{x[IW-1]}}, x} <<< 4;
     // Segment D (decode): t = shift + 4 in 0..SMAX+4 (shift is signed; the sum is taken in
     // 9 bits), the masks of the first bit shifted out (one half of the output's step) and
@@ -76,7 +88,7 @@ module hrl_learn_narrow #(
     // Segment 0: the shift; round (the first bit shifted out) and sticky (any bit below
     // it): rem > half is round & sticky, rem == half is round & !sticky. OR trees instead
     // of a wide compare, so no carry chain here.
-    wire signed [XW-1:0] fl0 = xs >>> t;
+    wire signed [XW-1:0] fl0 = shift_right(xs, t);
     wire round0 = |(xs & half0);
     wire sticky0 = |(xs & below0);
 
