@@ -531,6 +531,7 @@ module hrl_learn_kernel #(
     reg storing;                   // the descriptors at hand are stores
     reg [31:0] di;                 // the descriptor at hand
     reg [31:0] wc;                 // words of the read at hand taken so far
+    reg [31:0] ops_last;           // the op table's last word (wc's), set as its read starts
     reg [31:0] d_w [0:6];          // the descriptor's words 0..6
     reg out_full;                  // out_words holds a row block to push
     assign out_valid = out_full && state == S_ST_PUSH;
@@ -680,6 +681,7 @@ module hrl_learn_kernel #(
                     end else begin
                         rd_addr <= prog_reg + {32'd0, op_at_reg};
                         rd_words <= {n_table[27:0], 4'd0};
+                        ops_last <= {n_table[27:0], 4'd0} - 32'd1;
                         rd_start <= 1'b1;
                         wc <= 32'd0;
                         state <= S_OPS;
@@ -784,7 +786,7 @@ module hrl_learn_kernel #(
                 op_wr_op <= first_reg[OPB-1:0] + wc[OPB+3:4];
                 op_wr_field <= wc[3:0];
                 op_wr_data <= in_word[FW-1:0];
-                if (wc + 32'd1 == {n_table[27:0], 4'd0}) state <= S_RUN;
+                if (wc == ops_last) state <= S_RUN;
             end
             S_RUN: begin
                 eng_start <= cmd_reg == 32'd0;
