@@ -278,6 +278,14 @@ module hrl_learn_kernel #(
     wire [63:0] prog_reg = args[32*14 +: 64];
     wire [31:0] first_reg = args[32*24 +: 32];
     wire [31:0] cmd_reg = args[32*26 +: 32];
+    // The command decoded into registers (the host writes the arguments while the kernel is
+    // idle, long before a run reads them): its 32-bit compares stay out of the run's states'
+    // flip-flop enables.
+    reg cmd_eng, cmd_init;   // an engine run (0), the step module's init (2)
+    always @(posedge ap_clk) begin
+        cmd_eng <= cmd_reg == 32'd0;
+        cmd_init <= cmd_reg == 32'd2;
+    end
     /* verilator lint_on UNUSEDSIGNAL */
 
     // ------------------------------------------------------------------ AXI4 master
@@ -789,17 +797,17 @@ module hrl_learn_kernel #(
                 if (wc == ops_last) state <= S_RUN;
             end
             S_RUN: begin
-                eng_start <= cmd_reg == 32'd0;
-                st_start <= cmd_reg != 32'd0;
-                st_cmd <= cmd_reg == 32'd2;
+                eng_start <= cmd_eng;
+                st_start <= !cmd_eng;
+                st_cmd <= cmd_init;
                 state <= S_RUN_W;
             end
-            S_RUN_W: if (cmd_reg == 32'd0 && eng_done) begin
+            S_RUN_W: if (cmd_eng && eng_done) begin
                 eng_cycles_reg <= eng_cycles;
                 sat_reg <= eng_sat;
                 status_reg[1:0] <= {eng_fault, eng_error};
                 state <= eng_error ? S_DONE : S_NEXT;   // no store of what did not run
-            end else if (cmd_reg != 32'd0 && st_done) begin
+            end else if (!cmd_eng && st_done) begin
                 eng_cycles_reg <= st_cycles;
                 sat_reg <= st_sat;
                 status_reg[0] <= st_error;
