@@ -8,7 +8,7 @@ simulation, beside the cycle model's prediction.
     python experiments/rtl/forward_cycles.py --arrays 8x32  # simulate these arrays only and
                                                             # keep the other rows on file
 
-Each point runs the engine's testbench (sim/hrl_learn_engine, test_listed_nets) on Icarus:
+Each point runs the engine's testbench (sim/hrl_learn_engine, test_listed_nets) on Verilator:
 random weights and inputs in the default formats, the whole network through the op table,
 every output word checked against hrl.fixed_point.layers.mlp_forward, and the engine's own
 cycle counter (the edge that takes `start` to the one that raises `done`) read back. The
@@ -47,13 +47,13 @@ from hrl.mapping import learner_schedule as ls  # noqa: E402
 OUT = learner_cycles.OUT
 DQN = [((4, 64, 64, 2), 1), ((4, 64, 64, 2), 32)]  # DQN CartPole's net
 NETS = [*DQN, ((4, 128, 128, 2), 1), ((4, 128, 128, 2), 32), ((8, 256, 256, 4), 1)]
-# (R, C, networks): the 32 x 32 array only on DQN's net (Icarus slows with its size). The
+# (R, C, networks): the 32 x 32 array only on DQN's net (the simulation slows with its size). The
 # 8 x 32 and 4 x 64 arrays have the 16 x 16's 256 processing elements in other shapes: at
 # batch 1 only one row of the array has work, and C words of weights feed it per cycle, so
 # wider arrays of the same size run one state's inference in fewer cycles.
 ARRAYS = [(4, 4, NETS), (8, 8, NETS), (16, 16, NETS), (32, 32, DQN), (8, 32, NETS),
           (4, 64, DQN)]
-SIM = "icarus"
+SIM = "verilator"
 TARGET_US = 1.5  # the issue's floor for one state's inference (DQN 4-64-64-2)
 COLUMNS = ["net", "batch", "array", "sim_cycles", "model_cycles", "difference", "ratio",
            "macs", "utilization", "us"]
@@ -133,7 +133,7 @@ def main() -> None:
         "# FPGA learner: the engine's cycles per inference, simulated and modeled",
         "",
         "Regenerate: `python experiments/rtl/forward_cycles.py`. `sim_cycles`: "
-        "hrl_learn_engine simulated in Icarus, whole networks through its op table, every "
+        "hrl_learn_engine simulated in Verilator, whole networks through its op table, every "
         "output word checked against hrl.fixed_point.layers.mlp_forward, counted by the "
         "engine's own counter from `start` to `done`. `model_cycles`: "
         "hrl/mapping/learner_schedule.py `inference_cycles` (the engine's run of the forward "
