@@ -40,7 +40,6 @@ DSP or block-RAM delays.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import sys
@@ -51,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import results_table  # noqa: E402
 from learner_resources import (  # noqa: E402
     ARRAY,
     LOSS_FORMATS,
@@ -214,11 +214,10 @@ def array_clock(rows: list[dict], array: str) -> tuple[int, list[str]]:
 CLOCK_ARRAYS = ("4x4", "8x8", "16x16", "8x32", "32x32")  # the arrays clock.md states a clock for
 
 
-def markdown(rows: list[dict]) -> str:
-    head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
-    body = "".join("| " + " | ".join(str(r[c]) for c in COLUMNS) + " |\n" for r in rows)
-    kern = [r for r in rows if r["design"] == KERNEL]
-    text = ("# FPGA learner: clock estimate (yosys, unit by unit and the whole kernel)\n\n"
+def markdown_parts(rows: list[dict]) -> tuple[list[str], list[str]]:
+    """clock.md's text before the table of `rows` and after it (the whole kernel's row and
+    each array's clock)."""
+    head = ["# FPGA learner: clock estimate (yosys, unit by unit and the whole kernel)", "",
             "Regenerate: `python experiments/rtl/learner_clock.py` (`--units-only` keeps the "
             "kernel's row), and `python experiments/rtl/learner_clock.py --arrays` for the "
             "engine and walk rows (tens of minutes each). Each design synthesized flattened "
@@ -232,42 +231,37 @@ def markdown(rows: list[dict]) -> str:
             "the kernel row (the all-FPGA run's kernel: 4x4 array, DQN's step module) times "
             "every path in context; the engine and walk rows time, alone, the two parts "
             "whose paths grow with an array's lanes, at that array's shape. "
-            "Not a Vivado report.\n\n" + head + body)
-    if kern:
-        k = kern[0]
-        text += (f"\nThe whole training kernel as written: {k['est_MHz']} MHz "
-                 f"({k['lut_levels']} levels, sta {k['sta_ns']} ns, through "
-                 f"{k['where'] or 'unnamed cells'}). The learner's tables (cycles.md) state "
-                 "times at the array's clock (resources.md, the narrowing unit's estimate), "
-                 "which the kernel reaches only once every unit slower than it is pipelined "
-                 "to it.\n")
-        text += ("\n## Each array's clock\n\nThe slowest of the kernel's row and the rows "
-                 "of the array's lane counts (`array_clock`: the bank and the engine at "
-                 "max(R, C) lanes, the activation unit and the walk at C; a lane count without "
-                 "rows takes the next one above: 8 lanes the 16 lanes' rows); the 32x32 engine "
-                 "is not timed (past this machine's memory flattened), the 8x32 engine's "
-                 "32-lane row stands for it. cycles.md states each array's times at this "
-                 "clock.\n\n| array | est_MHz | set by |\n|---|---|---|\n")
-        for a in CLOCK_ARRAYS:
-            mhz, by = array_clock(rows, a)
-            text += f"| {a} | {mhz} | {', '.join(by)} |\n"
-    return text
+            "Not a Vivado report."]
+    kern = [r for r in rows if r["design"] == KERNEL]
+    if not kern:
+        return head, []
+    k = kern[0]
+    foot = [f"The whole training kernel as written: {k['est_MHz']} MHz "
+            f"({k['lut_levels']} levels, sta {k['sta_ns']} ns, through "
+            f"{k['where'] or 'unnamed cells'}).", "",
+            "## Each array's clock", "",
+            "The slowest of the kernel's row and the rows of the array's lane counts "
+            "(`array_clock`: the bank and the engine at max(R, C) lanes, the activation unit "
+            "and the walk at C; a lane count without rows takes the next one above: 8 lanes "
+            "the 16 lanes' rows); the 32x32 engine is not timed (past this machine's memory "
+            "flattened), the 8x32 engine's 32-lane row stands for it. cycles.md states each "
+            "array's times at this clock.", "",
+            "| array | est_MHz | set by |", "|---|---|---|"]
+    for a in CLOCK_ARRAYS:
+        mhz, by = array_clock(rows, a)
+        foot.append(f"| {a} | {mhz} | {', '.join(by)} |")
+    return head, foot
 
 
 def write(rows: list[dict]) -> None:
-    """clock.{csv,md}: `rows`, and the rows of clock.csv that this run did not time (read
-    again at the end, so runs of different rows may overlap)."""
+    """clock.{csv,md} (results_table.write): `rows`, and the rows of clock.csv that this run
+    did not time (read again at the end, so runs of different rows may overlap)."""
     names = {r["design"] for r in rows}
     kept = [r for r in _read_rows(OUT / "clock.csv") if r["design"] not in names]
     order = [n for n, *_ in UNITS] + [KERNEL]
     rows = sorted(rows + kept, key=lambda r: (order.index(r["design"]) if r["design"] in order
                                               else len(order), r["design"]))
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "clock.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    (OUT / "clock.md").write_text(markdown(rows))
+    results_table.write(OUT, "clock", rows, COLUMNS, *markdown_parts(rows))
 
 
 def main(argv=None) -> int:
@@ -279,11 +273,11 @@ def main(argv=None) -> int:
                     help="time only the engine and the walk at each array (none given: "
                          + " ".join(ARRAYS) + "); keep the other rows")
     ap.add_argument("--table", action="store_true",
-                    help="no synthesis: rewrite clock.md from clock.csv")
+                    help="no synthesis: rewrite clock.{csv,md} from clock.csv")
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per yosys run")
     args = ap.parse_args(argv)
     if args.table:
-        (OUT / "clock.md").write_text(markdown(_read_rows(OUT / "clock.csv")))
+        write([])
         return 0
     if args.arrays is not None:
         designs = [d for a in (args.arrays or ARRAYS) for d in array_designs(a)]

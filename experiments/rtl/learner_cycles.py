@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import re
@@ -91,30 +92,37 @@ CLOCK_SOURCE = ("each array's clock as written (clock.md: the slowest of the who
                 "kernel's path and the paths that grow with the array's lanes)")
 
 
+@functools.cache
+def _clock_rows() -> tuple[dict, ...] | None:
+    """clock.csv's rows (read once a process), or None without it."""
+    path = OUT / "clock.csv"
+    if not path.exists():
+        return None
+    with path.open() as f:
+        return tuple(csv.DictReader(f))
+
+
 def array_clock_mhz(array: str) -> float | None:
     """`array`'s (RxC) clock as written, learner_clock.array_clock over clock.csv; None where
     clock.csv times no design at its lanes (wider than any timed); without clock.csv,
     clock_mhz() (the array's own, its narrowing unit's)."""
-    path = OUT / "clock.csv"
-    if not path.exists():
+    rows = _clock_rows()
+    if rows is None:
         return clock_mhz()
     import learner_clock
 
-    with path.open() as f:
-        rows = list(csv.DictReader(f))
     try:
-        return float(learner_clock.array_clock(rows, array)[0])
+        return float(learner_clock.array_clock(list(rows), array)[0])
     except ValueError:
         return None
 
 
 def array_clocks() -> tuple[dict[str, float], str]:
     """Each of ARRAYS' clock ({"RxC": MHz}, array_clock_mhz) and where the clocks came from."""
-    names = [f"{r}x{c}" for r, c in ARRAYS]
-    if (OUT / "clock.csv").exists():
-        return {a: array_clock_mhz(a) for a in names}, CLOCK_SOURCE
-    mhz = clock_mhz()
-    return {a: mhz for a in names}, f"the array's clock, {mhz:g} MHz (resources.md)"
+    mhz = {f"{r}x{c}": array_clock_mhz(f"{r}x{c}") for r, c in ARRAYS}
+    if _clock_rows() is not None:
+        return mhz, CLOCK_SOURCE
+    return mhz, f"the array's clock, {clock_mhz():g} MHz (resources.md)"
 
 
 CACHE = ROOT / "sim_build" / "learn-cycles"
