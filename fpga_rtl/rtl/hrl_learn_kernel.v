@@ -535,7 +535,7 @@ module hrl_learn_kernel #(
     // register and its bank's 4): ST_WAIT + 1 cycles there, the words in the push's cycle.
     localparam [2:0] ST_WAIT = 3'd4;
     reg [2:0] st_wait;
-    reg [3:0] state;
+    (* fsm_encoding = "one-hot" *) reg [3:0] state;
     reg storing;                   // the descriptors at hand are stores
     reg [31:0] di;                 // the descriptor at hand
     reg [31:0] wc;                 // words of the read at hand taken so far

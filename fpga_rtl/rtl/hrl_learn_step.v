@@ -574,10 +574,15 @@ module hrl_learn_step #(
                    || c_period == 32'd0;
     always @(posedge clk) cfg_bad <= cfg_bad_n;
 
-    wire [SW-1:0] sat_add = (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
-                  + {{(SW-CB-3){1'b0}}, wk_sat}
-                  + (((state == S_FWDW || state == S_BWDW) && e_done) ? e_sat : {SW{1'b0}})
-                  + ((bg && wk_op_v) ? {{(SW-CB){1'b0}}, wk_op_nsat} : {SW{1'b0}});
+    // A cycle's saturations, registered before they reach the SW-bit count: the sum of
+    // three sources and the count's carry chain in one cycle is a path past the clock. The
+    // count lags a cycle, and is whole at S_FIN all the same: the last source is Adam's
+    // walk, whose last count leaves the cycle before its `done`.
+    reg  [SW-1:0] sat_add;
+    always @(posedge clk)
+        sat_add <= (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
+                   + {{(SW-CB-3){1'b0}}, wk_sat}
+                   + (((state == S_FWDW || state == S_BWDW) && e_done) ? e_sat : {SW{1'b0}});
     always @(posedge clk) begin
         st_done <= 1'b0;
         e_start <= 1'b0;
@@ -613,9 +618,10 @@ module hrl_learn_step #(
                 nop_on_n <= {SW{1'b0}};
                 nop_tg_n <= {SW{1'b0}};
                 tgt_ran <= 1'b0;
-                // the operand roundings of the words this step reads: the target's come
-                // from this step's operand walk when its masters moved
-                acc_sat <= nop_on + (tg_stale ? {SW{1'b0}} : nop_tg);
+                // the operand roundings of the words this step reads: the online net's
+                // here, the target's at the end (from this step's operand walk when its
+                // masters moved, so counted once the walk is done)
+                acc_sat <= nop_on;
                 state <= S_CHK;
             end
             S_CHK: if (cfg_bad) begin
@@ -702,7 +708,7 @@ module hrl_learn_step #(
                         nop_tg <= nop_tg_n;
                         tg_stale <= 1'b0;
                     end else begin
-                        st_sat <= acc_sat;
+                        st_sat <= acc_sat + (tgt_ran ? nop_tg_n : nop_tg);
                         nop_on <= nop_on_n;
                         if (tgt_ran) nop_tg <= nop_tg_n;
                         // Adam's walk updated the target masters when due

@@ -48,7 +48,8 @@
 // walk's arithmetic's (the Adam lanes' and the Polyak step's masters', of the lanes below
 // N); `op_v` a block's operand words written two cycles before, `op_nsat` their
 // roundings' saturations and `op_layer` its layer, which the step sums by net
-// (optim.operand's counts). Every count of a walk leaves by its `done`.
+// (optim.operand's counts). Every count of a walk leaves before its `done` (the
+// last in the cycle before).
 //
 // Cost: C Adam lanes, C target lanes (copy-only without TGT_WALK) and, with FOLD, C more
 // for Adam's walk with with_tgt, four banks of PDEPTH blocks of C words (one
@@ -526,7 +527,10 @@ module hrl_learn_walk #(
     wire             o_tgt = kind == P_TGT || kind == P_OPTG;   // the target net's words
     // A stage's saturation flags are counted in two registered halves: each group of four
     // lanes in the cycle after the stage, the groups' sum in the next. (A sum over C lanes in
-    // one cycle is a tree of wide LUTs about twice the clock's depth at C = 32.)
+    // one cycle is a tree of wide LUTs about twice the clock's depth at C = 32.) The groups'
+    // sum is a balanced tree of two-input adders, one wire per node: written as one
+    // expression (or a loop), synthesis merges it into one many-input adder whose LUT
+    // compressors are half again the clock's depth at eight groups.
     localparam NG = (C + 3) / 4;             // groups of four lanes
     localparam GWS = (C >= 4) ? 3 : CB;      // a group's flag count: at most min(4, C)
     localparam GWA = (C >= 4) ? 4 : CB + 2;  // a group's Adam count: at most 3 min(4, C)
@@ -550,8 +554,6 @@ module hrl_learn_walk #(
     wire             ad_on = run && d_v[ADAM_OUT] && kind == P_ADAM;
     reg  [NG*GWS-1:0] g_sm_n, g_sw_n, g_sm, g_sw;
     reg  [NG*GWA-1:0] g_ad_n, g_ad;
-    reg  [CB-1:0]    n_sm, n_sw;
-    reg  [CB+2:0]    n_ad;
     integer c, k;
     always @(*) begin
         g_sm_n = {(NG*GWS){1'b0}};
@@ -566,15 +568,29 @@ module hrl_learn_walk #(
                 g_ad_n[c*GWA +: GWA] = g_ad_n[c*GWA +: GWA]
                     + {{(GWA-3){1'b0}}, ad_on ? ad_lane[(c*4+k)*3 +: 3] : 3'd0};
             end
-        n_sm = {CB{1'b0}};
-        n_sw = {CB{1'b0}};
-        n_ad = {(CB+3){1'b0}};
-        for (c = 0; c < NG; c = c + 1) begin
-            n_sm = n_sm + {{(CB-GWS){1'b0}}, g_sm[c*GWS +: GWS]};
-            n_sw = n_sw + {{(CB-GWS){1'b0}}, g_sw[c*GWS +: GWS]};
-            n_ad = n_ad + {{(CB+3-GWA){1'b0}}, g_ad[c*GWA +: GWA]};
-        end
     end
+    // the groups' sums: node k of a heap-ordered tree (1 the root, 2k and 2k + 1 its
+    // children, the leaves NT .. 2 NT - 1 the groups and zeros), the walk's arithmetic's
+    // count (the masters' and Adam's, added at the leaves) and the operand roundings'
+    localparam NT = 1 << $clog2(NG);
+    wire [CB+2:0]    t_sat [1:2*NT-1];
+    wire [CB-1:0]    t_sw  [1:2*NT-1];
+    generate
+        for (g = NT; g < 2 * NT; g = g + 1) begin : g_leaf
+            if (g - NT < NG) begin : g_in
+                assign t_sat[g] = {{(CB+3-GWS){1'b0}}, g_sm[(g-NT)*GWS +: GWS]}
+                                + {{(CB+3-GWA){1'b0}}, g_ad[(g-NT)*GWA +: GWA]};
+                assign t_sw[g] = {{(CB-GWS){1'b0}}, g_sw[(g-NT)*GWS +: GWS]};
+            end else begin : g_out
+                assign t_sat[g] = {(CB+3){1'b0}};
+                assign t_sw[g] = {CB{1'b0}};
+            end
+        end
+        for (g = 1; g < NT; g = g + 1) begin : g_node
+            assign t_sat[g] = t_sat[2*g] + t_sat[2*g+1];
+            assign t_sw[g] = t_sw[2*g] + t_sw[2*g+1];
+        end
+    endgenerate
     wire [LA*HW-1:0] t_wdata;
     generate
         for (g = 0; g < LA; g = g + 1) begin : g_tw
@@ -632,10 +648,10 @@ module hrl_learn_walk #(
         g_ad <= g_ad_n;
         g_wv <= w_out;
         g_l <= o_l;
-        sat <= {3'd0, n_sm} + n_ad;
+        sat <= t_sat[1];
         op_v <= g_wv;
         op_layer <= g_l;
-        op_nsat <= n_sw;
+        op_nsat <= t_sw[1];
         if (rst) begin
             g_sm <= {(NG*GWS){1'b0}};
             g_ad <= {(NG*GWA){1'b0}};

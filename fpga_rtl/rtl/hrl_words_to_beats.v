@@ -36,6 +36,7 @@ module hrl_words_to_beats #(
     localparam NW = DW / 32;       // words per beat
     localparam C = NW + G;         // buffer words: a group fits whenever <= NW are held
     localparam NB = $clog2(C + 1);
+    localparam RB = $clog2(G + 1);   // bits of a count up to G (<= NB)
 
     initial begin
         if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
@@ -46,6 +47,7 @@ module hrl_words_to_beats #(
     reg [32*C-1:0] buf_r;
     reg [NB-1:0] held;           // valid words in buf_r, from word 0
     reg [NB-1:0] beat_r;         // min(held, NW): the words the next beat carries
+    reg          beat_full;      // beat_r == NW
     reg [NB-1:0] rest_r;         // held - beat_r: the words kept when that beat leaves
     reg [31:0] in_left;          // words of the job not yet received
     reg        in_more;          // in_left != 0 (a register: s_ready's, m_valid's term)
@@ -69,11 +71,16 @@ module hrl_words_to_beats #(
     // the buffer through two multiplexers instead of a subtract and two shifters. The pick
     // is written as and-or, not `?:`: synthesis would share the two shifters behind a mux
     // of their amounts (yosys opt_share), which puts m_ready in front of a shifter again.
+    // A beat that leaves is full (the buffer shifts down by NW words, a constant) or the
+    // job's last (every word held leaves, none is kept and no group comes after it: the
+    // buffer's words are then don't-care, and zeros). rest_r is at most G (held <= NW + G),
+    // so its shifts take its low RB bits: G + 1 positions, not C + 1.
     wire [32*C-1:0] group = {{(32*C-32*G){1'b0}}, s_words};
     wire [32*C-1:0] ones = {{(32*C-32*G){1'b0}}, {32*G{1'b1}}};
-    wire [32*C-1:0] shifted = buf_r >> (32 * beat_r);
+    wire [32*C-1:0] shifted = {(32*C){beat_full}} & (buf_r >> (32 * NW));
+    wire [RB-1:0]   rest_sh = rest_r[RB-1:0];
     wire [32*C-1:0] next_take = s_fire
-                              ? ((shifted & ~(ones << (32 * rest_r))) | (group << (32 * rest_r)))
+                              ? ((shifted & ~(ones << (32 * rest_sh))) | (group << (32 * rest_sh)))
                               : shifted;
     wire [32*C-1:0] next_keep = (buf_r & ~(ones << (32 * held))) | (group << (32 * held));
     /* verilator lint_off UNUSEDSIGNAL */
@@ -90,6 +97,7 @@ module hrl_words_to_beats #(
             buf_r <= ({(32*C){m_fire}} & next_take) | ({(32*C){!m_fire}} & next_keep);
             held <= held_n;
             beat_r <= held_n_part ? held_n : NW[NB-1:0];
+            beat_full <= !held_n_part;
             rest_r <= held_n_part ? {NB{1'b0}} : held_n - NW[NB-1:0];
         end
         if (s_fire) begin
@@ -101,12 +109,14 @@ module hrl_words_to_beats #(
             in_more <= count != 32'd0;
             held <= {NB{1'b0}};
             beat_r <= {NB{1'b0}};
+            beat_full <= 1'b0;
             rest_r <= {NB{1'b0}};
         end
         if (rst) begin
             buf_r <= {32*C{1'b0}};
             held <= {NB{1'b0}};
             beat_r <= {NB{1'b0}};
+            beat_full <= 1'b0;
             rest_r <= {NB{1'b0}};
             in_left <= 32'd0;
             in_more <= 1'b0;
