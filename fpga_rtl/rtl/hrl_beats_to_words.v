@@ -39,6 +39,7 @@ module hrl_beats_to_words #(
     localparam NW = DW / 32;       // words per beat
     localparam C = NW + G;         // buffer words: a beat fits whenever <= G are held
     localparam NB = $clog2(C + 1);
+    localparam RB = $clog2(G + 1);   // bits of a count up to G (<= NB)
 
     initial begin
         if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
@@ -48,7 +49,8 @@ module hrl_beats_to_words #(
 
     reg [32*C-1:0] buf_r;
     reg [NB-1:0] held;           // valid words in buf_r, from word 0
-    reg [NB-1:0] group_r;        // min(held, G): the words the next group carries
+    reg [CW-1:0] group_r;        // min(held, G): the words the next group carries
+    reg          group_full;     // group_r == G
     reg [NB-1:0] rest_r;         // held - group_r: the words kept when that group leaves
     reg          out_r;          // m_valid: held != 0 and (held >= G or no words to come)
     reg          room_r;         // held <= G: a beat fits
@@ -62,21 +64,27 @@ module hrl_beats_to_words #(
     // A partial group only at the end of the job, so group sizes depend on count alone.
     assign m_valid = out_r;
     assign m_words = buf_r[32*G-1:0];
-    assign m_count = group_r[CW-1:0];
+    assign m_count = group_r;
     wire m_fire = m_valid && m_ready;
     assign busy = in_more || held != {NB{1'b0}};
 
     // The buffer's next words both ways, a group leaving (shifted down by group_r words, a
     // beat placed after rest_r) or not (a beat placed after held), with every shift by a
     // register: m_ready, which the consumer drives, only picks between them (and-or, so
-    // that synthesis does not share the shifters behind a mux of their amounts).
+    // that synthesis does not share the shifters behind a mux of their amounts). Each shift
+    // is as narrow as the cases that reach it allow:
+    // - a group that leaves is full (the buffer shifts down by G words, a constant) or the
+    //   job's last (every word held leaves and no beat comes after it: the buffer's words
+    //   are then don't-care, and zeros);
+    // - a beat comes only while held <= G (room_r), when a leaving group takes every word
+    //   held (rest_r is 0) and a kept buffer takes the beat after at most G words (held's
+    //   low RB bits).
     wire [32*C-1:0] beat = {{(32*C-DW){1'b0}}, s_data};
     wire [32*C-1:0] ones = {{(32*C-DW){1'b0}}, {DW{1'b1}}};
-    wire [32*C-1:0] shifted = buf_r >> (32 * group_r);
-    wire [32*C-1:0] next_take = s_fire
-                              ? ((shifted & ~(ones << (32 * rest_r))) | (beat << (32 * rest_r)))
-                              : shifted;
-    wire [32*C-1:0] next_keep = (buf_r & ~(ones << (32 * held))) | (beat << (32 * held));
+    wire [32*C-1:0] shifted = {(32*C){group_full}} & (buf_r >> (32 * G));
+    wire [32*C-1:0] next_take = s_fire ? ((shifted & ~ones) | beat) : shifted;
+    wire [RB-1:0]   held_sh = held[RB-1:0];
+    wire [32*C-1:0] next_keep = (buf_r & ~(ones << (32 * held_sh))) | (beat << (32 * held_sh));
     wire [NB-1:0] keep = m_fire ? rest_r : held;
     wire [NB-1:0] held_n = keep + (s_fire ? beat_r : {NB{1'b0}});
     wire [31:0]   in_left_n = in_left - {{(32-NB){1'b0}}, beat_r};
@@ -87,7 +95,8 @@ module hrl_beats_to_words #(
         if (m_fire || s_fire) begin
             buf_r <= ({(32*C){m_fire}} & next_take) | ({(32*C){!m_fire}} & next_keep);
             held <= held_n;
-            group_r <= full_n ? G[NB-1:0] : held_n;
+            group_r <= full_n ? G[CW-1:0] : held_n[CW-1:0];
+            group_full <= full_n;
             rest_r <= full_n ? held_n - G[NB-1:0] : {NB{1'b0}};
             out_r <= held_n != {NB{1'b0}} && (full_n || !more_n);
             room_r <= held_n <= G[NB-1:0];
@@ -102,7 +111,8 @@ module hrl_beats_to_words #(
             in_more <= count != 32'd0;
             beat_r <= (count < NW) ? count[NB-1:0] : NW[NB-1:0];
             held <= {NB{1'b0}};
-            group_r <= {NB{1'b0}};
+            group_r <= {CW{1'b0}};
+            group_full <= 1'b0;
             rest_r <= {NB{1'b0}};
             out_r <= 1'b0;
             room_r <= 1'b1;
@@ -110,7 +120,8 @@ module hrl_beats_to_words #(
         if (rst) begin
             buf_r <= {32*C{1'b0}};
             held <= {NB{1'b0}};
-            group_r <= {NB{1'b0}};
+            group_r <= {CW{1'b0}};
+            group_full <= 1'b0;
             rest_r <= {NB{1'b0}};
             out_r <= 1'b0;
             room_r <= 1'b1;
