@@ -305,6 +305,8 @@ module hrl_learn_engine #(
     reg [5:0]     wd, bs;
     reg [2:0]     kind;
     reg           chained;    // this op reads the previous op's output, as it is written
+    reg           load_bad;   // the op just loaded has a field out of range (S_ISSUE's check)
+    reg           issuing;    // state == S_ISSUE && !load_bad, as one register (issue's term)
     reg           indep;      // this op reads nothing the previous op writes
     // The output fields of the last two ops, by the op's parity (its tag through the array):
     // op j's tiles drain after op j - 1's and before op j + 1's, and op j + 2 loads only
@@ -375,7 +377,7 @@ module hrl_learn_engine #(
     wire          chain_ok = wr_ok[w_move];
     wire          operand_ready = (wp_tag == tag) || (chained && chain_ok)
                   || (indep && !(beat_last && last_col && last_row));
-    wire          issue = (state == S_ISSUE) && operand_ready && (!beat_last || gap_ok);
+    wire          issue = issuing && operand_ready && (!beat_last || gap_ok);
 
     // The walk's move this cycle (for the chained test above).
     always @(posedge clk) begin
@@ -479,14 +481,18 @@ module hrl_learn_engine #(
                 last_row <= t_m_op <= RS;
                 tile_rows <= (t_m_op >= RS) ? R7 : t_m_op[6:0];
                 op_last <= op + 1'b1 == ops;
-                if (bad_op || ops == 0 || ops > NOPSS || op >= ops) begin
-                    error <= 1'b1;
-                    state <= S_ERR;
-                end else begin
-                    state <= S_ISSUE;
-                end
+                // The fields' check is registered, and S_ISSUE takes it: from the op
+                // table's read through its compares into the run's state is a path past
+                // the clock. (A good op issues as before; a bad one issues nothing and
+                // stops a cycle later.)
+                load_bad <= bad_op || ops == 0 || ops > NOPSS || op >= ops;
+                issuing <= !(bad_op || ops == 0 || ops > NOPSS || op >= ops);
+                state <= S_ISSUE;
             end
-            S_ISSUE: if (issue) begin
+            S_ISSUE: if (load_bad) begin
+                error <= 1'b1;
+                state <= S_ERR;
+            end else if (issue) begin
                 if (beat_last) begin
                     kk <= {IW{1'b0}};
                     beat_last <= k == {{(IW-1){1'b0}}, 1'b1};
@@ -496,6 +502,7 @@ module hrl_learn_engine #(
                         if (last_row) begin
                             // Every beat issued; the next op loads at once (its beats wait
                             // for their operands), the last one waits for its writes.
+                            issuing <= 1'b0;
                             if (op_last) begin
                                 state <= S_WAIT;
                             end else begin
@@ -534,6 +541,8 @@ module hrl_learn_engine #(
             state <= S_IDLE;
             busy <= 1'b0;
             done <= 1'b0;
+            load_bad <= 1'b0;
+            issuing <= 1'b0;
             error <= 1'b0;
             fault <= 1'b0;
             cycles <= {SW{1'b0}};
