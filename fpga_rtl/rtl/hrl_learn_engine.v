@@ -871,12 +871,15 @@ module hrl_learn_engine #(
     wire [IW-1:0]     qa_i, qa_c0, qa_nr0, qa_nc0;
     assign {qa_tag, qa_z, qa_sat, qa_lanes, qa_i, qa_c0, qa_nr0, qa_nc0} = q_fields[BANK_LAT];
 
-    // The row's C mask bits: lanes c0 mod LA on of the read block, one word each.
+    // The row's C mask bits: lanes c0 mod LA on of the read block, one word each. A row's
+    // c0 is a multiple of C, so with LA == C (a square array, or C > R) the offset is 0 and
+    // the window is the block itself: no shifter in front of the activation unit's mask.
     wire [IW-1:0]  qa_c0_al = (qa_c0 >> LGA) << LGA;
     wire [IW-1:0]  qa_off = qa_c0 - qa_c0_al;
     wire [C*OW-1:0] qa_m;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [LA-1:0]   qa_mwin = bits_from(mk_rd_data, qa_off[OB-1:0]);   // its first C read
+    wire [LA-1:0]   qa_mwin = (LA == C) ? mk_rd_data[LA-1:0]             // its first C read
+                                        : bits_from(mk_rd_data, qa_off[OB-1:0]);
     /* verilator lint_on UNUSEDSIGNAL */
     generate
         for (g = 0; g < C; g = g + 1) begin : g_mask
