@@ -7,7 +7,8 @@ the store of the Q values) beside the engine's part alone, and the run that load
     python experiments/rtl/learn_kernel_cycles.py   # -> experiments/results/fpga_learner/
                                                     #    kernel_cycles.{csv,md}
 
-Each point runs the kernel's testbench (sim/hrl_learn_kernel, test_listed_nets) on Icarus with
+Each point runs the kernel's testbench (sim/hrl_learn_kernel, test_listed_nets) on Verilator
+(Icarus took more than ten minutes a point at 16x16) with
 cocotbext-axi's memory model (a read's data one cycle after its address, no DDR latency):
 random weights and states in the default formats, every Q word checked against
 hrl.fixed_point.layers.mlp_forward, the cycle registers read back. `us` is the count at the
@@ -34,7 +35,7 @@ OUT = learner_cycles.OUT
 NETS = [((4, 64, 64, 2), 1), ((4, 64, 64, 2), 32)]  # DQN CartPole's net
 SIZES = [4, 16]  # R = C
 DWS = [512, 64]  # the AXI data width: an Alveo memory port's, and a narrow one
-SIM = "icarus"
+SIM = "verilator"
 COLUMNS = ["net", "batch", "array", "axi_bits", "kernel_cycles", "engine_cycles",
            "interface_cycles", "weights_cycles", "kernel_us", "weights_us"]
 

@@ -36,7 +36,6 @@ module hrl_words_to_beats #(
     localparam NW = DW / 32;       // words per beat
     localparam C = NW + G;         // buffer words: a group fits whenever <= NW are held
     localparam NB = $clog2(C + 1);
-    localparam RB = $clog2(G + 1);   // bits of a count up to G (<= NB)
 
     initial begin
         if (DW < 32 || DW > 512 || (DW & (DW - 1)) != 0)
@@ -71,17 +70,16 @@ module hrl_words_to_beats #(
     // the buffer through two multiplexers instead of a subtract and two shifters. The pick
     // is written as and-or, not `?:`: synthesis would share the two shifters behind a mux
     // of their amounts (yosys opt_share), which puts m_ready in front of a shifter again.
-    // A beat that leaves is full (the buffer shifts down by NW words, a constant) or the
-    // job's last (every word held leaves, none is kept and no group comes after it: the
-    // buffer's words are then don't-care, and zeros). rest_r is at most G (held <= NW + G),
-    // so its shifts take its low RB bits: G + 1 positions, not C + 1.
+    // Each shift is as narrow as the cases that reach it allow:
+    // - a beat that leaves is full (the buffer shifts down by NW words, a constant) or the
+    //   job's last (every word held leaves and no group comes after it: the buffer's words
+    //   are then don't-care, and zeros);
+    // - a group comes only while held <= NW (s_ready), so with a full beat leaving held is
+    //   NW, the beat takes every word held (rest_r is 0) and the group lands at word 0.
     wire [32*C-1:0] group = {{(32*C-32*G){1'b0}}, s_words};
     wire [32*C-1:0] ones = {{(32*C-32*G){1'b0}}, {32*G{1'b1}}};
     wire [32*C-1:0] shifted = {(32*C){beat_full}} & (buf_r >> (32 * NW));
-    wire [RB-1:0]   rest_sh = rest_r[RB-1:0];
-    wire [32*C-1:0] next_take = s_fire
-                              ? ((shifted & ~(ones << (32 * rest_sh))) | (group << (32 * rest_sh)))
-                              : shifted;
+    wire [32*C-1:0] next_take = s_fire ? ((shifted & ~ones) | group) : shifted;
     wire [32*C-1:0] next_keep = (buf_r & ~(ones << (32 * held))) | (group << (32 * held));
     /* verilator lint_off UNUSEDSIGNAL */
     wire [NB+CW-1:0] group_ext = {{NB{1'b0}}, s_count};   // NB >= CW
