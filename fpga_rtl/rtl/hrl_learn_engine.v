@@ -415,6 +415,8 @@ module hrl_learn_engine #(
                   || {1'b0, t_k[opi]} > k_max || t_n[opi] == 0 || {1'b0, t_n[opi]} > NMAXS
                   || t_wd[opi] < 6'd2 || t_wd[opi] > OWS
                   || op_sh < -8'sd4 || op_sh > SHMAX8 || t_bs[opi] > BSMAXS;
+    // The op at `op` cannot run: a field out of range, or no such op in this run.
+    wire load_err = bad_op || ops == 0 || ops > NOPSS || op >= ops;
     // Op `op` reads what the op before it writes, where it writes it, the way it was written
     // (a forward op after a forward op, a backward op after a backward op).
     wire links = t_xb[opi] == s_yb[~tag] && t_xs[opi] == s_ys[~tag]
@@ -485,8 +487,8 @@ module hrl_learn_engine #(
                 // table's read through its compares into the run's state is a path past
                 // the clock. (A good op issues as before; a bad one issues nothing and
                 // stops a cycle later.)
-                load_bad <= bad_op || ops == 0 || ops > NOPSS || op >= ops;
-                issuing <= !(bad_op || ops == 0 || ops > NOPSS || op >= ops);
+                load_bad <= load_err;
+                issuing <= !load_err;
                 state <= S_ISSUE;
             end
             S_ISSUE: if (load_bad) begin
