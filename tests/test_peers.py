@@ -145,3 +145,20 @@ def test_torch_peer_tiny_budget(peer):
     row = _run_script(python, f"peer_{peer}.py", "--task", "dqn", "--envs", "2",
                       "--seconds", "1")
     _check_training_row(row, peer, 2)
+
+
+def test_docs_minatar_table_is_the_committed_runs(tmp_path, monkeypatch):
+    """docs/index.md's MinAtar table is what minatar_summary.py writes from the committed
+    2-core runs (so a rerun that was not summarized, or a hand edit, fails here)."""
+    import minatar_summary
+
+    docs = ROOT / "docs" / "index.md"
+    copy = tmp_path / "index.md"
+    copy.write_text(docs.read_text())
+    monkeypatch.setattr(minatar_summary, "DOCS", copy)
+    runs = [minatar_summary.summarize(minatar_summary.OUT / f)
+            for f in minatar_summary.DOCS_RUNS]
+    assert all(runs), "a 2-core MinAtar run folder is missing"
+    minatar_summary.write_docs_table(runs)
+    assert copy.read_text() == docs.read_text()
+    assert "<!-- minatar:start -->\n| game |" in docs.read_text()

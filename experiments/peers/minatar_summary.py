@@ -5,7 +5,8 @@ hrl's ratio to the flashbax peer.
     python experiments/peers/minatar_summary.py
 
 Reads each folder's throughput.csv (one row per side and round) and the machine and command
-lines of its throughput.md; writes experiments/results/peers/minatar/summary.md.
+lines of its throughput.md; writes experiments/results/peers/minatar/summary.md, and the
+2-core runs' table in docs/index.md (between its minatar markers).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "experiments" / "results" / "peers" / "minatar"
 SIDES = ("hrl", "hrl-1thread", "hrl-allthreads", "peer", "peer-1thread")
+DOCS = ROOT / "docs" / "index.md"
+# The runs docs/index.md's table shows: the 2-core side by side of each game, every side run.
+DOCS_RUNS = ("2core-breakout", "2core-space_invaders", "2core-asterix")
+GAME_NAMES = {"breakout": "Breakout", "space_invaders": "SpaceInvaders", "asterix": "Asterix"}
 
 
 def summarize(folder: Path) -> dict | None:
@@ -38,9 +43,32 @@ def summarize(folder: Path) -> dict | None:
             "median": med, "command": command.group(1) if command else "?"}
 
 
+def write_docs_table(runs: list[dict]) -> None:
+    """docs/index.md's MinAtar table, between its minatar:start and minatar:end markers:
+    `runs` (the 2-core runs of each game), hrl as `hrl train` runs it against the peer."""
+    lines = ["| game | hrl | flashbax peer | hrl / peer | both on one thread |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for r in sorted(runs, key=lambda r: DOCS_RUNS.index(r["folder"])):
+        m = r["median"]
+        lines.append(f"| {GAME_NAMES[r['game']]} | {m['hrl']:,.0f} | {m['peer']:,.0f} | "
+                     f"{m['hrl'] / m['peer']:.2f}x | "
+                     f"{m['hrl-1thread'] / m['peer-1thread']:.2f}x |")
+    text = DOCS.read_text()
+    start, end = "<!-- minatar:start -->", "<!-- minatar:end -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"{DOCS}: no {start} ... {end} block")
+    head, _, rest = text.partition(start)
+    tail = rest.partition(end)[2]
+    DOCS.write_text(head + start + "\n" + "\n".join(lines) + "\n" + end + tail)
+
+
 def main() -> int:
     runs = [s for s in (summarize(f) for f in [OUT, *sorted(p for p in OUT.iterdir()
                                                              if p.is_dir())]) if s]
+
+    def peer_on(folder: str) -> str:
+        return next((f"{r['median']['peer']:,.0f}" for r in runs if r["folder"] == folder
+                     and "peer" in r["median"]), "-")
     lines = ["# MinAtar DQN: hrl beside a jitted flashbax DQN, every run", "",
              "SGD steps/s (batch 32; 4 env steps per SGD step, so env steps/s are 4x), median "
              "over each run's interleaved rounds, and hrl's ratio to the peer. `hrl` is the kit "
@@ -60,12 +88,12 @@ def main() -> int:
     lines += ["", "On a 2-core machine `hrl` (`auto`) and `hrl all threads` run the same "
               "setting (a conv net gets a thread per core); their two medians show the spread "
               "between processes.", "",
-              "The peer's figures differ between machines that report the same CPU name: "
-              "`before-d03e4a4` measured it at 375 SGD steps/s, the `2core-*` runs at 182 on "
-              "Breakout. The peer's code of that commit, run again beside today's on the "
-              "machine of the `2core-*` runs, gave the same figures as today's (176-189 "
-              "against 185-198 SGD steps/s, two rounds), so the difference is the machine; "
-              "read each run's ratio within its own row.", "",
+              "The peer's figures differ between machines that report the same CPU name "
+              f"(on Breakout: {peer_on('before-d03e4a4')} SGD steps/s in `before-d03e4a4`, "
+              f"{peer_on('2core-breakout')} in `2core-breakout`). The peer's code of "
+              "d03e4a4, once run beside the current one on one machine, gave the same "
+              "figures, so the difference is the machine: read each run's ratio within its "
+              "own row.", "",
               "`before-d03e4a4` is the issue's baseline, before the optimizer and convolution "
               "fixes. In the `gpu` run the peer's flashbax buffer is the one built for the CPU "
               "(`device=\"cpu\"`), as in every other run: read that row's hrl against "
@@ -73,6 +101,7 @@ def main() -> int:
               "to a GPU peer.", "", "Commands:", ""]
     lines += [f"- `{r['folder']}`: {r['command']}" for r in runs]
     (OUT / "summary.md").write_text("\n".join(lines) + "\n")
+    write_docs_table([r for r in runs if r["folder"] in DOCS_RUNS])
     print("\n".join(lines))
     return 0
 
