@@ -63,7 +63,7 @@ def simulate(size: int, batch: int) -> dict:
 
 def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    mhz = {size: learner_cycles.array_clock_mhz(f"{size}x{size}") for size, _ in POINTS}
+    mhz = {size: learner_cycles.array_clock_mhz(f"{size}x{size}", "ddpg") for size, _ in POINTS}
     rows = []
     for size, batch in POINTS:
         started = time.time()
@@ -106,7 +106,8 @@ def main() -> None:
         "(`array` the seven runs' products, against `sim_forward` + `sim_backward`; `loss` "
         "the loss rows and the clips, against `sim_loss` + `sim_clip`; `update`, `target` "
         "the walks); `step_ratio` = sim_step / model_total. `step_us` at "
-        + learner_cycles.CLOCK_SOURCE + ": "
+        + learner_cycles.CLOCK_SOURCE + ", with the DDPG kernel's own row (clock.md's DDPG "
+        "column): "
         + ", ".join(f"{s}x{s} {v:g} MHz" for s, v in mhz.items()) + ".",
         "",
         "| " + " | ".join(COLUMNS) + " |",

@@ -2,8 +2,10 @@
 kernel, by the same yosys rule as the replay manager's (fpga_rtl/syn/run_timing.py).
 
     python experiments/rtl/learner_clock.py              # -> experiments/results/
-        fpga_learner/clock.{csv,md}: the units (minutes), then the kernel (about 10 min)
-    python experiments/rtl/learner_clock.py --units-only # the units; the kernel's row kept
+        fpga_learner/clock.{csv,md}: the units (minutes), then the DQN and the DDPG
+        kernel (several minutes each)
+    python experiments/rtl/learner_clock.py --units-only # the units; the kernels' rows kept
+    python experiments/rtl/learner_clock.py --kernels ddpg  # one whole kernel (minutes)
     python experiments/rtl/learner_clock.py --arrays 16x16 8x32  # only the engine and the
         walk at those arrays (tens of minutes each); the other rows kept
     python experiments/rtl/learner_clock.py --table      # clock.md from clock.csv, no yosys
@@ -22,16 +24,18 @@ and the estimate is optimistic there.
 A unit alone is timed from its input ports (arrival 0), as if a register drove each; the
 kernel row (hrl_learn_kernel at the all-FPGA run's parameters,
 hrl.fixed_point.kernel_host.DEFAULT_SHAPE: the 4 x 4 array with DQN's step module) times
-every path in its context. The paths that set most units' depth do not grow with the array
-(the array's columns are alike), but some do, by log2 of the lanes: the banks' rotators
-and the activation unit's saturation count (timed alone at 16 and 32 lanes), the engine's
-operand windows over max(R, C) lanes and the walk's saturation sums over C lanes. So
+every path in its context, and so does the DDPG kernel's row (DEFAULT_DDPG_SHAPE: the same
+array with DDPG's step module, TRAIN = 2). The paths that set most units' depth do not grow
+with the array (the array's columns are alike), but some do, by log2 of the lanes: the banks'
+rotators and the activation unit's saturation count (timed alone at 16 and 32 lanes), the
+engine's operand windows over max(R, C) lanes and the walk's saturation sums over C lanes. So
 `--arrays 16x16 8x32` also times the engine and the DQN step's walk, each flattened alone at
 that array with the kernel's other parameters (tens of minutes and several GB of yosys each,
 so not in the default run; their rows are kept by the other runs). An array's clock
-(`array_clock`) is the slowest of the kernel's row and the rows of its lane counts: the
-32 x 32 array's engine is not timed (flattened, it is past this machine's memory), and the
-8 x 32 engine's row, whose windows and banks have the same 32 lanes, stands for it.
+(`array_clock`) is the slowest of the kernel's row and the rows of its lane counts (its
+DDPG clock: of both kernels' rows and those lane rows): the 32 x 32 array's engine is not
+timed (flattened, it is past this machine's memory), and the 8 x 32 engine's row, whose
+windows and banks have the same 32 lanes, stands for it.
 
 Not a Vivado timing report: no placement, no routing (the rule's 1 ns stands for it), no
 DSP or block-RAM delays.
@@ -66,6 +70,7 @@ from learner_resources import (  # noqa: E402
 
 NARROW = ["hrl_learn_narrow.v"]
 ROOT_SRCS = NARROW + ["hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v"]
+TD_SRCS = ["hrl_delay.v", "hrl_learn_td.v"]  # the TD pipeline both loss units share
 # (row name, top, sources, parameters set by chparam): the learner's formats (learner_resources)
 UNITS = [
     ("narrowing (array)", "hrl_learn_narrow", NARROW,
@@ -82,22 +87,28 @@ UNITS = [
      {"L": 32, "DW": ARRAY["OW"], "DEPTH": 1024, "IW": 9}),
     ("activation, 32 lanes", "hrl_learn_activation", ["hrl_learn_activation.v"],
      {"C": 32, "W": ARRAY["OW"]}),
-    ("DQN loss", "hrl_learn_loss_dqn", NARROW + ["hrl_learn_loss_dqn.v"], {}),
-    ("DDPG loss", "hrl_learn_loss_ddpg", NARROW + ["hrl_learn_loss_ddpg.v"], LOSS_FORMATS),
+    ("DQN loss", "hrl_learn_loss_dqn", NARROW + TD_SRCS + ["hrl_learn_loss_dqn.v"], {}),
+    ("DDPG loss", "hrl_learn_loss_ddpg", NARROW + TD_SRCS + ["hrl_learn_loss_ddpg.v"],
+     LOSS_FORMATS),
     ("target, 1 lane", "hrl_learn_target", NARROW + ["hrl_learn_target.v"], TARGET_FORMATS),
     ("reciprocal square root", "hrl_learn_rsqrt", ROOT_SRCS, {}),
-    ("Adam lane", "hrl_learn_adam", ROOT_SRCS + ["hrl_learn_adam.v"], {}),
+    ("Adam lane", "hrl_learn_adam", ROOT_SRCS + ["hrl_delay.v", "hrl_learn_adam.v"], {}),
     # The kernel's AXI write converter (the RMM kernel's too), at the learner kernel's
     # 512-bit bus and 4-word groups: its m_ready is an input here, as the bus drives it.
     ("AXI write converter, 512-bit", "hrl_words_to_beats", ["hrl_words_to_beats.v"],
      {"DW": 512, "G": 4}),
 ]
 KERNEL = "training kernel, 4x4"
+# The same kernel with DDPG's step module (TRAIN = 2, hrl_learn_step_ddpg): its own control,
+# loss and clip passes and word rotator, on the same array. An array's DDPG clock
+# (array_clock(..., "ddpg")) takes this row as well.
+KERNEL_DDPG = "training kernel, 4x4, DDPG"
 ARRAYS = ("16x16", "8x32")  # the arrays whose engine and walk --arrays times by default
 ENGINE_SRCS = NARROW + ["hrl_learn_mac_pe.v", "hrl_learn_mac_array.v",
                         "hrl_learn_weight_bank.v", "hrl_learn_activation.v",
                         "hrl_learn_engine.v"]
-WALK_SRCS = ROOT_SRCS + ["hrl_learn_adam.v", "hrl_learn_target.v", "hrl_learn_walk.v"]
+WALK_SRCS = ROOT_SRCS + ["hrl_delay.v", "hrl_learn_adam.v", "hrl_learn_target.v",
+                         "hrl_learn_walk.v"]
 COLUMNS = ["design", "top", "lut_levels", "sta_ns", "est_MHz", "dsp", "dsp_unregistered",
            "where", "seconds"]
 
@@ -158,11 +169,14 @@ def time_design(name: str, top: str, sources: list[str], params: dict,
             "seconds": int((work / "seconds.txt").read_text())}
 
 
-def kernel_design() -> tuple[str, list[str], dict]:
-    from hrl.fixed_point.kernel_host import DEFAULT_SHAPE
+def kernel_design(algo: str = "dqn") -> tuple[str, list[str], dict]:
+    """The whole training kernel at the all-FPGA run's shape: DQN's (DEFAULT_SHAPE) or
+    DDPG's (DEFAULT_DDPG_SHAPE: the same 4x4 array, six layers, TRAIN = 2)."""
+    from hrl.fixed_point.kernel_host import DEFAULT_DDPG_SHAPE, DEFAULT_SHAPE
     from hrl.fixed_point.kernel_program import hdl_params
 
-    return "hrl_learn_kernel", kernel_sources(), hdl_params(DEFAULT_SHAPE)
+    shape = DEFAULT_DDPG_SHAPE if algo == "ddpg" else DEFAULT_SHAPE
+    return "hrl_learn_kernel", kernel_sources(), hdl_params(shape)
 
 
 def array_designs(array: str) -> list[tuple[str, str, list[str], dict]]:
@@ -179,10 +193,12 @@ def array_designs(array: str) -> list[tuple[str, str, list[str], dict]]:
              {**walk, "R": r, "C": c, "TGT_WALK": 0, "FOLD": 1})]
 
 
-def array_clock(rows: list[dict], array: str) -> tuple[int, list[str]]:
+def array_clock(rows: list[dict], array: str, algo: str = "dqn") -> tuple[int, list[str]]:
     """An array's clock estimate and the rows that set it: the slowest of the 4x4 kernel's
     row (every path in context, at 4 lanes) and the rows of the array's lane counts (the
-    bank and the engine at max(R, C) lanes, the activation unit and the walk at C). A lane
+    bank and the engine at max(R, C) lanes, the activation unit and the walk at C). For
+    `algo` "ddpg" the DDPG kernel's row (KERNEL_DDPG) counts too, where the table has it:
+    the lane rows are the DQN step's walk and the shared engine. A lane
     count the table has no row for takes the rows of the next count above it that it has
     (8 lanes the 16 lanes' rows: longer paths, so the estimate errs slow); past the largest,
     a ValueError. Rows the table lacks are left out, so the estimate is only as complete as
@@ -200,7 +216,8 @@ def array_clock(rows: list[dict], array: str) -> tuple[int, list[str]]:
         return above[0]
 
     wide, cols = at(max(r, c)), at(c)
-    picked = [x for x in rows if x["design"] == KERNEL
+    kernels = (KERNEL, KERNEL_DDPG) if algo == "ddpg" else (KERNEL,)
+    picked = [x for x in rows if x["design"] in kernels
               or (wide and x["design"].startswith((f"bank, {wide} lanes",
                                                     f"engine, {wide} lanes")))
               or (cols and x["design"].startswith((f"activation, {cols} lanes",
@@ -229,7 +246,9 @@ def markdown_parts(rows: list[dict]) -> tuple[list[str], list[str]]:
             "multiply delay sta does not count (no timing arcs), so the estimate is "
             "optimistic where such a path is the longest. A unit is timed from its ports; "
             "the kernel row (the all-FPGA run's kernel: 4x4 array, DQN's step module) times "
-            "every path in context; the engine and walk rows time, alone, the two parts "
+            "every path in context, and so does the DDPG kernel's row (`--kernels ddpg`: "
+            "the same array with DDPG's step module); the engine and walk rows time, alone, "
+            "the two parts "
             "whose paths grow with an array's lanes, at that array's shape. "
             "Not a Vivado report."]
     kern = [r for r in rows if r["design"] == KERNEL]
@@ -238,18 +257,25 @@ def markdown_parts(rows: list[dict]) -> tuple[list[str], list[str]]:
     k = kern[0]
     foot = [f"The whole training kernel as written: {k['est_MHz']} MHz "
             f"({k['lut_levels']} levels, sta {k['sta_ns']} ns, through "
-            f"{k['where'] or 'unnamed cells'}).", "",
+            f"{k['where'] or 'unnamed cells'}).", ""]
+    for d in (r for r in rows if r["design"] == KERNEL_DDPG):
+        foot += [f"With DDPG's step module: {d['est_MHz']} MHz ({d['lut_levels']} levels, "
+                 f"sta {d['sta_ns']} ns, through {d['where'] or 'unnamed cells'}).", ""]
+    foot += [
             "## Each array's clock", "",
             "The slowest of the kernel's row and the rows of the array's lane counts "
             "(`array_clock`: the bank and the engine at max(R, C) lanes, the activation unit "
             "and the walk at C; a lane count without rows takes the next one above: 8 lanes "
             "the 16 lanes' rows); the 32x32 engine is not timed (past this machine's memory "
             "flattened), the 8x32 engine's 32-lane row stands for it. cycles.md states each "
-            "array's times at this clock.", "",
-            "| array | est_MHz | set by |", "|---|---|---|"]
+            "array's times at this clock; the DDPG column adds the DDPG kernel's row "
+            "(ddpg_step_cycles.md's times).", "",
+            "| array | est_MHz | set by | DDPG est_MHz | DDPG set by |",
+            "|---|---|---|---|---|"]
     for a in CLOCK_ARRAYS:
         mhz, by = array_clock(rows, a)
-        foot.append(f"| {a} | {mhz} | {', '.join(by)} |")
+        dmhz, dby = array_clock(rows, a, "ddpg")
+        foot.append(f"| {a} | {mhz} | {', '.join(by)} | {dmhz} | {', '.join(dby)} |")
     return head, foot
 
 
@@ -258,7 +284,7 @@ def write(rows: list[dict]) -> None:
     did not time (read again at the end, so runs of different rows may overlap)."""
     names = {r["design"] for r in rows}
     kept = [r for r in _read_rows(OUT / "clock.csv") if r["design"] not in names]
-    order = [n for n, *_ in UNITS] + [KERNEL]
+    order = [n for n, *_ in UNITS] + [KERNEL, KERNEL_DDPG]
     rows = sorted(rows + kept, key=lambda r: (order.index(r["design"]) if r["design"] in order
                                               else len(order), r["design"]))
     results_table.write(OUT, "clock", rows, COLUMNS, *markdown_parts(rows))
@@ -272,6 +298,8 @@ def main(argv=None) -> int:
     ap.add_argument("--arrays", nargs="*", metavar="RxC", default=None,
                     help="time only the engine and the walk at each array (none given: "
                          + " ".join(ARRAYS) + "); keep the other rows")
+    ap.add_argument("--kernels", nargs="+", choices=("dqn", "ddpg"), default=None,
+                    help="time only these whole kernels (4x4); keep the other rows")
     ap.add_argument("--table", action="store_true",
                     help="no synthesis: rewrite clock.{csv,md} from clock.csv")
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per yosys run")
@@ -279,12 +307,15 @@ def main(argv=None) -> int:
     if args.table:
         write([])
         return 0
+    kernels = {"dqn": KERNEL, "ddpg": KERNEL_DDPG}
     if args.arrays is not None:
         designs = [d for a in (args.arrays or ARRAYS) for d in array_designs(a)]
+    elif args.kernels:
+        designs = [(kernels[k], *kernel_design(k)) for k in args.kernels]
     else:
         designs = list(UNITS)
         if not args.units_only:
-            designs.append((KERNEL, *kernel_design()))
+            designs += [(kernels[k], *kernel_design(k)) for k in kernels]
     rows = []
     for name, top, srcs, prm in designs:
         print(f"{name}: yosys flattened", flush=True)

@@ -102,24 +102,25 @@ def _clock_rows() -> tuple[dict, ...] | None:
         return tuple(csv.DictReader(f))
 
 
-def array_clock_mhz(array: str) -> float | None:
-    """`array`'s (RxC) clock as written, learner_clock.array_clock over clock.csv; None where
-    clock.csv times no design at its lanes (wider than any timed); without clock.csv,
-    clock_mhz() (the array's own, its narrowing unit's)."""
+def array_clock_mhz(array: str, algo: str = "dqn") -> float | None:
+    """`array`'s (RxC) clock as written for `algo`'s kernel, learner_clock.array_clock over
+    clock.csv; None where clock.csv times no design at its lanes (wider than any timed);
+    without clock.csv, clock_mhz() (the array's own, its narrowing unit's)."""
     rows = _clock_rows()
     if rows is None:
         return clock_mhz()
     import learner_clock
 
     try:
-        return float(learner_clock.array_clock(list(rows), array)[0])
+        return float(learner_clock.array_clock(list(rows), array, algo)[0])
     except ValueError:
         return None
 
 
-def array_clocks() -> tuple[dict[str, float], str]:
-    """Each of ARRAYS' clock ({"RxC": MHz}, array_clock_mhz) and where the clocks came from."""
-    mhz = {f"{r}x{c}": array_clock_mhz(f"{r}x{c}") for r, c in ARRAYS}
+def array_clocks(algo: str = "dqn") -> tuple[dict[str, float], str]:
+    """Each of ARRAYS' clock for `algo`'s kernel ({"RxC": MHz}, array_clock_mhz) and where
+    the clocks came from."""
+    mhz = {f"{r}x{c}": array_clock_mhz(f"{r}x{c}", algo) for r, c in ARRAYS}
     if _clock_rows() is not None:
         return mhz, CLOCK_SOURCE
     return mhz, f"the array's clock, {clock_mhz():g} MHz (resources.md)"
@@ -254,6 +255,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     mhz, clock_source = array_clocks()
+    mhz_ddpg, _ = array_clocks("ddpg")
     sims = {}
     if not args.no_sim:
         for name, batch, size in SIMULATED:
@@ -266,12 +268,13 @@ def main(argv=None) -> int:
     for name in NETS:
         for shape in ARRAYS:
             a = f"{shape[0]}x{shape[1]}"
+            clock = mhz_ddpg[a] if NETS[name][0] == "ddpg" else mhz[a]
             # an inference is simulated whole (forward_cycles.csv) or modelled
-            rows.append(row_for("inference", name, 1, shape, None, mhz[a],
+            rows.append(row_for("inference", name, 1, shape, None, clock,
                                 infer=infers.get((name, a))))
             for batch in BATCHES:
                 rows.append(row_for("sgd_step", name, batch, shape,
-                                    sims.get((name, batch, shape)), mhz[a],
+                                    sims.get((name, batch, shape)), clock,
                                     step=steps.get((name, batch, a))))
     n_sim = sum(r["sim"] == "yes" for r in rows)
     head = [
@@ -296,7 +299,9 @@ def main(argv=None) -> int:
         "walks and DDPG's target walk; DQN's target update is its next step's split forward, "
         "in the array column; the target every step). "
         f"`us` at {clock_source}: "
-        + ", ".join(f"{a} {v:g} MHz" for a, v in mhz.items()) + ". "
+        + ", ".join(f"{a} {v:g} MHz" for a, v in mhz.items()) + "; DDPG's rows at the "
+        "clock with the DDPG kernel's row (clock.md's DDPG column): "
+        + ", ".join(f"{a} {v:g} MHz" for a, v in mhz_ddpg.items()) + ". "
         "`utilization` = MACs / (R x C x array cycles). Inference: one state, the online net. "
         f"{n_sim} of the {len(rows)} rows simulated.",
     ]

@@ -80,9 +80,11 @@ TARGET_FORMATS = {"P": 1, "MW": 28, "MF": 24, "WW": 16, "WF": 12, "UW": 16, "UF"
 # at its defaults, which are these: yosys cannot chparam its A (the action index width AB, a
 # localparam, sizes a port declared before it).
 UNITS = [
-    ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"], {},
+    ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_delay.v", "hrl_learn_td.v",
+                            "hrl_learn_loss_dqn.v"], {},
      {"A": 2, **LOSS_FORMATS}),
-    ("hrl_learn_loss_ddpg", ["hrl_learn_narrow.v", "hrl_learn_loss_ddpg.v"], LOSS_FORMATS,
+    ("hrl_learn_loss_ddpg", ["hrl_learn_narrow.v", "hrl_delay.v", "hrl_learn_td.v",
+                             "hrl_learn_loss_ddpg.v"], LOSS_FORMATS,
      LOSS_FORMATS),
     ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"], TARGET_FORMATS,
      TARGET_FORMATS),
@@ -91,7 +93,7 @@ UNITS = [
     # One lane of the optimizer's Adam at its defaults (the FxFormats above): an array of C
     # columns updates C parameters a cycle with C lanes.
     ("hrl_learn_adam", ["hrl_learn_narrow.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v",
-                        "hrl_learn_adam.v"], {},
+                        "hrl_delay.v", "hrl_learn_adam.v"], {},
      {"GW": 24, "GF": 12, "MW": 28, "MF": 16, "SW": 29, "SF": 20, "RW": 24, "RF": 12,
       "TW": 20, "TF": 16, "WW": 28, "WF": 24, "LW": 24, "LF": 24}),
 ]

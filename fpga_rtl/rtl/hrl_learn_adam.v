@@ -88,7 +88,6 @@ module hrl_learn_adam #(
     //   E8 sq - v             E9-E10 c2 (sq - v)      E11 + v            E12-E14 v'
     //   E15 max(v', v_floor)  E16-E22 the root        E23-E24 m' r       E25-E27 the step
     //   E28-E29 -lr step      E30 + w (aligned)       E31-E33 w'
-    integer k;        // the delay lines' index
     reg [LAT:1] vp;   // vp[n]: a parameter's word is at E<n>
     always @(posedge clk) begin
         vp <= {vp[LAT-1:1], in_valid};
@@ -113,12 +112,7 @@ module hrl_learn_adam #(
     reg  signed [A1-1:0] pm2, pm3, acc1;
     reg  signed [QW-1:0] pq2, pq3, sq4;
     wire signed [MW-1:0] m3;
-    reg  [MW-1:0] m_to3 [1:2];
-    always @(posedge clk) begin
-        m_to3[1] <= m1;
-        for (k = 2; k <= 2; k = k + 1) m_to3[k] <= m_to3[k-1];
-    end
-    assign m3 = m_to3[2];
+    hrl_delay #(.W(MW), .N(2)) m_to3 (.clk(clk), .d(m1), .q(m3));
     always @(posedge clk) begin
         pm2 <= {{(A1 - DW){diff1[DW-1]}}, diff1} * c1_x;
         pq2 <= g_x * g_x;
@@ -145,22 +139,12 @@ module hrl_learn_adam #(
 
     // ------------------------------------------------------------ v' (E8-E14)
     wire [SW-1:0] v7;
-    reg  [SW-1:0] v_to7 [1:7];
-    always @(posedge clk) begin
-        v_to7[1] <= in_v;
-        for (k = 2; k <= 7; k = k + 1) v_to7[k] <= v_to7[k-1];
-    end
-    assign v7 = v_to7[7];
+    hrl_delay #(.W(SW), .N(7)) v_to7 (.clk(clk), .d(in_v), .q(v7));
     reg  signed [SW:0]   vdiff8;
     always @(posedge clk) vdiff8 <= {sq7[SW-1], sq7} - {v7[SW-1], v7};
     wire signed [A2-1:0] c2_x = {{(A2 - UW){c2[UW-1]}}, c2};
     wire [SW-1:0] v10;
-    reg  [SW-1:0] v_to10 [1:3];
-    always @(posedge clk) begin
-        v_to10[1] <= v7;
-        for (k = 2; k <= 3; k = k + 1) v_to10[k] <= v_to10[k-1];
-    end
-    assign v10 = v_to10[3];
+    hrl_delay #(.W(SW), .N(3)) v_to10 (.clk(clk), .d(v7), .q(v10));
     reg  signed [A2-1:0] pv9, pv10, acc2;
     always @(posedge clk) begin
         pv9 <= {{(A2 - SW - 1){vdiff8[SW]}}, vdiff8} * c2_x;
@@ -172,12 +156,7 @@ module hrl_learn_adam #(
     hrl_learn_narrow #(.IW(A2), .OW(SW), .SMAX(A2), .PIPE(2)) narrow_v (
         .clk(clk), .x(acc2), .shift(UF[7:0]), .width(SW[5:0]), .y(v_w), .sat(sat_v));
     wire [1:0] sat13;
-    reg  [1:0] sat_to13 [1:6];
-    always @(posedge clk) begin
-        sat_to13[1] <= sat7;
-        for (k = 2; k <= 6; k = k + 1) sat_to13[k] <= sat_to13[k-1];
-    end
-    assign sat13 = sat_to13[6];
+    hrl_delay #(.W(2), .N(6)) sat_to13 (.clk(clk), .d(sat7), .q(sat13));
     reg  [SW-1:0] vn14;
     reg  [2:0]    sat14;
     always @(posedge clk) begin
@@ -201,12 +180,7 @@ module hrl_learn_adam #(
 
     // ------------------------------------------------------------ the step (E23-E27)
     wire [MW-1:0] m22;
-    reg  [MW-1:0] m_to22 [1:15];
-    always @(posedge clk) begin
-        m_to22[1] <= m7;
-        for (k = 2; k <= 15; k = k + 1) m_to22[k] <= m_to22[k-1];
-    end
-    assign m22 = m_to22[15];
+    hrl_delay #(.W(MW), .N(15)) m_to22 (.clk(clk), .d(m7), .q(m22));
     wire signed [PW-1:0] m_x = {{(PW - MW){m22[MW-1]}}, m22};
     wire signed [PW-1:0] r_x = {{(PW - RW){r_w[RW-1]}}, r_w};
     reg  signed [PW-1:0] pp23, pp24;
@@ -219,21 +193,11 @@ module hrl_learn_adam #(
     hrl_learn_narrow #(.IW(PW), .OW(TW), .SMAX(PW), .PIPE(2)) narrow_step (
         .clk(clk), .x(pp24), .shift(S3[7:0]), .width(TW[5:0]), .y(step_w), .sat(sat_s));
     wire [2:0] sat22;
-    reg  [2:0] sat_to22 [1:8];
-    always @(posedge clk) begin
-        sat_to22[1] <= sat14;
-        for (k = 2; k <= 8; k = k + 1) sat_to22[k] <= sat_to22[k-1];
-    end
-    assign sat22 = sat_to22[8];
+    hrl_delay #(.W(3), .N(8)) sat_to22 (.clk(clk), .d(sat14), .q(sat22));
     reg  [2:0]    sat23;
     always @(posedge clk) sat23 <= sat22 + {2'b0, sat_r};
     wire [2:0] sat26;
-    reg  [2:0] sat_to26 [1:3];
-    always @(posedge clk) begin
-        sat_to26[1] <= sat23;
-        for (k = 2; k <= 3; k = k + 1) sat_to26[k] <= sat_to26[k-1];
-    end
-    assign sat26 = sat_to26[3];
+    hrl_delay #(.W(3), .N(3)) sat_to26 (.clk(clk), .d(sat23), .q(sat26));
     reg  [TW-1:0] step27;
     reg  [2:0]    sat27;
     always @(posedge clk) begin
@@ -253,12 +217,7 @@ module hrl_learn_adam #(
     reg  signed [LPW-1:0] pw28, pw29;
     reg  signed [A4-1:0]  acc4;
     wire [WW-1:0] w29;
-    reg  [WW-1:0] w_to29 [1:29];
-    always @(posedge clk) begin
-        w_to29[1] <= in_w;
-        for (k = 2; k <= 29; k = k + 1) w_to29[k] <= w_to29[k-1];
-    end
-    assign w29 = w_to29[29];
+    hrl_delay #(.W(WW), .N(29)) w_to29 (.clk(clk), .d(in_w), .q(w29));
     wire signed [WW-1:0] ws = w29;
     always @(posedge clk) begin
         pw28 <= st * lr_s;
@@ -270,26 +229,11 @@ module hrl_learn_adam #(
     hrl_learn_narrow #(.IW(A4), .OW(WW), .SMAX(A4), .PIPE(2)) narrow_w (
         .clk(clk), .x(acc4), .shift(S4[7:0]), .width(WW[5:0]), .y(w_w), .sat(sat_w));
     wire [MW-1:0] m32;
-    reg  [MW-1:0] m_to32 [1:10];
-    always @(posedge clk) begin
-        m_to32[1] <= m22;
-        for (k = 2; k <= 10; k = k + 1) m_to32[k] <= m_to32[k-1];
-    end
-    assign m32 = m_to32[10];
+    hrl_delay #(.W(MW), .N(10)) m_to32 (.clk(clk), .d(m22), .q(m32));
     wire [SW-1:0] v32;
-    reg  [SW-1:0] v_to32 [1:18];
-    always @(posedge clk) begin
-        v_to32[1] <= vn14;
-        for (k = 2; k <= 18; k = k + 1) v_to32[k] <= v_to32[k-1];
-    end
-    assign v32 = v_to32[18];
+    hrl_delay #(.W(SW), .N(18)) v_to32 (.clk(clk), .d(vn14), .q(v32));
     wire [2:0] sat32;
-    reg  [2:0] sat_to32 [1:5];
-    always @(posedge clk) begin
-        sat_to32[1] <= sat27;
-        for (k = 2; k <= 5; k = k + 1) sat_to32[k] <= sat_to32[k-1];
-    end
-    assign sat32 = sat_to32[5];
+    hrl_delay #(.W(3), .N(5)) sat_to32 (.clk(clk), .d(sat27), .q(sat32));
     always @(posedge clk) begin
         out_w <= w_w;
         out_m <= m32;

@@ -305,8 +305,9 @@ module hrl_learn_engine #(
     reg [5:0]     wd, bs;
     reg [2:0]     kind;
     reg           chained;    // this op reads the previous op's output, as it is written
-    reg           load_bad;   // the op just loaded has a field out of range (S_ISSUE's check)
-    reg           issuing;    // state == S_ISSUE && !load_bad, as one register (issue's term)
+    // state == S_ISSUE with an op whose fields are in range, as one register (issue's term):
+    // in S_ISSUE, !issuing is the loaded op's failed field check
+    reg           issuing;
     reg           indep;      // this op reads nothing the previous op writes
     // The output fields of the last two ops, by the op's parity (its tag through the array):
     // op j's tiles drain after op j - 1's and before op j + 1's, and op j + 2 loads only
@@ -487,11 +488,10 @@ module hrl_learn_engine #(
                 // table's read through its compares into the run's state is a path past
                 // the clock. (A good op issues as before; a bad one issues nothing and
                 // stops a cycle later.)
-                load_bad <= load_err;
                 issuing <= !load_err;
                 state <= S_ISSUE;
             end
-            S_ISSUE: if (load_bad) begin
+            S_ISSUE: if (!issuing) begin
                 error <= 1'b1;
                 state <= S_ERR;
             end else if (issue) begin
@@ -543,7 +543,6 @@ module hrl_learn_engine #(
             state <= S_IDLE;
             busy <= 1'b0;
             done <= 1'b0;
-            load_bad <= 1'b0;
             issuing <= 1'b0;
             error <= 1'b0;
             fault <= 1'b0;

@@ -4,10 +4,12 @@ rtl/hrl_learn_mac_array.v
 rtl/hrl_learn_weight_bank.v
 rtl/hrl_learn_activation.v
 rtl/hrl_learn_engine.v
+rtl/hrl_learn_td.v
 rtl/hrl_learn_loss_dqn.v
 rtl/hrl_learn_loss_ddpg.v
 rtl/hrl_learn_rsqrt_rom.v
 rtl/hrl_learn_rsqrt.v
+rtl/hrl_delay.v
 rtl/hrl_learn_adam.v
 rtl/hrl_learn_target.v
 rtl/hrl_learn_walk.v

@@ -12,8 +12,9 @@
 // Words: q, q_next, reward, target, td and huber in the value format (VW bits, VF
 // fractional); discount and weight in the probability format (PW, PF); deltas (DW, DF).
 // `out_sat` counts the saturations of the sample's three narrowings (0..3).
-// Cost: two VW x PW multipliers (the target's and the delta's), three narrowing units (no
-// barrel shift: every shift is a constant), a VW+1-bit subtractor and the clip comparators.
+// The target, td and delta lines are hrl_learn_td's, which DQN's loss unit shares.
+// Cost: hrl_learn_td's (two VW x PW multipliers, three narrowing units, the clip), the
+// operands' register and the actor's output multiplexers.
 `default_nettype none
 
 module hrl_learn_loss_ddpg #(
@@ -44,8 +45,7 @@ module hrl_learn_loss_ddpg #(
     output reg  [VW-1:0]     out_abs_td,
     output reg  [1:0]        out_sat
 );
-    localparam MW = VW + PW + 1;          // discount * q_next + reward, exact
-    localparam NW = VW + PW + 2;          // -clipped * weight, exact (with -min)
+    localparam NW = VW + PW + 2;          // -clipped * weight, exact (hrl_learn_td's)
     localparam integer DSHIFT_I = VF + PF - DF;
     localparam LAT = 15;                  // registers from the inputs to the outputs
 
@@ -62,11 +62,8 @@ module hrl_learn_loss_ddpg #(
     end
 
     // The pipeline, one register an edge from the inputs (E1) to the outputs (E15): E1 the
-    // operands; E2-E3 discount * q_next (registered twice: the DSP's MREG and PREG); E4
-    // + reward (aligned); E5-E7 the target's narrowing; E8 target - q; E9 its clamp (td);
-    // E10 the clip, negated; E11-E12 -clip * weight; E13-E15 the delta's narrowing and
-    // the outputs. One product, add or narrowing segment per register-to-register segment
-    // (experiments/results/fpga_learner/clock.md).
+    // operands; E2-E14 the TD pipeline (hrl_learn_td's C1-C13: the target, td, the clip,
+    // the delta); E15 the outputs, an actor sample's constant in place of its critic words.
     reg  [LAT:1] vp;                // vp[n]: a sample is at E<n>
     reg  [LAT:1] ap;                // ... and its in_actor
     always @(posedge clk) begin
@@ -74,110 +71,36 @@ module hrl_learn_loss_ddpg #(
         ap <= {ap[LAT-1:1], in_actor};
         if (rst) vp <= {LAT{1'b0}};
     end
-    integer k;
 
-    // ---- E1-E7: the TD target
-    reg  signed [VW-1:0] qn1, r1;
-    reg  signed [PW-1:0] disc1;
-    reg  signed [VW-1:0] q_d [1:7];
-    reg  signed [PW-1:0] w_d [1:10];
-    reg  signed [VW-1:0] r_d [2:3];
+    // ---- E1: the operands
+    reg  [VW-1:0] q1, qn1, r1;
+    reg  [PW-1:0] disc1, w1;
     always @(posedge clk) begin
+        q1 <= in_q;
         qn1 <= in_q_next;
         r1 <= in_reward;
         disc1 <= in_discount;
-        q_d[1] <= in_q;
-        w_d[1] <= in_weight;
-        for (k = 2; k <= 7; k = k + 1) q_d[k] <= q_d[k-1];
-        for (k = 2; k <= 10; k = k + 1) w_d[k] <= w_d[k-1];
-        r_d[2] <= r1;
-        r_d[3] <= r_d[2];
-    end
-    wire signed [MW-1:0] qn_x = {{(MW-VW){qn1[VW-1]}}, qn1};
-    wire signed [MW-1:0] d_x = {{(MW-PW){disc1[PW-1]}}, disc1};
-    reg  signed [MW-1:0] pt2, pt3, mac4;
-    always @(posedge clk) begin
-        pt2 <= qn_x * d_x;
-        pt3 <= pt2;
-        mac4 <= pt3 + ({{(MW-VW){r_d[3][VW-1]}}, r_d[3]} <<< PF);
-    end
-    wire [VW-1:0] target_w;
-    wire          sat_t;
-    hrl_learn_narrow #(.IW(MW), .OW(VW), .SMAX(MW), .PIPE(2)) narrow_target (
-        .clk(clk), .x(mac4), .shift(PF[7:0]), .width(VW[5:0]), .y(target_w), .sat(sat_t));
-    reg  signed [VW-1:0] target7;
-    reg                  sat7, sat8;
-    always @(posedge clk) begin
-        target7 <= target_w;
-        sat7 <= sat_t;
-        sat8 <= sat7;
+        w1 <= in_weight;
     end
 
-    // ---- E8-E10: td and its clip
-    reg  signed [VW:0] diff8;
-    always @(posedge clk) diff8 <= {target7[VW-1], target7} - {q_d[7][VW-1], q_d[7]};
-    wire [VW-1:0] td_w;
-    wire          sat_d;
-    hrl_learn_narrow #(.IW(VW+1), .OW(VW), .SMAX(0)) narrow_td (
-        .clk(clk), .x(diff8), .shift(8'sd0), .width(VW[5:0]), .y(td_w), .sat(sat_d));
-    reg  signed [VW-1:0] td9;
-    reg  [1:0]           sat9;
-    always @(posedge clk) begin
-        td9 <= td_w;
-        sat9 <= {1'b0, sat8} + {1'b0, sat_d};
-    end
-    // -huber registered (huber is held for the whole pass), so that the clip's compare
-    // does not wait for a negation; the clipped word negated in VW+1 bits, sign-extended.
-    wire signed [VW-1:0] hub = huber;
-    reg  signed [VW-1:0] neg_hub;
-    always @(posedge clk) neg_hub <= -hub;
-    wire signed [VW-1:0] clipped = !use_huber ? td9
-                                 : (td9 > hub ? hub : (td9 < neg_hub ? neg_hub : td9));
-    wire signed [VW:0]   neg_clip = -{clipped[VW-1], clipped};
-    reg  signed [NW-1:0] negc10;
-    reg  signed [VW-1:0] td10;
-    always @(posedge clk) begin
-        negc10 <= {{(NW-VW-1){neg_clip[VW]}}, neg_clip};
-        td10 <= td9;
-    end
+    // ---- E2-E14: the TD pipeline
+    wire [DW-1:0] delta14;
+    wire [VW-1:0] td14, abs14;
+    wire [1:0]    sat14;
+    hrl_learn_td #(.VW(VW), .VF(VF), .PW(PW), .PF(PF), .DW(DW), .DF(DF)) td_inst (
+        .clk(clk), .use_huber(use_huber), .huber(huber), .q(q1), .q_next(qn1), .reward(r1),
+        .discount(disc1), .weight(w1), .out_delta(delta14), .out_td(td14),
+        .out_abs_td(abs14), .out_sat(sat14));
 
-    // ---- E11-E15: the output delta; |td|
-    wire signed [NW-1:0] w_x = {{(NW-PW){w_d[10][PW-1]}}, w_d[10]};
-    reg  signed [NW-1:0] pd11, pd12;
-    always @(posedge clk) begin
-        pd11 <= negc10 * w_x;
-        pd12 <= pd11;
-    end
-    wire signed [7:0] dshift = DSHIFT_I[7:0];
-    wire [DW-1:0] delta_w;
-    wire          sat_o;
-    hrl_learn_narrow #(.IW(NW), .OW(DW), .SMAX(NW), .PIPE(2)) narrow_delta (
-        .clk(clk), .x(pd12), .shift(dshift), .width(DW[5:0]), .y(delta_w), .sat(sat_o));
-    // |td|, the most negative word saturating to the largest (at E11), then to E14.
-    reg  [VW-1:0]        abs_d [11:14];
-    reg  signed [VW-1:0] td_d [11:14];
-    reg  [1:0]           sat_dd [10:14];
-    always @(posedge clk) begin
-        abs_d[11] <= td10[VW-1] ? ((td10 == {1'b1, {(VW-1){1'b0}}}) ? {1'b0, {(VW-1){1'b1}}}
-                                                                  : -td10)
-                                : td10;
-        td_d[11] <= td10;
-        sat_dd[10] <= sat9;
-        for (k = 12; k <= 14; k = k + 1) begin
-            abs_d[k] <= abs_d[k-1];
-            td_d[k] <= td_d[k-1];
-        end
-        for (k = 11; k <= 14; k = k + 1) sat_dd[k] <= sat_dd[k-1];
-    end
-    // The actor's dL/dQ = -1: -(1 << DF) in DW bits (DF <= DW-1, checked above).
+    // ---- E15: the outputs. The actor's dL/dQ = -1: -(1 << DF) in DW bits (DF <= DW-1,
+    // checked above).
     wire [DW-1:0] minus_one = -({{(DW-1){1'b0}}, 1'b1} << DF);
     wire          actor14 = ap[14];
-
     always @(posedge clk) begin
-        out_delta <= actor14 ? minus_one : delta_w;
-        out_td <= actor14 ? {VW{1'b0}} : td_d[14];
-        out_abs_td <= actor14 ? {VW{1'b0}} : abs_d[14];
-        out_sat <= actor14 ? 2'd0 : sat_dd[14] + {1'b0, sat_o};
+        out_delta <= actor14 ? minus_one : delta14;
+        out_td <= actor14 ? {VW{1'b0}} : td14;
+        out_abs_td <= actor14 ? {VW{1'b0}} : abs14;
+        out_sat <= actor14 ? 2'd0 : sat14;
     end
     always @(*) out_valid = vp[LAT];
     /* verilator lint_off UNUSEDSIGNAL */

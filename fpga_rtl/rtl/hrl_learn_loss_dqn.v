@@ -7,6 +7,7 @@
 //   delta   = narrow(-weight * clip(td, -huber, huber))  (to the delta format; no clip
 //             when use_huber = 0)
 //   out     = delta at the taken action, 0 elsewhere; |td| (saturating) for the priorities.
+// The target, td and delta lines are hrl_learn_td's, which DDPG's loss unit shares.
 // Words: q values, reward, target, td and huber in the value format (VW bits, VF
 // fractional); discount and weight in the probability format (PW, PF); deltas (DW, DF).
 // `sat` counts the saturations of the sample's three narrowings (0..3).
@@ -45,8 +46,7 @@ module hrl_learn_loss_dqn #(
     output reg  [1:0]        out_sat
 );
     localparam AB = (A > 1) ? $clog2(A) : 1;
-    localparam MW = VW + PW + 1;          // discount * q_next + reward, exact
-    localparam NW = VW + PW + 2;          // -clipped * weight, exact (with -min)
+    localparam NW = VW + PW + 2;          // -clipped * weight, exact (hrl_learn_td's)
     localparam LAT = 20;                  // registers from the inputs to the outputs
 
     initial begin
@@ -61,11 +61,9 @@ module hrl_learn_loss_dqn #(
 
     // The pipeline: E1-E6 the argmax, a tree of 2-word compares, one level a register
     // (six levels: any A up to 64, the latency the same for every A), the tie to the lower
-    // index; E7-E8 discount * q_next; E9 + reward (aligned); E10-E12 the target's
-    // narrowing; E13 target - q[action]; E14 its clamp (td); E15 the clip, negated;
-    // E16-E17 -clip * weight; E18-E20 the delta's narrowing, E20 the outputs. One
-    // product, add or narrowing segment per register-to-register segment
-    // (experiments/results/fpga_learner/clock.md).
+    // index; E7-E19 the TD pipeline (hrl_learn_td's C1-C13: the target, td, the clip, the
+    // delta); E20 the outputs. One product, add, compare or narrowing segment per
+    // register-to-register segment (experiments/results/fpga_learner/clock.md).
     localparam TL = 6;                       // tree levels: 2**TL >= A
     localparam N0 = 1 << TL;
     reg [LAT:1] vp;                          // vp[n]: a sample is at E<n>
@@ -73,7 +71,6 @@ module hrl_learn_loss_dqn #(
         vp <= {vp[LAT-1:1], in_valid};
         if (rst) vp <= {LAT{1'b0}};
     end
-    integer k;
 
     // ---- E1-E6: the argmax. Node n of level l holds (valid, compared word, target word).
     reg              nv [1:TL][0:N0/2-1];
@@ -118,137 +115,42 @@ module hrl_learn_loss_dqn #(
     end
 
     // The side band to E6: q[action] (picked at E1), the reward, discount, weight, action.
-    reg signed [VW-1:0] sq_t [1:TL];
-    reg signed [VW-1:0] s_r  [1:TL];
-    reg signed [PW-1:0] s_d  [1:TL];
-    reg signed [PW-1:0] s_w  [1:TL];
-    reg [AB-1:0]        s_a  [1:TL];
-    always @(posedge clk) begin
-        sq_t[1] <= in_q[in_action*VW +: VW];
-        s_r[1] <= in_reward;
-        s_d[1] <= in_discount;
-        s_w[1] <= in_weight;
-        s_a[1] <= in_action;
-        for (k = 2; k <= TL; k = k + 1) begin
-            sq_t[k] <= sq_t[k-1];
-            s_r[k] <= s_r[k-1];
-            s_d[k] <= s_d[k-1];
-            s_w[k] <= s_w[k-1];
-            s_a[k] <= s_a[k-1];
-        end
-    end
+    wire [VW-1:0] q6, r6;
+    wire [PW-1:0] d6, w6;
+    wire [AB-1:0] a6;
+    hrl_delay #(.W(VW), .N(TL)) q_to6 (.clk(clk), .d(in_q[in_action*VW +: VW]), .q(q6));
+    hrl_delay #(.W(VW), .N(TL)) r_to6 (.clk(clk), .d(in_reward), .q(r6));
+    hrl_delay #(.W(PW), .N(TL)) d_to6 (.clk(clk), .d(in_discount), .q(d6));
+    hrl_delay #(.W(PW), .N(TL)) w_to6 (.clk(clk), .d(in_weight), .q(w6));
+    hrl_delay #(.W(AB), .N(TL)) a_to6 (.clk(clk), .d(in_action), .q(a6));
 
-    // ---- E7-E12: the TD target
-    wire signed [VW-1:0] qn6 = nt[TL][0];
-    wire signed [MW-1:0] qn_x = {{(MW-VW){qn6[VW-1]}}, qn6};
-    wire signed [MW-1:0] d_x = {{(MW-PW){s_d[TL][PW-1]}}, s_d[TL]};
-    reg  signed [MW-1:0] pt7, pt8, mac9;
-    reg  signed [VW-1:0] r7, r8;
-    always @(posedge clk) begin
-        pt7 <= qn_x * d_x;
-        pt8 <= pt7;
-        r7 <= s_r[TL];
-        r8 <= r7;
-        mac9 <= pt8 + ({{(MW-VW){r8[VW-1]}}, r8} <<< PF);
-    end
-    wire [VW-1:0] target_w;
-    wire          sat_t;
-    hrl_learn_narrow #(.IW(MW), .OW(VW), .SMAX(MW), .PIPE(2)) narrow_target (
-        .clk(clk), .x(mac9), .shift(PF[7:0]), .width(VW[5:0]), .y(target_w), .sat(sat_t));
-    // q[action], the weight and the action from E6 on
-    reg signed [VW-1:0] qt_d [7:12];
-    reg signed [PW-1:0] w_d  [7:15];
-    reg [AB-1:0]        a_d  [7:20];
-    always @(posedge clk) begin
-        qt_d[7] <= sq_t[TL];
-        w_d[7] <= s_w[TL];
-        a_d[7] <= s_a[TL];
-        for (k = 8; k <= 12; k = k + 1) qt_d[k] <= qt_d[k-1];
-        for (k = 8; k <= 15; k = k + 1) w_d[k] <= w_d[k-1];
-        for (k = 8; k <= 20; k = k + 1) a_d[k] <= a_d[k-1];
-    end
-    reg signed [VW-1:0] target12;
-    reg                 sat12;
-    always @(posedge clk) begin
-        target12 <= target_w;
-        sat12 <= sat_t;
-    end
+    // ---- E7-E19: the TD pipeline (hrl_learn_td), its operands the E6 registers
+    wire [DW-1:0] delta19;
+    wire [VW-1:0] td19, abs19;
+    wire [1:0]    sat19;
+    hrl_learn_td #(.VW(VW), .VF(VF), .PW(PW), .PF(PF), .DW(DW), .DF(DF)) td_inst (
+        .clk(clk), .use_huber(use_huber), .huber(huber), .q(q6), .q_next(nt[TL][0]),
+        .reward(r6), .discount(d6), .weight(w6), .out_delta(delta19), .out_td(td19),
+        .out_abs_td(abs19), .out_sat(sat19));
+    wire [AB-1:0] a19;
+    hrl_delay #(.W(AB), .N(13)) a_to19 (.clk(clk), .d(a6), .q(a19));
 
-    // ---- E13-E15: td and its clip
-    reg  signed [VW:0] diff13;
-    always @(posedge clk) diff13 <= {target12[VW-1], target12} - {qt_d[12][VW-1], qt_d[12]};
-    wire [VW-1:0] td_w;
-    wire          sat_d;
-    hrl_learn_narrow #(.IW(VW+1), .OW(VW), .SMAX(0)) narrow_td (
-        .clk(clk), .x(diff13), .shift(8'sd0), .width(VW[5:0]), .y(td_w), .sat(sat_d));
-    reg  signed [VW-1:0] td14;
-    reg  [1:0]           sat14;
-    reg                  sat13;
-    always @(posedge clk) begin
-        sat13 <= sat12;
-        td14 <= td_w;
-        sat14 <= {1'b0, sat13} + {1'b0, sat_d};
-    end
-    // -huber registered (huber is held for the whole pass), so that the clip's compare
-    // does not wait for a negation; the clipped word negated in VW+1 bits, sign-extended.
-    wire signed [VW-1:0] hub = huber;
-    reg  signed [VW-1:0] neg_hub;
-    always @(posedge clk) neg_hub <= -hub;
-    wire signed [VW-1:0] clipped = !use_huber ? td14
-                                 : (td14 > hub ? hub : (td14 < neg_hub ? neg_hub : td14));
-    wire signed [VW:0]   neg_clip = -{clipped[VW-1], clipped};
-    reg  signed [NW-1:0] negc15;
-    reg  signed [VW-1:0] td15;
-    always @(posedge clk) begin
-        negc15 <= {{(NW-VW-1){neg_clip[VW]}}, neg_clip};
-        td15 <= td14;
-    end
-
-    // ---- E16-E20: the output delta; |td|
-    wire signed [NW-1:0] w_x = {{(NW-PW){w_d[15][PW-1]}}, w_d[15]};
-    reg  signed [NW-1:0] pd16, pd17;
-    always @(posedge clk) begin
-        pd16 <= negc15 * w_x;
-        pd17 <= pd16;
-    end
-    localparam integer DSHIFT_I = VF + PF - DF;
-    wire signed [7:0] dshift = DSHIFT_I[7:0];
-    wire [DW-1:0] delta_w;
-    wire          sat_o;
-    hrl_learn_narrow #(.IW(NW), .OW(DW), .SMAX(NW), .PIPE(2)) narrow_delta (
-        .clk(clk), .x(pd17), .shift(dshift), .width(DW[5:0]), .y(delta_w), .sat(sat_o));
-    // |td|, the most negative word saturating to the largest (at E16), then to E19.
-    reg  [VW-1:0] abs_d [16:19];
-    reg  signed [VW-1:0] td_d [16:19];
-    reg  [1:0]    sat_dd [15:19];
-    always @(posedge clk) begin
-        abs_d[16] <= td15[VW-1] ? ((td15 == {1'b1, {(VW-1){1'b0}}}) ? {1'b0, {(VW-1){1'b1}}}
-                                                                  : -td15)
-                                : td15;
-        td_d[16] <= td15;
-        sat_dd[15] <= sat14;
-        for (k = 17; k <= 19; k = k + 1) begin
-            abs_d[k] <= abs_d[k-1];
-            td_d[k] <= td_d[k-1];
-        end
-        for (k = 16; k <= 19; k = k + 1) sat_dd[k] <= sat_dd[k-1];
-    end
-
+    // ---- E20: the outputs, the delta at the taken action
     genvar g;
     generate
         for (g = 0; g < A; g = g + 1) begin : g_out
             always @(posedge clk)
-                out_delta[g*DW +: DW] <= (a_d[19] == g) ? delta_w : {DW{1'b0}};
+                out_delta[g*DW +: DW] <= (a19 == g) ? delta19 : {DW{1'b0}};
         end
     endgenerate
     always @(posedge clk) begin
-        out_td <= td_d[19];
-        out_abs_td <= abs_d[19];
-        out_sat <= sat_dd[19] + {1'b0, sat_o};
+        out_td <= td19;
+        out_abs_td <= abs19;
+        out_sat <= sat19;
     end
     assign out_valid = vp[LAT];
     /* verilator lint_off UNUSEDSIGNAL */
-    wire unused_tree = ^{nc[TL][0], nv[TL][0], a_d[20]};
+    wire unused_tree = ^{nc[TL][0], nv[TL][0]};
     /* verilator lint_on UNUSEDSIGNAL */
 endmodule
 

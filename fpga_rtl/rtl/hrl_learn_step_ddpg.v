@@ -82,11 +82,11 @@
 // rotator (the action's columns start at S, not at a multiple of LA), the batch, TD and
 // clip-mask registers (BMAX words each), counters. Cycles (st_cyc_*): the engine's seven
 // runs (each with its start and end cycles), 2 B + 21 for the critic rows and B + 16 for
-// the actor rows, 2 B + 7 for each of the three clip passes (pipelined: a sample every two
+// the actor rows, 2 B + 8 for each of the three clip passes (pipelined: a sample every two
 // cycles), blocks + 50 for each Adam walk (its net's blocks), blocks + 14 for the target
-// walk when due (both nets' blocks), two for the
-// command's start and end (hrl.mapping.learner_schedule's DDPG terms, which the testbench
-// checks cycle for cycle).
+// walk when due (both nets' blocks), three for the command's start, its configuration's
+// check and its end (hrl.mapping.learner_schedule's DDPG terms, which the testbench checks
+// cycle for cycle).
 `default_nettype none
 
 module hrl_learn_step_ddpg #(
@@ -289,7 +289,7 @@ module hrl_learn_step_ddpg #(
     wire        cfg_a_ok = {22'd0, st_cfg_addr[9:0]} < AMAX;
     wire [AXB-1:0] cfg_a = st_cfg_addr[AXB-1:0];
     reg         step_inc;     // the step's end: the counter and the target's phase move
-    wire        due;          // this step updates the target
+    reg         due;          // this step updates the target
     always @(posedge clk) begin
         if (st_cfg_en && !st_busy) begin
             if (cfg_glob) begin
@@ -346,8 +346,11 @@ module hrl_learn_step_ddpg #(
             st_steps <= st_steps + 1'b1;
             c_phase <= due ? 32'd0 : c_phase + 1'b1;
         end
+        // Registered (as in hrl_learn_step): c_phase and c_period change only between
+        // steps (a step's end, the host's writes), and the step reads `due` at its target
+        // walk's phase.
+        due <= c_phase + 1'b1 >= c_period;
     end
-    assign due = c_phase + 1'b1 >= c_period;
 
     // The batch's words, the TD registers and the actor's clip masks.
     reg [VW-1:0]   bt_rew  [0:BMAX-1];
@@ -418,7 +421,7 @@ module hrl_learn_step_ddpg #(
     // ------------------------------------------------------------------ the sequencer
     localparam [3:0] S_IDLE = 4'd0, S_RUN = 4'd1, S_RUNW = 4'd2, S_LOSS = 4'd3,
                      S_AROW = 4'd4, S_LOSSW = 4'd5, S_CLIP = 4'd6, S_WALK = 4'd7,
-                     S_FIN = 4'd8;
+                     S_FIN = 4'd8, S_CHK = 4'd9;
     // The walks over the parameter stream (hrl_learn_walk's kinds).
     localparam [1:0] P_ADAM = 2'd0, P_TGT = 2'd1, P_OPON = 2'd2, P_OPTG = 2'd3;
     // The phases (the header's numbers; 16, 17 init's walks, 15 and 18 the end).
@@ -439,6 +442,8 @@ module hrl_learn_step_ddpg #(
     reg            ls;                 // its loss read: 0 Q(s, a), 1 Q'(s', mu'(s'))
     reg            cs;                 // a clip's read of a sample: 0 its first, 1 its second
     reg [IW-1:0]   l_left;             // samples not yet written
+    reg            l_zero;             // l_left == 0, kept beside it (no compare before the
+                                       // run state's next-state logic)
     wire [LB-1:0]  nla_l = c_nla[LB-1:0];          // < NL (checked: NLC >= 1)
     wire [LB:0]    nla_h = c_nla[LB:0];
     wire [LB:0]    nl_all = c_nla[LB:0] + c_nlc[LB:0];
@@ -542,29 +547,50 @@ module hrl_learn_step_ddpg #(
     localparam [IW-1:0] LAI = LA[IW-1:0];
     wire [LGA-1:0] off = c_s[LGA-1:0];
     wire [IW-1:0]  j0 = (c_s >> LGA) << LGA;
-    // forward: z (the actor's output row, act words sign-extended to OW) into the box
-    reg  [AMAX*OW-1:0] cl_y;
-    reg  [AMAX-1:0]    cl_lo, cl_hi;
-    integer a1, a2;
-    always @(*) begin
+    // A clip's read data, registered: from the engine's host read (its bank select) through
+    // the box's compares or the rotator into a write register is a path past the clock.
+    // The compares are registered beside the words, so that none precedes the rotator in a
+    // cycle: each action word's against its box (forward) and each word's sign (backward).
+    reg  [LA*OW-1:0] cl_rd;
+    reg  [LA-1:0]    cl_pos, cl_neg;
+    reg  [AMAX-1:0]  cl_lo, cl_hi;
+    integer l1, a1, a3;   // each loop index used in one always block
+    always @(posedge clk) begin
+        cl_rd <= h_rd_data;
+        for (l1 = 0; l1 < LA; l1 = l1 + 1) begin
+            cl_neg[l1] <= h_rd_data[l1*OW + OW-1];
+            cl_pos[l1] <= !h_rd_data[l1*OW + OW-1] && h_rd_data[l1*OW +: OW] != {OW{1'b0}};
+        end
         for (a1 = 0; a1 < AMAX; a1 = a1 + 1) begin
-            cl_lo[a1] = $signed(h_rd_data[a1*OW +: OW]) <= $signed(c_low[a1]);
-            cl_hi[a1] = $signed(h_rd_data[a1*OW +: OW]) >= $signed(c_high[a1]);
-            cl_y[a1*OW +: OW] = cl_lo[a1] ? c_low[a1]
-                                : (cl_hi[a1] ? c_high[a1] : h_rd_data[a1*OW +: OW]);
+            cl_lo[a1] <= $signed(h_rd_data[a1*OW +: OW]) <= $signed(c_low[a1]);
+            cl_hi[a1] <= $signed(h_rd_data[a1*OW +: OW]) >= $signed(c_high[a1]);
         end
     end
-    // rotated by `off` into the two blocks' lanes, and their lane masks
+    // forward: z (the actor's output row, act words sign-extended to OW) into the box
+    reg  [AMAX*OW-1:0] cl_y;
+    always @(*)
+        for (a3 = 0; a3 < AMAX; a3 = a3 + 1)
+            cl_y[a3*OW +: OW] = cl_lo[a3] ? c_low[a3]
+                                : (cl_hi[a3] ? c_high[a3] : cl_rd[a3*OW +: OW]);
+    // rotated by `off` into the two blocks' lanes, and their lane masks. Each rotator is an
+    // LA-way select on `off` among constant indices: written as a variable part-select,
+    // synthesis builds a barrel shifter over every bit offset, levels deeper.
     wire [LA*HW-1:0] cl_rot;
     wire [LA-1:0]    cl_m0, cl_m1;
+    genvar go;
     generate
         for (g = 0; g < LA; g = g + 1) begin : g_rot
             // lane g holds action (g - off) mod LA: of block j0 without a borrow, of
             // block j0 + LA with one
+            wire [OW-1:0] by_off [0:LA-1];
+            for (go = 0; go < LA; go = go + 1) begin : g_off
+                localparam integer IDX = (g - go + LA) % LA;
+                assign by_off[go] = (IDX < AMAX) ? cl_y[((IDX < AMAX) ? IDX : 0) * OW +: OW]
+                                                : {OW{1'b0}};
+            end
             wire [LGA:0]   gd = {1'b0, g[LGA-1:0]} - {1'b0, off};
-            wire [LGA-1:0] idx = gd[LGA-1:0];
-            wire [31:0]    idx_x = {{(32-LGA){1'b0}}, idx};
-            wire [OW-1:0]  y = (idx_x < AMAX) ? cl_y[idx_x * OW +: OW] : {OW{1'b0}};
+            wire [31:0]    idx_x = {{(32-LGA){1'b0}}, gd[LGA-1:0]};
+            wire [OW-1:0]  y = by_off[off];
             assign cl_rot[g*HW +: HW] = {{(HW-OW){y[OW-1]}}, y};
             assign cl_m0[g] = !gd[LGA] && idx_x < {24'd0, c_a};
             assign cl_m1[g] = gd[LGA] && idx_x < {24'd0, c_a};
@@ -575,30 +601,46 @@ module hrl_learn_step_ddpg #(
     // backward: the input delta's action columns (blocks j0 and j0 + LA), the clip's
     // backward with the sample's masks
     reg  [LA*OW-1:0] cb_blk0;
-    wire [2*LA*OW-1:0] cb_cat = {h_rd_data, cb_blk0};
-    // A clip's read tags, waiting with the reads' HOST_RD cycles (the pass below).
-    reg            k_v [1:HOST_RD];
-    reg            k_p [1:HOST_RD];
-    reg [IW-1:0]   k_b [1:HOST_RD];
+    reg  [LA-1:0]    cb_pos0, cb_neg0;
+    // (their last word is never selected: an action's index plus off is at most 2 LA - 2)
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [2*LA*OW-1:0] cb_cat = {cl_rd, cb_blk0};
+    wire [2*LA-1:0]    cb_pcat = {cl_pos, cb_pos0}, cb_ncat = {cl_neg, cb_neg0};
+    /* verilator lint_on UNUSEDSIGNAL */
+    // A clip's read tags, waiting with the reads' HOST_RD cycles and cl_rd's (the pass below).
+    localparam CLIP_RD = HOST_RD + 1;
+    reg            k_v [1:CLIP_RD];
+    reg            k_p [1:CLIP_RD];
+    reg [IW-1:0]   k_b [1:CLIP_RD];
     reg            f1, f2, g1;
     reg [IW-1:0]   wb;
-    wire           ka_v = k_v[HOST_RD];      // a clip's read returning now, its tags
-    wire           ka_p = k_p[HOST_RD];
-    wire [IW-1:0]  ka_b = k_b[HOST_RD];
+    wire           ka_v = k_v[CLIP_RD];      // a clip's read in cl_rd now, its tags
+    wire           ka_p = k_p[CLIP_RD];
+    wire [IW-1:0]  ka_b = k_b[CLIP_RD];
     wire [BI-1:0]    kbi = ka_b[BI-1:0];       // the sample whose read returns now
     wire [AMAX-1:0]  cb_lo = lo_mem[kbi];
     wire [AMAX-1:0]  cb_hi = hi_mem[kbi];
-    reg  [LA*HW-1:0] cb_dz;
-    reg  [OW-1:0]    cb_d;
-    always @(*) begin
-        cb_dz = {(LA*HW){1'b0}};
-        cb_d = {OW{1'b0}};
-        for (a2 = 0; a2 < AMAX; a2 = a2 + 1) begin
-            cb_d = cb_cat[(a2 + {{(32-LGA){1'b0}}, off}) * OW +: OW];
-            if (!((cb_lo[a2] && $signed(cb_d) > 0) || (cb_hi[a2] && $signed(cb_d) < 0)))
-                cb_dz[a2*HW +: HW] = {{(HW-OW){cb_d[OW-1]}}, cb_d};
+    // action g's word is word g + off of {block j0 + LA, block j0} (an LA-way select, as
+    // above), zeroed where the sample's action was clipped and the delta points outward
+    // (its sign tests registered with the word)
+    wire [LA*HW-1:0] cb_dz;
+    generate
+        for (g = 0; g < AMAX; g = g + 1) begin : g_cb
+            wire [OW-1:0] by_off [0:LA-1];
+            wire [LA-1:0] pos_off, neg_off;
+            for (go = 0; go < LA; go = go + 1) begin : g_off
+                assign by_off[go] = cb_cat[(g + go) * OW +: OW];
+                assign pos_off[go] = cb_pcat[g + go];
+                assign neg_off[go] = cb_ncat[g + go];
+            end
+            wire [OW-1:0] d = by_off[off];
+            wire          zero = (cb_lo[g] && pos_off[off]) || (cb_hi[g] && neg_off[off]);
+            assign cb_dz[g*HW +: HW] = zero ? {HW{1'b0}} : {{(HW-OW){d[OW-1]}}, d};
         end
-    end
+        if (AMAX < LA) begin : g_cb_rest
+            assign cb_dz[LA*HW-1:AMAX*HW] = {((LA-AMAX)*HW){1'b0}};
+        end
+    endgenerate
     wire [LA-1:0] a_mask;
     generate
         for (g = 0; g < LA; g = g + 1) begin : g_am
@@ -607,9 +649,10 @@ module hrl_learn_step_ddpg #(
     endgenerate
     wire clip_fwd = ph == PH_CLIPT || ph == PH_CLIPA;
     // A clip pass is pipelined, a sample every two cycles: its reads issue at cs 0 (and
-    // 1, backward's second block), return HOST_RD cycles later with their tags (ka_*), and its
-    // writes follow (forward: block j0, then j0 + LA; backward: one block), so the write
-    // port takes two cycles a sample and the reads of the next sample overlap them.
+    // 1, backward's second block), reach cl_rd CLIP_RD cycles later with their tags
+    // (ka_*), and its writes follow (forward: block j0, then j0 + LA; backward: one
+    // block), so the write port takes two cycles a sample and the reads of the next sample
+    // overlap them.
     wire cl_issue = state == S_CLIP && lb != c_b;
     wire cl_read = cl_issue && (!clip_fwd || !cs);
     wire           cl_smp_done = f2 || g1;   // a sample's last write (or its turn)
@@ -618,7 +661,7 @@ module hrl_learn_step_ddpg #(
         k_v[1] <= cl_read;
         k_p[1] <= cs;
         k_b[1] <= lb;
-        for (ks = 2; ks <= HOST_RD; ks = ks + 1) begin
+        for (ks = 2; ks <= CLIP_RD; ks = ks + 1) begin
             k_v[ks] <= k_v[ks-1];
             k_p[ks] <= k_p[ks-1];
             k_b[ks] <= k_b[ks-1];
@@ -637,14 +680,16 @@ module hrl_learn_step_ddpg #(
                     hi_mem[kbi] <= cl_hi;
                 end
             end else if (!ka_p) begin
-                cb_blk0 <= h_rd_data;
+                cb_blk0 <= cl_rd;
+                cb_pos0 <= cl_pos;
+                cb_neg0 <= cl_neg;
             end else begin
                 cw_data <= cb_dz;
                 wb <= ka_b;
             end
         end
         if (rst) begin
-            for (ks = 1; ks <= HOST_RD; ks = ks + 1) k_v[ks] <= 1'b0;
+            for (ks = 1; ks <= CLIP_RD; ks = ks + 1) k_v[ks] <= 1'b0;
             f1 <= 1'b0;
             f2 <= 1'b0;
             g1 <= 1'b0;
@@ -727,7 +772,9 @@ module hrl_learn_step_ddpg #(
         endcase
     end
 
-    // ---- the configuration's range (checked at the start: nothing runs on a bad one)
+    // ---- the configuration's range (checked at the start: nothing runs on a bad one). The
+    // check is registered (as in hrl_learn_step: its compares reach no state register in the
+    // cycle they are made): the command's first cycle, S_CHK, reads it.
     wire [31:0] nops_x = {{(31-OPB){1'b0}}, c_op[6]};
     reg         ops_bad;
     integer o;
@@ -735,11 +782,13 @@ module hrl_learn_step_ddpg #(
         ops_bad = c_op[0] == {(OPB+1){1'b0}} || nops_x > NOPS;
         for (o = 1; o < 7; o = o + 1) ops_bad = ops_bad || c_op[o] <= c_op[o-1];
     end
-    wire cfg_bad = c_nla == 7'd0 || c_nlc == 7'd0 || {24'd0, c_nla} + {24'd0, c_nlc} > NL
-                   || c_a == 8'd0 || {24'd0, c_a} > AMAX || c_b == {IW{1'b0}}
-                   || {{(32-IW){1'b0}}, c_b} > BMAX || c_s == {IW{1'b0}}
-                   || {{(32-IW){1'b0}}, c_s} + {24'd0, c_a} > NMAX || ops_bad
-                   || c_period == 32'd0;
+    reg  cfg_bad;
+    wire cfg_bad_n = c_nla == 7'd0 || c_nlc == 7'd0 || {24'd0, c_nla} + {24'd0, c_nlc} > NL
+                     || c_a == 8'd0 || {24'd0, c_a} > AMAX || c_b == {IW{1'b0}}
+                     || {{(32-IW){1'b0}}, c_b} > BMAX || c_s == {IW{1'b0}}
+                     || {{(32-IW){1'b0}}, c_s} + {24'd0, c_a} > NMAX || ops_bad
+                     || c_period == 32'd0;
+    always @(posedge clk) cfg_bad <= cfg_bad_n;
 
     // Enter phase p (the header's numbers) at the next cycle.
     task enter(input [4:0] p);
@@ -749,6 +798,7 @@ module hrl_learn_step_ddpg #(
             ls <= 1'b0;
             cs <= 1'b0;
             l_left <= c_b;
+            l_zero <= c_b == {IW{1'b0}};
             state <= S_FIN;
             case (p)
                 5'd0, 5'd2, 5'd4, 5'd6, 5'd8, 5'd10, 5'd12: begin
@@ -785,12 +835,19 @@ module hrl_learn_step_ddpg #(
         end
     endtask
 
-    wire [SW-1:0] sat_add = (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
-                  + {{(SW-CB-3){1'b0}}, wk_sat}
-                  + ((wk_op_v && pk == P_ADAM && ph == PH_WCRIT) ? {{(SW-CB){1'b0}}, wk_op_nsat}
-                                                                  : {SW{1'b0}})
-                  + ((state == S_RUNW && e_done) ? e_sat : {SW{1'b0}});
-    wire          on_state = state != S_IDLE && state != S_FIN;
+    // A cycle's saturations, registered before they reach the SW-bit count (as in
+    // hrl_learn_step: four sources and the count's carry chain in one cycle is a path past
+    // the clock). The count lags a cycle and is whole at S_FIN all the same: the step's last
+    // source is a walk (the actor's Adam walk, or the target walk when due), whose last
+    // count leaves the cycle before its `done`.
+    reg  [SW-1:0] sat_add;
+    always @(posedge clk)
+        sat_add <= (lo_v ? {{(SW-2){1'b0}}, lo_sat} : {SW{1'b0}})
+                   + {{(SW-CB-3){1'b0}}, wk_sat}
+                   + ((wk_op_v && pk == P_ADAM && ph == PH_WCRIT)
+                      ? {{(SW-CB){1'b0}}, wk_op_nsat} : {SW{1'b0}})
+                   + ((state == S_RUNW && e_done) ? e_sat : {SW{1'b0}});
+    wire          on_state = state != S_IDLE && state != S_CHK && state != S_FIN;
     always @(posedge clk) begin
         st_done <= 1'b0;
         e_start <= 1'b0;
@@ -833,12 +890,13 @@ module hrl_learn_step_ddpg #(
                 nop_tg_n <= {SW{1'b0}};
                 tgt_ran <= 1'b0;
                 acc_sat <= nop_a + nop_c + nop_tg;
-                if (cfg_bad) begin
-                    st_error <= 1'b1;
-                    state <= S_FIN;
-                end else begin
-                    enter(st_cmd ? PH_OPON : 5'd0);
-                end
+                state <= S_CHK;
+            end
+            S_CHK: if (cfg_bad) begin
+                st_error <= 1'b1;
+                state <= S_FIN;
+            end else begin
+                enter(cmd_init ? PH_OPON : 5'd0);
             end
             S_RUN: begin
                 e_start <= 1'b1;
@@ -865,14 +923,14 @@ module hrl_learn_step_ddpg #(
                 lb <= lb + 1'b1;
                 if (lb + 1'b1 == c_b) state <= S_LOSSW;
             end
-            S_LOSSW: if (l_left == {IW{1'b0}}) enter(ph + 5'd1);
+            S_LOSSW: if (l_zero) enter(ph + 5'd1);
             S_CLIP: begin
                 // two cycles a sample's issue; the pass ends at its last sample's writes
                 if (cl_issue) begin
                     cs <= !cs;
                     if (cs) lb <= lb + 1'b1;
                 end
-                if (l_left == {IW{1'b0}}) enter(ph + 5'd1);
+                if (l_zero) enter(ph + 5'd1);
             end
             S_WALK: if (wk_done) enter(ph + 5'd1);   // the walk's last write
             S_FIN: begin
@@ -892,8 +950,14 @@ module hrl_learn_step_ddpg #(
             default: state <= S_IDLE;
         endcase
         if (state == S_LOSS || state == S_AROW || state == S_LOSSW)
-            if (lo_v) l_left <= l_left - 1'b1;
-        if (state == S_CLIP && cl_smp_done) l_left <= l_left - 1'b1;
+            if (lo_v) begin
+                l_left <= l_left - 1'b1;
+                l_zero <= l_left == {{(IW-1){1'b0}}, 1'b1};
+            end
+        if (state == S_CLIP && cl_smp_done) begin
+            l_left <= l_left - 1'b1;
+            l_zero <= l_left == {{(IW-1){1'b0}}, 1'b1};
+        end
         if (rst) begin
             state <= S_IDLE;
             ph <= 5'd0;

@@ -424,6 +424,8 @@ class ArrayLearner:
     rows: int = 16
     cols: int = 16
     clock_hz: float = DEFAULT_CLOCK_HZ
+    # DDPG's kernel (its own step module) may time slower than DQN's; None: clock_hz.
+    ddpg_clock_hz: float | None = None
     # Host-side cost of one kernel invocation, as the RMM's (RmmTiming.invoke_overhead_s).
     invoke_overhead_s: float = 10e-6
     source: str = ("the learner's cycle model (hrl.mapping.learner_schedule) on a 16x16 array "
@@ -449,23 +451,35 @@ class ArrayLearner:
                                                self.rows, self.cols,
                                                critic=list(networks["critic"]),
                                                target_period=target_period)
+            return got["total"] / (self.ddpg_clock_hz or self.clock_hz) \
+                + self.invoke_overhead_s
         return got["total"] / self.clock_hz + self.invoke_overhead_s
 
     @classmethod
     def from_table(cls, rows: list[dict], array: str = DEFAULT_ARRAY) -> ArrayLearner:
         """The learner of the table's `array` (R x C), at the clock the table's figures were
-        taken at (its cycles over its microseconds). Raises ValueError when the table has no
-        row of that array or no clock."""
+        taken at (its cycles over its microseconds): its DDPG rows' clock for DDPG's step,
+        the others' for the rest. Raises ValueError when the table has no row of that array
+        or no clock."""
         mine = [r for r in rows if r.get("array") == array and float(r.get("us") or 0) > 0]
         if not mine:
             raise ValueError(f"the learner's cycle table has no {array} array")
-        clocks = sorted(float(r["total_cycles"]) / float(r["us"]) * 1e6 for r in mine)
-        clock = clocks[len(clocks) // 2]
+
+        def median_clock(of: list[dict]) -> float | None:
+            clocks = sorted(float(r["total_cycles"]) / float(r["us"]) * 1e6 for r in of)
+            return clocks[len(clocks) // 2] if clocks else None
+
+        ddpg = [x for x in mine if str(x.get("net", "")).startswith("ddpg")]
+        clock = median_clock([x for x in mine if x not in ddpg]) or median_clock(ddpg)
+        ddpg_clock = median_clock(ddpg)
         r, c = (int(x) for x in array.split("x"))
         sim = sum(1 for x in mine if x.get("sim") == "yes")
-        return cls(r, c, clock, source=(
+        at = f"{clock / 1e6:.0f} MHz"
+        if ddpg_clock and round(ddpg_clock / 1e6) != round(clock / 1e6):
+            at += f" (DDPG's step at {ddpg_clock / 1e6:.0f} MHz, its kernel's)"
+        return cls(r, c, clock, ddpg_clock_hz=ddpg_clock, source=(
             f"the learner's cycle model on its {array} array ({sim} of the table's {len(mine)} "
-            f"points simulated in RTL, cycle for cycle), at the table's {clock / 1e6:.0f} MHz "
+            f"points simulated in RTL, cycle for cycle), at the table's {at} "
             "(yosys's estimate; experiments/results/fpga_learner/cycles.csv)"))
 
 

@@ -53,11 +53,12 @@ DDPG_CRITIC_READS = 2  # DDPG's critic rows: Q(s, a) and Q'(s', mu'(s')) read pe
 DDPG_CRITIC_PIPE = 21  # ... the reads' 5 cycles, the loss unit's 15, the hand-off
 DDPG_ACTOR_PIPE = 16  # DDPG's actor rows (the constant delta, nothing read): 15 + hand-off
 CLIP_CYCLES = 2  # a sample of a DDPG clip pass: its reads and writes, two each at most
-CLIP_PIPE = 7  # ... the pass's tail: the last reads' 5 cycles, the last writes
+CLIP_PIPE = 8  # ... the pass's tail: the last reads' 5 cycles, their register, the last writes
 CLIP_PASSES = 3  # mu'(s') and mu(s) into the critics' inputs, the clip's backward pass
 ADAM_PIPE = 50  # an Adam walk: gradient read 5 + Adam 33 + operand 9 + counts 2 + hand-off
 TARGET_PIPE = 14  # a target walk: reads 2 + target unit 9 + its counts' 2 + the hand-off
 STEP_HANDOFF = 3  # hrl_learn_step: the command's start, its configuration's check, its end
+DDPG_HANDOFF = 1  # hrl_learn_step_ddpg: its configuration's check (start and end are in its runs)
 SPLIT_GAP = 3  # hrl_learn_step: the online net's run done -> the target's run started
 # hrl_learn_engine's `done` waits a cycle after its last write for the activation unit's
 # saturation count (hrl_learn_activation: a row's count is in two cycles after the row).
@@ -216,7 +217,8 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
     (`dqn_target_cycles`). DQN's 'array' is the step module's two engine runs
     (`run_cycles` of `dqn_forward_ops` and `dqn_backward_ops`), its total with the
     module's STEP_HANDOFF. DDPG's 'array' is its seven runs' phases (`ddpg_runs`,
-    `schedule_cycles`), DEP_GAP + SAT_COUNT_LAG between runs."""
+    `schedule_cycles`), DEP_GAP + SAT_COUNT_LAG between runs, its total with the module's
+    DDPG_HANDOFF."""
     if not isinstance(target_period, int) or target_period < 1:
         raise ValueError(f"agent.target_update_period: {target_period!r} must be an int >= 1")
     if kind == "dqn":
@@ -237,7 +239,7 @@ def step_cycles(kind: str, dims, batch: int, r: int, c: int, critic=None,
         array = sum(schedule_cycles(run, r, c) for run in runs) \
             + len(runs) * (DEP_GAP + SAT_COUNT_LAG)
         work = sum(macs(run) for run in runs)
-        handoff = 0
+        handoff = DDPG_HANDOFF
     total = array + loss + upd + -(-target // target_period) + handoff
     return {"array": array, "loss": loss, "update": upd, "target": target, "total": total,
             "macs": work}

@@ -126,7 +126,7 @@ async def test_steps_fed_back(dut):
 # Collected by tests/rtl/test_rtl_adam.py.
 
 SOURCES = ["hrl_learn_narrow.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v",
-           "hrl_learn_adam.v"]
+           "hrl_delay.v", "hrl_learn_adam.v"]
 
 SETS = [
     pytest.param("icarus", {}, id="icarus-default"),

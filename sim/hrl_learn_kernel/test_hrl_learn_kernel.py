@@ -227,13 +227,13 @@ async def test_listed_nets(dut):
 # (sim_build/hrl_learn_kernel/<sim>-R..-C..-...). Any other set runs with
 # rtl_runner.run("hrl_learn_kernel", {...}, sources=SOURCES, sim=...).
 
-SOURCES = ["hrl_learn_narrow.v",
-           "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-           "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
-           "hrl_learn_loss_ddpg.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v",
-           "hrl_learn_adam.v", "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step.v",
-           "hrl_learn_step_ddpg.v", "hrl_axi_rd.v", "hrl_axi_wr.v", "hrl_beats_to_words.v",
-           "hrl_words_to_beats.v", "hrl_axil_ctrl.v", "hrl_learn_kernel.v"]
+SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v",
+           "hrl_learn_weight_bank.v", "hrl_learn_activation.v", "hrl_learn_engine.v",
+           "hrl_learn_td.v", "hrl_learn_loss_dqn.v", "hrl_learn_loss_ddpg.v",
+           "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_delay.v", "hrl_learn_adam.v",
+           "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step.v", "hrl_learn_step_ddpg.v",
+           "hrl_axi_rd.v", "hrl_axi_wr.v", "hrl_beats_to_words.v", "hrl_words_to_beats.v",
+           "hrl_axil_ctrl.v", "hrl_learn_kernel.v"]
 
 
 def params(r, c, nmax=64, nl=3, bmax=32, dw=512, aw=16, bw=16, ow=24, bsmax=24):

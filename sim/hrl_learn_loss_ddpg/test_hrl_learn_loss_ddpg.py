@@ -156,7 +156,7 @@ async def test_actor_and_critic_interleaved(dut):
 # --------------------------------------------------------------------------- pytest sweep
 # Collected by tests/rtl/test_rtl_learn.py.
 
-SOURCES = ["hrl_learn_narrow.v", "hrl_learn_loss_ddpg.v"]
+SOURCES = ["hrl_learn_narrow.v", "hrl_delay.v", "hrl_learn_td.v", "hrl_learn_loss_ddpg.v"]
 
 SETS = [
     pytest.param("icarus", {"VW": 24, "VF": 8, "PW": 17, "PF": 15, "DW": 18, "DF": 12},

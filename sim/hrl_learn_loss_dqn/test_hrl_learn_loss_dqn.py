@@ -117,7 +117,7 @@ async def test_batches(dut):
 # --------------------------------------------------------------------------- pytest sweep
 # Collected by tests/rtl/test_rtl_learn.py.
 
-SOURCES = ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"]
+SOURCES = ["hrl_learn_narrow.v", "hrl_delay.v", "hrl_learn_td.v", "hrl_learn_loss_dqn.v"]
 
 SETS = [
     pytest.param("icarus", {"A": 2, "VW": 24, "VF": 8, "PW": 17, "PF": 15, "DW": 18, "DF": 12},

@@ -413,11 +413,11 @@ async def test_listed_steps(dut):
 # with rtl_runner.run("hrl_learn_step", {...}, sources=SOURCES, sim=...), or
 # `python sim/rtl_runner.py hrl_learn_step -k <case>`.
 
-SOURCES = ["hrl_learn_narrow.v",
-           "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-           "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
-           "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
-           "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step.v"]
+SOURCES = ["hrl_learn_narrow.v", "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v",
+           "hrl_learn_weight_bank.v", "hrl_learn_activation.v", "hrl_learn_engine.v",
+           "hrl_learn_td.v", "hrl_learn_loss_dqn.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v",
+           "hrl_delay.v", "hrl_learn_adam.v", "hrl_learn_target.v", "hrl_learn_walk.v",
+           "hrl_learn_step.v"]
 
 
 def params(r, c, nmax=16, nl=3, bmax=16, amax=4, aw=18, bw=18, ow=24):

@@ -48,7 +48,7 @@ def test_ddpg_terms_by_hand():
     runs = ls.ddpg_runs(actor, critic, b)
     assert d["array"] == sum(ls.schedule_cycles(r, 16, 16) for r in runs) + 7 * (
         ls.DEP_GAP + ls.SAT_COUNT_LAG)
-    assert d["total"] == d["array"] + d["loss"] + d["update"] + d["target"]
+    assert d["total"] == d["array"] + d["loss"] + d["update"] + d["target"] + ls.DDPG_HANDOFF
     d3 = ls.step_cycles("ddpg", actor, b, 16, 16, critic=critic, target_period=3)
     assert d3["total"] == d["total"] - d["target"] + -(-d["target"] // 3)
 
@@ -66,3 +66,31 @@ def test_fpga_ddpg_train_call_is_the_step_model():
     got = fpga.learner_seconds(learner, "train", work)
     assert got == pytest.approx(cycles / learner.clock_hz + learner.invoke_overhead_s,
                                 rel=1e-12)
+
+
+def test_from_table_prices_ddpg_at_its_kernels_clock():
+    """A cycle table whose DDPG rows were taken at a slower clock (the DDPG kernel's) gives
+    the learner two clocks: DQN's step and the inference at the other rows', DDPG's step at
+    its own; a table without DDPG rows prices DDPG at the one clock."""
+    rows = [{"op": "sgd_step", "net": "dqn 4-64-64-2", "array": "16x16", "sim": "model",
+             "total_cycles": 1880, "us": 10.0},
+            {"op": "inference", "net": "dqn 4-64-64-2", "array": "16x16", "sim": "yes",
+             "total_cycles": 376, "us": 2.0},
+            {"op": "sgd_step", "net": "ddpg pendulum 3-64-64-1 / 4-64-64-1",
+             "array": "16x16", "sim": "yes", "total_cycles": 1820, "us": 10.0}]
+    learner = fpga.ArrayLearner.from_table(rows, "16x16")
+    assert learner.clock_hz == pytest.approx(188e6)
+    assert learner.ddpg_clock_hz == pytest.approx(182e6)
+    assert "DDPG's step at 182 MHz" in learner.source
+    actor, critic = [3, 64, 64, 1], [4, 64, 64, 1]
+    cycles = ls.step_cycles("ddpg", actor, 32, 16, 16, critic=critic)["total"]
+    got = learner.train_seconds({"actor": actor, "critic": critic}, 32)
+    assert got == pytest.approx(cycles / 182e6 + learner.invoke_overhead_s, rel=1e-12)
+    q = [4, 64, 64, 2]
+    dqn = ls.step_cycles("dqn", q, 32, 16, 16)["total"]
+    assert learner.train_seconds({"q": q}, 32) == pytest.approx(
+        dqn / 188e6 + learner.invoke_overhead_s, rel=1e-12)
+    one_clock = fpga.ArrayLearner.from_table(rows[:2], "16x16")
+    assert one_clock.ddpg_clock_hz is None
+    assert one_clock.train_seconds({"actor": actor, "critic": critic}, 32) == pytest.approx(
+        cycles / 188e6 + one_clock.invoke_overhead_s, rel=1e-12)

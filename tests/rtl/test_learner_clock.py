@@ -48,7 +48,7 @@ def test_committed_tables_agree():
         rows = {r["design"]: r for r in csv.DictReader(f)}
     arrays = {name for a in learner_clock.ARRAYS for name, *_ in learner_clock.array_designs(a)}
     assert set(rows) == ({name for name, *_ in learner_clock.UNITS} | {learner_clock.KERNEL}
-                         | arrays)
+                         | {learner_clock.KERNEL_DDPG} | arrays)
     for r in rows.values():
         assert int(r["est_MHz"]) == learner_clock.est_mhz(int(r["lut_levels"]),
                                                          float(r["sta_ns"])), r
@@ -59,12 +59,14 @@ def test_committed_tables_agree():
 
 
 def test_cycle_table_at_each_arrays_clock():
-    """cycles.csv states each array's times at that array's clock from clock.csv."""
+    """cycles.csv states each array's times at that array's clock from clock.csv (DDPG's
+    rows at its kernel's)."""
     with open(OUT / "clock.csv", newline="") as f:
         clock_rows = list(csv.DictReader(f))
     with open(OUT / "cycles.csv", newline="") as f:
         for r in csv.DictReader(f):
-            mhz, _ = learner_clock.array_clock(clock_rows, r["array"])
+            algo = "ddpg" if r["net"].startswith("ddpg") else "dqn"
+            mhz, _ = learner_clock.array_clock(clock_rows, r["array"], algo)
             assert float(r["us"]) == round(int(r["total_cycles"]) / mhz, 2), r
 
 
@@ -86,3 +88,9 @@ def test_array_clock_picks_the_rows_of_its_lanes():
     assert learner_clock.array_clock(rows, "32x8") == (170, ["walk, 16 lanes (16x16)"])
     with pytest.raises(ValueError, match="no design at 64 lanes"):
         learner_clock.array_clock(rows, "64x64")
+    # DDPG's clock: the DDPG kernel's row counts too, and only for DDPG
+    rows.append(row(learner_clock.KERNEL_DDPG, 180))
+    assert learner_clock.array_clock(rows, "4x4") == (188, [learner_clock.KERNEL])
+    assert learner_clock.array_clock(rows, "4x4", "ddpg") == (180, [learner_clock.KERNEL_DDPG])
+    assert learner_clock.array_clock(rows, "16x16", "ddpg") == (170,
+                                                                ["walk, 16 lanes (16x16)"])

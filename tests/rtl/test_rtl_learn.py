@@ -31,6 +31,10 @@ MODULES = ["hrl_learn_mac_array", "hrl_learn_weight_bank", "hrl_learn_activation
 for _module in MODULES:
     globals().update(rtl_runner.sweeps(_module, f"test_{_module}"))
 
+# The loss units, with the TD pipeline they share
+LOSS_DQN_SRCS = ["hrl_learn_narrow.v", "hrl_delay.v", "hrl_learn_td.v", "hrl_learn_loss_dqn.v"]
+LOSS_DDPG_SRCS = ["hrl_learn_narrow.v", "hrl_delay.v", "hrl_learn_td.v",
+                  "hrl_learn_loss_ddpg.v"]
 # (top, sources, parameter sets) linted with verilator --lint-only -Wall.
 LINT = [
     ("hrl_learn_narrow", ["hrl_learn_narrow.v"], [{}, {"IW": 20, "OW": 8, "SMAX": 20, "PIPE": 1},
@@ -44,9 +48,9 @@ LINT = [
      [{}, {"L": 1}, {"L": 16, "DW": 18, "DEPTH": 2048, "IW": 10}, {"L": 32}]),
     ("hrl_learn_activation", ["hrl_learn_activation.v"],
      [{}, {"C": 1}, {"C": 3}, {"C": 16, "W": 24}, {"C": 32}]),
-    ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"],
+    ("hrl_learn_loss_dqn", LOSS_DQN_SRCS,
      [{}, {"A": 1}, {"A": 6, "VW": 20, "VF": 6, "PW": 16, "PF": 14, "DW": 16, "DF": 10}]),
-    ("hrl_learn_loss_ddpg", ["hrl_learn_narrow.v", "hrl_learn_loss_ddpg.v"],
+    ("hrl_learn_loss_ddpg", LOSS_DDPG_SRCS,
      [{}, {"VW": 16, "VF": 4, "PW": 12, "PF": 10, "DW": 12, "DF": 11}]),
     ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"],
      [{}, {"P": 4, "MW": 24, "MF": 18, "WW": 12, "WF": 8, "UW": 12, "UF": 9},
@@ -73,8 +77,8 @@ ARRAY = ("hrl_learn_mac_array", ["hrl_learn_narrow.v",
                                  "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v"])
 BANK = ("hrl_learn_weight_bank", ["hrl_learn_weight_bank.v"])
 ACT = ("hrl_learn_activation", ["hrl_learn_activation.v"])
-LOSS = ("hrl_learn_loss_dqn", ["hrl_learn_narrow.v", "hrl_learn_loss_dqn.v"])
-DDPG = ("hrl_learn_loss_ddpg", ["hrl_learn_narrow.v", "hrl_learn_loss_ddpg.v"])
+LOSS = ("hrl_learn_loss_dqn", LOSS_DQN_SRCS)
+DDPG = ("hrl_learn_loss_ddpg", LOSS_DDPG_SRCS)
 TARGET = ("hrl_learn_target", ["hrl_learn_narrow.v", "hrl_learn_target.v"])
 
 
@@ -144,18 +148,18 @@ MUTATIONS = [
     pytest.param(*LOSS, "hrl_learn_loss_dqn.v",
                  r"\(!lv_ok \|\| rc > lc\)", "(!lv_ok || rc >= lc)", LOSS_PRM, "argmax-last",
                  id="loss-argmax-last", marks=pytest.mark.long),
-    pytest.param(*LOSS, "hrl_learn_loss_dqn.v", r"!use_huber \? td14", "1'b1 ? td14",
+    pytest.param(*LOSS, "hrl_learn_td.v", r"!use_huber \? td8", "1'b1 ? td8",
                  LOSS_PRM, "no-huber", id="loss-no-huber", marks=pytest.mark.long),
-    pytest.param(*LOSS, "hrl_learn_loss_dqn.v",
-                 r"\(\{\{\(MW-VW\)\{r8\[VW-1\]\}\}, r8\} <<< PF\)", "r8", LOSS_PRM,
+    pytest.param(*LOSS, "hrl_learn_td.v",
+                 r"\(\{\{\(MW-VW\)\{r2\[VW-1\]\}\}, r2\} <<< PF\)", "r2", LOSS_PRM,
                  "reward-unaligned", id="loss-reward-unaligned", marks=pytest.mark.long),
     pytest.param(*DDPG, "hrl_learn_loss_ddpg.v", r"out_delta <= actor14 \? minus_one",
                  "out_delta <= 1'b0 ? minus_one", DDPG_PRM, "no-actor-delta",
                  id="ddpg-no-actor-delta", marks=pytest.mark.long),
-    pytest.param(*DDPG, "hrl_learn_loss_ddpg.v", r"!use_huber \? td9", "1'b1 ? td9",
+    pytest.param(*DDPG, "hrl_learn_td.v", r"!use_huber \? td8", "1'b1 ? td8",
                  DDPG_PRM, "no-huber", id="ddpg-no-huber", marks=pytest.mark.long),
-    pytest.param(*DDPG, "hrl_learn_loss_ddpg.v", r"\? \{1'b0, \{\(VW-1\)\{1'b1\}\}\}",
-                 "? td10", DDPG_PRM, "abs-min-wraps", id="ddpg-abs-min-wraps",
+    pytest.param(*DDPG, "hrl_learn_td.v", r"\? \{1'b0, \{\(VW-1\)\{1'b1\}\}\}",
+                 "? td9", DDPG_PRM, "abs-min-wraps", id="ddpg-abs-min-wraps",
                  marks=pytest.mark.long),
     pytest.param(*DDPG, "hrl_learn_narrow.v", r"\(sticky \|\| fl\[0\]\)",
                  "(sticky || 1'b1)", DDPG_PRM, "ties-away", id="ddpg-narrow-ties-away",

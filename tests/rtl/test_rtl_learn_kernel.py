@@ -29,13 +29,13 @@ pytestmark = pytest.mark.hw
 globals().update(rtl_runner.sweeps("hrl_learn_kernel", "test_hrl_learn_kernel"))
 
 TOP = "hrl_learn_kernel"
-SRCS = ["hrl_learn_narrow.v",
-        "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-        "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
-        "hrl_learn_loss_ddpg.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
-        "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step.v", "hrl_learn_step_ddpg.v",
-        "hrl_axi_rd.v", "hrl_axi_wr.v", "hrl_beats_to_words.v", "hrl_words_to_beats.v",
-        "hrl_axil_ctrl.v", "hrl_learn_kernel.v"]
+SRCS = ["hrl_learn_narrow.v", "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v",
+        "hrl_learn_weight_bank.v", "hrl_learn_activation.v", "hrl_learn_engine.v",
+        "hrl_learn_td.v", "hrl_learn_loss_dqn.v", "hrl_learn_loss_ddpg.v", "hrl_learn_rsqrt_rom.v",
+        "hrl_learn_rsqrt.v", "hrl_delay.v", "hrl_learn_adam.v", "hrl_learn_target.v",
+        "hrl_learn_walk.v", "hrl_learn_step.v", "hrl_learn_step_ddpg.v", "hrl_axi_rd.v",
+        "hrl_axi_wr.v", "hrl_beats_to_words.v", "hrl_words_to_beats.v", "hrl_axil_ctrl.v",
+        "hrl_learn_kernel.v"]
 # A small set for the mutants: they need only fail, and a small kernel builds and runs fast.
 SMALL = {"R": 2, "C": 4, "AW": 16, "BW": 16, "OW": 24, "NMAX": 12, "NL": 3, "BMAX": 5,
          "BSMAX": 24, "C_M_AXI_GMEM_DATA_WIDTH": 64}

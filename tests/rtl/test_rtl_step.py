@@ -35,8 +35,8 @@ globals().update(rtl_runner.sweeps("hrl_learn_step", "test_hrl_learn_step"))
 TOP = "hrl_learn_step"
 SRCS = ["hrl_learn_narrow.v",
         "hrl_learn_mac_pe.v", "hrl_learn_mac_array.v", "hrl_learn_weight_bank.v",
-        "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_loss_dqn.v",
-        "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
+        "hrl_learn_activation.v", "hrl_learn_engine.v", "hrl_learn_td.v", "hrl_learn_loss_dqn.v",
+        "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_delay.v", "hrl_learn_adam.v",
         "hrl_learn_target.v", "hrl_learn_walk.v", "hrl_learn_step.v"]
 # The mutants' set: they need only fail, and a small module builds and runs fast.
 SMALL = {"R": 4, "C": 4, "AW": 18, "BW": 18, "OW": 24, "NMAX": 16, "NL": 3, "BMAX": 16,

@@ -27,8 +27,8 @@ import rtl_runner  # noqa: E402
 pytestmark = pytest.mark.hw
 
 TOP = "hrl_learn_walk"
-SRCS = ["hrl_learn_narrow.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_learn_adam.v",
-        "hrl_learn_target.v", "hrl_learn_walk.v"]
+SRCS = ["hrl_learn_narrow.v", "hrl_learn_rsqrt_rom.v", "hrl_learn_rsqrt.v", "hrl_delay.v",
+        "hrl_learn_adam.v", "hrl_learn_target.v", "hrl_learn_walk.v"]
 
 
 @pytest.mark.parametrize("prm", [
