@@ -29,13 +29,14 @@ array with DDPG's step module, TRAIN = 2). The paths that set most units' depth 
 with the array (the array's columns are alike), but some do, by log2 of the lanes: the banks'
 rotators and the activation unit's saturation count (timed alone at 16 and 32 lanes), the
 engine's operand windows over max(R, C) lanes and the walk's saturation sums over C lanes. So
-`--arrays 16x16 8x32` also times the engine and the DQN step's walk, each flattened alone at
-that array with the kernel's other parameters (tens of minutes and several GB of yosys each,
-so not in the default run; their rows are kept by the other runs). An array's clock
-(`array_clock`) is the slowest of the kernel's row and the rows of its lane counts (its
-DDPG clock: of both kernels' rows and those lane rows): the 32 x 32 array's engine is not
-timed (flattened, it is past this machine's memory), and the 8 x 32 engine's row, whose
-windows and banks have the same 32 lanes, stands for it.
+`--arrays 16x16 8x32` also times the engine and the two step modules' walks (DQN's, and
+DDPG's with its Polyak target lanes), each flattened alone at that array with the kernel's
+other parameters (tens of minutes and several GB of yosys each, so not in the default run;
+their rows are kept by the other runs). An array's clock (`array_clock`) is the slowest of
+the kernel's row and the rows of its lane counts (its DDPG clock: of both kernels' rows,
+those lane rows and DDPG's walk's): the 32 x 32 array's engine is not timed (flattened, it
+is past this machine's memory), and the 8 x 32 engine's row, whose windows and banks have
+the same 32 lanes, stands for it.
 
 Not a Vivado timing report: no placement, no routing (the rule's 1 ns stands for it), no
 DSP or block-RAM delays.
@@ -180,9 +181,10 @@ def kernel_design(algo: str = "dqn") -> tuple[str, list[str], dict]:
 
 
 def array_designs(array: str) -> list[tuple[str, str, list[str], dict]]:
-    """The engine (its operand windows and banks over max(R, C) lanes) and the DQN step's
-    walk (its saturation sums over C lanes) at `array` (RxC), with the kernel's other
-    parameters: (row name, top, sources, parameters), as UNITS."""
+    """The engine (its operand windows and banks over max(R, C) lanes), the DQN step's walk
+    (its saturation sums over C lanes) and DDPG's (the target walk with Polyak lanes, no
+    fold: "DDPG walk", which only DDPG's clock takes) at `array` (RxC), with the kernel's
+    other parameters: (row name, top, sources, parameters), as UNITS."""
     r, c = shape(array)
     _, _, prm = kernel_design()
     engine = {k: prm[k] for k in ("AW", "BW", "OW", "NMAX", "NL", "BMAX", "BSMAX")}
@@ -190,15 +192,17 @@ def array_designs(array: str) -> list[tuple[str, str, list[str], dict]]:
     return [(f"engine, {max(r, c)} lanes ({array})", "hrl_learn_engine", ENGINE_SRCS,
              {**engine, "R": r, "C": c}),
             (f"walk, {c} lanes ({array})", "hrl_learn_walk", WALK_SRCS,
-             {**walk, "R": r, "C": c, "TGT_WALK": 0, "FOLD": 1})]
+             {**walk, "R": r, "C": c, "TGT_WALK": 0, "FOLD": 1}),
+            (f"DDPG walk, {c} lanes ({array})", "hrl_learn_walk", WALK_SRCS,
+             {**walk, "R": r, "C": c, "TGT_WALK": 1, "FOLD": 0})]
 
 
 def array_clock(rows: list[dict], array: str, algo: str = "dqn") -> tuple[int, list[str]]:
     """An array's clock estimate and the rows that set it: the slowest of the 4x4 kernel's
     row (every path in context, at 4 lanes) and the rows of the array's lane counts (the
     bank and the engine at max(R, C) lanes, the activation unit and the walk at C). For
-    `algo` "ddpg" the DDPG kernel's row (KERNEL_DDPG) counts too, where the table has it:
-    the lane rows are the DQN step's walk and the shared engine. A lane
+    `algo` "ddpg" the DDPG kernel's row (KERNEL_DDPG) and DDPG's walk rows count too, where
+    the table has them. A lane
     count the table has no row for takes the rows of the next count above it that it has
     (8 lanes the 16 lanes' rows: longer paths, so the estimate errs slow); past the largest,
     a ValueError. Rows the table lacks are left out, so the estimate is only as complete as
@@ -217,11 +221,12 @@ def array_clock(rows: list[dict], array: str, algo: str = "dqn") -> tuple[int, l
 
     wide, cols = at(max(r, c)), at(c)
     kernels = (KERNEL, KERNEL_DDPG) if algo == "ddpg" else (KERNEL,)
+    walks = (f"walk, {cols} lanes", f"DDPG walk, {cols} lanes") if algo == "ddpg" \
+        else (f"walk, {cols} lanes",)
     picked = [x for x in rows if x["design"] in kernels
               or (wide and x["design"].startswith((f"bank, {wide} lanes",
                                                     f"engine, {wide} lanes")))
-              or (cols and x["design"].startswith((f"activation, {cols} lanes",
-                                                    f"walk, {cols} lanes")))]
+              or (cols and x["design"].startswith((f"activation, {cols} lanes", *walks)))]
     if not picked:
         raise ValueError(f"clock.csv has no row for array {array}")
     mhz = min(int(x["est_MHz"]) for x in picked)
@@ -248,7 +253,7 @@ def markdown_parts(rows: list[dict]) -> tuple[list[str], list[str]]:
             "the kernel row (the all-FPGA run's kernel: 4x4 array, DQN's step module) times "
             "every path in context, and so does the DDPG kernel's row (`--kernels ddpg`: "
             "the same array with DDPG's step module); the engine and walk rows time, alone, "
-            "the two parts "
+            "the parts "
             "whose paths grow with an array's lanes, at that array's shape. "
             "Not a Vivado report."]
     kern = [r for r in rows if r["design"] == KERNEL]
@@ -268,8 +273,8 @@ def markdown_parts(rows: list[dict]) -> tuple[list[str], list[str]]:
             "and the walk at C; a lane count without rows takes the next one above: 8 lanes "
             "the 16 lanes' rows); the 32x32 engine is not timed (past this machine's memory "
             "flattened), the 8x32 engine's 32-lane row stands for it. cycles.md states each "
-            "array's times at this clock; the DDPG column adds the DDPG kernel's row "
-            "(ddpg_step_cycles.md's times).", "",
+            "array's times at this clock; the DDPG column adds the DDPG kernel's row and "
+            "DDPG's walk at C lanes (ddpg_step_cycles.md's times).", "",
             "| array | est_MHz | set by | DDPG est_MHz | DDPG set by |",
             "|---|---|---|---|---|"]
     for a in CLOCK_ARRAYS:

@@ -94,3 +94,8 @@ def test_array_clock_picks_the_rows_of_its_lanes():
     assert learner_clock.array_clock(rows, "4x4", "ddpg") == (180, [learner_clock.KERNEL_DDPG])
     assert learner_clock.array_clock(rows, "16x16", "ddpg") == (170,
                                                                 ["walk, 16 lanes (16x16)"])
+    # ... and DDPG's walk rows, for DDPG only
+    rows.append(row("DDPG walk, 32 lanes (8x32)", 175))
+    assert learner_clock.array_clock(rows, "8x32") == (185, ["activation, 32 lanes"])
+    assert learner_clock.array_clock(rows, "8x32", "ddpg") == (175,
+                                                               ["DDPG walk, 32 lanes (8x32)"])
