@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import re
 import statistics
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +24,10 @@ DOCS = ROOT / "docs" / "index.md"
 # The runs docs/index.md's table shows: the 2-core side by side of each game, every side run.
 DOCS_RUNS = ("2core-breakout", "2core-space_invaders", "2core-asterix")
 GAME_NAMES = {"breakout": "Breakout", "space_invaders": "SpaceInvaders", "asterix": "Asterix"}
+DOCS_BEGIN, DOCS_END = "<!-- minatar:start -->", "<!-- minatar:end -->"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_peers import replace_marked_block  # noqa: E402
 
 
 def summarize(folder: Path) -> dict | None:
@@ -53,13 +58,8 @@ def write_docs_table(runs: list[dict]) -> None:
         lines.append(f"| {GAME_NAMES[r['game']]} | {m['hrl']:,.0f} | {m['peer']:,.0f} | "
                      f"{m['hrl'] / m['peer']:.2f}x | "
                      f"{m['hrl-1thread'] / m['peer-1thread']:.2f}x |")
-    text = DOCS.read_text()
-    start, end = "<!-- minatar:start -->", "<!-- minatar:end -->"
-    if start not in text or end not in text:
-        raise SystemExit(f"{DOCS}: no {start} ... {end} block")
-    head, _, rest = text.partition(start)
-    tail = rest.partition(end)[2]
-    DOCS.write_text(head + start + "\n" + "\n".join(lines) + "\n" + end + tail)
+    if not replace_marked_block(DOCS, DOCS_BEGIN, DOCS_END, "\n".join(lines)):
+        raise SystemExit(f"{DOCS}: no {DOCS_BEGIN} ... {DOCS_END} block")
 
 
 def main() -> int:

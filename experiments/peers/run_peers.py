@@ -525,7 +525,6 @@ def readme_rows(rows: list[dict]) -> str:
         "rllib": f"RLlib {v.get('rllib', {}).get('ray', '')}",
     }
     lines = [
-        README_BEGIN,
         "| peer | DQN+PER CartPole env steps/s, M=1 / M=8 (1 SGD step of batch 32 each) | "
         "time to 475, M=1 / M=8 | DDPG Pendulum env steps/s (% of CPU peak) |",
         "| --- | ---: | ---: | ---: |",
@@ -548,18 +547,24 @@ def readme_rows(rows: list[dict]) -> str:
                     cells.append(f"{lib} {mode} {a['median_us']:.0f} us")
         if cells:
             lines.append(f"| replay {op}, N=2^20, B=256, K=16 | {'; '.join(cells)} | | |")
-    lines.append(README_END)
     return "\n".join(lines)
 
 
-def update_readme(readme: Path, rows: list[dict]) -> bool:
-    text = readme.read_text()
-    start, end = text.find(README_BEGIN), text.find(README_END)
-    if start < 0 or end < start:
+def replace_marked_block(path: Path, begin: str, end: str, body: str) -> bool:
+    """Write `body` between the lines `begin` and `end` of the file at `path` (the markers
+    kept, what stood between them replaced). False, and nothing written, when the file has
+    no `begin` followed by an `end`."""
+    text = path.read_text()
+    start = text.find(begin)
+    stop = text.find(end, start + len(begin)) if start >= 0 else -1
+    if stop < 0:
         return False
-    new = text[:start] + readme_rows(rows) + text[end + len(README_END):]
-    readme.write_text(new)
+    path.write_text(text[:start] + begin + "\n" + body + "\n" + text[stop:])
     return True
+
+
+def update_readme(readme: Path, rows: list[dict]) -> bool:
+    return replace_marked_block(readme, README_BEGIN, README_END, readme_rows(rows))
 
 
 def report(rows: list[dict], meta: dict, out: Path, readme: Path | None) -> None:

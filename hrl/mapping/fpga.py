@@ -446,14 +446,14 @@ class ArrayLearner:
         if "q" in networks:
             got = learner_schedule.step_cycles("dqn", list(networks["q"]), batch, self.rows,
                                                self.cols, target_period=target_period)
+            clock = self.clock_hz
         else:
             got = learner_schedule.step_cycles("ddpg", list(networks["actor"]), batch,
                                                self.rows, self.cols,
                                                critic=list(networks["critic"]),
                                                target_period=target_period)
-            return got["total"] / (self.ddpg_clock_hz or self.clock_hz) \
-                + self.invoke_overhead_s
-        return got["total"] / self.clock_hz + self.invoke_overhead_s
+            clock = self.ddpg_clock_hz or self.clock_hz
+        return got["total"] / clock + self.invoke_overhead_s
 
     @classmethod
     def from_table(cls, rows: list[dict], array: str = DEFAULT_ARRAY) -> ArrayLearner:
@@ -469,9 +469,11 @@ class ArrayLearner:
             clocks = sorted(float(r["total_cycles"]) / float(r["us"]) * 1e6 for r in of)
             return clocks[len(clocks) // 2] if clocks else None
 
-        ddpg = [x for x in mine if str(x.get("net", "")).startswith("ddpg")]
-        clock = median_clock([x for x in mine if x not in ddpg]) or median_clock(ddpg)
+        ddpg, rest = [], []
+        for x in mine:
+            (ddpg if str(x.get("net", "")).startswith("ddpg") else rest).append(x)
         ddpg_clock = median_clock(ddpg)
+        clock = median_clock(rest) or ddpg_clock
         r, c = (int(x) for x in array.split("x"))
         sim = sum(1 for x in mine if x.get("sim") == "yes")
         at = f"{clock / 1e6:.0f} MHz"
